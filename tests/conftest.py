@@ -1,0 +1,39 @@
+"""Shared fixtures: every test runs with private config, data and cache directories.
+
+Made models are expensive to rebuild, so they live in one cache shared by the whole run
+(``LLAMACHAT_TEST_MODEL_CACHE`` or a per-user temp folder), keyed by their parameters.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("LLAMACHAT_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(autouse=True)
+def private_dirs(tmp_path, monkeypatch):
+    """Point every llamachat location at a temporary folder for this test."""
+    monkeypatch.setenv("LLAMACHAT_CONFIG", str(tmp_path / "config" / "config.toml"))
+    monkeypatch.setenv("LLAMACHAT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LLAMACHAT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(
+        "LLAMACHAT_MODEL_CACHE",
+        os.environ.get(
+            "LLAMACHAT_TEST_MODEL_CACHE",
+            str(Path(tempfile.gettempdir()) / f"llamachat-test-models-{os.getuid()}"),
+        ),
+    )
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.fail(f"shared/ folder not found at {SHARED} (set LLAMACHAT_SHARED)")
+    return SHARED
