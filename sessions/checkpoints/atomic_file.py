@@ -1,0 +1,81 @@
+"""Writing a file so that its final name only ever shows the whole file.
+
+A checkpoint is read back by name; a torn file under that name would be caught by the
+checksums, but would still cost a read and a report. So every write goes to a temp file in
+the same folder and is renamed over the final name only once it is on stable storage. A
+crash leaves at most a temp file, named after its writer's pid so that a later start can
+tell a leftover from a write still in flight in another process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Iterable
+
+TEMP_SUFFIX = ".tmp"
+STALE_TEMP_SECONDS = 3600.0
+"""A temp file this old is a leftover even if its writer's pid is alive (reused pid)."""
+
+_TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
+
+
+def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to ``path`` so that the final name only ever shows a whole file.
+
+    Temp file in the same folder (0600), write, flush, fsync, rename over, fsync the folder.
+    A crash at any point leaves at most a temp file, which ``DiskTier`` removes later.
+    """
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), 0o600)
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            temp.unlink()
+        except OSError:
+            pass
+        raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def is_stale_temp(path: Path, now: float) -> bool:
+    """A temp file whose writer is gone (dead pid) or that is too old to be in flight."""
+    try:
+        if now - path.stat().st_mtime > STALE_TEMP_SECONDS:
+            return True
+    except OSError:
+        return False
+    match = _TEMP_NAME.fullmatch(path.name)
+    if match is None:
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return False
+
+

@@ -1,0 +1,261 @@
+"""The disk tier: checkpoint files that survive a restart, under a byte budget.
+
+Files are content-addressed (``keys.address``), written atomically by one background
+thread, and never trusted: every read checks the whole header against the request and the
+payload against its checksum, and a file that fails is deleted and reported in plain words
+(its tokens are simply recomputed). The index of what is on disk lives in memory, built
+once from the headers alone, so ``has`` and eviction never touch the disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..paths import ensure_private_dir
+from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
+from .disk_index import DiskEntry, DiskIndex, UseClock
+from .errors import CorruptCheckpointError
+from .file_format import (
+    HEADER_SIZE, Header, build_segment, check_header, encode_header, expected_address, parse_header,
+)
+from .keys import Key, StateCompat, address, is_model_folder, key_of, parse_address
+from .segment import Segment
+
+log = logging.getLogger(__name__)
+_MB = 1024 * 1024
+
+def _read_header(path: Path) -> tuple[Header, int, float]:
+    with open(path, "rb") as src:
+        info = os.fstat(src.fileno())
+        return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
+
+
+class DiskTier:
+    """Checkpoint files under one folder, their in-memory index, and their budget."""
+
+    def __init__(
+        self,
+        directory: Path,
+        budget: int,
+        report: Callable[[str], None],
+        is_active: Callable[[Key], bool],
+    ) -> None:
+        self.directory = Path(directory)
+        self.budget = max(0, int(budget))
+        self._report = report
+        self._is_active = is_active
+        self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+        self._index: DiskIndex | None = None
+        self._clock = UseClock()
+        self._disabled = False
+        self._writes_failing = False
+        self._told_too_large = False
+        self.writes = 0
+        self.skipped = 0
+        self.evictions = 0
+        self.corrupt_deleted = 0
+        self.write_errors = 0
+
+    # ----- index -------------------------------------------------------------------------
+
+    def ensure_index(self) -> None:
+        """Build the index from the file headers (once), cleaning crashed temp files."""
+        if self._index is not None:
+            return
+        with self._build_lock:
+            if self._index is not None:
+                return
+            index = DiskIndex()
+            try:
+                ensure_private_dir(self.directory)
+                self._scan_into(index)
+            except OSError as error:
+                self._disabled = True
+                self._report(
+                    f"the checkpoint folder {self.directory} cannot be used ({error.strerror or error}); "
+                    "checkpoints are kept in memory only"
+                )
+            with self._lock:
+                self._index = index
+                victims = index.pop_victims(self.budget, self._is_active)
+                self.evictions += len(victims)
+            self._delete_evicted(victims)
+
+    def _scan_into(self, index: DiskIndex) -> None:
+        now = time.time()
+        for folder in self.directory.iterdir():
+            if not is_model_folder(folder.name) or not folder.is_dir():
+                continue
+            for path in folder.iterdir():
+                if path.name.endswith(TEMP_SUFFIX):
+                    if is_stale_temp(path, now):
+                        path.unlink(missing_ok=True)
+                    continue
+                parsed = parse_address(folder.name, path.name)
+                if parsed is None:
+                    continue
+                try:
+                    header, size, mtime = _read_header(path)
+                    check_header(header, parsed, size)
+                except FileNotFoundError:
+                    continue
+                except CorruptCheckpointError as error:
+                    self._delete_corrupt(path, error.reason)
+                    continue
+                except OSError as error:
+                    self._report(f"checkpoint {path.name} could not be read ({error.strerror}); skipped")
+                    continue
+                self._clock.seen(mtime)
+                index.add(parsed.key, DiskEntry(path, header.parent, size, mtime))
+
+    def known(self, key: Key) -> bool:
+        """True when the index is built and lists ``key`` (never does I/O)."""
+        index = self._index
+        with self._lock:
+            return index is not None and key in index
+
+    def contains(self, key: Key) -> bool:
+        self.ensure_index()
+        return self.known(key)
+
+    def touch(self, key: Key) -> None:
+        """Mark a use that happened elsewhere (a RAM hit), in memory only."""
+        with self._lock:
+            if self._index is not None:
+                self._index.touch(key, self._clock.now())
+
+    def totals(self) -> tuple[int, int]:
+        """(bytes, files) on disk as the index knows them; (0, 0) before it is built."""
+        with self._lock:
+            if self._index is None:
+                return (0, 0)
+            return (self._index.total_bytes, len(self._index))
+
+    def keys(self) -> list[Key]:
+        with self._lock:
+            return list(self._index) if self._index is not None else []
+
+    # ----- writing (writer thread) ------------------------------------------------------
+
+    def save(self, segment: Segment) -> None:
+        """Write ``segment`` unless it is on disk already; evict to stay under budget."""
+        self.ensure_index()
+        key = segment.key
+        with self._lock:
+            if self._disabled or key in self._index:  # type: ignore[operator]
+                self.skipped += 1
+                return
+        size = HEADER_SIZE + segment.nbytes
+        if size > self.budget:
+            self._tell_too_large(size)
+            return
+        rel = address(segment.compat, segment.prefix)
+        path = self.directory / rel
+        chunks = [encode_header(segment), segment.state]
+        if segment.logits:
+            chunks.append(segment.logits)
+        try:
+            ensure_private_dir(path.parent)
+            write_atomically(path, chunks)
+        except OSError as error:
+            self.write_errors += 1
+            if not self._writes_failing:
+                self._report(
+                    f"checkpoint {path.name} could not be written ({error.strerror or error}); "
+                    "checkpoints stay in memory only until writing works again"
+                )
+            self._writes_failing = True
+            return
+        self._writes_failing = False
+        with self._lock:
+            assert self._index is not None
+            self._index.add(key, DiskEntry(path, segment.parent, size, self._clock.now()))
+            self.writes += 1
+            victims = self._index.pop_victims(self.budget, self._is_active)
+            self.evictions += len(victims)
+        self._delete_evicted(victims)
+
+    def rebalance(self) -> None:
+        """Evict again after the active set changed (no I/O unless over budget)."""
+        with self._lock:
+            if self._index is None:
+                return
+            victims = self._index.pop_victims(self.budget, self._is_active)
+            self.evictions += len(victims)
+        self._delete_evicted(victims)
+
+    def _tell_too_large(self, size: int) -> None:
+        if not self._told_too_large:
+            self._told_too_large = True
+            self._report(
+                f"a checkpoint of {size / _MB:.1f} MB does not fit the disk budget of "
+                f"{self.budget / _MB:.1f} MB; checkpoints that large stay in memory only"
+            )
+
+    def _delete_evicted(self, victims: list[tuple[Key, DiskEntry]]) -> None:
+        for _key, entry in victims:
+            try:
+                entry.path.unlink(missing_ok=True)
+            except OSError as error:
+                log.warning("could not delete evicted checkpoint %s: %s", entry.path, error)
+
+    # ----- reading ----------------------------------------------------------------------
+
+    def load(self, compat: StateCompat, prefix: str) -> Segment | None:
+        """The verified segment on disk, or None (missing or deleted as corrupt)."""
+        self.ensure_index()
+        if self._disabled:
+            return None
+        key = key_of(compat, prefix)
+        path = self.directory / address(compat, prefix)
+        try:
+            with open(path, "rb") as src:
+                size = os.fstat(src.fileno()).st_size
+                header = parse_header(src.read(HEADER_SIZE))
+                check_header(header, expected_address(compat, prefix), size)
+                state = src.read(header.state_len)
+                logits = src.read(header.logits_len)
+            segment = build_segment(compat, header, state, logits)
+        except FileNotFoundError:
+            with self._lock:
+                self._index.remove(key)  # type: ignore[union-attr]
+            return None
+        except CorruptCheckpointError as error:
+            with self._lock:
+                self._index.remove(key)  # type: ignore[union-attr]
+            self._delete_corrupt(path, error.reason)
+            return None
+        except OSError as error:
+            self._report(f"checkpoint {path.name} could not be read ({error.strerror}); "
+                         "its tokens will be recomputed")
+            return None
+        with self._lock:
+            assert self._index is not None
+            now = self._clock.now()
+            if key in self._index:
+                self._index.touch(key, now)
+            else:  # written by another process since the index was built
+                self._index.add(key, DiskEntry(path, segment.parent, size, now))
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return segment
+
+    def _delete_corrupt(self, path: Path, reason: str) -> None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            self._report(f"checkpoint {path.name} was corrupt ({reason}) and could not be "
+                         f"deleted ({error.strerror}); it will be ignored")
+            return
+        with self._lock:
+            self.corrupt_deleted += 1
+        self._report(f"checkpoint {path.name} was corrupt ({reason}) and was deleted; "
+                     "its tokens will be recomputed")

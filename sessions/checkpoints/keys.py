@@ -1,0 +1,137 @@
+"""Names of checkpoints: prefix hashes, compatibility ids and file addresses.
+
+A checkpoint is useful only to a context that has seen exactly the same tokens, with the
+same model file and the same cache layout. Everything here turns those three facts into
+short hex strings, so that the same prefix for the same model and settings always lands on
+the same key (in RAM) and the same file (on disk), whichever branch produced it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from array import array
+from dataclasses import dataclass, field
+from hashlib import blake2b
+from pathlib import PurePath
+from typing import Sequence
+
+from .errors import InvalidSegmentError
+
+HASH_BYTES = 16
+"""Size of every digest used in keys (prefix hashes, fingerprint and params ids)."""
+
+FILE_SUFFIX = ".ckpt"
+
+Key = tuple[str, str]
+"""(compat digest, prefix hash): the identity of a checkpoint in every tier."""
+
+_HEX = re.compile(r"[0-9a-f]{%d}" % (2 * HASH_BYTES))
+_FILE_NAME = re.compile(r"([0-9a-f]{%d})-([0-9a-f]{%d})\.ckpt" % (2 * HASH_BYTES, 2 * HASH_BYTES))
+
+if array("i").itemsize != 4:  # pragma: no cover - every platform CPython supports today
+    raise ImportError("sessions.checkpoints needs a 4-byte C int for token hashing")
+
+
+def _digest(data: bytes) -> bytes:
+    return blake2b(data, digest_size=HASH_BYTES).digest()
+
+
+def prefix_hash(tokens: Sequence[int]) -> str:
+    """Hex id of a token prefix: blake2b-128 of the tokens as little-endian int32."""
+    if isinstance(tokens, array) and tokens.typecode == "i":
+        packed = tokens
+    else:
+        try:
+            packed = array("i", tokens)
+        except OverflowError as error:
+            raise InvalidSegmentError(f"a token id does not fit in 32 bits: {error}") from None
+        except TypeError as error:
+            raise InvalidSegmentError(f"tokens must be integers: {error}") from None
+    if sys.byteorder == "big":  # pragma: no cover - no big-endian test machine
+        packed = array("i", packed)
+        packed.byteswap()
+    return blake2b(packed.tobytes(), digest_size=HASH_BYTES).hexdigest()
+
+
+def is_prefix_hash(value: object) -> bool:
+    return isinstance(value, str) and _HEX.fullmatch(value) is not None
+
+
+def compat_digest(fingerprint_id: bytes, params_digest: bytes) -> str:
+    """The compat digest from its two halves, as stored in a file header."""
+    return blake2b(fingerprint_id + params_digest, digest_size=HASH_BYTES).hexdigest()
+
+
+@dataclass(frozen=True)
+class StateCompat:
+    """What decides whether a state blob can be restored into a context.
+
+    llama.cpp states carry no model identity: a different GGUF of the same shape restores
+    silently and yields garbage, and other cache types or stream counts refuse to load. So
+    every checkpoint is filed under the model fingerprint and the canonical params string.
+    """
+
+    model_fingerprint: str
+    """Id of the GGUF file (sha256-based), computed by the engine."""
+    params: str
+    """Canonical string of the context params that change the state layout."""
+    _ids: tuple[bytes, bytes, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model_fingerprint, str) or not self.model_fingerprint:
+            raise InvalidSegmentError("a state compat needs a non-empty model fingerprint")
+        if not isinstance(self.params, str):
+            raise InvalidSegmentError("the state compat params must be a string")
+        fingerprint_id = _digest(self.model_fingerprint.encode("utf-8"))
+        params_digest = _digest(self.params.encode("utf-8"))
+        ids = (fingerprint_id, params_digest, compat_digest(fingerprint_id, params_digest))
+        object.__setattr__(self, "_ids", ids)
+
+    @property
+    def fingerprint_id(self) -> bytes:
+        """16-byte digest of the model fingerprint (fixed size, whatever the engine's form)."""
+        return self._ids[0]
+
+    @property
+    def params_digest(self) -> bytes:
+        """16-byte digest of the params string."""
+        return self._ids[1]
+
+    def digest(self) -> str:
+        """Hex id of (model, params): two compats restore into each other iff equal."""
+        return self._ids[2]
+
+
+def key_of(compat: StateCompat, prefix: str) -> Key:
+    return (compat.digest(), prefix)
+
+
+def address(compat: StateCompat, prefix: str) -> PurePath:
+    """Relative path of a checkpoint file: ``<model id>/<params id>-<prefix>.ckpt``."""
+    return PurePath(compat.fingerprint_id.hex(), f"{compat.params_digest.hex()}-{prefix}{FILE_SUFFIX}")
+
+
+@dataclass(frozen=True)
+class ParsedAddress:
+    """What a file's path says it holds; the header must agree with every field."""
+
+    fingerprint_id: bytes
+    params_digest: bytes
+    prefix: str
+
+    @property
+    def key(self) -> Key:
+        return (compat_digest(self.fingerprint_id, self.params_digest), self.prefix)
+
+
+def is_model_folder(name: str) -> bool:
+    return _HEX.fullmatch(name) is not None
+
+
+def parse_address(folder: str, name: str) -> ParsedAddress | None:
+    """Parse ``<model id>/<params id>-<prefix>.ckpt``; None for any other name."""
+    match = _FILE_NAME.fullmatch(name)
+    if match is None or not is_model_folder(folder):
+        return None
+    return ParsedAddress(bytes.fromhex(folder), bytes.fromhex(match.group(1)), match.group(2))

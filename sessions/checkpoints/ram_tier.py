@@ -1,0 +1,85 @@
+"""The RAM tier: the segments most likely to be restored next, LRU by bytes.
+
+Restoring from RAM costs a memcpy; from disk, a read and a checksum. The tier keeps the
+most recently used segments under a byte budget, and evicts segments on the branches the
+user is on only when nothing else is left to evict.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+from .keys import Key
+from .segment import Segment
+
+
+class RamTier:
+    """A byte-bounded LRU of segments; thread-safe, never does I/O."""
+
+    def __init__(self, budget: int, is_protected: Callable[[Key], bool]) -> None:
+        self.budget = max(0, int(budget))
+        self._is_protected = is_protected
+        self._items: OrderedDict[Key, Segment] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.evictions = 0
+        """Segments dropped to stay under the budget."""
+
+    def put(self, segment: Segment) -> bool:
+        """Keep ``segment`` as the most recent one; False when it alone exceeds the budget."""
+        key = segment.key
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old.nbytes
+            if segment.nbytes > self.budget:
+                return False
+            self._items[key] = segment
+            self._bytes += segment.nbytes
+            self._evict_locked()
+            return True
+
+    def get(self, key: Key) -> Segment | None:
+        """The segment under ``key``, marked as just used; None when absent."""
+        with self._lock:
+            segment = self._items.get(key)
+            if segment is not None:
+                self._items.move_to_end(key)
+            return segment
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def discard(self, key: Key) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old.nbytes
+
+    def rebalance(self) -> None:
+        """Evict again, e.g. after the protected set changed."""
+        with self._lock:
+            self._evict_locked()
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def keys(self) -> list[Key]:
+        """Keys from least to most recently used."""
+        with self._lock:
+            return list(self._items)
+
+    def _evict_locked(self) -> None:
+        while self._bytes > self.budget:
+            victim = next((k for k in self._items if not self._is_protected(k)), None)
+            if victim is None:
+                victim = next(iter(self._items))
+            self._bytes -= self._items.pop(victim).nbytes
+            self.evictions += 1

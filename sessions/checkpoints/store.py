@@ -1,0 +1,199 @@
+"""The checkpoint store: segments in RAM and on disk, handed back verified.
+
+The engine saves a segment at every message boundary (and every few thousand tokens in a
+long message) and restores a branch from its segments root-first. The store makes that
+cheap on every path: ``put`` never waits on a disk, ``get`` finds a segment in RAM, in the
+writer's queue or on disk (verified, then promoted to RAM), and both tiers keep the
+branches the user is on for as long as their budgets allow.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Literal
+
+from .. import paths
+from .disk_tier import DiskTier
+from .errors import InvalidSegmentError, StoreClosedError
+from .keys import Key, StateCompat, key_of
+from .ram_tier import RamTier
+from .segment import Segment
+from .writer import BackgroundWriter
+
+log = logging.getLogger(__name__)
+
+DEFAULT_QUEUE_ITEMS = 64
+MIN_QUEUE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """A snapshot of the store's counters (for the status bar and the tests)."""
+
+    ram_bytes: int
+    """Payload bytes held in the RAM tier."""
+    ram_count: int
+    disk_bytes: int
+    """File bytes on disk (headers included), as the index knows them."""
+    disk_count: int
+    writes: int
+    """Files written by this store."""
+    evictions: int
+    """Files deleted from disk to stay under the disk budget."""
+    corrupt_deleted: int
+    """Files deleted because a check failed."""
+    hits_ram: int
+    """``get`` answered from RAM or from the writer's queue."""
+    hits_disk: int
+    misses: int
+    ram_evictions: int = 0
+    """Segments dropped from RAM to stay under the RAM budget."""
+    dropped_writes: int = 0
+    """Disk writes dropped because the writer's queue was full."""
+    pending_writes: int = 0
+    write_errors: int = 0
+
+
+class CheckpointStore:
+    """Segments by (compat, prefix) in a RAM tier and a disk tier, safe across threads."""
+
+    def __init__(
+        self,
+        directory: Path | None = None,
+        *,
+        ram_bytes: int,
+        disk_bytes: int,
+        on_problem: Callable[[str], None] | None = None,
+        queue_items: int = DEFAULT_QUEUE_ITEMS,
+        queue_bytes: int | None = None,
+    ) -> None:
+        self.directory = Path(directory) if directory is not None else paths.checkpoints_dir()
+        self._on_problem = on_problem
+        self._active: dict[str, frozenset[str]] = {}
+        self._lock = threading.Lock()
+        self._hits_ram = self._hits_disk = self._misses = 0
+        self._ram = RamTier(ram_bytes, self._is_active)
+        self._disk = DiskTier(self.directory, disk_bytes, self._report, self._is_active)
+        self._writer = BackgroundWriter(
+            self._disk.save,
+            startup=self._disk.ensure_index,
+            report=self._report,
+            max_items=queue_items,
+            max_bytes=queue_bytes if queue_bytes is not None else max(ram_bytes, MIN_QUEUE_BYTES),
+        )
+        self._closed = False
+
+    # ----- the engine's API -------------------------------------------------------------
+
+    def put(self, segment: Segment) -> None:
+        """Keep ``segment`` in RAM now and queue its disk write; never waits on disk I/O."""
+        if not isinstance(segment, Segment):
+            raise InvalidSegmentError(f"put() takes a Segment, not {type(segment).__name__}")
+        if self._closed:
+            raise StoreClosedError()
+        self._ram.put(segment)
+        if not self._disk.known(segment.key):
+            self._writer.submit(segment)
+
+    def get(self, compat: StateCompat, prefix: str) -> Segment | None:
+        """The segment for ``prefix``: from RAM, else the write queue, else disk (verified)."""
+        key = key_of(compat, prefix)
+        segment = self._ram.get(key) or self._writer.pending(key)
+        if segment is not None:
+            self._disk.touch(key)
+            self._count(ram=1)
+            return segment
+        segment = self._disk.load(compat, prefix)
+        if segment is None:
+            self._count(miss=1)
+            return None
+        self._ram.put(segment)
+        self._count(disk=1)
+        return segment
+
+    def has(self, compat: StateCompat, prefix: str) -> bool:
+        """Whether ``get`` would likely succeed; no disk I/O once the index is built."""
+        return self.where(compat, prefix) is not None
+
+    def where(self, compat: StateCompat, prefix: str) -> Literal["ram", "disk"] | None:
+        key = key_of(compat, prefix)
+        if key in self._ram or self._writer.pending(key) is not None:
+            return "ram"
+        if self._disk.contains(key):
+            return "disk"
+        return None
+
+    def set_active(self, compat: StateCompat, prefixes: Iterable[str]) -> None:
+        """Replace the set of ``compat``'s prefixes on branches the user is on.
+
+        They are the last to be evicted from either tier. An empty iterable clears it.
+        """
+        active = frozenset(prefixes)
+        digest = compat.digest()
+        with self._lock:
+            if active:
+                self._active[digest] = active
+            else:
+                self._active.pop(digest, None)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until queued disk writes are done; False if ``timeout`` ran out first."""
+        return self._writer.flush(timeout)
+
+    def stats(self) -> StoreStats:
+        disk_bytes, disk_count = self._disk.totals()
+        with self._lock:
+            hits_ram, hits_disk, misses = self._hits_ram, self._hits_disk, self._misses
+        return StoreStats(
+            ram_bytes=self._ram.nbytes,
+            ram_count=len(self._ram),
+            disk_bytes=disk_bytes,
+            disk_count=disk_count,
+            writes=self._disk.writes,
+            evictions=self._disk.evictions,
+            corrupt_deleted=self._disk.corrupt_deleted,
+            hits_ram=hits_ram,
+            hits_disk=hits_disk,
+            misses=misses,
+            ram_evictions=self._ram.evictions,
+            dropped_writes=self._writer.dropped,
+            pending_writes=self._writer.pending_count,
+            write_errors=self._disk.write_errors,
+        )
+
+    def close(self) -> None:
+        """Finish the queued writes and stop the writer thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._writer.close()
+
+    def __enter__(self) -> "CheckpointStore":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # ----- internals --------------------------------------------------------------------
+
+    def _is_active(self, key: Key) -> bool:
+        active = self._active.get(key[0])
+        return active is not None and key[1] in active
+
+    def _count(self, *, ram: int = 0, disk: int = 0, miss: int = 0) -> None:
+        with self._lock:
+            self._hits_ram += ram
+            self._hits_disk += disk
+            self._misses += miss
+
+    def _report(self, message: str) -> None:
+        if self._on_problem is None:
+            log.warning("%s", message)
+            return
+        try:
+            self._on_problem(message)
+        except Exception:
+            log.exception("the checkpoint problem handler failed on: %s", message)
