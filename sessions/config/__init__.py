@@ -1,0 +1,32 @@
+"""Settings from ``config.toml``: typed, validated field by field, written atomically.
+
+The public names live here; the package is split by concern (the dataclasses, the
+field checks, TOML line handling, file reading and writing, the commented template).
+"""
+
+from sessions.config.files import (
+    ConfigError,
+    LoadedConfig,
+    load_config,
+    save_config,
+    to_toml_dict,
+    update_config,
+)
+from sessions.config.model import DEFAULT_THEME, CheckpointConfig, Config, default_config
+from sessions.config.template import config_template
+from sessions.config.validate import ConfigProblem
+
+__all__ = [
+    "DEFAULT_THEME",
+    "CheckpointConfig",
+    "Config",
+    "ConfigError",
+    "ConfigProblem",
+    "LoadedConfig",
+    "config_template",
+    "default_config",
+    "load_config",
+    "save_config",
+    "to_toml_dict",
+    "update_config",
+]

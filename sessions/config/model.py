@@ -1,0 +1,84 @@
+"""The typed settings object: what ``config.toml`` may contain, with its defaults.
+
+Frozen dataclasses rather than a dict so every reader of the config gets a value of the
+right type (the loader has already checked it) and a typo in code is an AttributeError,
+not a silent ``None``. Each field carries a docstring: it is the reference the commented
+template and the help screen are written from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from sessions.sampling import SamplingSettings
+
+DEFAULT_THEME = "llamachat-dark"
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """How much model state is kept so branch switches never re-read the whole prompt.
+
+    The ``[checkpoints]`` table. A checkpoint is the model's memory (KV cache, sliding
+    window, recurrent state) at the end of a message; the RAM tier is fast, the disk tier
+    survives a restart.
+    """
+
+    ram_mb: int = 2048
+    """Most memory, in MiB, that checkpoints kept in RAM may use (oldest dropped first)."""
+    disk_mb: int = 20480
+    """Most disk space, in MiB, for checkpoint files in the cache folder."""
+    interval: int = 2048
+    """Inside a long message, also save a checkpoint every this many tokens."""
+    enabled: bool = True
+    """Turn checkpoints off to always recompute the prompt (slower, uses no extra memory)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a user can set in ``config.toml``.
+
+    Command-line flags override a few of these for one run (see ``with_overrides``);
+    the UI remembers choices such as the theme through ``update_config``.
+    """
+
+    model: str | None = None
+    """Path of the GGUF model to load at start; unset shows the model picker."""
+    model_dirs: list[str] = field(default_factory=list)
+    """Extra folders searched (recursively) for ``*.gguf`` files, besides the usual caches."""
+    n_ctx: int = 8192
+    """Context size in tokens; 0 uses the model's trained context length."""
+    n_batch: int = 512
+    """Most tokens evaluated in one call while reading a prompt."""
+    n_gpu_layers: int = 0
+    """Layers offloaded to the GPU; 0 runs on the CPU only, -1 offloads every layer."""
+    threads: int | None = None
+    """CPU threads used for generation; unset lets llama.cpp choose."""
+    seed: int = -1
+    """Seed of the model context; -1 picks a random one."""
+    system_prompt: str | None = None
+    """System message put at the start of every new session; unset adds none."""
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    """Default sampling settings for new sessions (the ``[sampling]`` table)."""
+    theme: str = DEFAULT_THEME
+    """Name of the colour theme (built in, or a file in the ``themes`` folder beside this file)."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """Key overrides: action id to key string, e.g. ``regenerate = "ctrl+r"`` (``[keys]``)."""
+    checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
+    """Model-state checkpoint limits (the ``[checkpoints]`` table)."""
+
+    def with_(self, **changes: Any) -> "Config":
+        return replace(self, **changes)
+
+    def with_overrides(self, **overrides: Any) -> "Config":
+        """Apply command-line overrides, ignoring the ones that were not given (None)."""
+        given = {name: value for name, value in overrides.items() if value is not None}
+        unknown = set(given) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f"not config fields: {', '.join(sorted(unknown))}")
+        return replace(self, **given)
+
+
+def default_config() -> Config:
+    return Config()

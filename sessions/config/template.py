@@ -1,0 +1,69 @@
+"""The commented example written by ``llamachat config --init``.
+
+Every setting appears commented out with its default, so the file documents itself and
+changes nothing until a line is uncommented. The defaults are filled in from the
+dataclasses, so the template cannot drift from the code (a test uncomments every line
+and checks the result loads to the defaults).
+"""
+
+from __future__ import annotations
+
+from sessions.config.model import Config
+from sessions.config.toml_text import render_value as _value
+
+
+def config_template() -> str:
+    """A complete, commented ``config.toml`` that leaves every setting at its default."""
+    c = Config()
+    s, k = c.sampling, c.checkpoints
+    return f"""\
+# llamachat configuration. Every line below is commented out and shows the default;
+# uncomment a line and change its value to use your own. Command-line flags (such as
+# -m, -c, -ngl, --theme) override these for one run.
+
+# GGUF model loaded at start (a path); leave unset to pick one from the model list.
+# model = "~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf"
+
+# Extra folders searched recursively for *.gguf files. The Hugging Face cache, LM Studio's
+# folders and llama.cpp's cache are always searched.
+# model_dirs = ["~/models"]
+
+# Context size in tokens (0 uses the model's trained context length).
+# n_ctx = {c.n_ctx}
+# Most tokens evaluated in one call while reading a prompt.
+# n_batch = {c.n_batch}
+# Layers offloaded to the GPU (0: CPU only, -1: all of them).
+# n_gpu_layers = {c.n_gpu_layers}
+# CPU threads; leave unset to let llama.cpp choose.
+# threads = 4
+# Seed of the model context (-1: random).
+# seed = {c.seed}
+
+# System message put at the start of every new session.
+# system_prompt = "You are a helpful assistant."
+
+# Colour theme: a built-in name or a theme file in the themes/ folder beside this file.
+# theme = {_value(c.theme)}
+
+# Default sampling settings for new sessions (each session keeps its own copy).
+[sampling]
+# temperature = {_value(s.temperature)}     # 0 always picks the most likely token
+# top_k = {s.top_k}             # 0 disables
+# top_p = {_value(s.top_p)}           # 1.0 disables
+# min_p = {_value(s.min_p)}           # 0 disables
+# repeat_penalty = {_value(s.repeat_penalty)}   # 1.0 disables
+# repeat_last_n = {s.repeat_last_n}
+# seed = {s.seed}             # -1: a new seed for every reply
+# max_tokens = {s.max_tokens}
+
+# Saved model state, so switching branches or reopening a chat skips re-reading the prompt.
+[checkpoints]
+# enabled = {_value(k.enabled)}
+# ram_mb = {k.ram_mb}          # memory for checkpoints kept in RAM, in MiB
+# disk_mb = {k.disk_mb}        # disk space for checkpoint files, in MiB
+# interval = {k.interval}        # inside a long message, also save every this many tokens
+
+# Key overrides: action id = key (the help screen lists the action ids).
+[keys]
+# regenerate = "ctrl+r"
+"""

@@ -1,0 +1,177 @@
+"""Turn a parsed TOML mapping into a ``Config``, one field at a time.
+
+A config file is edited by hand, so one mistake must cost only the setting it touches:
+each field is checked on its own and a bad one falls back to its default while every
+other field is kept. Problems carry the field name and, when it can be found, the line,
+so the message tells the user exactly what to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from sessions.config.model import CheckpointConfig, Config
+from sessions.config.toml_text import find_key_line
+from sessions.sampling import SamplingSettings
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """Something wrong in the config file; the program still starts with defaults for it."""
+
+    message: str
+    """What is wrong, in plain words, naming the field."""
+    field: str | None = None
+    """Dotted name of the field concerned (``sampling.top_k``), None for the whole file."""
+    line: int | None = None
+    """1-based line in the file, when known."""
+    fatal: bool = False
+    """True when the whole file was ignored (a syntax error); False for one field or key."""
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.message}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The type and allowed range of one setting."""
+
+    kind: str
+    """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``."""
+    minimum: float | None = None
+    maximum: float | None = None
+    optional: bool = False
+    """The field may be absent (None); TOML has no null, so absence is the only way."""
+
+
+TOP_RULES: dict[str, Rule] = {
+    "model": Rule("str", optional=True),
+    "model_dirs": Rule("str_list"),
+    "n_ctx": Rule("int", minimum=0),
+    "n_batch": Rule("int", minimum=1),
+    "n_gpu_layers": Rule("int", minimum=-1),
+    "threads": Rule("int", minimum=1, optional=True),
+    "seed": Rule("int", minimum=-1, maximum=2**32 - 1),
+    "system_prompt": Rule("str", optional=True),
+    "theme": Rule("str"),
+    "keys": Rule("str_map"),
+}
+
+TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
+    "sampling": (
+        SamplingSettings,
+        {
+            "temperature": Rule("float", minimum=0.0),
+            "top_k": Rule("int", minimum=0),
+            "top_p": Rule("float", minimum=0.0, maximum=1.0),
+            "min_p": Rule("float", minimum=0.0, maximum=1.0),
+            "repeat_penalty": Rule("float", minimum=0.0),
+            "repeat_last_n": Rule("int", minimum=-1),
+            "seed": Rule("int", minimum=-1, maximum=2**32 - 1),
+            "max_tokens": Rule("int", minimum=1),
+        },
+    ),
+    "checkpoints": (
+        CheckpointConfig,
+        {
+            "ram_mb": Rule("int", minimum=0),
+            "disk_mb": Rule("int", minimum=0),
+            "interval": Rule("int", minimum=1),
+            "enabled": Rule("bool"),
+        },
+    ),
+}
+
+_TYPE_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "str_list": "a list of strings",
+    "str_map": "a table of strings",
+}
+
+
+def _toml_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a whole number", float: "a number", str: "a string",
+             list: "a list", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
+    """Return ``(value, None)`` when valid (converted: ints become floats), else the reason."""
+    ok = {
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "bool": isinstance(value, bool),
+        "str": isinstance(value, str),
+        "str_list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "str_map": isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
+    }[rule.kind]
+    if not ok:
+        return None, f"must be {_TYPE_WORDS[rule.kind]}, not {_toml_type(value)} ({value!r})"
+    if rule.kind == "float":
+        value = float(value)
+    if rule.minimum is not None and value < rule.minimum:
+        return None, f"must be at least {rule.minimum:g}, not {value!r}"
+    if rule.maximum is not None and value > rule.maximum:
+        return None, f"must be at most {rule.maximum:g}, not {value!r}"
+    return value, None
+
+
+class _Checker:
+    """Collects problems while building values, looking up line numbers in the text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.problems: list[ConfigProblem] = []
+
+    def report(self, path: tuple[str, ...], message: str) -> None:
+        line = find_key_line(self.text, path)
+        self.problems.append(ConfigProblem(message, ".".join(path), line))
+
+    def values(self, data: dict[str, Any], rules: dict[str, Rule], prefix: tuple[str, ...],
+               defaults: Any) -> dict[str, Any]:
+        accepted: dict[str, Any] = {}
+        for name, value in data.items():
+            path = prefix + (name,)
+            rule = rules.get(name)
+            if rule is None:
+                self.report(path, f"unknown setting {'.'.join(path)!r} ignored (misspelt?)")
+                continue
+            checked, reason = check_value(rule, value)
+            if reason:
+                default = getattr(defaults, name)
+                shown = "unset" if default is None else repr(default)
+                self.report(path, f"{'.'.join(path)} {reason}; using the default ({shown})")
+                continue
+            accepted[name] = checked
+        return accepted
+
+
+def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigProblem]]:
+    """Build a ``Config`` from parsed TOML, keeping every valid field."""
+    checker = _Checker(text)
+    defaults = Config()
+    top = {name: value for name, value in data.items() if name not in TABLES}
+    values = checker.values(top, TOP_RULES, (), defaults)
+    for table, (cls, rules) in TABLES.items():
+        if table not in data:
+            continue
+        if not isinstance(data[table], dict):
+            checker.report((table,), f"{table} must be a table ([{table}]), not "
+                           f"{_toml_type(data[table])}; using the defaults")
+            continue
+        values[table] = cls(**checker.values(data[table], rules, (table,), cls()))
+    if values.get("model") == "":
+        values["model"] = None
+    return Config(**values), checker.problems
+
+
+def rules_cover_every_field() -> bool:
+    """Every ``Config`` field has a rule (a test keeps it so when fields are added)."""
+    names = {f.name for f in fields(Config)}
+    table_fields = all({f.name for f in fields(cls)} == set(rules) for cls, rules in TABLES.values())
+    return names == set(TOP_RULES) | set(TABLES) and table_fields
