@@ -1,0 +1,85 @@
+"""Finding GGUF models on disk and describing them from their headers.
+
+``discover_models`` searches the configured folders and the caches of the usual download
+tools; ``read_model_card`` describes one file. Neither loads llama.cpp, gguf or numpy, so
+the model list and ``llamachat models`` are instant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
+from sessions.discovery.model_card import (
+    ModelCard,
+    memory_kind_for,
+    read_model_card,
+    split_part_paths,
+)
+from sessions.discovery.search_paths import SearchRoot, gguf_files, search_roots
+
+__all__ = [
+    "GGUFHeader",
+    "ModelCard",
+    "ModelFileError",
+    "SearchRoot",
+    "discover_models",
+    "memory_kind_for",
+    "read_gguf_header",
+    "read_model_card",
+    "search_roots",
+]
+
+
+def discover_models(config: object | None = None, *, roots: list[SearchRoot] | None = None,
+                    include_auxiliary: bool = False) -> list[ModelCard]:
+    """Every model found, deduplicated by real path and sorted by name.
+
+    ``config`` supplies ``model_dirs`` and ``model`` (the configured model is listed even
+    outside the searched folders). A file that cannot be read is listed with ``error``
+    set; adapters, vision projectors and vocabulary-only files are left out unless
+    ``include_auxiliary``. Later parts of a split model are folded into its first part.
+    """
+    model_dirs = list(getattr(config, "model_dirs", None) or [])
+    if roots is None:
+        roots = search_roots(model_dirs)
+    candidates: list[tuple[Path, str]] = []
+    configured = getattr(config, "model", None)
+    if configured:
+        candidates.append((Path(configured).expanduser(), "config"))
+    for root in roots:
+        candidates.extend((path, root.source) for path in gguf_files(root))
+    cards: dict[Path, ModelCard] = {}
+    for path, source in candidates:
+        try:
+            real = path.resolve()
+        except OSError:
+            real = path.absolute()
+        if real in cards:
+            continue
+        try:
+            card = read_model_card(path).with_source(source)
+        except ModelFileError as error:
+            card = ModelCard.unreadable(path, str(error), source)
+        cards[real] = card
+    found = [card for card in cards.values() if include_auxiliary or not card.is_auxiliary]
+    found = _fold_split_parts(found)
+    return sorted(found, key=lambda card: (card.name.casefold(), str(card.path)))
+
+
+def _fold_split_parts(cards: list[ModelCard]) -> list[ModelCard]:
+    """Drop parts 2..n of split models whose first part is listed; flag orphans."""
+    firsts = {card.path.parent / card.path.name.lower() for card in cards
+              if card.is_split and card.split_index == 0}
+    kept = []
+    for card in cards:
+        if card.is_split and card.split_index > 0:
+            first = split_part_paths(card.path, card.split_count)[0]
+            if first.parent / first.name.lower() in firsts:
+                continue
+            if card.readable:
+                card = ModelCard.unreadable(
+                    card.path, f"part {card.split_index + 1} of {card.split_count} of a split "
+                    f"model whose first part ({first.name}) is missing", card.source)
+        kept.append(card)
+    return kept

@@ -1,0 +1,236 @@
+"""A small reader of a GGUF file's header: metadata and the tensor table, never the weights.
+
+The model list shows name, size, quantisation, context length and memory kind for every
+model found on disk, which may be dozens of multi-gigabyte files. Only the header is
+needed for that, and reading it through ``mmap`` touches a few pages of each file. The
+``gguf`` package reads the same format but imports numpy and builds arrays for every
+field (a 150 000-entry vocabulary included); this reader skips long arrays instead.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sessions.discovery.ggml_types import tensor_nbytes
+
+MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+DEFAULT_ALIGNMENT = 32
+MAX_DIMS = 4
+KEEP_ARRAYS_UP_TO = 64
+"""Longer arrays (vocabularies, merges) are summarised as ``ArrayInfo``, not read."""
+
+# GGUF value type id: (name, struct format or None for variable-size types)
+VALUE_TYPES: dict[int, tuple[str, str | None]] = {
+    0: ("uint8", "B"), 1: ("int8", "b"), 2: ("uint16", "H"), 3: ("int16", "h"),
+    4: ("uint32", "I"), 5: ("int32", "i"), 6: ("float32", "f"), 7: ("bool", "?"),
+    8: ("string", None), 9: ("array", None), 10: ("uint64", "Q"), 11: ("int64", "q"),
+    12: ("float64", "d"),
+}
+
+
+class ModelFileError(Exception):
+    """A model file cannot be used; the message says why in plain words, naming the file."""
+
+
+class _Truncated(Exception):
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+class _Corrupt(Exception):
+    """A value in the header that no valid file contains."""
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A metadata array too long to be worth reading (its values were skipped)."""
+
+    element_type: str
+    length: int
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]
+    """Dimensions as stored (innermost first, as in ggml)."""
+    type_id: int
+    offset: int
+    """Offset of the tensor's data from the start of the data section."""
+
+    @property
+    def n_elements(self) -> int:
+        count = 1
+        for dim in self.shape:
+            count *= dim
+        return count
+
+
+@dataclass(frozen=True)
+class GGUFHeader:
+    """Everything in a GGUF file before its tensor data."""
+
+    version: int
+    byte_order: str
+    """``little`` (almost every file) or ``big``."""
+    metadata: dict[str, Any]
+    tensors: list[TensorInfo] = field(default_factory=list)
+    alignment: int = DEFAULT_ALIGNMENT
+    data_offset: int = 0
+    """Where the tensor data starts in the file."""
+    file_size: int = 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.metadata.get(key, default)
+
+    def data_end(self) -> int | None:
+        """Where the last tensor's data ends, or None when a tensor type is unknown."""
+        end = self.data_offset
+        for tensor in self.tensors:
+            nbytes = tensor_nbytes(tensor.type_id, tensor.n_elements)
+            if nbytes is None:
+                return None
+            end = max(end, self.data_offset + tensor.offset + nbytes)
+        return end
+
+
+class _Cursor:
+    """Sequential reads from the mapped file, with bounds checks that name what was read."""
+
+    def __init__(self, buffer: Any, size: int, endian: str) -> None:
+        self.buffer, self.size, self.endian, self.pos = buffer, size, endian, 0
+
+    def unpack(self, fmt: str, what: str) -> tuple[Any, ...]:
+        full = self.endian + fmt
+        width = struct.calcsize(full)
+        if self.pos + width > self.size:
+            raise _Truncated(what)
+        values = struct.unpack_from(full, self.buffer, self.pos)
+        self.pos += width
+        return values
+
+    def skip(self, count: int, what: str) -> None:
+        if count < 0 or self.pos + count > self.size:
+            raise _Truncated(what)
+        self.pos += count
+
+    def string(self, what: str) -> str:
+        (length,) = self.unpack("Q", what)
+        start = self.pos
+        self.skip(length, what)
+        return bytes(self.buffer[start:self.pos]).decode("utf-8", errors="replace")
+
+    def value(self, type_id: int, what: str) -> Any:
+        if type_id not in VALUE_TYPES:
+            raise _Corrupt(f"unknown value type {type_id} in {what}")
+        name, fmt = VALUE_TYPES[type_id]
+        if fmt is not None:
+            return self.unpack(fmt, what)[0]
+        if name == "string":
+            return self.string(what)
+        (element_type, count) = self.unpack("IQ", what)
+        if element_type not in VALUE_TYPES:
+            raise _Corrupt(f"unknown array type {element_type} in {what}")
+        element_name, element_fmt = VALUE_TYPES[element_type]
+        if element_fmt is not None:
+            if count > KEEP_ARRAYS_UP_TO:
+                self.skip(count * struct.calcsize(self.endian + element_fmt), what)
+                return ArrayInfo(element_name, count)
+            return list(self.unpack(f"{count}{element_fmt}", what))
+        if count > KEEP_ARRAYS_UP_TO:
+            if element_name == "string":
+                for _ in range(count):
+                    (length,) = self.unpack("Q", what)
+                    self.skip(length, what)
+            else:
+                for _ in range(count):
+                    self.value(element_type, what)
+            return ArrayInfo(element_name, count)
+        return [self.value(element_type, what) for _ in range(count)]
+
+
+def _describe_start(head: bytes) -> str:
+    if not head:
+        return "the file is empty"
+    if head.startswith(b"version https://git-lfs"):
+        return "it is a Git LFS pointer, not the model itself (run `git lfs pull`)"
+    if head.lstrip().lower().startswith((b"<!doctype", b"<html")):
+        return "it is an HTML page (a failed download?)"
+    return f"starts with {head[:8]!r}"
+
+
+def read_gguf_header(path: Path | str) -> GGUFHeader:
+    """Parse the header of ``path``; raises ``ModelFileError`` with the reason it cannot."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            size = path.stat().st_size
+            head = handle.read(64)
+            if head[:4] != MAGIC:
+                raise ModelFileError(f"not a GGUF file: {path.name}: {_describe_start(head)}")
+            if len(head) < 8:
+                raise ModelFileError(
+                    f"{path.name}: truncated GGUF header (the file ends at byte {size} "
+                    "while reading the version)")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return _parse(mapped, size, path)
+    except FileNotFoundError:
+        raise ModelFileError(f"no such model file: {path}") from None
+    except IsADirectoryError:
+        raise ModelFileError(f"{path} is a folder, not a model file") from None
+    except PermissionError:
+        raise ModelFileError(f"cannot read {path}: permission denied") from None
+    except OSError as error:
+        raise ModelFileError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _parse(buffer: Any, size: int, path: Path) -> GGUFHeader:
+    (version,) = struct.unpack_from("<I", buffer, 4)
+    endian, byte_order = "<", "little"
+    if version & 0xFFFF == 0 and version:
+        (version,) = struct.unpack_from(">I", buffer, 4)
+        endian, byte_order = ">", "big"
+    if version not in SUPPORTED_VERSIONS:
+        raise ModelFileError(
+            f"{path.name}: GGUF version {version} is not supported (only versions 2 and 3); "
+            "convert the model again with a recent llama.cpp")
+    cursor = _Cursor(buffer, size, endian)
+    cursor.pos = 8
+    try:
+        n_tensors, n_kv = cursor.unpack("QQ", "the header counts")
+        if n_kv * 13 > size or n_tensors * 24 > size:
+            raise _Truncated("the header counts (they are larger than the file)")
+        metadata: dict[str, Any] = {}
+        for index in range(n_kv):
+            key = cursor.string(f"metadata key {index + 1} of {n_kv}")
+            (type_id,) = cursor.unpack("I", f"the type of {key!r}")
+            metadata[key] = cursor.value(type_id, f"the value of {key!r}")
+        tensors = [_tensor(cursor, index, n_tensors) for index in range(n_tensors)]
+    except _Truncated as truncated:
+        raise ModelFileError(
+            f"{path.name}: truncated GGUF header (the file ends at byte {size} "
+            f"while reading {truncated.what})") from None
+    except _Corrupt as corrupt:
+        raise ModelFileError(f"{path.name}: corrupt GGUF header: {corrupt}") from None
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment <= 0 \
+            or alignment & (alignment - 1):
+        raise ModelFileError(f"{path.name}: corrupt GGUF header: bad alignment {alignment!r}")
+    data_offset = -(-cursor.pos // alignment) * alignment
+    return GGUFHeader(version, byte_order, metadata, tensors, alignment, data_offset, size)
+
+
+def _tensor(cursor: _Cursor, index: int, count: int) -> TensorInfo:
+    what = f"tensor info {index + 1} of {count}"
+    name = cursor.string(what)
+    (n_dims,) = cursor.unpack("I", what)
+    if n_dims > MAX_DIMS:
+        raise _Corrupt(f"tensor {name!r} has {n_dims} dimensions")
+    shape = cursor.unpack(f"{n_dims}Q", what) if n_dims else ()
+    type_id, offset = cursor.unpack("IQ", what)
+    return TensorInfo(name, tuple(shape), type_id, offset)
