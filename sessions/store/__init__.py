@@ -1,0 +1,22 @@
+"""Persistent sessions: one private SQLite database with a versioned schema.
+
+Import from here: ``SessionStore`` does the work, the records are frozen snapshots, and
+every failure is a ``StoreError`` with a message fit to show the user.
+"""
+
+from sessions.store.errors import MessageNotFound, SessionNotFound, StoreError
+from sessions.store.records import SearchHit, Session, SessionSummary, title_from_text
+from sessions.store.schema import SCHEMA_VERSION
+from sessions.store.session_store import SessionStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "MessageNotFound",
+    "SearchHit",
+    "Session",
+    "SessionNotFound",
+    "SessionStore",
+    "SessionSummary",
+    "StoreError",
+    "title_from_text",
+]

@@ -1,0 +1,94 @@
+"""The values the store hands out: frozen snapshots of rows, never live objects.
+
+Callers get immutable copies so nothing can change a session behind the store's back;
+to change something they call the store, which commits before returning.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from sessions.sampling import SamplingSettings
+from sessions.tree import GenerationStats, Message
+
+TITLE_LENGTH = 60
+"""Longest title taken from the first user message."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """One conversation's settings and where its active branch ends."""
+
+    id: int
+    title: str
+    created_at: float
+    updated_at: float
+    model_path: str | None
+    model_fingerprint: str | None
+    system_prompt: str | None
+    sampling: SamplingSettings
+    active_leaf_id: int | None
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What the session list shows, without loading any messages."""
+
+    id: int
+    title: str
+    updated_at: float
+    message_count: int
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: a message (or, with ``message_id`` None, a session title)."""
+
+    session_id: int
+    message_id: int | None
+    title: str
+    snippet: str
+
+
+def title_from_text(text: str, limit: int = TITLE_LENGTH) -> str:
+    """The first non-blank line, cut at a word boundary near ``limit`` characters."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0].rstrip(" ,.;:")
+    if len(cut) < limit // 2:
+        cut = line[:limit]
+    return cut + "…"
+
+
+def session_from_row(row: sqlite3.Row) -> Session:
+    return Session(
+        id=row["id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        model_path=row["model_path"],
+        model_fingerprint=row["model_fingerprint"],
+        system_prompt=row["system_prompt"],
+        sampling=SamplingSettings.from_dict(json.loads(row["sampling"] or "{}")),
+        active_leaf_id=row["active_leaf_id"],
+    )
+
+
+def message_from_row(row: sqlite3.Row) -> Message:
+    stats = row["stats"]
+    return Message(
+        id=row["id"],
+        session_id=row["session_id"],
+        parent_id=row["parent_id"],
+        role=row["role"],
+        text=row["text"],
+        created_at=row["created_at"],
+        stats=None if stats is None else GenerationStats.from_dict(json.loads(stats)),
+    )
+
+
+def stats_to_json(stats: GenerationStats | None) -> str | None:
+    return None if stats is None else json.dumps(stats.to_dict())

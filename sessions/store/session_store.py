@@ -1,0 +1,300 @@
+"""The session store: every session, message, remembered branch and frozen token list.
+
+One SQLite file holds it all. Each public method is one transaction that has committed
+by the time the method returns ("every change is committed before it is reported as
+done"), and ``transaction()`` lets a caller group several calls into one unit, as the
+importers do so that a failed import leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from sessions import paths
+from sessions.sampling import SamplingSettings
+from sessions.store import lookups
+from sessions.store import search as search_queries
+from sessions.store.database import Database, open_database
+from sessions.store.errors import StoreError
+from sessions.store.lookups import MESSAGE_COLUMNS
+from sessions.store.records import (
+    SearchHit,
+    Session,
+    SessionSummary,
+    message_from_row,
+    session_from_row,
+    stats_to_json,
+    title_from_text,
+)
+from sessions.store.tokens import unpack_tokens
+from sessions.tree import ROLES, ConversationTree, GenerationStats, Message
+
+_UNSET: Any = object()
+_SUMMARY_QUERY = (
+    "SELECT s.id, s.title, s.updated_at,"
+    " (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count"
+    " FROM sessions s ORDER BY s.updated_at DESC, s.id DESC"
+)
+
+
+class SessionStore:
+    """All persistent chat data, behind methods that validate and commit."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    @classmethod
+    def open(cls, path: Path | None = None) -> "SessionStore":
+        return cls(open_database(Path(path) if path is not None else paths.database_file()))
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "SessionStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several store calls: all of them are saved, or none."""
+        with self._db.transaction():
+            yield
+
+    # -- sessions --------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        title: str = "",
+        model_path: str | None = None,
+        model_fingerprint: str | None = None,
+        system_prompt: str | None = None,
+        sampling: SamplingSettings | None = None,
+        created_at: float | None = None,
+    ) -> Session:
+        now = time.time()
+        settings = sampling or SamplingSettings()
+        with self._db.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO sessions(title, created_at, updated_at, model_path,"
+                " model_fingerprint, system_prompt, sampling) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (title, created_at if created_at is not None else now, now, model_path,
+                 model_fingerprint, system_prompt, json.dumps(settings.to_dict())),
+            )
+            return lookups.session(conn, int(cursor.lastrowid))
+
+    def get_session(self, session_id: int) -> Session:
+        with self._db.read() as conn:
+            return lookups.session(conn, session_id)
+
+    def list_sessions(self, search: str | None = None) -> list[SessionSummary]:
+        """Newest updated first; ``search`` keeps sessions whose title or messages match."""
+        with self._db.read() as conn:
+            wanted = search_queries.matching_session_ids(conn, search or "")
+            return [
+                SessionSummary(row["id"], row["title"], row["updated_at"], row["message_count"])
+                for row in conn.execute(_SUMMARY_QUERY)
+                if wanted is None or row["id"] in wanted
+            ]
+
+    def last_session(self) -> Session | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1"
+            ).fetchone()
+            return None if row is None else session_from_row(row)
+
+    def rename_session(self, session_id: int, title: str) -> Session:
+        with self._db.transaction() as conn:
+            lookups.session(conn, session_id)
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            lookups.touch(conn, session_id)
+            return lookups.session(conn, session_id)
+
+    def update_session(
+        self,
+        session_id: int,
+        *,
+        model_path: str | None = _UNSET,
+        model_fingerprint: str | None = _UNSET,
+        system_prompt: str | None = _UNSET,
+        sampling: SamplingSettings = _UNSET,
+    ) -> Session:
+        """Change only the fields given (``None`` clears a field)."""
+        changes: dict[str, Any] = {}
+        for name, value in (("model_path", model_path), ("model_fingerprint", model_fingerprint),
+                            ("system_prompt", system_prompt)):
+            if value is not _UNSET:
+                changes[name] = value
+        if sampling is not _UNSET:
+            changes["sampling"] = json.dumps((sampling or SamplingSettings()).to_dict())
+        with self._db.transaction() as conn:
+            lookups.session(conn, session_id)
+            for column, value in changes.items():
+                conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
+            if changes:
+                lookups.touch(conn, session_id)
+            return lookups.session(conn, session_id)
+
+    def delete_session(self, session_id: int) -> None:
+        with self._db.transaction() as conn:
+            lookups.session(conn, session_id)
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    def set_active_leaf(
+        self,
+        session_id: int,
+        message_id: int | None,
+        *,
+        remember: Mapping[int | None, int] | None = None,
+    ) -> None:
+        """Move the session's head; ``remember`` also records remembered children, atomically."""
+        with self._db.transaction() as conn:
+            lookups.session(conn, session_id)
+            if message_id is not None:
+                lookups.message_in(conn, session_id, message_id)
+            for parent_id, child_id in (remember or {}).items():
+                lookups.remember(conn, session_id, parent_id, child_id)
+            conn.execute(
+                "UPDATE sessions SET active_leaf_id = ? WHERE id = ?", (message_id, session_id)
+            )
+
+    # -- messages --------------------------------------------------------------------
+
+    def add_message(
+        self,
+        session_id: int,
+        parent_id: int | None,
+        role: str,
+        text: str,
+        *,
+        stats: GenerationStats | None = None,
+        tokens: Mapping[str, Sequence[int]] | None = None,
+        created_at: float | None = None,
+    ) -> Message:
+        if role not in ROLES:
+            raise StoreError(f"unknown role {role!r}: expected one of {', '.join(ROLES)}")
+        if not isinstance(text, str):
+            raise StoreError(f"message text must be a string, not {type(text).__name__}")
+        now = time.time()
+        with self._db.transaction() as conn:
+            session = lookups.session(conn, session_id)
+            if parent_id is not None:
+                lookups.message_in(conn, session_id, parent_id)
+            cursor = conn.execute(
+                "INSERT INTO messages(session_id, parent_id, role, text, created_at, stats)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, parent_id, role, text, created_at if created_at is not None else now,
+                 stats_to_json(stats)),
+            )
+            message_id = int(cursor.lastrowid)
+            for fingerprint, sequence in (tokens or {}).items():
+                lookups.put_tokens(conn, message_id, fingerprint, sequence)
+            if role == "user" and not session.title:
+                conn.execute(
+                    "UPDATE sessions SET title = ? WHERE id = ?", (title_from_text(text), session_id)
+                )
+            lookups.touch(conn, session_id)
+            return lookups.message(conn, message_id)
+
+    def get_message(self, message_id: int) -> Message:
+        with self._db.read() as conn:
+            return lookups.message(conn, message_id)
+
+    def messages(self, session_id: int) -> list[Message]:
+        with self._db.read() as conn:
+            lookups.session(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            )
+            return [message_from_row(row) for row in rows]
+
+    def remembered_children(self, session_id: int) -> dict[int | None, int]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT parent_key, child_id FROM remembered_children WHERE session_id = ?",
+                (session_id,),
+            )
+            return {(row[0] or None): row[1] for row in rows}
+
+    def load_tree(self, session_id: int) -> ConversationTree:
+        with self._db.read():
+            return ConversationTree(self.messages(session_id), self.remembered_children(session_id))
+
+    def set_remembered_child(self, session_id: int, parent_id: int | None, child_id: int) -> None:
+        with self._db.transaction() as conn:
+            lookups.session(conn, session_id)
+            lookups.remember(conn, session_id, parent_id, child_id)
+
+    def delete_subtree(self, message_id: int) -> int:
+        """Delete a message and everything below it; returns how many messages went.
+
+        A head inside the subtree moves to the deleted message's parent; remembered
+        children that pointed into it are dropped with it.
+        """
+        with self._db.transaction() as conn:
+            top = lookups.message(conn, message_id)
+            below = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL" \
+                    " SELECT m.id FROM messages m JOIN sub ON m.parent_id = sub.id)"
+            count = conn.execute(f"{below} SELECT count(*) FROM sub", (message_id,)).fetchone()[0]
+            conn.execute(
+                f"{below} UPDATE sessions SET active_leaf_id = ?"
+                " WHERE id = ? AND active_leaf_id IN (SELECT id FROM sub)",
+                (message_id, top.parent_id, top.session_id),
+            )
+            conn.execute(f"{below} DELETE FROM messages WHERE id IN (SELECT id FROM sub)",
+                         (message_id,))
+            lookups.touch(conn, top.session_id)
+            return int(count)
+
+    def set_stats(self, message_id: int, stats: GenerationStats | None) -> Message:
+        with self._db.transaction() as conn:
+            lookups.message(conn, message_id)
+            conn.execute("UPDATE messages SET stats = ? WHERE id = ?", (stats_to_json(stats), message_id))
+            return lookups.message(conn, message_id)
+
+    # -- frozen tokens ---------------------------------------------------------------
+
+    def set_tokens(self, message_id: int, model_fingerprint: str, tokens: Sequence[int]) -> None:
+        with self._db.transaction() as conn:
+            lookups.message(conn, message_id)
+            lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
+
+    def get_tokens(self, message_id: int, model_fingerprint: str) -> list[int] | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT tokens FROM message_tokens WHERE message_id = ? AND model_fingerprint = ?",
+                (message_id, model_fingerprint),
+            ).fetchone()
+            return None if row is None else unpack_tokens(row[0])
+
+    def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]:
+        """Every frozen token list of a session: ``{message_id: {fingerprint: tokens}}``."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT t.message_id, t.model_fingerprint, t.tokens FROM message_tokens t"
+                " JOIN messages m ON m.id = t.message_id WHERE m.session_id = ?"
+                " ORDER BY t.message_id, t.model_fingerprint",
+                (session_id,),
+            )
+            found: dict[int, dict[str, list[int]]] = {}
+            for message_id, fingerprint, blob in rows:
+                found.setdefault(message_id, {})[fingerprint] = unpack_tokens(blob)
+            return found
+
+    # -- search ----------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        with self._db.read() as conn:
+            return search_queries.search(conn, query, limit)
