@@ -1,0 +1,90 @@
+"""Getting sessions out of llamachat and conversations in from elsewhere.
+
+Exports: a readable Markdown transcript, and a lossless JSON copy. Imports: our own JSON,
+the llama.cpp web UI's conversation export, and ChatGPT's ``conversations.json``; the
+format is recognised from the file's content, not its name. An import either creates
+every session in the file or, on any problem, none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sessions.exchange.builder import ExchangeError
+from sessions.exchange.chatgpt import import_chatgpt, looks_like_chatgpt
+from sessions.exchange.json_format import FORMAT, export_json, import_json
+from sessions.exchange.llamacpp_webui import import_webui, looks_like_webui
+from sessions.exchange.markdown import export_markdown
+from sessions.store import SessionStore
+
+__all__ = [
+    "ExchangeError",
+    "detect_format",
+    "export_json",
+    "export_markdown",
+    "import_data",
+    "import_file",
+    "write_json",
+]
+
+
+def detect_format(data: Any) -> str:
+    """``"llamachat"``, ``"llamacpp-webui"`` or ``"chatgpt"``; ``ExchangeError`` otherwise."""
+    if isinstance(data, dict) and isinstance(data.get("format"), str):
+        if data["format"] == FORMAT:
+            return "llamachat"
+        raise ExchangeError(f"unknown file format {data['format']!r}")
+    if isinstance(data, list) and not data:
+        raise ExchangeError("the file holds an empty list: there is nothing to import")
+    if looks_like_webui(data):
+        return "llamacpp-webui"
+    if looks_like_chatgpt(data):
+        return "chatgpt"
+    raise ExchangeError(
+        "not a format llamachat can import: expected a llamachat session, a llama.cpp "
+        "web UI export ('conv' and 'messages') or a ChatGPT conversations.json ('mapping')"
+    )
+
+
+def import_data(store: SessionStore, data: Any) -> list[int]:
+    """Import already-parsed JSON; returns the ids of the new sessions."""
+    kind = detect_format(data)
+    if kind == "llamachat":
+        return import_json(store, data)
+    if kind == "llamacpp-webui":
+        return import_webui(store, data)
+    return import_chatgpt(store, data)
+
+
+def import_file(store: SessionStore, path: Path | str) -> list[int]:
+    """Import a file in any supported format; returns the ids of the new sessions."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise ExchangeError(f"cannot read {path}: {error.strerror or error}") from error
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        raise ExchangeError(f"{path.name} is not UTF-8 text") from error
+    except json.JSONDecodeError as error:
+        raise ExchangeError(
+            f"{path.name} is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+        ) from error
+    try:
+        return import_data(store, data)
+    except ExchangeError as error:
+        raise ExchangeError(f"{path.name}: {error}") from error
+
+
+def write_json(store: SessionStore, session_id: int, path: Path | str) -> Path:
+    """Write ``export_json`` to ``path`` (0600: chats are private) and return the path."""
+    path = Path(path)
+    text = json.dumps(export_json(store, session_id), ensure_ascii=False, indent=1)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+    return path

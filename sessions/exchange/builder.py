@@ -1,0 +1,132 @@
+"""Turning a parsed conversation from any format into a new session, all or nothing.
+
+Each reader (our JSON, the llama.cpp web UI, ChatGPT) only translates its file into
+``ImportedSession`` values; this module checks the tree they describe and writes it inside
+one store transaction, so a file that fails halfway leaves no half-made session behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Mapping
+
+from sessions.sampling import SamplingSettings
+from sessions.store import SessionStore
+from sessions.tree import ROLES, GenerationStats, Role
+
+
+class ExchangeError(Exception):
+    """A file cannot be imported (or a session exported); the message says what is wrong."""
+
+
+Key = Hashable
+
+
+@dataclass(frozen=True)
+class ImportedMessage:
+    """One message as read from a file; ``key`` and ``parent`` are the file's own ids."""
+
+    key: Key
+    parent: Key | None
+    role: Role
+    text: str
+    created_at: float | None = None
+    stats: GenerationStats | None = None
+    tokens: Mapping[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class ImportedSession:
+    """One conversation as read from a file, ready to be written as a new session."""
+
+    title: str = ""
+    messages: list[ImportedMessage] = field(default_factory=list)
+    active: Key | None = None
+    remembered: dict[Key | None, Key] = field(default_factory=dict)
+    created_at: float | None = None
+    model_path: str | None = None
+    model_fingerprint: str | None = None
+    system_prompt: str | None = None
+    sampling: SamplingSettings | None = None
+
+
+def parents_first(messages: list[ImportedMessage], where: str) -> list[ImportedMessage]:
+    """Order messages so every parent comes before its children, siblings kept in order.
+
+    Raises ``ExchangeError`` for repeated ids, unknown parents, bad roles and cycles.
+    """
+    by_key: dict[Key, ImportedMessage] = {}
+    children: dict[Key | None, list[Key]] = {None: []}
+    for message in messages:
+        if message.key in by_key:
+            raise ExchangeError(f"{where}: message id {message.key!r} appears twice")
+        if message.role not in ROLES:
+            raise ExchangeError(f"{where}: message {message.key!r} has unknown role {message.role!r}")
+        if not isinstance(message.text, str):
+            raise ExchangeError(f"{where}: message {message.key!r} has no text")
+        by_key[message.key] = message
+        children.setdefault(message.key, [])
+    for message in messages:
+        if message.parent is not None and message.parent not in by_key:
+            raise ExchangeError(
+                f"{where}: message {message.key!r} has parent {message.parent!r}, which is not in the file"
+            )
+        children[message.parent].append(message.key)
+    ordered: list[ImportedMessage] = []
+    stack = list(reversed(children[None]))
+    while stack:
+        key = stack.pop()
+        ordered.append(by_key[key])
+        stack.extend(reversed(children[key]))
+    if len(ordered) != len(messages):
+        raise ExchangeError(f"{where}: some messages form a loop and never reach a first message")
+    return ordered
+
+
+def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str) -> list[int]:
+    """Write every session in one transaction; returns the new session ids in order."""
+    plans = [(session, parents_first(session.messages, where)) for session in sessions]
+    created: list[int] = []
+    with store.transaction():
+        for session, ordered in plans:
+            created.append(_save_one(store, session, ordered, where))
+    return created
+
+
+def _save_one(
+    store: SessionStore, session: ImportedSession, ordered: list[ImportedMessage], where: str
+) -> int:
+    record = store.create_session(
+        title=session.title,
+        model_path=session.model_path,
+        model_fingerprint=session.model_fingerprint,
+        system_prompt=session.system_prompt,
+        sampling=session.sampling,
+        created_at=session.created_at,
+    )
+    ids: dict[Key, int] = {}
+    parent_of: dict[int, int | None] = {}
+    for message in ordered:
+        parent = None if message.parent is None else ids[message.parent]
+        added = store.add_message(
+            record.id, parent, message.role, message.text,
+            stats=message.stats, tokens=message.tokens, created_at=message.created_at,
+        )
+        ids[message.key] = added.id
+        parent_of[added.id] = parent
+    for parent_key, child_key in session.remembered.items():
+        parent = None if parent_key is None else ids.get(parent_key)
+        child = ids.get(child_key)
+        if child is not None and parent_of[child] == parent:
+            store.set_remembered_child(record.id, parent, child)
+    if session.active is not None:
+        if session.active not in ids:
+            raise ExchangeError(f"{where}: the active message {session.active!r} is not in the file")
+        head = ids[session.active]
+        path: dict[int | None, int] = {}
+        step: int | None = head
+        while step is not None:
+            path[parent_of[step]] = step
+            step = parent_of[step]
+        store.set_active_leaf(record.id, head, remember=path)
+    return record.id

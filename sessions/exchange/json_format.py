@@ -1,0 +1,137 @@
+"""llamachat's own JSON format: a lossless copy of one session.
+
+Everything the store knows about a session travels: settings, every branch, generation
+stats, the frozen tokens per model fingerprint, the remembered branches and the head. The
+file carries a ``format`` marker and a ``format_version`` so that a file from a newer
+llamachat is refused with a clear message instead of being half understood.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
+from sessions.sampling import SamplingSettings
+from sessions.store import SessionStore
+from sessions.tree import GenerationStats
+
+FORMAT = "llamachat-session"
+FORMAT_VERSION = 1
+
+
+def export_json(store: SessionStore, session_id: int) -> dict[str, Any]:
+    session = store.get_session(session_id)
+    tokens = store.session_tokens(session_id)
+    remembered = store.remembered_children(session_id)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "exported_at": time.time(),
+        "session": {
+            "id": session.id,
+            "title": session.title,
+            "created_at": session.created_at,
+            "updated_at": session.updated_at,
+            "model_path": session.model_path,
+            "model_fingerprint": session.model_fingerprint,
+            "system_prompt": session.system_prompt,
+            "sampling": session.sampling.to_dict(),
+        },
+        "messages": [
+            {
+                "id": m.id,
+                "parent": m.parent_id,
+                "role": m.role,
+                "text": m.text,
+                "created_at": m.created_at,
+                "stats": None if m.stats is None else m.stats.to_dict(),
+                "tokens": tokens.get(m.id, {}),
+            }
+            for m in store.messages(session_id)
+        ],
+        "remembered_children": [
+            {"parent": parent, "child": child} for parent, child in sorted(
+                remembered.items(), key=lambda item: (item[0] is not None, item[0] or 0)
+            )
+        ],
+        "active_leaf": session.active_leaf_id,
+    }
+
+
+def _field(data: dict[str, Any], name: str, kinds: tuple[type, ...], where: str) -> Any:
+    value = data.get(name)
+    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+        wanted = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise ExchangeError(f"{where}: '{name}' should be {wanted}, found {type(value).__name__}")
+    return value
+
+
+def _tokens(value: Any, where: str) -> dict[str, list[int]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(type(t) is int for t in v)
+        for k, v in value.items()
+    ):
+        raise ExchangeError(f"{where}: 'tokens' should map model fingerprints to lists of integers")
+    return value
+
+
+def _message(data: Any, index: int) -> ImportedMessage:
+    where = f"message {index + 1}"
+    if not isinstance(data, dict):
+        raise ExchangeError(f"{where} is not an object")
+    stats = _field(data, "stats", (dict, type(None)), where)
+    created = _field(data, "created_at", (int, float, type(None)), where)
+    return ImportedMessage(
+        key=_field(data, "id", (int,), where),
+        parent=_field(data, "parent", (int, type(None)), where),
+        role=_field(data, "role", (str,), where),
+        text=_field(data, "text", (str,), where),
+        created_at=None if created is None else float(created),
+        stats=None if stats is None else GenerationStats.from_dict(stats),
+        tokens=_tokens(data.get("tokens"), where),
+    )
+
+
+def read_json(data: dict[str, Any]) -> ImportedSession:
+    """Check and translate a parsed llamachat file (``ExchangeError`` if anything is off)."""
+    version = data.get("format_version")
+    if type(version) is not int:
+        raise ExchangeError("the llamachat file has no valid 'format_version'")
+    if version > FORMAT_VERSION:
+        raise ExchangeError(
+            f"the file was written by a newer llamachat (format version {version}; "
+            f"this version reads up to {FORMAT_VERSION})"
+        )
+    session = _field(data, "session", (dict,), "the file")
+    raw_messages = _field(data, "messages", (list,), "the file")
+    remembered: dict[Any, Any] = {}
+    for entry in _field(data, "remembered_children", (list, type(None)), "the file") or []:
+        if not isinstance(entry, dict):
+            raise ExchangeError("the file: 'remembered_children' entries should be objects")
+        remembered[_field(entry, "parent", (int, type(None)), "remembered child")] = _field(
+            entry, "child", (int,), "remembered child"
+        )
+    sampling = _field(session, "sampling", (dict, type(None)), "session")
+    created = _field(session, "created_at", (int, float, type(None)), "session")
+    try:
+        settings = SamplingSettings.from_dict(sampling)
+    except (TypeError, ValueError) as error:
+        raise ExchangeError(f"session: the sampling settings are not valid ({error})") from error
+    return ImportedSession(
+        title=_field(session, "title", (str, type(None)), "session") or "",
+        messages=[_message(item, i) for i, item in enumerate(raw_messages)],
+        active=_field(data, "active_leaf", (int, type(None)), "the file"),
+        remembered=remembered,
+        created_at=None if created is None else float(created),
+        model_path=_field(session, "model_path", (str, type(None)), "session"),
+        model_fingerprint=_field(session, "model_fingerprint", (str, type(None)), "session"),
+        system_prompt=_field(session, "system_prompt", (str, type(None)), "session"),
+        sampling=settings,
+    )
+
+
+def import_json(store: SessionStore, data: dict[str, Any]) -> list[int]:
+    return save_sessions(store, [read_json(data)], "llamachat file")

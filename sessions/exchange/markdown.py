@@ -1,0 +1,96 @@
+"""A session as a Markdown transcript, for reading and sharing rather than re-importing.
+
+By default only the active branch is written, as the conversation reads on screen. With
+``whole_tree`` every branch is written depth first, and each place where the conversation
+splits gets a marker ("Branch 2 of 3 at message 12") so a reader can follow the forks;
+message headings carry their ids for those markers to point at.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sessions.store import SessionStore
+from sessions.tree import ConversationTree, GenerationStats, Message
+
+_ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant"}
+
+
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds).astimezone().strftime("%Y-%m-%d %H:%M %Z").strip()
+
+
+def _stats_line(stats: GenerationStats) -> str:
+    parts = []
+    if stats.tokens_generated:
+        parts.append(f"{stats.tokens_generated} tokens")
+    if stats.generation_tps:
+        parts.append(f"{stats.generation_tps:.1f} tokens/s")
+    if stats.stop_reason and stats.stop_reason != "eog":
+        parts.append(f"stopped: {stats.stop_reason}")
+    return f"*{', '.join(parts)}*" if parts else ""
+
+
+def _message_block(message: Message, with_id: bool) -> list[str]:
+    heading = f"### {_ROLE_NAMES[message.role]}"
+    if with_id:
+        heading += f" (message {message.id})"
+    lines = [heading, "", message.text.rstrip("\n"), ""]
+    if message.stats is not None:
+        stats = _stats_line(message.stats)
+        if stats:
+            lines += [stats, ""]
+    return lines
+
+
+def _header(store: SessionStore, session_id: int) -> list[str]:
+    session = store.get_session(session_id)
+    lines = [f"# {session.title or 'Untitled session'}", ""]
+    if session.model_path:
+        lines.append(f"- Model: `{session.model_path}`")
+    lines.append(f"- Started: {_when(session.created_at)}")
+    lines.append(f"- Last change: {_when(session.updated_at)}")
+    lines.append("")
+    if session.system_prompt:
+        lines += ["## System prompt", "", session.system_prompt.rstrip("\n"), ""]
+    return lines
+
+
+def _whole_tree(tree: ConversationTree, head_id: int | None) -> list[str]:
+    on_active = set() if head_id is None else {m.id for m in tree.path_to(head_id)}
+    lines: list[str] = []
+    stack: list[tuple[Message, str]] = []
+
+    def push_children(parent: Message | None) -> None:
+        kids = tree.children(None if parent is None else parent.id)
+        where = "at the start" if parent is None else f"at message {parent.id}"
+        for index in range(len(kids) - 1, -1, -1):
+            marker = ""
+            if len(kids) > 1:
+                active = " (active)" if kids[index].id in on_active else ""
+                marker = f"**Branch {index + 1} of {len(kids)} {where}**{active}"
+            stack.append((kids[index], marker))
+
+    push_children(None)
+    while stack:
+        message, marker = stack.pop()
+        if marker:
+            lines += ["---", "", f"> {marker}", ""]
+        lines += _message_block(message, with_id=True)
+        push_children(message)
+    return lines
+
+
+def export_markdown(store: SessionStore, session_id: int, *, whole_tree: bool = False) -> str:
+    """The active branch as a transcript, or with ``whole_tree`` every branch with markers."""
+    lines = _header(store, session_id)
+    tree = store.load_tree(session_id)
+    head = store.get_session(session_id).active_leaf_id
+    if head is None and len(tree):
+        head = tree.resume_leaf(None).id
+    if whole_tree:
+        lines += _whole_tree(tree, head)
+    elif head is not None:
+        for message in tree.path_to(head):
+            lines += _message_block(message, with_id=False)
+    return "\n".join(lines).rstrip("\n") + "\n"
