@@ -1,0 +1,33 @@
+"""The subcommand registry: one small module per command.
+
+A command module has ``add_parser(subparsers) -> ArgumentParser`` (it registers its name,
+help and arguments) and ``run(args, ctx) -> int`` (the exit status). To add a command,
+write such a module and list it in ``COMMANDS``; the parser adds the global flags and
+routes ``args.run`` to it. Modules keep heavy imports inside ``run``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from sessions.cli.commands import (
+    config_cmd,
+    delete,
+    export,
+    import_cmd,
+    list_sessions,
+    models,
+    rename,
+    show,
+)
+
+COMMANDS: list[ModuleType] = [
+    list_sessions,
+    show,
+    export,
+    import_cmd,
+    rename,
+    delete,
+    models,
+    config_cmd,
+]

@@ -1,0 +1,34 @@
+"""``llamachat config``: where the config file is, or a commented one to start from."""
+
+from __future__ import annotations
+
+import argparse
+
+from sessions.cli.context import CommandContext
+from sessions.cli.errors import CliError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("config", help="show the config file path or create one",
+                                   description="Print the config file's path, or write a "
+                                               "commented config file with every default.")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--path", action="store_true", help="print the config file's path")
+    action.add_argument("--init", action="store_true",
+                        help="write a commented config.toml (never overwrites an existing one)")
+    return parser
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    path = ctx.config_path
+    if args.path:
+        ctx.print(path)
+        return 0
+    from sessions.config import config_template
+    from sessions.config.files import write_atomically
+
+    if path.exists():
+        raise CliError(f"{path} already exists; not overwriting it")
+    write_atomically(path, config_template())
+    ctx.print(f"wrote {path}")
+    return 0

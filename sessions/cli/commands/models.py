@@ -1,0 +1,60 @@
+"""``llamachat models``: every GGUF model found, with its memory kind and size."""
+
+from __future__ import annotations
+
+import argparse
+
+from sessions.cli.context import CommandContext
+from sessions.cli.formatting import human_count, human_size, table
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "models", help="list GGUF models found on this machine",
+        description="List GGUF models in the configured model_dirs, the Hugging Face cache, "
+                    "LM Studio's folders and llama.cpp's cache (headers only; nothing is loaded).")
+    parser.add_argument("--json", action="store_true", help="print a JSON list instead")
+    parser.add_argument("--all", action="store_true",
+                        help="also list adapters, vision projectors and vocabulary-only files")
+    return parser
+
+
+def card_dict(card) -> dict:
+    return {
+        "path": str(card.path), "name": card.name, "architecture": card.architecture,
+        "parameter_count": card.parameter_count, "file_size": card.file_size,
+        "quantization": card.quantization, "context_length": card.context_length,
+        "memory_kind": card.memory_kind.value if card.memory_kind else None,
+        "sliding_window": card.sliding_window, "has_chat_template": card.has_chat_template,
+        "type": card.model_type, "split_count": card.split_count,
+        "missing_parts": list(card.missing_parts), "source": card.source, "error": card.error,
+    }
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from sessions.discovery import discover_models, search_roots
+
+    cards = discover_models(ctx.config, include_auxiliary=args.all)
+    if args.json:
+        ctx.print_json([card_dict(card) for card in cards])
+        return 0
+    if not cards:
+        searched = ", ".join(str(root.path) for root in search_roots(ctx.config.model_dirs))
+        ctx.note(f"no models found; searched {searched} (add folders to model_dirs in config.toml)")
+        return 0
+    rows = [["NAME", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "MEMORY", "PATH"]]
+    for card in cards:
+        if card.error:
+            rows.append([card.name, "-", "-", "-", human_size(card.file_size), "-", "-",
+                         f"{card.path}  (unusable: {card.error})"])
+            continue
+        parts = f" ({card.split_count} parts)" if card.is_split else ""
+        rows.append([
+            card.name, card.architecture or "?", human_count(card.parameter_count),
+            card.quantization or "?", human_size(card.file_size),
+            str(card.context_length or "?"),
+            card.memory_kind.value if card.memory_kind else "?", f"{card.path}{parts}",
+        ])
+    for line in table(rows):
+        ctx.print(line)
+    return 0

@@ -1,0 +1,49 @@
+"""What a subcommand gets besides its arguments: the config, output streams, the store.
+
+The store is opened only when a command asks for it, so ``llamachat models`` or
+``llamachat config --path`` never create a database.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from sessions.config import Config
+
+if TYPE_CHECKING:
+    from sessions.store import SessionStore
+
+
+@dataclass
+class CommandContext:
+    config: Config
+    """Settings from config.toml with the command-line overrides applied."""
+    config_path: Path
+    out: TextIO
+    err: TextIO
+    _store: "SessionStore | None" = field(default=None, repr=False)
+
+    def store(self) -> "SessionStore":
+        if self._store is None:
+            from sessions.store import SessionStore
+
+            self._store = SessionStore.open()
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def print(self, *parts: Any) -> None:
+        print(*parts, file=self.out)
+
+    def print_json(self, value: Any) -> None:
+        print(json.dumps(value, indent=2, ensure_ascii=False), file=self.out)
+
+    def note(self, message: str) -> None:
+        """A remark for the person at the terminal (stderr, so pipes get only data)."""
+        print(f"llamachat: {message}", file=self.err)

@@ -1,0 +1,11 @@
+"""The command line's own errors: each becomes one ``llamachat: error: ...`` line, exit 1."""
+
+from __future__ import annotations
+
+
+class CliError(Exception):
+    """A user error found by a subcommand (bad combination of flags, file exists...)."""
+
+
+class UsageError(CliError):
+    """A bad flag or argument, found by the parser (argparse would exit 2; we exit 1)."""

@@ -1,0 +1,54 @@
+"""Small text helpers shared by the subcommands' plain-text output."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+
+def local_time(seconds: float) -> str:
+    """``2024-05-01 14:03`` in the local time zone."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+
+def iso_time(seconds: float) -> str:
+    """ISO 8601 with the UTC offset, for JSON output."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def one_line(text: str, width: int = 60) -> str:
+    """The text on one line (whitespace runs collapsed), cut to ``width`` with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def human_size(size: int) -> str:
+    """Decimal units, as download pages and file managers show model sizes."""
+    if size < 1000:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KB", "MB", "GB", "TB"):
+        value /= 1000
+        if value < 1000 or unit == "TB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def human_count(count: int | None) -> str:
+    """Parameter counts the way model names write them: 260K, 1.5B."""
+    if not count:
+        return "?"
+    for limit, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if count >= limit:
+            value = count / limit
+            return f"{value:.1f}{suffix}" if value < 10 else f"{value:.0f}{suffix}"
+    return str(count)
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    """Left-aligned columns separated by two spaces; the last column is not padded."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]).rstrip()
+            for row in rows]

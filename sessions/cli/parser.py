@@ -1,0 +1,67 @@
+"""The argument parser: llama.cpp-style global flags, then one subcommand per module.
+
+Global flags (``-m``, ``-c``, ``-ngl``...) are accepted before or after a subcommand, so
+``llamachat -m x.gguf ask ...`` and ``llamachat ask -m x.gguf ...`` mean the same. The
+parser never exits on a bad flag: it raises ``UsageError``, which ``main`` reports on one
+line with exit status 1 (argparse's own convention is 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+from sessions import __version__
+from sessions.cli.arguments import session_id, whole_number
+from sessions.cli import commands
+from sessions.cli.errors import UsageError
+
+PROG = "llamachat"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that raises instead of printing usage and exiting with 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The flags every command accepts; ``defaults`` is False on subcommand parsers so a
+    flag given before the subcommand is not reset by the subcommand's own default."""
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    group = parser.add_argument_group("model and app options (before or after the command)")
+    group.add_argument("-m", "--model", metavar="PATH", default=default(None),
+                       help="GGUF model to load (overrides `model` in config.toml)")
+    group.add_argument("-c", "--ctx-size", metavar="N", type=whole_number(0, "context size"),
+                       default=default(None), help="context size in tokens (0: the model's own)")
+    group.add_argument("-ngl", "--n-gpu-layers", metavar="N", type=whole_number(-1, "GPU layers"),
+                       default=default(None), help="layers to offload to the GPU (-1: all)")
+    group.add_argument("-t", "--threads", metavar="N", type=whole_number(1, "threads"),
+                       default=default(None), help="CPU threads for generation")
+    group.add_argument("--seed", metavar="N", type=whole_number(-1, "seed"), default=default(None),
+                       help="seed of the model context (-1: random)")
+    group.add_argument("--demo", action="store_true", default=default(False),
+                       help="start with the built-in demo model (no download needed)")
+    group.add_argument("--session", metavar="ID", type=session_id, default=default(None),
+                       help="open this session at start")
+    group.add_argument("--theme", metavar="NAME", default=default(None), help="colour theme")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: global flags, ``--version``, and every registered subcommand."""
+    parser = Parser(
+        prog=PROG,
+        description="Branching chats with local GGUF models. Without a command, starts the app.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    add_global_flags(parser, defaults=True)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for command in commands.COMMANDS:
+        sub = command.add_parser(subparsers)
+        add_global_flags(sub, defaults=False)
+        sub.set_defaults(run=command.run)
+    return parser

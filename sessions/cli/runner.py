@@ -1,0 +1,132 @@
+"""``main``: parse, load the config, run one command, and turn every known failure into
+one line on stderr with exit status 1.
+
+Users meet the command line in scripts and terminals, where a traceback is noise: each
+of the project's error classes already carries a message written for them. The Textual
+app is started through ``run_app`` (passed in by ``tui.launch``) so this package never
+imports the UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from sessions import paths
+from sessions.cli.context import CommandContext
+from sessions.cli.errors import CliError
+from sessions.cli.parser import PROG, build_parser
+from sessions.config import Config, ConfigError, load_config
+
+RunApp = Callable[[argparse.Namespace, Config], "int | None"]
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    """The project's own error classes: their messages are meant for the user.
+
+    Looked up only once something went wrong, so a command that never touches the store
+    does not import it.
+    """
+    from sessions.discovery import ModelFileError
+
+    found: list[type[BaseException]] = [CliError, ConfigError, ModelFileError]
+    try:
+        from sessions.store import StoreError
+
+        found.append(StoreError)
+        from sessions.exchange import ExchangeError
+
+        found.append(ExchangeError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def apply_flags(config: Config, args: argparse.Namespace) -> Config:
+    """The config with the global flags given on the command line applied."""
+    model = getattr(args, "model", None)
+    return config.with_overrides(
+        model=str(Path(model).expanduser()) if model else None,
+        n_ctx=getattr(args, "ctx_size", None),
+        n_gpu_layers=getattr(args, "n_gpu_layers", None),
+        threads=getattr(args, "threads", None),
+        seed=getattr(args, "seed", None),
+        theme=getattr(args, "theme", None),
+    )
+
+
+def _check_model(args: argparse.Namespace) -> None:
+    """Fail before the app starts when ``-m`` names a file that cannot be a model."""
+    if not getattr(args, "model", None):
+        return
+    from sessions.discovery import ModelFileError, read_model_card
+
+    card = read_model_card(args.model)
+    if card.error:
+        raise ModelFileError(f"{card.path.name}: {card.error}")
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def _error(err: TextIO, message: str) -> int:
+    print(f"{PROG}: error: {message}", file=err)
+    return 1
+
+
+def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int:
+    """Run ``llamachat`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    out, err = sys.stdout, sys.stderr
+    try:
+        args = build_parser().parse_args(argv)
+    except CliError as error:
+        return _error(err, f"{error} (see `{PROG} --help`)")
+    except SystemExit as done:  # --help and --version
+        return done.code if isinstance(done.code, int) else 0
+
+    loaded = load_config()
+    for problem in loaded.problems:
+        print(f"{PROG}: warning: {loaded.path}: {problem}", file=err)
+    args.config_problems = loaded.problems
+    args.config_path = loaded.path or paths.config_file()
+    ctx = CommandContext(config=loaded.config, config_path=args.config_path, out=out, err=err)
+    try:
+        ctx.config = apply_flags(loaded.config, args)
+        if args.command is None:
+            if run_app is None:
+                raise CliError(f"no command given (the chat app starts from `{PROG}` itself); "
+                               f"see `{PROG} --help`")
+            _check_model(args)
+            return run_app(args, ctx.config) or 0
+        status = args.run(args, ctx)
+        out.flush()
+        return status
+    except BrokenPipeError:  # `llamachat sessions | head`: the reader left early
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print(file=err)
+        return 130
+    except Exception as error:
+        if isinstance(error, _known_errors()):
+            return _error(err, str(error))
+        if isinstance(error, OSError):
+            where = f"{error.filename}: " if error.filename else ""
+            return _error(err, f"{where}{error.strerror or error}")
+        if os.environ.get("LLAMACHAT_DEBUG"):  # a bug: still one line, unless asked
+            raise
+        return _error(err, f"unexpected {type(error).__name__}: {error} "
+                           "(run with LLAMACHAT_DEBUG=1 to see where)")
+    finally:
+        ctx.close()
