@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -361,3 +362,10 @@ def test_discovers_models_in_every_known_place(home, tmp_path, shared_dir):
 def test_nothing_found_in_an_empty_home(home):
     assert discover_models(Config()) == []
     assert discover_models(None) == []
+
+
+def test_a_pipe_named_gguf_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        read_model_card(fifo)

@@ -10,6 +10,7 @@ field (a 150 000-entry vocabulary included); this reader skips long arrays inste
 from __future__ import annotations
 
 import mmap
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,8 +169,13 @@ def read_gguf_header(path: Path | str) -> GGUFHeader:
     """Parse the header of ``path``; raises ``ModelFileError`` with the reason it cannot."""
     path = Path(path)
     try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):  # a pipe or device would block or never end
+            raise ModelFileError(f"{path} is not a regular file")
+        size = info.st_size
         with open(path, "rb") as handle:
-            size = path.stat().st_size
             head = handle.read(64)
             if head[:4] != MAGIC:
                 raise ModelFileError(f"not a GGUF file: {path.name}: {_describe_start(head)}")
