@@ -160,6 +160,8 @@ def test_unknown_keys_are_reported_but_not_fatal():
     assert by_field["sampling.temprature"].line == 4
     assert by_field["colours"].line == 5
     assert all("unknown" in p.message and not p.fatal for p in loaded.problems)
+    assert "did you mean 'theme'?" in by_field["them"].message
+    assert "did you mean 'temperature'?" in by_field["sampling.temprature"].message
 
 
 def test_table_given_as_a_value_is_rejected():

@@ -8,6 +8,7 @@ so the message tells the user exactly what to fix.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -139,7 +140,10 @@ class _Checker:
             path = prefix + (name,)
             rule = rules.get(name)
             if rule is None:
-                self.report(path, f"unknown setting {'.'.join(path)!r} ignored (misspelt?)")
+                known = list(rules) + ([] if prefix else list(TABLES))
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else "misspelt?"
+                self.report(path, f"unknown setting {'.'.join(path)!r} ignored ({hint})")
                 continue
             checked, reason = check_value(rule, value)
             if reason:
