@@ -116,7 +116,8 @@ def test_wrong_type_costs_only_that_field():
 
 
 def test_out_of_range_in_a_table_keeps_the_rest_of_the_table():
-    text = '[sampling]\ntemperature = 0.2\ntop_p = 1.5\n\n[checkpoints]\nram_mb = -5\ndisk_mb = 10\n'
+    text = ('[sampling]\ntemperature = 0.2\ntop_p = 1.5\n\n'
+            '[checkpoints]\nram_mb = -5\ndisk_mb = 10\n')
     write(text)
     loaded = load_config()
     config = loaded.config
@@ -245,6 +246,16 @@ def test_update_accepts_a_partial_table_as_a_mapping():
     config = update_config(sampling={"min_p": 0.2})
     assert config.sampling.top_k == 5 and config.sampling.min_p == 0.2
     assert load_config().config.sampling == config.sampling
+    assert update_config(sampling=None).sampling == SamplingSettings()
+    assert load_config().config.sampling == SamplingSettings()
+    assert "top_k" not in paths.config_file().read_text()  # back to defaults: lines removed
+
+
+def test_setting_a_default_removes_the_line():
+    path = write('theme = "nord"\nn_ctx = 100\n')
+    config = update_config(theme=Config().theme)
+    assert config.theme == Config().theme
+    assert path.read_text() == "n_ctx = 100\n"
 
 
 def test_update_creates_missing_file_and_tables():
@@ -288,6 +299,8 @@ def test_update_rejects_invalid_values_and_unknown_settings():
         update_config(sampling=SamplingSettings(top_p=3.0))
     with pytest.raises(ConfigError, match="colour"):
         update_config(colour="red")
+    with pytest.raises(ConfigError, match="sampling"):
+        update_config(sampling={"temprature": 0.5})
     assert not paths.config_file().exists()
 
 

@@ -55,7 +55,8 @@ def make_gguf(path: Path, arch: str = "llama", *, name: str | None = "Tiny", ctx
     writer.add_array("small.list", [1, 2, 3])
     for key, value in (extra or {}).items():
         writer.add_uint64(key, value) if isinstance(value, int) else writer.add_string(key, value)
-    tensors = {"tok_embd.weight": ((8, 32), "F32"), "norm.weight": ((32,), "F32")} if tensors is None else tensors
+    if tensors is None:
+        tensors = {"tok_embd.weight": ((8, 32), "F32"), "norm.weight": ((32,), "F32")}
     for tensor_name, (shape, kind) in tensors.items():
         qtype = gguf.GGMLQuantizationType[kind]
         if kind in ("F32", "F16"):
@@ -169,7 +170,8 @@ def test_header_matches_the_gguf_package(shared_dir, name):
         else:
             assert value == expected, key
     assert [t.name for t in ours.tensors] == [t.name for t in theirs.tensors]
-    assert [t.shape for t in ours.tensors] == [tuple(int(d) for d in t.shape) for t in theirs.tensors]
+    assert [t.shape for t in ours.tensors] == \
+        [tuple(int(d) for d in t.shape) for t in theirs.tensors]
     assert [t.type_id for t in ours.tensors] == [int(t.tensor_type) for t in theirs.tensors]
     assert sum(t.n_elements for t in ours.tensors) == sum(int(t.n_elements) for t in theirs.tensors)
     if theirs.tensors:
@@ -340,7 +342,8 @@ def test_discovers_models_in_every_known_place(home, tmp_path, shared_dir):
     cards = discover_models(Config(model_dirs=[str(mine)], model=str(outside)))
     by_name = {c.name: c for c in cards}
     assert [c.name for c in cards] == sorted(by_name, key=str.casefold)
-    assert set(by_name) == {"Hub Model", "Alpha LMS", "old lms", "Cpp Cache", "Own", "Chosen", "broken"}
+    assert set(by_name) == {
+        "Hub Model", "Alpha LMS", "old lms", "Cpp Cache", "Own", "Chosen", "broken"}
     assert by_name["Hub Model"].source == "huggingface"
     assert by_name["Hub Model"].path == snapshot / "hub-model.gguf"
     assert by_name["Hub Model"].quantization == "F16"

@@ -13,7 +13,8 @@ def whole_number(minimum: int | None = None, what: str = "value") -> Callable[[s
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {text!r}") from None
+            message = f"{what} must be a whole number, not {text!r}"
+            raise argparse.ArgumentTypeError(message) from None
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"{what} must be at least {minimum}, not {value}")
         return value

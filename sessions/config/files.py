@@ -122,16 +122,23 @@ def save_config(config: Config, path: Path | str | None = None) -> Path:
 
 
 def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tuple[str, ...], Any]]:
-    """The (key path, new value or None to remove) pairs that turn ``current`` into ``changed``."""
+    """The (key path, new value or None to remove) pairs that turn ``current`` into ``changed``.
+
+    A setting changed back to its default is removed, so the file keeps only what the
+    user chose (as ``save_config`` does).
+    """
+    defaults = Config()
     edits: list[tuple[tuple[str, ...], Any]] = []
     for name in names:
-        old, new = getattr(current, name), getattr(changed, name)
+        old, new, default = getattr(current, name), getattr(changed, name), getattr(defaults, name)
         if is_dataclass(new):
             rules = TABLES[name][1]
             for sub in fields(new):
                 value = getattr(new, sub.name)
                 if value != getattr(old, sub.name):
-                    edits.append(((name, sub.name), _checked(rules[sub.name], value, f"{name}.{sub.name}")))
+                    value = _checked(rules[sub.name], value, f"{name}.{sub.name}")
+                    is_default = value == getattr(default, sub.name)
+                    edits.append(((name, sub.name), None if is_default else value))
         elif name == "keys":
             for action in sorted(set(old) | set(new)):
                 if old.get(action) != new.get(action):
@@ -140,7 +147,7 @@ def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tup
                         raise ConfigError(f"keys.{action} must be a string, not {value!r}")
                     edits.append(((name, action), value))
         else:
-            value = None if new is None else _checked(TOP_RULES[name], new, name)
+            value = None if new is None or new == default else _checked(TOP_RULES[name], new, name)
             edits.append(((name,), value))
     return edits
 
@@ -186,8 +193,15 @@ def update_config(*, path: Path | str | None = None, **changes: Any) -> Config:
         raise ConfigError(f"not changing {path}: fix its syntax error first ({error})") from error
     current, _ = build_config(data, text)
     for name, value in changes.items():
-        if name in TABLES and isinstance(value, dict):
-            changes[name] = replace(getattr(current, name), **value)
+        if name in TABLES and value is None:
+            changes[name] = TABLES[name][0]()
+        elif name in TABLES and isinstance(value, dict):
+            try:
+                changes[name] = replace(getattr(current, name), **value)
+            except TypeError:
+                raise ConfigError(f"unknown {name} setting(s) in {sorted(value)}") from None
+        elif name == "keys" and value is None:
+            changes[name] = {}
     changed = current.with_(**changes)
     expected = copy.deepcopy(data)
     new_text = text

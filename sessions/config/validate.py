@@ -177,5 +177,6 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
 def rules_cover_every_field() -> bool:
     """Every ``Config`` field has a rule (a test keeps it so when fields are added)."""
     names = {f.name for f in fields(Config)}
-    table_fields = all({f.name for f in fields(cls)} == set(rules) for cls, rules in TABLES.values())
+    table_fields = all({f.name for f in fields(cls)} == set(rules)
+                       for cls, rules in TABLES.values())
     return names == set(TOP_RULES) | set(TABLES) and table_fields

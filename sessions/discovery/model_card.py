@@ -149,8 +149,7 @@ def card_from_header(path: Path, header: GGUFHeader) -> ModelCard:
         context_length=_int(meta.get(f"{arch}.context_length")) if arch else None,
         memory_kind=memory_kind_for(arch, sliding),
         sliding_window=sliding or None,
-        has_chat_template=any(key == "tokenizer.chat_template" or key.startswith("tokenizer.chat_template.")
-                              for key in meta),
+        has_chat_template=any(key.split(".")[:2] == ["tokenizer", "chat_template"] for key in meta),
         model_type=model_type if isinstance(model_type, str) else None,
         tensor_count=len(header.tensors),
         split_index=_int(meta.get("split.no")) or 0,

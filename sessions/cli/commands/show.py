@@ -75,8 +75,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         })
         return 0
     count = len(tree)
+    plural = "" if count == 1 else "s"
     ctx.print(f"session {session.id}: {session.title or '(untitled)'}  "
-              f"({count} message{'' if count == 1 else 's'}, updated {local_time(session.updated_at)})")
+              f"({count} message{plural}, updated {local_time(session.updated_at)})")
     for line in tree_lines(tree, active):
         ctx.print(line)
     return 0
