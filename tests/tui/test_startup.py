@@ -1,0 +1,48 @@
+"""The start-up rules: which chat appears first and which model loads."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tui.startup import StartupPlan, StartupRequest, plan_startup, session_model
+
+
+def plan(request: StartupRequest, last: int | None = None, model: str | None = None) -> StartupPlan:
+    return plan_startup(request, last_session_id=last, configured_model=model)
+
+
+def test_demo_wins_over_everything():
+    assert plan(StartupRequest(demo=True, model_path=Path("x.gguf"), session_id=3), last=9).start == "demo"
+
+
+def test_model_flag_starts_a_new_chat_with_that_model():
+    assert plan(StartupRequest(model_path=Path("m.gguf")), last=9) == StartupPlan("new", model_path=Path("m.gguf"))
+
+
+def test_session_flag_reopens_that_session():
+    assert plan(StartupRequest(session_id=3), last=9) == StartupPlan("open", session_id=3)
+
+
+def test_no_flags_reopens_the_last_session():
+    assert plan(StartupRequest(), last=9, model="conf.gguf") == StartupPlan("open", session_id=9)
+
+
+def test_no_flags_and_no_session_uses_the_configured_model_else_the_picker():
+    assert plan(StartupRequest(), model="conf.gguf") == StartupPlan("new", model_path=Path("conf.gguf"))
+    assert plan(StartupRequest()) == StartupPlan("pick")
+
+
+def test_request_from_parsed_flags():
+    args = argparse.Namespace(model="~/m.gguf", demo=False, session=None)
+    assert StartupRequest.from_args(args) == StartupRequest(model_path=Path("~/m.gguf").expanduser())
+    assert StartupRequest.from_args(argparse.Namespace()) == StartupRequest()
+
+
+def test_session_model_prefers_the_session_model_when_it_exists(tmp_path):
+    mine, configured = tmp_path / "mine.gguf", tmp_path / "conf.gguf"
+    configured.write_bytes(b"x")
+    assert session_model(str(mine), str(configured)) == configured  # the session's is gone
+    mine.write_bytes(b"x")
+    assert session_model(str(mine), str(configured)) == mine
+    assert session_model(None, None) is None

@@ -1,0 +1,69 @@
+"""What the app should open first, decided from the command line and the store.
+
+Kept apart from the screen so the rules read in one place and can be tested without a
+terminal: ``--demo`` makes the demo model and starts a new chat with it; ``-m PATH`` starts
+a new chat with that model; ``--session ID`` reopens that session with its model; with no
+flags the last session is reopened, else the configured model starts a new chat, else
+the model picker is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Start = Literal["demo", "new", "open", "pick"]
+
+
+@dataclass(frozen=True)
+class StartupRequest:
+    """The flags that decide the first screen (all optional)."""
+
+    demo: bool = False
+    model_path: Path | None = None
+    """``-m``: a new chat with this model."""
+    session_id: int | None = None
+    """``--session``: reopen this session."""
+
+    @classmethod
+    def from_args(cls, args: Any) -> "StartupRequest":
+        model = getattr(args, "model", None)
+        return cls(
+            demo=bool(getattr(args, "demo", False)),
+            model_path=Path(model).expanduser() if model else None,
+            session_id=getattr(args, "session", None),
+        )
+
+
+@dataclass(frozen=True)
+class StartupPlan:
+    """What to do first: which session to show and which model to load."""
+
+    start: Start
+    model_path: Path | None = None
+    session_id: int | None = None
+
+
+def plan_startup(request: StartupRequest, *, last_session_id: int | None,
+                 configured_model: str | None) -> StartupPlan:
+    """Apply the start-up rules (see the module docstring)."""
+    if request.demo:
+        return StartupPlan("demo")
+    if request.model_path is not None:
+        return StartupPlan("new", model_path=request.model_path)
+    if request.session_id is not None:
+        return StartupPlan("open", session_id=request.session_id)
+    if last_session_id is not None:
+        return StartupPlan("open", session_id=last_session_id)
+    if configured_model:
+        return StartupPlan("new", model_path=Path(configured_model).expanduser())
+    return StartupPlan("pick")
+
+
+def session_model(session_model_path: str | None, configured_model: str | None) -> Path | None:
+    """The model to load for a reopened session: its own if still on disk, else the configured one."""
+    for candidate in (session_model_path, configured_model):
+        if candidate and Path(candidate).expanduser().is_file():
+            return Path(candidate).expanduser()
+    return None
