@@ -9,12 +9,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from array import array
 from hashlib import blake2b
 from pathlib import Path
 
 import pytest
 
-from sessions.checkpoints import CheckpointStore, InvalidSegmentError, Segment, StateCompat, prefix_hash
+from sessions.checkpoints import (
+    CheckpointStore, InvalidSegmentError, PrefixHasher, Segment, StateCompat, prefix_hash,
+)
 from sessions.checkpoints import atomic_file
 from sessions.checkpoints.file_format import HEADER_SIZE, encode_header, parse_header
 from sessions.checkpoints.keys import address
@@ -71,9 +74,18 @@ def test_prefix_hash_is_blake2b_of_little_endian_int32() -> None:
     assert prefix_hash([]) != prefix_hash([0])
 
 
-def test_prefix_hash_rejects_out_of_range_tokens() -> None:
-    with pytest.raises(InvalidSegmentError, match="32 bits"):
+def test_prefix_hash_accepts_arrays_and_rejects_out_of_range_tokens() -> None:
+    assert prefix_hash(array("i", TOKENS)) == prefix_hash(TOKENS)
+    with pytest.raises(InvalidSegmentError, match="32-bit"):
         prefix_hash([2**31])
+
+
+def test_incremental_hasher_equals_hashing_the_whole_prefix() -> None:
+    hasher = PrefixHasher(TOKENS[:100])
+    fork = hasher.copy().extend(TOKENS[300:310])
+    hasher.extend(TOKENS[100:250]).extend(TOKENS[250:260])
+    assert (hasher.hexdigest(), hasher.count) == (prefix_hash(TOKENS[:260]), 260)
+    assert fork.hexdigest() == prefix_hash(TOKENS[:100] + TOKENS[300:310])
 
 
 def test_header_round_trip_keeps_every_field() -> None:

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
@@ -81,11 +81,12 @@ class DiskTier:
                     f"the checkpoint folder {self.directory} cannot be used ({error.strerror or error}); "
                     "checkpoints are kept in memory only"
                 )
-            with self._lock:
-                self._index = index
-                victims = index.pop_victims(self.budget, self._is_active)
-                self.evictions += len(victims)
+            # Evict before publishing: once ``_index`` is set, callers skip the build lock.
+            victims = index.pop_victims(self.budget, self._is_active)
             self._delete_evicted(victims)
+            with self._lock:
+                self.evictions += len(victims)
+                self._index = index
 
     def _scan_into(self, index: DiskIndex) -> None:
         now = time.time()
@@ -137,10 +138,6 @@ class DiskTier:
                 return (0, 0)
             return (self._index.total_bytes, len(self._index))
 
-    def keys(self) -> list[Key]:
-        with self._lock:
-            return list(self._index) if self._index is not None else []
-
     # ----- writing (writer thread) ------------------------------------------------------
 
     def save(self, segment: Segment) -> None:
@@ -177,15 +174,6 @@ class DiskTier:
             assert self._index is not None
             self._index.add(key, DiskEntry(path, segment.parent, size, self._clock.now()))
             self.writes += 1
-            victims = self._index.pop_victims(self.budget, self._is_active)
-            self.evictions += len(victims)
-        self._delete_evicted(victims)
-
-    def rebalance(self) -> None:
-        """Evict again after the active set changed (no I/O unless over budget)."""
-        with self._lock:
-            if self._index is None:
-                return
             victims = self._index.pop_victims(self.budget, self._is_active)
             self.evictions += len(victims)
         self._delete_evicted(victims)

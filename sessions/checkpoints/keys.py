@@ -9,6 +9,7 @@ the same key (in RAM) and the same file (on disk), whichever branch produced it.
 from __future__ import annotations
 
 import re
+import struct
 import sys
 from array import array
 from dataclasses import dataclass, field
@@ -37,21 +38,50 @@ def _digest(data: bytes) -> bytes:
     return blake2b(data, digest_size=HASH_BYTES).digest()
 
 
+def _pack(tokens: Sequence[int]) -> bytes:
+    if isinstance(tokens, array) and tokens.typecode == "i":
+        if sys.byteorder == "big":  # pragma: no cover - no big-endian test machine
+            tokens = array("i", tokens)
+            tokens.byteswap()
+        return tokens.tobytes()
+    try:  # struct.pack of a list is about twice as fast as building an array
+        return struct.pack(f"<{len(tokens)}i", *tokens)
+    except struct.error as error:
+        raise InvalidSegmentError(f"token ids must be 32-bit integers: {error}") from None
+
+
 def prefix_hash(tokens: Sequence[int]) -> str:
     """Hex id of a token prefix: blake2b-128 of the tokens as little-endian int32."""
-    if isinstance(tokens, array) and tokens.typecode == "i":
-        packed = tokens
-    else:
-        try:
-            packed = array("i", tokens)
-        except OverflowError as error:
-            raise InvalidSegmentError(f"a token id does not fit in 32 bits: {error}") from None
-        except TypeError as error:
-            raise InvalidSegmentError(f"tokens must be integers: {error}") from None
-    if sys.byteorder == "big":  # pragma: no cover - no big-endian test machine
-        packed = array("i", packed)
-        packed.byteswap()
-    return blake2b(packed.tobytes(), digest_size=HASH_BYTES).hexdigest()
+    return blake2b(_pack(tokens), digest_size=HASH_BYTES).hexdigest()
+
+
+class PrefixHasher:
+    """``prefix_hash`` of a growing token list, without rehashing what came before.
+
+    A long message is checkpointed every few thousand tokens; hashing the whole prefix
+    each time would make a 100k-token conversation cost quadratic time.
+    """
+
+    def __init__(self, tokens: Sequence[int] = ()) -> None:
+        self._hash = blake2b(digest_size=HASH_BYTES)
+        self.count = 0
+        self.extend(tokens)
+
+    def extend(self, tokens: Sequence[int]) -> "PrefixHasher":
+        self._hash.update(_pack(tokens))
+        self.count += len(tokens)
+        return self
+
+    def hexdigest(self) -> str:
+        """Equal to ``prefix_hash`` of every token given so far."""
+        return self._hash.hexdigest()
+
+    def copy(self) -> "PrefixHasher":
+        """An independent hasher at the same point (to follow a fork)."""
+        twin = PrefixHasher()
+        twin._hash = self._hash.copy()
+        twin.count = self.count
+        return twin
 
 
 def is_prefix_hash(value: object) -> bool:

@@ -53,17 +53,6 @@ class RamTier:
         with self._lock:
             return key in self._items
 
-    def discard(self, key: Key) -> None:
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old.nbytes
-
-    def rebalance(self) -> None:
-        """Evict again, e.g. after the protected set changed."""
-        with self._lock:
-            self._evict_locked()
-
     @property
     def nbytes(self) -> int:
         return self._bytes

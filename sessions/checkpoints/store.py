@@ -58,7 +58,15 @@ class StoreStats:
 
 
 class CheckpointStore:
-    """Segments by (compat, prefix) in a RAM tier and a disk tier, safe across threads."""
+    """Segments by (compat, prefix) in a RAM tier and a disk tier, safe across threads.
+
+    ``ram_bytes`` and ``disk_bytes`` are the two budgets (payload bytes in RAM, file bytes
+    on disk). ``on_problem`` receives plain-words reports (a corrupt file deleted, a disk
+    that cannot be written); it is called from the writer thread as well as the caller's,
+    so a UI must hand the message over to its own thread. ``queue_items`` and
+    ``queue_bytes`` bound the segments waiting for the disk (default: 64 segments and the
+    larger of ``ram_bytes`` and 256 MiB); past that the oldest waiting write is dropped.
+    """
 
     def __init__(
         self,
