@@ -91,6 +91,25 @@ def test_a_restarted_store_finds_what_the_first_one_wrote(tmp_path, problems) ->
     assert problems == []
 
 
+def test_peek_describes_a_segment_without_reading_or_promoting_it(tmp_path) -> None:
+    first, second = chain([0, 100, 250])
+    bare = Segment(COMPAT, prefix_hash(TOKENS[:300]), second.prefix, 250, 300, b"s" * 64, None)
+    with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24) as store:
+        for seg in (first, second, bare):
+            store.put(seg)
+        meta = store.peek(COMPAT, second.prefix)
+        assert (meta.start, meta.end, meta.parent, meta.has_logits, meta.tier) == (
+            100, 250, first.prefix, True, "ram")
+    with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24) as store:
+        metas = [store.peek(COMPAT, s.prefix) for s in (first, second, bare)]
+        assert [(m.start, m.end, m.has_logits, m.tier) for m in metas] == [
+            (0, 100, True, "disk"), (100, 250, True, "disk"), (250, 300, False, "disk")]
+        assert metas[0].parent is None and metas[2].parent == second.prefix
+        assert store.peek(COMPAT, prefix_hash(TOKENS[:5])) is None
+        stats = store.stats()
+        assert (stats.ram_count, stats.hits_disk, stats.misses) == (0, 0, 0)
+
+
 def test_default_folder_is_the_checkpoints_dir(problems) -> None:
     (seg,) = chain([0, 10])
     with CheckpointStore(ram_bytes=1 << 20, disk_bytes=1 << 24, on_problem=problems.append) as store:

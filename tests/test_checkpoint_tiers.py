@@ -81,6 +81,10 @@ def test_ram_tier_evicts_protected_segments_last() -> None:
 # ----- disk index -----------------------------------------------------------------------
 
 
+def entry(name: str, parent: str | None, size: int, last_use: float) -> DiskEntry:
+    return DiskEntry(Path(name), parent, size, last_use, 0 if parent is None else 1, 2, False)
+
+
 def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
     index = DiskIndex()
     c = "c" * 32
@@ -89,7 +93,7 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
     def add(name: str, parent: str | None, last_use: float) -> None:
         names[name] = (c, name.ljust(32, "0"))
         parent_prefix = names[parent][1] if parent else None
-        index.add(names[name], DiskEntry(Path(name), parent_prefix, 10, last_use))
+        index.add(names[name], entry(name, parent_prefix, 10, last_use))
 
     add("a", None, 1.0)          # active root, oldest of all
     add("b", "a", 2.0)           # active
@@ -105,8 +109,8 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
 def test_disk_index_tracks_children_through_removals() -> None:
     index = DiskIndex()
     root, child = ("c", "1" * 32), ("c", "2" * 32)
-    index.add(root, DiskEntry(Path("r"), None, 5, 1.0))
-    index.add(child, DiskEntry(Path("x"), root[1], 5, 2.0))
+    index.add(root, entry("r", None, 5, 1.0))
+    index.add(child, entry("x", root[1], 5, 2.0))
     assert not index.is_leaf(root) and index.is_leaf(child)
     index.remove(child)
     assert index.is_leaf(root) and index.total_bytes == 5

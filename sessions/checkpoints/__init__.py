@@ -7,7 +7,7 @@ blobs are opaque here, so nothing in this package imports llama.cpp.
 
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
 from .keys import PrefixHasher, StateCompat, prefix_hash
-from .segment import Segment
+from .segment import Segment, SegmentMeta
 from .store import CheckpointStore, StoreStats
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "InvalidSegmentError",
     "PrefixHasher",
     "Segment",
+    "SegmentMeta",
     "StateCompat",
     "StoreClosedError",
     "StoreStats",

@@ -30,6 +30,9 @@ class DiskEntry:
     """File size in bytes, header included."""
     last_use: float
     """Wall-clock time of the last write or read (seeded from the file's mtime)."""
+    start: int
+    end: int
+    has_logits: bool
 
 
 class UseClock:

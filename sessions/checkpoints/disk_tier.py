@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -33,6 +34,12 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
     with open(path, "rb") as src:
         info = os.fstat(src.fileno())
         return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
+
+
+def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
+    return DiskEntry(
+        path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None
+    )
 
 
 class DiskTier:
@@ -113,7 +120,9 @@ class DiskTier:
                     self._report(f"checkpoint {path.name} could not be read ({error.strerror}); skipped")
                     continue
                 self._clock.seen(mtime)
-                index.add(parsed.key, DiskEntry(path, header.parent, size, mtime))
+                index.add(parsed.key, DiskEntry(
+                    path, header.parent, size, mtime, header.start, header.end, header.has_logits
+                ))
 
     def known(self, key: Key) -> bool:
         """True when the index is built and lists ``key`` (never does I/O)."""
@@ -130,6 +139,13 @@ class DiskTier:
         with self._lock:
             if self._index is not None:
                 self._index.touch(key, self._clock.now())
+
+    def describe(self, key: Key) -> DiskEntry | None:
+        """A copy of the index entry for ``key`` (builds the index on first use)."""
+        self.ensure_index()
+        with self._lock:
+            entry = self._index.get(key) if self._index is not None else None
+            return replace(entry) if entry is not None else None
 
     def totals(self) -> tuple[int, int]:
         """(bytes, files) on disk as the index knows them; (0, 0) before it is built."""
@@ -172,7 +188,7 @@ class DiskTier:
         self._writes_failing = False
         with self._lock:
             assert self._index is not None
-            self._index.add(key, DiskEntry(path, segment.parent, size, self._clock.now()))
+            self._index.add(key, _entry_for(segment, path, size, self._clock.now()))
             self.writes += 1
             victims = self._index.pop_victims(self.budget, self._is_active)
             self.evictions += len(victims)
@@ -229,7 +245,7 @@ class DiskTier:
             if key in self._index:
                 self._index.touch(key, now)
             else:  # written by another process since the index was built
-                self._index.add(key, DiskEntry(path, segment.parent, size, now))
+                self._index.add(key, _entry_for(segment, path, size, now))
         try:
             os.utime(path)
         except OSError:

@@ -49,6 +49,11 @@ class RamTier:
                 self._items.move_to_end(key)
             return segment
 
+    def peek(self, key: Key) -> Segment | None:
+        """The segment under ``key`` without marking it used."""
+        with self._lock:
+            return self._items.get(key)
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._items

@@ -8,12 +8,32 @@ segments of that prefix: the store keeps one copy whatever branch made it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .errors import InvalidSegmentError
 from .keys import Key, StateCompat, is_prefix_hash, key_of
 
 LOGIT_BYTES = 4
 """Logits are stored as raw float32."""
+
+Tier = Literal["ram", "disk"]
+
+
+@dataclass(frozen=True)
+class SegmentMeta:
+    """What the store knows about a segment without reading its payload.
+
+    The engine plans a route from these (which boundaries can be restored, from which
+    tier, whether the logits come with it) before deciding what to restore.
+    """
+
+    prefix: str
+    parent: str | None
+    start: int
+    end: int
+    has_logits: bool
+    tier: Tier
+    """Where ``get`` would find it now: "ram" (or the write queue) or "disk"."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,11 @@ class Segment:
     @property
     def n_tokens(self) -> int:
         return self.end - self.start
+
+    def meta(self, tier: Tier) -> SegmentMeta:
+        return SegmentMeta(
+            self.prefix, self.parent, self.start, self.end, self.logits is not None, tier
+        )
 
 
 def _as_bytes(value: object, what: str) -> bytes:

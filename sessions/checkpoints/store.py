@@ -20,7 +20,7 @@ from .disk_tier import DiskTier
 from .errors import InvalidSegmentError, StoreClosedError
 from .keys import Key, StateCompat, key_of
 from .ram_tier import RamTier
-from .segment import Segment
+from .segment import Segment, SegmentMeta
 from .writer import BackgroundWriter
 
 log = logging.getLogger(__name__)
@@ -133,6 +133,17 @@ class CheckpointStore:
         if self._disk.contains(key):
             return "disk"
         return None
+
+    def peek(self, compat: StateCompat, prefix: str) -> SegmentMeta | None:
+        """Range, parent, logits and tier of a stored segment; no payload is read."""
+        key = key_of(compat, prefix)
+        segment = self._ram.peek(key) or self._writer.pending(key)
+        if segment is not None:
+            return segment.meta("ram")
+        entry = self._disk.describe(key)
+        if entry is None:
+            return None
+        return SegmentMeta(prefix, entry.parent, entry.start, entry.end, entry.has_logits, "disk")
 
     def set_active(self, compat: StateCompat, prefixes: Iterable[str]) -> None:
         """Replace the set of ``compat``'s prefixes on branches the user is on.
