@@ -372,3 +372,34 @@ def test_a_pipe_named_gguf_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ModelFileError, match="not a regular file"):
         read_model_card(fifo)
+
+
+# --- against llama.cpp itself ------------------------------------------------------
+
+
+def _engine_models(shared_dir: Path) -> list[Path]:
+    from sessions.synth import ARCHS, make_model
+
+    return [make_model(arch, "tiny") for arch in ARCHS] + [shared_dir / "models" / "stories260K.gguf"]
+
+
+@pytest.mark.engine
+def test_cards_agree_with_llama_cpp(shared_dir):
+    """What the header says must be what llama.cpp finds when it loads the weights."""
+    pytest.importorskip("llama_cpp")
+    from sessions.engine.model import LlamaModel
+
+    for path in _engine_models(shared_dir):
+        card = read_model_card(path)
+        model = LlamaModel(path)
+        try:
+            info = model.info
+            assert card.memory_kind is info.kind, path.name
+            assert card.architecture == info.architecture, path.name
+            assert card.parameter_count == info.n_params, path.name
+            assert card.context_length == info.n_ctx_train, path.name
+            assert (card.sliding_window or 0) == info.n_swa, path.name
+            assert card.has_chat_template == (info.chat_template is not None), path.name
+            assert card.file_size == info.size_bytes
+        finally:
+            model.close()
