@@ -1,0 +1,82 @@
+"""Snapshots of the tree panel and the session list at a fixed size, with fixed data.
+
+Ids, texts and times are constants so the pictures only change when the drawing does.
+Update them deliberately with ``pytest --snapshot-update`` after checking the new SVGs.
+"""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.widget import Widget
+
+from sessions.store import SessionSummary
+from sessions.tree import ConversationTree, Message
+from tui.theme_loader import default_variables, register_themes
+from tui.widgets.session_list import SessionList
+from tui.widgets.tree_panel import TreePanel
+
+SIZE = (100, 30)
+NOW = 1_750_000_000.0
+
+
+def fixed_tree() -> ConversationTree:
+    texts = [
+        (1, None, "system", "You are a terse assistant."),
+        (2, 1, "user", "What is a KV cache?"),
+        (3, 2, "assistant", "Keys and values of past tokens, kept so they are not recomputed."),
+        (4, 2, "assistant", "The memory of the attention layers."),
+        (5, 4, "user", "And sliding-window attention?"),
+        (6, 5, "assistant", "Only the last few thousand tokens are kept."),
+        (7, 1, "user", "What is a KV cache, briefly?"),
+        (8, 7, "assistant", "Saved attention state."),
+    ]
+    return ConversationTree(
+        Message(id=i, session_id=1, parent_id=p, role=r, text=t, created_at=NOW + i)
+        for i, p, r, t in texts
+    )
+
+
+class SnapshotApp(App[None]):
+    """One panel on the left of an otherwise empty screen, in llamachat-dark."""
+
+    CSS = """
+    Screen { layout: horizontal; }
+    TreePanel, SessionList { width: 64; border: round $primary; }
+    """
+
+    def __init__(self, widget: Widget) -> None:
+        super().__init__()
+        register_themes(self)
+        self.widget = widget
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return default_variables()
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
+
+    def on_mount(self) -> None:
+        self.theme = "llamachat-dark"
+        if isinstance(self.widget, TreePanel):
+            self.widget.show(fixed_tree(), {1, 2, 4, 5, 6}, {2, 6}, 6)
+        else:
+            self.widget.show([
+                SessionSummary(1, "Planning the garden", NOW - 3 * 86400, 14),
+                SessionSummary(2, "What is a KV cache?", NOW - 40, 8),
+                SessionSummary(3, "Rust lifetimes", NOW - 5 * 3600, 1),
+            ], current_id=2, now=NOW)
+        self.widget.focus()
+
+
+def test_tree_panel_with_branches_marks_and_head(snap_compare):
+    assert snap_compare(SnapshotApp(TreePanel()), terminal_size=SIZE)
+
+
+def test_tree_panel_with_a_folded_fork(snap_compare):
+    # From the head (message 6) up to message 2, then fold its two replies.
+    assert snap_compare(SnapshotApp(TreePanel()), terminal_size=SIZE,
+                        press=["up", "up", "up", "up", "space"])
+
+
+def test_session_list_newest_first_with_the_current_session(snap_compare):
+    assert snap_compare(SnapshotApp(SessionList()), terminal_size=SIZE)
