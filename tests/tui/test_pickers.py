@@ -1,0 +1,295 @@
+"""The fuzzy matcher, the session and model pickers, and the dialogs, driven with real keys."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from textual.app import App
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static
+
+from sessions.config import Config
+from sessions.store import SessionStore
+from sessions.synth import expected_kind, make_model
+from tui.fuzzy import fuzzy_match, fuzzy_rank
+from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
+from tui.screens.model_picker import DEMO_KEY, KIND_NAMES, ModelPicker
+from tui.screens.session_picker import SessionPicker
+from tui.theme_loader import default_variables, register_themes
+
+def test_fuzzy_needs_every_letter_in_order_and_ignores_case_and_spaces():
+    assert fuzzy_match("rl", "Rust lifetimes").positions == (0, 5)
+    assert fuzzy_match("RUST LIFE", "rust lifetimes") is not None
+    assert fuzzy_match("lr", "Rust lifetimes") is None
+    assert fuzzy_match("xyz", "Rust lifetimes") is None
+    assert fuzzy_match("", "anything").score == 0
+
+
+def test_fuzzy_finds_the_best_placement_not_the_first():
+    assert fuzzy_match("ca", "a cat").positions == (2, 3)
+
+
+def test_fuzzy_ranks_contiguous_and_word_start_matches_first():
+    titles = ["a scattered rust thing", "curious test", "trust me", "Rust lifetimes"]
+    ranked = [title for title, _ in fuzzy_rank("rust", titles, str)]
+    assert ranked[0] == "Rust lifetimes"  # a whole word at the start
+    assert ranked.index("a scattered rust thing") < ranked.index("trust me")  # word start
+    assert ranked.index("trust me") < ranked.index("curious test")  # contiguous beats gaps
+    initials = [title for title, _ in fuzzy_rank("kc", ["bookcase", "KV cache"], str)]
+    assert initials == ["KV cache", "bookcase"]
+
+
+def test_fuzzy_ties_keep_the_original_order():
+    titles = ["chat one", "chat two", "chat three"]
+    assert [t for t, _ in fuzzy_rank("chat", titles, str)] == titles
+    assert [t for t, _ in fuzzy_rank("", titles, str)] == titles
+
+
+class HostApp(App[None]):
+    """An empty app that opens one screen and records what it returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        register_themes(self)
+        self.results: list[object] = []
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return default_variables()
+
+    def open(self, screen: Screen) -> None:
+        self.push_screen(screen, self.results.append)
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker has finished and its messages were handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.fixture
+def store():
+    with SessionStore.open() as opened:
+        yield opened
+
+
+def add_session(store: SessionStore, title: str, text: str) -> int:
+    session = store.create_session(title=title)
+    store.add_message(session.id, None, "user", text)
+    return session.id
+
+
+async def test_session_picker_lists_ranks_searches_and_returns_the_id(store):
+    rust = add_session(store, "Rust lifetimes", "How long does a reference live?")
+    python = add_session(store, "Python packaging", "pyproject or setup.py?")
+    vague = add_session(store, "Question", "The borrow checker rejects my loop")
+    app = HostApp()
+    async with app.run_test() as pilot:
+        picker = SessionPicker(store)
+        app.open(picker)
+        await settle(pilot)
+        assert picker.shown_ids == [vague, python, rust]  # newest first
+        await pilot.press(*"pack")
+        await settle(pilot)
+        assert picker.shown_ids[0] == python
+        await pilot.press(*["backspace"] * 4, *"borrow")
+        await settle(pilot)
+        assert picker.shown_ids == [vague]  # found in the message text, not the title
+        assert "borrow" in str(picker.query_one("#picker-options").options[0].prompt)
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.results == [vague]
+
+
+async def test_session_picker_arrow_keys_no_match_and_escape(store):
+    first = add_session(store, "Alpha", "a")
+    add_session(store, "Beta", "b")
+    app = HostApp()
+    async with app.run_test() as pilot:
+        app.open(SessionPicker(store))
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        picker = SessionPicker(store)
+        app.open(picker)
+        await settle(pilot)
+        await pilot.press(*"zzzz")
+        await settle(pilot)
+        assert picker.shown_ids == []
+        assert "Nothing matches" in str(picker.query_one("#picker-status", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [first, None]
+
+
+@pytest.fixture
+def model_dir(tmp_path, monkeypatch):
+    """Four made models (one per memory kind) and one broken file, in a private folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE", "LMSTUDIO_MODELS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for arch in ("llama", "gemma3", "lfm2", "mamba"):
+        shutil.copyfile(make_model(arch, "tiny"), folder / f"{arch}.gguf")
+    (folder / "broken.gguf").write_bytes(b"this is not a model")
+    return folder
+
+
+async def test_model_picker_lists_models_with_their_memory_kind(model_dir):
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(Config(model_dirs=[str(model_dir)]))
+        app.open(picker)
+        await settle(pilot)
+        assert picker.discovered
+        table = picker.query_one(DataTable)
+        assert table.row_count == 1 + 5
+        assert "Demo model" in str(table.get_row(DEMO_KEY)[0])
+        by_file = {card.path.name: (index, card) for index, card in enumerate(picker.cards)}
+        assert set(by_file) == {"llama.gguf", "gemma3.gguf", "lfm2.gguf", "mamba.gguf", "broken.gguf"}
+        for arch in ("llama", "gemma3", "lfm2", "mamba"):
+            index, card = by_file[f"{arch}.gguf"]
+            assert str(table.get_row(str(index))[1]) == KIND_NAMES[expected_kind(arch)]
+        index, broken = by_file["broken.gguf"]
+        name_cell = table.get_row(str(index))[0]
+        assert broken.error and broken.error[:20] in str(name_cell) and "dim" in str(name_cell.style)
+        await pilot.press(*["down"] * (by_file["lfm2.gguf"][0] + 1), "enter")
+        await pilot.pause()
+    assert app.results == [model_dir / "lfm2.gguf"]
+
+
+async def test_model_picker_demo_entry_makes_the_demo_model(model_dir):
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.open(ModelPicker(Config(model_dirs=[str(model_dir)])))
+        await settle(pilot)
+        await pilot.press("enter")  # the cursor starts on the demo row
+        await settle(pilot)
+    assert app.results == [make_model("llama", "tiny")]
+
+
+async def test_model_picker_typed_path_unusable_rows_and_escape(model_dir):
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(Config(model_dirs=[str(model_dir)]))
+        app.open(picker)
+        await settle(pilot)
+        broken_row = 1 + [card.path.name for card in picker.cards].index("broken.gguf")
+        await pilot.press(*["down"] * broken_row)
+        broken = picker.cards[broken_row - 1]
+        assert broken.error in str(picker.query_one("#model-detail", Static).render())
+        await pilot.press("enter")
+        status = picker.query_one("#picker-status", Static)
+        assert "cannot be used" in str(status.render()) and status.has_class("-error")
+        path_input = picker.query_one("#model-path", Input)
+        path_input.focus()
+        path_input.value = str(model_dir / "missing.gguf")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.results == [] and "missing.gguf" in str(status.render())
+        path_input.value = str(model_dir / "mamba.gguf")
+        await pilot.press("enter")
+        await settle(pilot)
+        app.open(ModelPicker(Config(model_dirs=[str(model_dir)])))
+        await settle(pilot)
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [model_dir / "mamba.gguf", None]
+
+
+async def test_confirm_screen_needs_an_explicit_yes():
+    app = HostApp()
+    async with app.run_test() as pilot:
+        for keys in (["enter"], ["y"], ["escape"], ["tab", "tab", "enter"]):
+            app.open(ConfirmScreen("Delete this branch (3 messages)?"))
+            await pilot.pause()
+            await pilot.press(*keys)
+            await pilot.pause()
+        app.open(ConfirmScreen("Delete?", yes_label="Delete it"))
+        await pilot.pause()
+        await pilot.click("#dialog-yes")
+        await pilot.pause()
+    # enter lands on Cancel; tab tab wraps back to Cancel as well.
+    assert app.results == [False, True, False, False, True]
+
+
+async def test_text_prompt_returns_the_text_or_none():
+    app = HostApp()
+    async with app.run_test() as pilot:
+        prompt = TextPrompt("Rename session", "Old title")
+        app.open(prompt)
+        await pilot.pause()
+        await pilot.press(*"New title", "enter")
+        await pilot.pause()
+        empty = TextPrompt("Rename session")
+        app.open(empty)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Type something" in str(empty.query_one("#dialog-error", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == ["New title", None]
+
+
+@pytest.fixture
+def branched_session(store):
+    session = store.create_session(title="Fork test")
+    question = store.add_message(session.id, None, "user", "Pick a colour")
+    store.add_message(session.id, question.id, "assistant", "Blue.")
+    red = store.add_message(session.id, question.id, "assistant", "Red.")
+    store.set_active_leaf(session.id, red.id)
+    return session.id
+
+
+async def test_export_writes_markdown_and_json_to_the_default_paths(store, branched_session, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        app.open(ExportScreen(store, branched_session))
+        await pilot.pause()
+        await pilot.click("#dialog-yes")
+        await settle(pilot)
+        app.open(ExportScreen(store, branched_session))
+        await pilot.pause()
+        await pilot.click("#format-json")
+        await pilot.click("#dialog-yes")
+        await settle(pilot)
+    markdown = tmp_path / f"llamachat-{branched_session}.md"
+    exported = tmp_path / f"llamachat-{branched_session}.json"
+    assert app.results == [markdown, exported]
+    text = markdown.read_text(encoding="utf-8")
+    assert "Fork test" in text and "Red." in text and "Blue." not in text  # the branch only
+    assert len(json.loads(exported.read_text(encoding="utf-8"))["messages"]) == 3
+    assert markdown.stat().st_mode & 0o077 == 0
+
+
+async def test_export_explains_problems_and_asks_before_replacing(store, branched_session, tmp_path):
+    app = HostApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = ExportScreen(store, branched_session)
+        app.open(screen)
+        await pilot.pause()
+        path_input = screen.query_one("#export-path", Input)
+        error = screen.query_one("#dialog-error", Static)
+        path_input.value = str(tmp_path / "no-such-folder" / "chat.md")
+        await pilot.click("#dialog-yes")
+        await pilot.pause()
+        assert "does not exist" in str(error.render()) and app.results == []
+        existing = tmp_path / "chat.md"
+        existing.write_text("keep me", encoding="utf-8")
+        path_input.value = str(existing)
+        await pilot.click("#scope-tree")
+        await pilot.click("#dialog-yes")
+        await pilot.pause()
+        assert "already exists" in str(error.render())
+        assert existing.read_text(encoding="utf-8") == "keep me"
+        path_input.focus()
+        await pilot.press("enter")  # the second "Export" (enter in the path field)
+        await settle(pilot)
+    assert app.results == [existing]
+    assert "Blue." in existing.read_text(encoding="utf-8")  # every branch this time

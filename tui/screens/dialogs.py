@@ -1,0 +1,221 @@
+"""Small modal dialogs: confirm a destructive step, type a line of text, export a session.
+
+Each dialog returns its answer through ``dismiss`` so the caller writes
+``self.app.push_screen(ConfirmScreen(...), callback)`` (or awaits ``push_screen_wait``
+in a worker) and never reaches into the dialog's widgets. Destructive confirmations
+start with the focus on "Cancel": a stray enter must not delete a branch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+
+from sessions.exchange import ExchangeError, export_markdown, write_json
+from sessions.store import SessionStore, StoreError
+
+EXTENSIONS = {"markdown": ".md", "json": ".json"}
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask a yes/no question; True only when the user confirms explicitly."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS = [
+        Binding("escape,n", "answer(False)", "Cancel", id="confirm.no"),
+        Binding("y", "answer(True)", "Confirm", id="confirm.yes"),
+    ]
+
+    def __init__(self, question: str, yes_label: str = "Delete") -> None:
+        super().__init__()
+        self._question = question
+        self._yes_label = yes_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(self._question, id="dialog-question", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self._yes_label, variant="error", id="dialog-yes")
+                yield Button("Cancel", id="dialog-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#dialog-no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "dialog-yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class TextPrompt(ModalScreen[str | None]):
+    """Ask for one line of text (a new title...); None on escape."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
+
+    def __init__(self, title: str, initial: str = "", *, allow_empty: bool = False) -> None:
+        super().__init__()
+        self._title = title
+        self._initial = initial
+        self._allow_empty = allow_empty
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self._title, id="dialog-question", markup=False)
+            yield Input(self._initial, id="prompt-input", select_on_focus=True)
+            yield Static("", id="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("OK", variant="primary", id="dialog-yes")
+                yield Button("Cancel", id="dialog-no")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#dialog-yes")
+    def _accept(self, event: Input.Submitted | Button.Pressed) -> None:
+        event.stop()
+        value = self.query_one(Input).value.strip()
+        if not value and not self._allow_empty:
+            self.query_one("#dialog-error", Static).update("Type something, or press escape.")
+            return
+        self.dismiss(value)
+
+    @on(Button.Pressed, "#dialog-no")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def default_export_path(session_id: int, kind: str) -> str:
+    return f"~/llamachat-{session_id}{EXTENSIONS[kind]}"
+
+
+def write_markdown(store: SessionStore, session_id: int, path: Path, whole_tree: bool) -> Path:
+    """Write the Markdown transcript, private (0600) like every file holding a chat."""
+    text = export_markdown(store, session_id, whole_tree=whole_tree)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+    return path
+
+
+class ExportScreen(ModalScreen[Path | None]):
+    """Export one session to a file; returns the written path, or None if cancelled.
+
+    Problems (a missing folder, no permission, a database error) are shown inside the
+    dialog in plain words so the user can fix the path and try again. An existing file
+    is only replaced after a second press of "Export".
+    """
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+
+    @dataclass
+    class Written(Message):
+        """The export worker finished: the path written, or the problem."""
+
+        path: Path | None
+        error: str | None = None
+
+    def __init__(self, store: SessionStore, session_id: int) -> None:
+        super().__init__()
+        self._store = store
+        self._session_id = session_id
+        self._replace_ok: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="wide"):
+            yield Label("Export this session", id="dialog-question")
+            with Horizontal(id="export-choices"):
+                with RadioSet(id="export-format"):
+                    yield RadioButton("Markdown (to read)", value=True, id="format-markdown")
+                    yield RadioButton("JSON (to import again)", id="format-json")
+                with RadioSet(id="export-scope"):
+                    yield RadioButton("The active branch", value=True, id="scope-branch")
+                    yield RadioButton("Every branch", id="scope-tree")
+            yield Input(default_export_path(self._session_id, "markdown"), id="export-path")
+            yield Static("", id="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Export", variant="primary", id="dialog-yes")
+                yield Button("Cancel", id="dialog-no")
+
+    @property
+    def kind(self) -> str:
+        return "json" if self.query_one("#format-json", RadioButton).value else "markdown"
+
+    @property
+    def whole_tree(self) -> bool:
+        return self.kind == "json" or self.query_one("#scope-tree", RadioButton).value
+
+    @on(RadioSet.Changed, "#export-format")
+    def _format_changed(self) -> None:
+        kind = self.kind
+        self.query_one("#export-scope", RadioSet).disabled = kind == "json"
+        path_input = self.query_one("#export-path", Input)
+        stem, suffix = os.path.splitext(path_input.value)
+        if suffix.lower() in EXTENSIONS.values():
+            path_input.value = stem + EXTENSIONS[kind]
+        self._error("JSON always holds every branch." if kind == "json" else "")
+
+    @on(Input.Submitted, "#export-path")
+    @on(Button.Pressed, "#dialog-yes")
+    def _export_pressed(self, event: Input.Submitted | Button.Pressed) -> None:
+        event.stop()
+        text = self.query_one("#export-path", Input).value.strip()
+        if not text:
+            self._error("Type the path of the file to write.")
+            return
+        path = Path(text).expanduser()
+        if not path.parent.is_dir():
+            self._error(f"The folder {path.parent} does not exist.")
+            return
+        if path.is_dir():
+            self._error(f"{path} is a folder; type a file name.")
+            return
+        if path.exists() and self._replace_ok != path:
+            self._replace_ok = path
+            self._error(f"{path.name} already exists: press Export again to replace it.")
+            return
+        self._error("Writing…")
+        self._write(path, self.kind, self.whole_tree)
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False,
+          description="exporting the session")
+    def _write(self, path: Path, kind: str, whole_tree: bool) -> None:
+        try:
+            if kind == "json":
+                written = write_json(self._store, self._session_id, path)
+            else:
+                written = write_markdown(self._store, self._session_id, path, whole_tree)
+        except OSError as error:
+            self.post_message(self.Written(None, f"Could not write {path}: {error.strerror or error}."))
+        except (ExchangeError, StoreError) as error:
+            self.post_message(self.Written(None, f"Could not export: {error}"))
+        else:
+            self.post_message(self.Written(written))
+
+    @on(Written)
+    def _written(self, event: Written) -> None:
+        if event.path is not None:
+            self.dismiss(event.path)
+        else:
+            self._error(event.error or "Could not export.")
+
+    def _error(self, text: str) -> None:
+        self.query_one("#dialog-error", Static).update(text)
+
+    @on(Button.Pressed, "#dialog-no")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
