@@ -1,0 +1,58 @@
+"""The key table: unique ids, every action implemented, overrides checked in plain words."""
+
+from __future__ import annotations
+
+from tui.app import LlamaChatApp
+from tui.bindings import ALL_IDS, KEYS, PALETTE, bindings_for, check_overrides, current_key
+from tui.screens.main_screen import MainScreen
+from tui.widgets.chat_input import ChatInput
+
+OWNERS = {"screen": MainScreen, "app": LlamaChatApp, "input": ChatInput}
+
+
+def test_ids_are_unique():
+    ids = [spec.id for spec in (*KEYS, PALETTE)]
+    assert len(ids) == len(set(ids)) == len(ALL_IDS)
+
+
+def test_every_action_is_implemented_where_it_is_bound():
+    for spec in KEYS:
+        name = "action_" + spec.action.split("(")[0]
+        assert hasattr(OWNERS[spec.place], name), f"{spec.id}: {OWNERS[spec.place].__name__} has no {name}"
+
+
+def test_default_keys_do_not_clash():
+    assert check_overrides({}) == ({}, [])
+
+
+def test_the_input_keeps_its_editing_keys():
+    """Screen keys must not shadow what the TextArea needs while typing."""
+    editing = {"ctrl+left", "ctrl+right", "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w", "ctrl+z",
+               "ctrl+y", "ctrl+x", "ctrl+c", "ctrl+v", "f6", "f7", "up", "down", "left", "right"}
+    for spec in KEYS:
+        assert not set(spec.key.split(",")) & editing, spec.id
+
+
+def test_bindings_carry_ids_and_send_is_a_priority_key_of_the_input():
+    send = next(b for b in bindings_for("input") if b.id == "send")
+    assert send.key == "enter" and send.priority
+    assert all(b.id for place in ("input", "screen", "app") for b in bindings_for(place))
+
+
+def test_overrides_are_checked():
+    keymap, problems = check_overrides({"regenerate": "ctrl+g", "regenrate": "ctrl+h", "rewind": " "})
+    assert keymap == {"regenerate": "ctrl+g"}
+    assert any("regenrate" in p and "no action" in p for p in problems)
+    assert any("rewind" in p and "not a key" in p for p in problems)
+
+
+def test_a_clash_is_reported():
+    keymap, problems = check_overrides({"regenerate": "ctrl+t"})  # ctrl+t toggles the tree
+    assert keymap == {"regenerate": "ctrl+t"}
+    assert problems and "regenerate" in problems[0] and "toggle-tree" in problems[0]
+
+
+def test_current_key_follows_the_keymap():
+    spec = next(s for s in KEYS if s.id == "edit")
+    assert current_key(spec, {}) == "f2"
+    assert current_key(spec, {"edit": "ctrl+g"}) == "ctrl+g"
