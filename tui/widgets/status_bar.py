@@ -1,0 +1,77 @@
+"""One line under the input: which model, how full the context is, and what the last
+reply or branch switch cost.
+
+The "restored X, evaluated Y" figure is the point of the whole program (a switch should
+restore almost everything and evaluate almost nothing), so it is always on screen. Every
+part is a ``rich.text.Text``: a model name from a GGUF file is untrusted too.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label
+
+from tui.safe_text import inert
+
+
+def context_text(used: int | None, n_ctx: int | None) -> Text:
+    if not n_ctx:
+        return Text("ctx –")
+    shown = "?" if used is None else f"{used:,}"
+    text = Text(f"ctx {shown}/{n_ctx:,}")
+    if used is not None and used >= 0.9 * n_ctx:
+        text.stylize("bold")
+    return text
+
+
+def cost_text(restored: int, evaluated: int, seconds: float | None = None) -> Text:
+    text = f"restored {restored:,} tokens, evaluated {evaluated:,}"
+    if seconds is not None:
+        text += f" ({seconds:.1f} s)"
+    return Text(text)
+
+
+class StatusBar(Horizontal):
+    """Model, context meter, speed of the last reply, cost of the last switch or reply."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; }
+    StatusBar > Label { padding: 0 1; }
+    StatusBar > #status-note { width: 1fr; text-align: right; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Label(Text("no model"), id="status-model")
+        yield Label(context_text(None, None), id="status-context")
+        yield Label(Text("– tok/s"), id="status-speed")
+        yield Label(Text(""), id="status-last")
+        yield Label(Text(""), id="status-note")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, str] = {}
+
+    def _set(self, part: str, text: Text) -> None:
+        self._shown[part] = text.plain
+        self.query_one(f"#status-{part}", Label).update(text)
+
+    def text_of(self, part: str) -> str:
+        """The plain text currently shown in one part (``model``, ``context``...)."""
+        return self._shown.get(part, "")
+
+    def set_model(self, name: str, kind: str | None = None) -> None:
+        self._set("model", Text(inert(name) + (f" · {kind}" if kind else "")))
+
+    def set_context(self, used: int | None, n_ctx: int | None) -> None:
+        self._set("context", context_text(used, n_ctx))
+
+    def set_speed(self, tokens_per_second: float | None) -> None:
+        self._set("speed", Text("– tok/s" if not tokens_per_second else f"{tokens_per_second:.1f} tok/s"))
+
+    def set_cost(self, restored: int, evaluated: int, seconds: float | None = None) -> None:
+        self._set("last", cost_text(restored, evaluated, seconds))
+
+    def set_note(self, note: str) -> None:
+        self._set("note", Text(note))
