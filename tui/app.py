@@ -1,0 +1,73 @@
+"""The Textual application: themes, keymap, and the chat screen; nothing else.
+
+Everything a user does happens on ``MainScreen`` (and the screens pushed over it); the
+chat logic is in ``sessions.controller``. The app only owns what is app-wide: the
+themes and the remembered choice of theme, the key overrides from ``[keys]``, the lock
+that keeps two threads out of llama.cpp, and the bridge from core events to messages.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from textual.app import App
+
+from sessions.config import Config
+from sessions.controller import SessionController
+from tui.bindings import PALETTE, bindings_for, check_overrides
+from tui.commands import ActionCommands
+from tui.events import Forwarder
+from tui.screens.help_screen import HelpScreen
+from tui.screens.main_screen import MainScreen
+from tui.startup import StartupRequest
+from tui.theme_loader import apply_saved_theme, default_variables, register_themes, remember_theme
+
+
+class LlamaChatApp(App[None]):
+    """Branching chats with a local model."""
+
+    TITLE = "llamachat"
+    BINDINGS = bindings_for("app")
+    COMMANDS = App.COMMANDS | {ActionCommands}
+
+    def __init__(self, controller: SessionController, *, config: Config | None = None,
+                 startup: StartupRequest = StartupRequest()) -> None:
+        self.config = config or Config()
+        self.keymap, self._problems = check_overrides(self.config.keys)
+        self.COMMAND_PALETTE_BINDING = self.keymap.get(PALETTE.id, PALETTE.key)
+        super().__init__()
+        self.controller = controller
+        self.startup = startup
+        self.engine_lock = threading.Lock()
+        """Held by every job that drives llama.cpp (see ``tui.workers``)."""
+        self.forwarder = Forwarder()
+        controller.listener = self.forwarder
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return default_variables()
+
+    def on_mount(self) -> None:
+        problems = list(self._problems) + register_themes(self)
+        problem = apply_saved_theme(self, self.config)
+        if problem:
+            problems.append(problem)
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+        self.set_keymap(self.keymap)
+        self.push_screen(MainScreen(self.controller, config=self.config, startup=self.startup))
+        for text in problems:
+            self.notify(text, severity="warning", timeout=10, markup=False)
+
+    def _remember_theme(self, theme) -> None:
+        if theme.name != self.config.theme:
+            self.config = self.config.with_(theme=theme.name)
+            problem = remember_theme(theme.name)
+            if problem:
+                self.notify(problem, severity="warning", markup=False)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.keymap))
+
+    async def action_quit(self) -> None:
+        self.controller.cancel()  # a reply being written stops at the next token
+        self.exit()

@@ -1,0 +1,1 @@
+"""Screens of the app: the chat screen and the screens pushed over it."""

@@ -1,0 +1,67 @@
+"""Every key of the app with its current binding, description and ``[keys]`` name.
+
+Built from ``tui.bindings`` and the keymap in effect, so a key rebound in the config file
+shows its new binding here and the names to use in ``[keys]`` are always at hand.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from tui.bindings import KEYS, PALETTE, current_key
+
+INTRO = ("Keys work while you type. Rebind any of them in the [keys] table of config.toml, "
+         "e.g. regenerate = \"ctrl+g\". Every action is also in the command palette.")
+
+
+def key_rows(keymap: Mapping[str, str], display) -> list[tuple[str, str, str]]:
+    """(keys as shown, description, id) for every action, in the order of the table."""
+    rows = []
+    for spec in (*KEYS, PALETTE):
+        keys = current_key(spec, keymap).split(",")
+        shown = " / ".join(display(Binding(key.strip(), spec.action)) for key in keys)
+        rows.append((shown, spec.description, spec.id))
+    return rows
+
+
+class HelpScreen(ModalScreen[None]):
+    """The key list (F1); Esc, F1 or q closes it."""
+
+    BINDINGS = [
+        Binding("escape,f1,q", "dismiss", "Close", id="help.close"),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical {
+        width: 80; max-width: 100%; height: auto; max-height: 90%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    HelpScreen #help-intro { height: auto; color: $text-muted; margin: 0 0 1 0; }
+    HelpScreen DataTable { height: auto; max-height: 100%; }
+    """
+
+    def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self.keymap = dict(keymap or {})
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "Keys"
+            yield Static(Text(INTRO), id="help-intro")
+            table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True)
+            table.add_columns("Key", "Action", "Name in [keys]")
+            for shown, description, binding_id in key_rows(self.keymap, self.app.get_key_display):
+                table.add_row(Text(shown), Text(description), Text(binding_id))
+            yield table
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)
+
