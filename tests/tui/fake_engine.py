@@ -1,0 +1,154 @@
+"""A stand-in for ``LlamaChatEngine`` with the same shape: instant and deterministic.
+
+UI tests need replies that stream in a few chunks, a prompt that reports progress, and
+branch switches that restore what was seen before, without llama.cpp. Tokens are bytes
+(one id per byte), the chat template is the real ChatML fallback, plans and prepare
+results are the core's own types, so the controller runs unchanged on top of it.
+
+Replies come from a script (``replies``), then from a numbered default. ``hold_after``
+makes a reply stop after that many chunks and wait until it is cancelled, which is how
+the tests stop a reply half-way without any sleep.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from sessions.engine.branch_engine import GenerateResult, PrepareResult
+from sessions.engine.chat_template import ChatTemplate
+from sessions.engine.model import ModelInfo
+from sessions.engine.planner import Plan, SegmentInfo, common_prefix
+from sessions.memory_kind import MemoryKind
+
+HOLD_LIMIT_SECONDS = 30.0
+"""A held reply gives up after this long, so a broken test fails instead of hanging."""
+
+
+def chunks(text: str) -> list[str]:
+    """Words with their trailing spaces: how the fake streams a reply."""
+    return re.findall(r"\S+\s*|\s+", text)
+
+
+@dataclass
+class FakeScript:
+    """What the fake engines made by one factory will say and do."""
+
+    replies: list[str] = field(default_factory=list)
+    hold_after: int | None = None
+    """Stop after this many chunks and wait for a cancel."""
+    load_gate: threading.Event | None = None
+    """When set, loading waits for this event (to test the screen before the model is ready)."""
+    prepare_gate: threading.Event | None = None
+    """When set, reading a prompt waits for this event (to see the screen while it runs)."""
+    made: int = 0
+
+    def next_reply(self) -> str:
+        self.made += 1
+        if self.replies:
+            return self.replies.pop(0)
+        return f"Reply {self.made} from the fake model: alpha beta gamma."
+
+
+class FakeEngine:
+    """The ``ChatEngine`` protocol, in memory."""
+
+    def __init__(self, path: Path, script: FakeScript, n_ctx: int = 4096) -> None:
+        self.info = ModelInfo(
+            path=Path(path), fingerprint="fake-" + Path(path).name, name="Fake Model 1B",
+            architecture="fake", n_params=1_000_000, n_vocab=256, n_ctx_train=n_ctx, n_swa=0,
+            kind=MemoryKind.PLAIN, chat_template=None, bos_text="", eos_text="", add_bos=False,
+            size_bytes=1234,
+        )
+        self.template = ChatTemplate.load(None)
+        self.n_ctx = n_ctx
+        self.load_seconds = 0.0
+        self.script = script
+        self.live: list[int] = []
+        self.saved: set[tuple[int, ...]] = set()
+        self._abort = threading.Event()
+        self.closed = False
+
+    def tokenize(self, text: str, add_bos: bool) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
+        target = list(target)
+        shared = common_prefix(self.live, target)
+        keep = max([0] + [end for end in ends if end <= shared])
+        reach = keep
+        for end in ends:
+            if end > reach and tuple(target[:end]) in self.saved:
+                reach = end
+            elif end > reach:
+                break
+        restore = (SegmentInfo(keep, reach, "ram", True),) if reach > keep else ()
+        source = "segment" if restore and reach == len(target) else "decode"
+        return Plan(keep=keep, restore=restore, evaluate_from=reach, target_len=len(target),
+                    logits_source=source, estimate_seconds=(len(target) - reach) * 1e-4,
+                    live_len=len(self.live))
+
+    def prepare(self, target, ends, on_progress: Callable[[int, int, float], None] | None = None) -> PrepareResult:
+        plan = self.plan(target, ends)
+        if self.script.prepare_gate is not None:
+            self.script.prepare_gate.wait(HOLD_LIMIT_SECONDS)
+        todo = plan.tokens_to_evaluate
+        if on_progress and todo:
+            on_progress(todo // 2, todo, 1000.0)
+            on_progress(todo, todo, 1000.0)
+        self.live = list(target)
+        for end in ends:
+            self.saved.add(tuple(self.live[:end]))
+        return PrepareResult(np.zeros(4, dtype=np.float32), plan, plan.tokens_restored, todo, 0.001)
+
+    def generate(self, logits, settings, *, max_tokens: int, on_text=None, should_stop=lambda: False) -> GenerateResult:
+        start = time.perf_counter()
+        parts = chunks(self.script.next_reply())
+        written: list[str] = []
+        reason = "eog"
+        for index, part in enumerate(parts):
+            if self.script.hold_after is not None and index >= self.script.hold_after:
+                self._abort.wait(HOLD_LIMIT_SECONDS)
+            if should_stop():
+                reason = "cancelled"
+                break
+            written.append(part)
+            if on_text:
+                on_text(part)
+        text = "".join(written)
+        tokens = list(text.encode("utf-8"))
+        self.live.extend(tokens)
+        self.saved.add(tuple(self.live))
+        return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
+
+    def request_abort(self) -> None:
+        self._abort.set()
+
+    def clear_abort(self) -> None:
+        self._abort.clear()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeEngineFactory:
+    """The controller's ``engine_factory``; keeps the engines it made."""
+
+    def __init__(self, script: FakeScript | None = None) -> None:
+        self.script = script or FakeScript()
+        self.engines: list[FakeEngine] = []
+
+    def __call__(self, path: Path, settings, on_progress: Callable[[float], None]) -> FakeEngine:
+        on_progress(0.5)
+        if self.script.load_gate is not None:
+            self.script.load_gate.wait(HOLD_LIMIT_SECONDS)
+        on_progress(1.0)
+        engine = FakeEngine(path, self.script)
+        self.engines.append(engine)
+        return engine

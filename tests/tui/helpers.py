@@ -1,0 +1,66 @@
+"""Driving the app like a user: type, press, and wait for conditions (never for time)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from textual.pilot import Pilot
+
+from tui.screens.main_screen import MainScreen
+
+PAUSE_LIMIT = 400
+"""Most ``pilot.pause()`` rounds a condition may take before the test fails."""
+
+
+async def wait_for(pilot: Pilot, condition: Callable[[], bool], what: str = "condition") -> None:
+    for _ in range(PAUSE_LIMIT):
+        if condition():
+            return
+        await pilot.pause()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def main_screen(pilot: Pilot) -> MainScreen:
+    screen = pilot.app.screen
+    if not isinstance(screen, MainScreen):
+        screen = next(s for s in pilot.app.screen_stack if isinstance(s, MainScreen))
+    return screen
+
+
+async def settle(pilot: Pilot) -> MainScreen:
+    """Wait until no engine job runs and nothing waits for one."""
+    screen = main_screen(pilot)
+    await wait_for(pilot, lambda: not screen.engine_jobs() and not screen._idle_callbacks, "the engine to be idle")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    return screen
+
+
+async def ready(pilot: Pilot) -> MainScreen:
+    """Wait for the start-up model load to finish."""
+    screen = main_screen(pilot)
+    await wait_for(pilot, lambda: screen.model_ready, "the model to load")
+    return await settle(pilot)
+
+
+async def type_text(pilot: Pilot, text: str) -> None:
+    keys = {" ": "space", "\n": "ctrl+j"}
+    await pilot.press(*[keys.get(char, char) for char in text])
+
+
+async def send(pilot: Pilot, text: str) -> MainScreen:
+    """Type ``text`` into the input, press enter, and wait for the reply to be stored."""
+    screen = main_screen(pilot)
+    screen.chat_input.focus()
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    return await settle(pilot)
+
+
+def shown_texts(screen: MainScreen) -> list[tuple[str, str]]:
+    """(role, text) of every message on screen, root first."""
+    return [(view.role, view.message.text) for view in screen.conversation_view.views if view.message]
+
+
+def headers(screen: MainScreen) -> list[str]:
+    return [view.header_plain for view in screen.conversation_view.views]

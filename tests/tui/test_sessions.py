@@ -1,0 +1,74 @@
+"""Sessions across app runs, and the start-up paths."""
+
+from __future__ import annotations
+
+from tests.tui.helpers import headers, main_screen, ready, send, settle, shown_texts, wait_for
+from tui.startup import StartupRequest
+
+
+async def test_a_new_app_reopens_the_last_session_as_it_was_left(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+r")
+        screen = await settle(pilot)
+        await pilot.press("alt+left")  # leave the chat on the first version of the last reply
+        await settle(pilot)
+        left = shown_texts(screen)
+        left_headers = headers(screen)
+        session_id = screen.controller.conversation.session_id
+        await pilot.press("ctrl+q")
+    assert app.return_code == 0
+
+    again = make_app(startup=StartupRequest())  # no flags: the last session
+    async with again.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        assert screen.controller.conversation.session_id == session_id
+        assert shown_texts(screen) == left
+        assert headers(screen) == left_headers
+        assert "‹ 1/2 ›" in headers(screen)[-1]
+        assert screen.status.text_of("model") == "Fake Model 1B · plain"
+
+
+async def test_new_session_starts_empty_and_keeps_the_old_one(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "hello")
+        first = screen.controller.conversation.session_id
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert screen.controller.conversation.session_id != first
+        assert shown_texts(screen) == []
+        assert len(screen.controller.store.list_sessions()) == 2
+
+
+async def test_session_flag_opens_that_session(make_app, fake_model):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "in the first chat")
+        first = screen.controller.conversation.session_id
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "in the second chat")
+    again = make_app(startup=StartupRequest(session_id=first))
+    async with again.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        assert shown_texts(screen)[0] == ("user", "in the first chat")
+
+
+async def test_demo_start_says_the_replies_are_random(make_app, monkeypatch, fake_model):
+    import sessions.synth
+
+    monkeypatch.setattr(sessions.synth, "make_model", lambda arch, size="tiny", **kw: fake_model)
+    app = make_app(startup=StartupRequest(demo=True))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(pilot)
+        await wait_for(pilot, lambda: screen.model_ready, "the demo model")
+        banner = screen.query_one("#demo-banner")
+        assert banner.has_class("-visible") and banner.region.height > 0
+        assert "random text" in str(banner.render())
+        assert screen.controller.engine.info.path == fake_model
