@@ -1,0 +1,32 @@
+"""Deterministic random-weight GGUF models, one per kind of model memory.
+
+No model weights can be downloaded where llamachat is developed and tested, yet the
+engine's whole point (exact per-message checkpoints of KV, sliding-window and recurrent
+state) has to be exercised on every kind of memory. So llamachat makes its own models:
+random weights, a real byte-level BPE tokenizer with ChatML control tokens and a chat
+template. They write gibberish, but every number they produce is finite and the same on
+every run, which is what tests, benchmarks and ``llamachat --demo`` need.
+
+    path = make_model("gemma3", "tiny", swa_window=64)
+"""
+
+from __future__ import annotations
+
+from ..memory_kind import MemoryKind
+from .archs import ARCHS, SIZES, ModelSpec, expected_kind, model_spec
+from .errors import SynthError
+from .maker import FORMAT_REVISION, make_model, model_hash, param_count
+
+__all__ = [
+    "ARCHS",
+    "FORMAT_REVISION",
+    "SIZES",
+    "MemoryKind",
+    "ModelSpec",
+    "SynthError",
+    "expected_kind",
+    "make_model",
+    "model_hash",
+    "model_spec",
+    "param_count",
+]

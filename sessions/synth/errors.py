@@ -1,0 +1,10 @@
+"""The one error the model maker raises for bad requests."""
+
+from __future__ import annotations
+
+
+class SynthError(ValueError):
+    """A model that cannot be made (unknown architecture or size, bad window...).
+
+    The message is a plain sentence meant to be shown to the user as is.
+    """

@@ -1,0 +1,144 @@
+"""Writing made models to disk, once per set of parameters.
+
+A made model is a pure function of its parameters, so it is cached under a name that
+hashes all of them together with ``FORMAT_REVISION``: a second request returns the file
+already made, and a change to the maker (bump the revision) can never be mistaken for an
+old file. Files are written to a temporary name in the same folder and renamed into place,
+so several processes (parallel test workers, a benchmark and the app) asking for the same
+model at once each see either no file or a complete one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..paths import ensure_private_dir, made_models_dir
+from . import tensors
+from .archs import ModelSpec, metadata, model_spec
+from .errors import SynthError
+from .vocab import build_vocab
+
+if TYPE_CHECKING:
+    import gguf
+
+FORMAT_REVISION = 4
+"""Bump whenever the bytes the maker writes for the same parameters change."""
+
+ABANDONED_AFTER_SECONDS = 3600
+"""A temporary file this old belongs to a maker that died (a bench model takes seconds)."""
+
+
+def make_model(
+    arch: str,
+    size: str = "tiny",
+    *,
+    swa_window: int = 64,
+    seed: int = 0,
+    n_ctx_train: int = 8192,
+) -> Path:
+    """The path of the made model with these parameters, making it if needed.
+
+    ``swa_window`` only matters for ``gemma3``. Raises ``SynthError`` for a bad request.
+    """
+    spec = model_spec(arch, size, swa_window=swa_window, n_ctx_train=n_ctx_train)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SynthError(f"the seed must be a whole number of at least 0, not {seed!r}")
+    path = made_models_dir() / f"{spec.arch}-{spec.size}-{model_hash(spec, seed)}.gguf"
+    if path.is_file():
+        return path
+    ensure_private_dir(path.parent)
+    _sweep_abandoned(path)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".part")
+    os.close(fd)
+    try:
+        _write(spec, seed, Path(temp_name))
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _sweep_abandoned(path: Path) -> None:
+    """Remove temporary files a killed maker left behind (old enough to be nobody's)."""
+    cutoff = time.time() - ABANDONED_AFTER_SECONDS
+    for stale in path.parent.glob(f".{path.stem}.*.part"):
+        try:
+            if stale.stat().st_mtime < cutoff:
+                stale.unlink()
+        except OSError:
+            pass
+
+
+def model_hash(spec: ModelSpec, seed: int) -> str:
+    """A short digest of everything that decides the file's bytes."""
+    key = json.dumps({"revision": FORMAT_REVISION, "seed": seed, "spec": asdict(spec)}, sort_keys=True)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def param_count(arch: str, size: str = "tiny", *, swa_window: int = 64) -> int:
+    """How many weights the model would hold, computed without making it."""
+    return tensors.param_count(model_spec(arch, size, swa_window=swa_window))
+
+
+def _write(spec: ModelSpec, seed: int, path: Path) -> None:
+    import gguf
+    import numpy as np
+
+    from .weights import fill
+
+    vocab = build_vocab(spec.vocab_size)
+    writer = gguf.GGUFWriter(path, spec.arch)
+    writer.add_name(f"llamachat made {spec.arch} {spec.size}")
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if spec.weights_f16 else gguf.LlamaFileType.ALL_F32)
+    for key, value in metadata(spec):
+        _add_value(writer, key, value)
+
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(list(vocab.tokens))
+    writer.add_token_types(list(vocab.token_types))
+    writer.add_token_merges(list(vocab.merges))
+    writer.add_bos_token_id(vocab.bos_id)
+    writer.add_eos_token_id(vocab.eos_id)
+    writer.add_eot_token_id(vocab.eot_id)
+    writer.add_pad_token_id(vocab.pad_id)
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(vocab.chat_template)
+
+    plan = tensors.tensor_plan(spec)
+    for tensor in plan:
+        dtype = np.dtype(np.float16 if tensor.f16 else np.float32)
+        writer.add_tensor_info(tensor.name, tensor.shape, dtype, tensor.n_elements * dtype.itemsize)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    rng = np.random.Generator(np.random.PCG64(seed))
+    silenced = vocab.never_predicted()
+    for tensor in plan:
+        writer.write_tensor_data(fill(tensor, spec, silenced, rng))
+    writer.close()
+    with open(path, "rb") as written:
+        os.fsync(written.fileno())
+
+
+def _add_value(writer: gguf.GGUFWriter, key: str, value: object) -> None:
+    if isinstance(value, bool):
+        writer.add_bool(key, value)
+    elif isinstance(value, int):
+        writer.add_uint32(key, value)
+    elif isinstance(value, float):
+        writer.add_float32(key, value)
+    elif isinstance(value, str):
+        writer.add_string(key, value)
+    elif isinstance(value, tuple):
+        writer.add_array(key, list(value))
+    else:
+        raise TypeError(f"no GGUF type for metadata {key}={value!r}")

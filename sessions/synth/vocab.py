@@ -1,0 +1,193 @@
+"""A small, real byte-level BPE tokenizer for the made models.
+
+The made models have random weights, but their tokenizer has to be a working one: the
+engine tokenizes chat templates, counts tokens per message and parses ChatML control
+tokens, and all of that should behave as it does with a downloaded model. So the vocabulary
+is a GPT-2 style byte-level BPE (the 256 byte tokens in GPT-2's byte-to-unicode mapping)
+whose merges are learned at make time from ``corpus.CORPUS``, followed by the ChatML
+control tokens and then reserved tokens up to the requested size. Learning is
+deterministic (ties go to the lexicographically smallest pair), so every machine builds the
+same vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+
+from .corpus import CORPUS
+from .errors import SynthError
+
+MAX_MERGES = 480
+"""How many merges to learn (fewer if the corpus runs out of pairs seen twice)."""
+
+END_OF_TEXT = "<|endoftext|>"
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+SPECIAL_TOKENS = (END_OF_TEXT, IM_START, IM_END)
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+# GGUF token types (gguf.TokenType), repeated here so this module needs no third-party import.
+TOKEN_NORMAL = 1
+TOKEN_CONTROL = 3
+TOKEN_UNUSED = 5
+
+# GPT-2's pre-tokenizer, restricted to ASCII classes (the corpus is ASCII). llama.cpp applies
+# its own copy of the same split ("gpt-2" pre-tokenizer) before using our merges.
+_PRE_SPLIT = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+")
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """Everything the GGUF tokenizer metadata needs."""
+
+    tokens: tuple[str, ...]
+    token_types: tuple[int, ...]
+    merges: tuple[str, ...]
+    bos_id: int
+    eos_id: int
+    eot_id: int
+    pad_id: int
+    n_real: int
+    """Tokens before the reserved padding: bytes, merges and the control tokens."""
+    chat_template: str = CHATML_TEMPLATE
+
+    def never_predicted(self) -> list[int]:
+        """Ids a made model should (almost) never produce.
+
+        The reserved padding, and the byte tokens outside printable ASCII and newline:
+        random weights would otherwise write control characters and broken UTF-8, which
+        no trained model does and which make the demo unreadable. They stay in the
+        vocabulary, so any text still tokenizes.
+        """
+        odd_bytes = [b for b in range(256) if not (32 <= b < 127 or b == 10)]
+        return odd_bytes + list(range(self.n_real, len(self.tokens)))
+
+
+@cache
+def byte_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible map from bytes to printable characters (space becomes 'Ġ')."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    mapping = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in mapping:
+            mapping[b] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+def _words(text: str) -> Counter[tuple[str, ...]]:
+    """Pre-split ``text`` and spell every piece in byte-to-unicode symbols."""
+    table = byte_to_unicode()
+    counts: Counter[tuple[str, ...]] = Counter()
+    for piece in _PRE_SPLIT.findall(text):
+        counts[tuple(table[b] for b in piece.encode("utf-8"))] += 1
+    return counts
+
+
+def _merge_word(word: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
+    merged: list[str] = []
+    i = 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            merged.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            merged.append(word[i])
+            i += 1
+    return tuple(merged)
+
+
+@cache
+def learn_merges(max_merges: int = MAX_MERGES) -> tuple[tuple[str, str], ...]:
+    """Learn BPE merges from the corpus, most frequent pair first, ties broken by name.
+
+    Learning stops early when no pair occurs twice: a merge seen once says nothing
+    about English.
+    """
+    words = list(_words(CORPUS).items())
+    pairs: Counter[tuple[str, str]] = Counter()
+    where: dict[tuple[str, str], set[int]] = {}
+    for index, (word, count) in enumerate(words):
+        for pair in zip(word, word[1:]):
+            pairs[pair] += count
+            where.setdefault(pair, set()).add(index)
+    merges: list[tuple[str, str]] = []
+    while len(merges) < max_merges and pairs:
+        best = min(pairs, key=lambda pair: (-pairs[pair], pair))
+        if pairs[best] < 2:
+            break
+        merges.append(best)
+        for index in sorted(where.pop(best, ())):
+            word, count = words[index]
+            for pair in zip(word, word[1:]):
+                pairs[pair] -= count
+                if pairs[pair] <= 0:
+                    del pairs[pair]
+            word = _merge_word(word, best)
+            words[index] = (word, count)
+            for pair in zip(word, word[1:]):
+                pairs[pair] += count
+                where.setdefault(pair, set()).add(index)
+    return tuple(merges)
+
+
+def minimum_vocab_size() -> int:
+    """The smallest vocabulary that holds every learned token (no reserved padding)."""
+    return _base_vocab()[2]
+
+
+@cache
+def _base_vocab() -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    table = byte_to_unicode()
+    tokens = [table[b] for b in range(256)]
+    seen = set(tokens)
+    merges = learn_merges()
+    for first, second in merges:
+        # Two merge paths can spell the same string; llama.cpp needs unique token texts.
+        if first + second not in seen:
+            seen.add(first + second)
+            tokens.append(first + second)
+    tokens.extend(SPECIAL_TOKENS)
+    return tuple(tokens), tuple(f"{a} {b}" for a, b in merges), len(tokens)
+
+
+@cache
+def build_vocab(vocab_size: int) -> Vocab:
+    """The shared tokenizer, padded with reserved tokens up to ``vocab_size`` entries."""
+    tokens, merges, n_real = _base_vocab()
+    if vocab_size < n_real:
+        raise SynthError(
+            f"a vocabulary of {vocab_size} tokens is too small: the made tokenizer needs at "
+            f"least {n_real}"
+        )
+    first_special = n_real - len(SPECIAL_TOKENS)
+    padded = tokens + tuple(f"<|reserved_{i}|>" for i in range(vocab_size - n_real))
+    types = tuple(
+        TOKEN_NORMAL if i < first_special else TOKEN_CONTROL if i < n_real else TOKEN_UNUSED
+        for i in range(vocab_size)
+    )
+    index = {text: first_special + i for i, text in enumerate(SPECIAL_TOKENS)}
+    return Vocab(
+        tokens=padded,
+        token_types=types,
+        merges=merges,
+        bos_id=index[END_OF_TEXT],
+        eos_id=index[IM_END],
+        eot_id=index[END_OF_TEXT],
+        pad_id=index[END_OF_TEXT],
+        n_real=n_real,
+    )

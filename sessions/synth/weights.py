@@ -1,0 +1,84 @@
+"""Random weights that keep a made model numerically sane.
+
+The made models only have to produce finite, deterministic and varied numbers, but
+plain noise is not enough for that:
+
+- Every projection is drawn with standard deviation ``1/sqrt(fan_in)`` so each layer
+  roughly preserves the scale of its input; activations stay near 1 at any depth and
+  every layer mixes in enough context that greedy decoding wanders instead of repeating
+  one token.
+- Most of the vocabulary of a ``bench`` model is reserved padding. With random output
+  rows, sampling would pick those (empty) tokens most of the time, and byte tokens would
+  write control characters and broken UTF-8. Real models learn never to predict such ids;
+  here the same effect comes from a *bias channel*: channel 0 of every token embedding
+  holds a constant, no layer ever writes into that channel, so after the final norm it is
+  a positive number for every position. The output rows of never-predicted tokens read
+  only that channel, with a large negative weight; all other rows ignore it.
+- Mamba's state matrix ``A`` is stored as ``-exp(A_log)`` (negative, so the state decays)
+  and its time-step bias as the inverse softplus of small steps, as in the reference
+  initialisation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .tensors import Init, TensorPlan
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy as np
+
+    from .archs import ModelSpec
+
+BIAS_CHANNEL_VALUE = 4.0
+"""Channel 0 of every input embedding (other channels have unit scale)."""
+
+SILENCE_WEIGHT = 4.0
+"""Weight of the bias channel in never-predicted tokens' output rows, per unit of residual
+scale (see ``_silence_weight``): their logits end up far below every real token's."""
+
+LOGIT_STD = 2.0
+"""Typical spread of real tokens' logits: peaked enough to sample words, never one-hot."""
+
+
+def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+    """The values of one tensor, as float32 or float16 according to the plan.
+
+    ``silenced`` lists the token ids the model must (almost) never predict.
+    """
+    import numpy as np
+
+    shape, init = plan.shape, plan.init
+    if init is Init.ONES:
+        values = np.ones(shape, dtype=np.float32)
+    elif init is Init.ZEROS:
+        values = np.zeros(shape, dtype=np.float32)
+    elif init is Init.SSM_A:
+        values = -np.broadcast_to(np.arange(1, shape[1] + 1, dtype=np.float32), shape).copy()
+    elif init is Init.SSM_DT_BIAS:
+        dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), size=shape)).astype(np.float32)
+        values = (dt + np.log(-np.expm1(-dt))).astype(np.float32)
+    elif init is Init.EMBED:
+        # Gemma multiplies input embeddings by sqrt(n_embd); keep its residual at unit scale.
+        scale = spec.n_embd ** -0.5 if spec.arch == "gemma3" else 1.0
+        values = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+        values[:, 0] = BIAS_CHANNEL_VALUE * scale
+    elif init is Init.OUTPUT:
+        values = rng.standard_normal(shape, dtype=np.float32) * np.float32(LOGIT_STD / spec.n_embd**0.5)
+        values[:, 0] = 0.0
+        values[silenced, :] = 0.0
+        values[silenced, 0] = -_silence_weight(spec)
+    else:  # MATRIX, WRITER, CONV: unit gain over the last (input) axis
+        values = rng.standard_normal(shape, dtype=np.float32) * np.float32(shape[-1] ** -0.5)
+        if init is Init.WRITER:
+            values[0, :] = 0.0
+    return values.astype(np.float16) if plan.f16 else values
+
+
+def _silence_weight(spec: ModelSpec) -> float:
+    """The final norm divides the bias channel by the residual's RMS, which grows with depth:
+    Gemma adds two unit-RMS (post-normed) vectors per layer, the others about one."""
+    growth = 2 if spec.arch == "gemma3" else 1
+    return SILENCE_WEIGHT * (1 + growth * spec.n_layer) ** 0.5
