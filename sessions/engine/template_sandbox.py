@@ -171,7 +171,10 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return _guard_call(self.binop_table[operator], est.binop_estimate(operator),
                            f"the '{operator}' operator", (left, right), {})
 
-    def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def call(  # type: ignore[override]
+        self, context: Any, obj: Any, /, *args: Any, **kwargs: Any
+    ) -> Any:
+        """Run a call from template code, refusing one that would build too much text."""
         method = getattr(obj, "__wrapped__", obj)  # str.format comes wrapped by the sandbox
         owner = getattr(method, "__self__", None)
         estimate = None
