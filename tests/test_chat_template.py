@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from sessions.engine import chat_template
 from sessions.engine.chat_template import (
@@ -55,6 +57,22 @@ def test_real_templates_render(name, system):
         assert message.content in text
     if system and template.merges_system:
         assert "Be brief.\n\nName a colour." in text
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_bounds_do_not_change_what_real_templates_render(name, monkeypatch):
+    monkeypatch.setattr(chat_template, "current_time", lambda: datetime(2025, 3, 4, 12, 0))
+    stock = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                          extensions=["jinja2.ext.loopcontrols"])
+    stock.globals["strftime_now"] = lambda fmt: datetime(2025, 3, 4, 12, 0).strftime(fmt)
+    stock.filters["tojson"] = lambda value, **options: json.dumps(value, **options)
+    first = 1 if name == "google-gemma-2-2b-it" else 0  # it raises on a system message
+    messages = (CONVERSATION[:1] + CONVERSATION[1:3] * 10)[first:] + CONVERSATION[3:]
+    source = (SHARED / "templates" / f"{name}.jinja").read_text()
+    expected = stock.from_string(source).render(
+        messages=[{"role": m.role, "content": m.content} for m in messages],
+        add_generation_prompt=True, bos_token="<s>", eos_token="</s>", tools=None, documents=None)
+    assert real(name).render(messages, add_generation_prompt=True) == expected
 
 
 def test_system_role_rejection_is_retried_with_merged_text():
