@@ -1,0 +1,203 @@
+"""A llama.cpp context laid out for branch restores: sequence 0 is live, sequence 1 spare.
+
+``n_seq_max = 2`` with a unified KV cache lets one spare sequence id turn the cache into
+per-message segments (see ``shared/notes/llama-cpp-state.md``): copying a token range of
+the live sequence into the spare one and serialising it gives exactly the KV cells of
+that range plus the sliding-window or recurrent state at its end. ``swa_full`` stays off
+so sliding-window models keep their small cache, which is what makes cutting them back
+dangerous and checkpoints necessary.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from sessions.engine.model import LlamaModel
+from sessions.engine.native import lib
+
+LIVE = 0
+SPARE = 1
+
+_FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+
+
+class DecodeError(Exception):
+    """llama.cpp refused a batch."""
+
+
+class ContextFull(DecodeError):
+    """No room left in the KV cache for the batch (the conversation outgrew n_ctx)."""
+
+
+class DecodeCancelled(Exception):
+    """The user stopped the work; the live sequence no longer matches any token list."""
+
+
+@dataclass(frozen=True)
+class ContextParams:
+    """What a context is made with. ``compat`` lists the ones a saved state depends on."""
+
+    n_ctx: int = 8192
+    n_batch: int = 512
+    """Tokens per decode call; llama.cpp's micro-batch is the same size, so a batch is
+    never split into a one-token tail (see ``segments.batches``)."""
+    n_threads: int | None = None
+    flash_attn: str = "on"
+    """"on", "off" or "auto". A state saved with one setting does not load with another.
+
+    On by default: without flash attention llama.cpp's CPU path gives last-bit different
+    results after a branch is rebuilt from several segments (the state is the same, the
+    arithmetic order is not), so restores would not be bit-exact."""
+    type_k: int = 1  # GGML_TYPE_F16
+    type_v: int = 1
+
+    def threads(self) -> int:
+        return self.n_threads or max(1, min(8, os.cpu_count() or 1))
+
+    def compat(self) -> str:
+        """Canonical string of the settings a sequence-state blob must match to load."""
+        return (
+            f"state-v1;fa={self.flash_attn};type_k={self.type_k};type_v={self.type_v};"
+            "n_seq_max=2;kv_unified=1;swa_full=0"
+        )
+
+
+class LlamaContext:
+    """Decoding and sequence-state operations on one context of a loaded model."""
+
+    def __init__(self, model: LlamaModel, params: ContextParams):
+        L = lib()
+        self._L = L
+        self.model = model
+        self.params = params
+        cp = L.llama_context_default_params()
+        cp.n_ctx = params.n_ctx
+        cp.n_batch = params.n_batch
+        cp.n_ubatch = params.n_batch
+        cp.n_seq_max = 2
+        cp.kv_unified = True
+        cp.swa_full = False
+        cp.n_threads = cp.n_threads_batch = params.threads()
+        cp.flash_attn_type = _FLASH_ATTN.get(params.flash_attn, 0)
+        cp.type_k, cp.type_v = params.type_k, params.type_v
+        cp.no_perf = True
+        self._abort = threading.Event()
+        self._abort_cb = L.ggml_abort_callback(lambda _data: self._abort.is_set())
+        cp.abort_callback = self._abort_cb
+        self._ctx = L.llama_init_from_model(model.handle, cp)
+        if not self._ctx:
+            raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens (out of memory?)")
+        self._mem = L.llama_get_memory(self._ctx)
+        self.n_ctx = int(L.llama_n_ctx(self._ctx))
+        self.n_vocab = model.info.n_vocab
+        self._batch = L.llama_batch_init(params.n_batch, 0, 1)
+
+    # -- decoding ---------------------------------------------------------------------
+
+    def request_abort(self) -> None:
+        """Make the running decode stop at the next graph node (from any thread)."""
+        self._abort.set()
+
+    def clear_abort(self) -> None:
+        self._abort.clear()
+
+    def decode(self, tokens: list[int], start: int, *, want_logits: bool = True) -> np.ndarray | None:
+        """Decode ``tokens`` at positions start.. on the live sequence, in one llama_decode.
+
+        The caller splits work into batches of at most ``n_batch``; batch boundaries decide
+        the exact floating-point state, so they are chosen by the caller, not here.
+        """
+        n = len(tokens)
+        if n == 0 or n > self.params.n_batch:
+            raise ValueError(f"batch of {n} tokens (n_batch is {self.params.n_batch})")
+        if start + n > self.n_ctx:
+            raise ContextFull(f"the conversation needs {start + n} tokens but the context holds {self.n_ctx}")
+        b = self._batch
+        for i, token in enumerate(tokens):
+            b.token[i] = token
+            b.pos[i] = start + i
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = LIVE
+            b.logits[i] = 0
+        b.logits[n - 1] = 1 if want_logits else 0
+        b.n_tokens = n
+        rc = self._L.llama_decode(self._ctx, b)
+        if rc == 2:
+            raise DecodeCancelled()
+        if rc == 1:
+            raise ContextFull("no room left in the KV cache for this batch")
+        if rc != 0:
+            raise DecodeError(f"llama_decode failed with code {rc}")
+        if not want_logits:
+            return None
+        ptr = self._L.llama_get_logits_ith(self._ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    # -- sequence memory --------------------------------------------------------------
+
+    def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
+        return bool(self._L.llama_memory_seq_rm(self._mem, seq, p0, p1))
+
+    def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        self._L.llama_memory_seq_cp(self._mem, src, dst, p0, p1)
+
+    def pos_min(self, seq: int = LIVE) -> int:
+        return int(self._L.llama_memory_seq_pos_min(self._mem, seq))
+
+    def pos_max(self, seq: int = LIVE) -> int:
+        return int(self._L.llama_memory_seq_pos_max(self._mem, seq))
+
+    def clear(self) -> None:
+        self._L.llama_memory_clear(self._mem, True)
+
+    def state_get(self, seq: int, flags: int = 0) -> bytes:
+        size = self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags)
+        buf = (ctypes.c_uint8 * size)()
+        n = self._L.llama_state_seq_get_data_ext(self._ctx, buf, size, seq, flags)
+        return ctypes.string_at(buf, n)
+
+    def state_set(self, blob: bytes, seq: int, flags: int = 0) -> bool:
+        if seq >= 2:
+            raise ValueError("sequence id out of range")  # llama.cpp aborts the process otherwise
+        src = ctypes.cast(ctypes.c_char_p(blob), ctypes.POINTER(ctypes.c_uint8))
+        n = self._L.llama_state_seq_set_data_ext(self._ctx, src, len(blob), seq, flags)
+        return n != 0
+
+    def snapshot_range(self, start: int, end: int) -> bytes:
+        """Serialise the live tokens [start, end) plus the window/recurrent state at ``end``.
+
+        Valid only right after a decode that ended exactly at ``end``. The spare sequence
+        is dropped at once: on sliding-window caches it would otherwise pin cells.
+        """
+        self.seq_cp(LIVE, SPARE, start, end)
+        try:
+            return self.state_get(SPARE)
+        finally:
+            self.seq_rm(SPARE)
+
+    def append_snapshot(self, blob: bytes) -> bool:
+        """Restore a segment made by ``snapshot_range`` on top of the live sequence."""
+        self.seq_rm(SPARE)
+        if not self.state_set(blob, SPARE):
+            self.seq_rm(SPARE)
+            return False
+        self.seq_cp(SPARE, LIVE)
+        self.seq_rm(SPARE)
+        return True
+
+    def close(self) -> None:
+        if self._ctx:
+            self._L.llama_batch_free(self._batch)
+            self._L.llama_free(self._ctx)
+            self._ctx = None
+
+    def __del__(self) -> None:  # pragma: no cover
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,165 @@
+"""A loaded GGUF model: weights, vocabulary and what kind of memory it needs.
+
+Wraps the low-level ``llama_model`` because the high-level ``Llama`` class cannot save
+and restore partial sequence state, which is the whole point of the engine. Load errors
+are turned into ``ModelLoadError`` with plain words: llama.cpp itself only returns NULL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sessions.engine.fingerprint import model_fingerprint
+from sessions.engine.native import lib
+from sessions.memory_kind import MemoryKind
+
+
+class ModelLoadError(Exception):
+    """The model file could not be loaded; the message says why in plain words."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: Path
+    fingerprint: str
+    name: str
+    architecture: str
+    n_params: int
+    n_vocab: int
+    n_ctx_train: int
+    n_swa: int
+    kind: MemoryKind
+    chat_template: str | None
+    bos_text: str
+    eos_text: str
+    add_bos: bool
+    size_bytes: int
+
+
+ProgressFn = Callable[[float], "bool | None"]
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise ModelLoadError(f"model file not found: {path}")
+    if not path.is_file():
+        raise ModelLoadError(f"not a file: {path}")
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if magic != b"GGUF":
+        raise ModelLoadError(f"not a GGUF model file: {path} (it starts with {magic!r})")
+
+
+def _memory_kind(L, model) -> MemoryKind:
+    if L.llama_model_is_recurrent(model):
+        return MemoryKind.RECURRENT
+    if L.llama_model_is_hybrid(model):
+        return MemoryKind.HYBRID
+    if L.llama_model_n_swa(model) > 0:
+        return MemoryKind.SWA
+    return MemoryKind.PLAIN
+
+
+class LlamaModel:
+    """Weights and vocabulary of one GGUF file, loaded once and shared by contexts."""
+
+    def __init__(self, path: str | Path, *, n_gpu_layers: int = 0, on_progress: ProgressFn | None = None):
+        L = lib()
+        self._L = L
+        self.path = Path(path).expanduser()
+        _check_file(self.path)
+        params = L.llama_model_default_params()
+        params.n_gpu_layers = n_gpu_layers
+        self._progress_cb = None
+        if on_progress is not None:
+            @L.llama_progress_callback
+            def _progress(fraction: float, _user: ctypes.c_void_p) -> bool:
+                return on_progress(float(fraction)) is not False
+
+            self._progress_cb = _progress
+            params.progress_callback = _progress
+        self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        if not self._model:
+            raise ModelLoadError(
+                f"llama.cpp could not load {self.path.name}: the file is truncated, damaged, "
+                "or of an architecture this llama.cpp does not support"
+            )
+        self.vocab = L.llama_model_get_vocab(self._model)
+        self.info = self._read_info()
+
+    @property
+    def handle(self):
+        return self._model
+
+    def _meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(256)
+        n = self._L.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        if n < 0:
+            return None
+        if n >= len(buf):
+            buf = ctypes.create_string_buffer(n + 1)
+            self._L.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", "replace")
+
+    def _read_info(self) -> ModelInfo:
+        L = self._L
+        template = L.llama_model_chat_template(self._model, None)
+        bos, eos = L.llama_vocab_bos(self.vocab), L.llama_vocab_eos(self.vocab)
+        return ModelInfo(
+            path=self.path,
+            fingerprint=model_fingerprint(self.path),
+            name=self._meta("general.name") or self.path.stem,
+            architecture=self._meta("general.architecture") or "unknown",
+            n_params=int(L.llama_model_n_params(self._model)),
+            n_vocab=int(L.llama_vocab_n_tokens(self.vocab)),
+            n_ctx_train=int(L.llama_model_n_ctx_train(self._model)),
+            n_swa=int(L.llama_model_n_swa(self._model)),
+            kind=_memory_kind(L, self._model),
+            chat_template=template.decode("utf-8", "replace") if template else None,
+            bos_text=self.token_text(bos) if bos >= 0 else "",
+            eos_text=self.token_text(eos) if eos >= 0 else "",
+            add_bos=bool(L.llama_vocab_get_add_bos(self.vocab)),
+            size_bytes=self.path.stat().st_size,
+        )
+
+    def token_text(self, token: int) -> str:
+        raw = self._L.llama_vocab_get_text(self.vocab, token)
+        return raw.decode("utf-8", "replace") if raw else ""
+
+    def tokenize(self, text: str, *, add_bos: bool = False, parse_special: bool = True) -> list[int]:
+        """Token ids of ``text``; control tokens written in the text become single ids."""
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        buf = (self._L.llama_token * capacity)()
+        n = self._L.llama_tokenize(self.vocab, data, len(data), buf, capacity, add_bos, parse_special)
+        if n < 0:
+            capacity = -n
+            buf = (self._L.llama_token * capacity)()
+            n = self._L.llama_tokenize(self.vocab, data, len(data), buf, capacity, add_bos, parse_special)
+        return list(buf[:n])
+
+    def piece(self, token: int, *, special: bool = False) -> bytes:
+        """The bytes a token stands for (may be part of a UTF-8 character)."""
+        buf = ctypes.create_string_buffer(64)
+        n = self._L.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = self._L.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+        return buf.raw[:n]
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._L.llama_vocab_is_eog(self.vocab, token))
+
+    def close(self) -> None:
+        if self._model:
+            self._L.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:
+            pass

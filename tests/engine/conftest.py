@@ -1,0 +1,53 @@
+"""Engine fixtures: tiny models of the four memory kinds and a from-scratch reference.
+
+The reference for exactness is a fresh context that evaluates the whole branch from
+token 0, with no checkpoint store, using the same segment boundaries and batches as
+every other route (batch boundaries decide the floating-point state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sessions.synth import make_model
+
+ARCHS = ("llama", "gemma3", "lfm2", "mamba")
+SWA_WINDOW = 32
+
+
+@pytest.fixture(scope="session")
+def model_paths() -> dict[str, Path]:
+    return {arch: make_model(arch, "tiny", swa_window=SWA_WINDOW) for arch in ARCHS}
+
+
+@pytest.fixture(scope="session")
+def loaded_models(model_paths):
+    from sessions.engine.model import LlamaModel
+
+    models = {arch: LlamaModel(path) for arch, path in model_paths.items()}
+    yield models
+    for model in models.values():
+        model.close()
+
+
+@dataclass
+class Reference:
+    logits: np.ndarray
+    greedy: list[int]
+
+
+def greedy_after(branch_engine, logits: np.ndarray, n: int = 32) -> list[int]:
+    """A greedy continuation of ``n`` tokens (end tokens included, nothing stops it)."""
+    out = []
+    pos = len(branch_engine.live)
+    for _ in range(n):
+        token = int(np.argmax(logits))
+        out.append(token)
+        logits = branch_engine.ctx.decode([token], pos)
+        pos += 1
+    branch_engine.ctx.seq_rm(0, len(branch_engine.live), -1) if branch_engine.kind.value == "plain" else branch_engine._reset()
+    return out

@@ -1,0 +1,228 @@
+"""Every way of restoring a branch gives exactly what a from-scratch recompute gives.
+
+For each memory kind and each route (live reuse, cut, RAM restore, disk restore,
+segments shared with a sibling, a new process, a checkpoint inside a long message) the
+logits before the first generated token and a 32-token greedy continuation must be
+bit-identical to a fresh context that evaluates the whole branch from token 0.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from sessions.checkpoints import CheckpointStore
+from sessions.engine.branch_engine import BranchEngine
+from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.segments import message_ends
+from sessions.memory_kind import MemoryKind
+
+from .conftest import ARCHS, greedy_after
+
+PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=2)
+TEXTS = [
+    "You are a helpful assistant who answers briefly.",
+    "Tell me about the sea and the boats that sail on it at night.",
+    "The sea is wide and the boats carry lights so that others can see them.",
+    "And what about the stars above the water?",
+    "Stars guide the sailors; they read them like a map of the sky.",
+    "Write a short poem about a lighthouse keeper and his cat.",
+    "A different question: how do birds find their way home in winter?",
+]
+
+
+def toks(model, i: int, repeat: int = 1) -> list[int]:
+    return model.tokenize(" ".join([TEXTS[i % len(TEXTS)]] * repeat), add_bos=(i == 0))
+
+
+def branch(model, *indices: int, repeat: dict[int, int] | None = None) -> list[list[int]]:
+    repeat = repeat or {}
+    return [toks(model, i, repeat.get(i, 1)) for i in indices]
+
+
+def flat(msgs: list[list[int]]) -> tuple[list[int], list[int]]:
+    return [t for m in msgs for t in m], message_ends([len(m) for m in msgs])
+
+
+def engine_for(model, store, interval: int = 2048) -> BranchEngine:
+    return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=interval)
+
+
+def reference(model, msgs, interval: int = 2048, stepped=None):
+    """A fresh context that evaluates the whole branch from token 0, no checkpoints."""
+    engine = engine_for(model, None, interval)
+    tokens, ends = flat(msgs)
+    result = engine.prepare(tokens, ends, stepped=stepped)
+    greedy = greedy_after(engine, result.logits)
+    engine.ctx.close()
+    return result.logits, greedy
+
+
+def check(engine, model, msgs, interval: int = 2048, stepped=None):
+    tokens, ends = flat(msgs)
+    result = engine.prepare(tokens, ends, stepped=stepped)
+    logits, greedy = reference(model, msgs, interval, stepped)
+    assert np.array_equal(result.logits, logits), f"max diff {np.abs(result.logits - logits).max()}"
+    assert greedy_after(engine, result.logits) == greedy
+    return result
+
+
+@pytest.fixture
+def store(tmp_path):
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as s:
+        yield s
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reuse_live_prefix(loaded_models, store, arch):
+    model = loaded_models[arch]
+    engine = engine_for(model, store)
+    base = branch(model, 0, 1, 2)
+    engine.prepare(*flat(base))
+    result = check(engine, model, base + branch(model, 3))
+    assert result.plan.tokens_kept == len(flat(base)[0])
+    assert result.tokens_evaluated == len(toks(model, 3))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_switch_back_restores_from_ram(loaded_models, store, arch):
+    model = loaded_models[arch]
+    engine = engine_for(model, store)
+    original = branch(model, 0, 1, 2, 3)
+    edited = branch(model, 0, 5)  # an edit of user turn 1
+    engine.prepare(*flat(original))
+    engine.prepare(*flat(edited))
+    result = check(engine, model, original)
+    assert result.tokens_evaluated == 0  # every segment was saved, logits included
+    assert result.tokens_restored + result.plan.tokens_kept == len(flat(original)[0])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sibling_shares_segments(loaded_models, store, arch):
+    model = loaded_models[arch]
+    engine = engine_for(model, store)
+    engine.prepare(*flat(branch(model, 0, 1, 2, 3)))
+    engine.prepare(*flat(branch(model, 0, 6)))
+    result = check(engine, model, branch(model, 0, 1, 2, 4))
+    assert result.tokens_evaluated == len(toks(model, 4))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_restore_from_disk(loaded_models, tmp_path, arch):
+    model = loaded_models[arch]
+    msgs = branch(model, 0, 1, 2, 3)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        engine_for(model, first).prepare(*flat(msgs))
+        first.flush()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+        engine = engine_for(model, second)
+        result = check(engine, model, msgs + branch(model, 4))
+        assert result.tokens_evaluated == len(toks(model, 4))
+        assert all(info.tier == "disk" for info in result.plan.restore)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arch):
+    """Checkpoints written by another process restore exactly in this one."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(__import__('pathlib').Path(__file__).resolve().parents[2])!r})
+        from tests.engine.test_exactness import branch, engine_for, flat
+        from sessions.checkpoints import CheckpointStore
+        from sessions.engine.model import LlamaModel
+        model = LlamaModel({str(model_paths[arch])!r})
+        with CheckpointStore({str(tmp_path / 'ck')!r}, ram_bytes=1 << 28, disk_bytes=1 << 30) as s:
+            engine_for(model, s).prepare(*flat(branch(model, 0, 1, 2, 3)))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    model = loaded_models[arch]
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store)
+        result = check(engine, model, branch(model, 0, 1, 2, 3, 5))
+        assert result.tokens_evaluated == len(toks(model, 5))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_checkpoint_inside_long_message(loaded_models, store, arch):
+    """Editing the end of a long message resumes from the checkpoint inside it."""
+    model = loaded_models[arch]
+    interval = 32
+    engine = engine_for(model, store, interval)
+    long_text = toks(model, 5, repeat=6)
+    engine.prepare(*flat(branch(model, 0) + [long_text]))
+    head = len(toks(model, 0))
+    edited = long_text[: 3 * interval + 5] + toks(model, 4)
+    result = check(engine, model, branch(model, 0) + [edited], interval)
+    reused = result.plan.tokens_kept + result.tokens_restored
+    assert reused == head + 3 * interval
+    assert result.tokens_evaluated == len(edited) - 3 * interval
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_generated_reply_then_continue(loaded_models, store, arch):
+    """A reply decoded token by token, restored later, equals the from-scratch branch."""
+    from sessions.engine.branch_engine import generate
+    from sessions.engine.sampler import Sampler
+    from sessions.sampling import SamplingSettings
+
+    model = loaded_models[arch]
+    engine = engine_for(model, store)
+    msgs = branch(model, 0, 1)
+    result = engine.prepare(*flat(msgs))
+    sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+    reply = generate(engine, result.logits, sampler, max_tokens=40)
+    sampler.close()
+    assert reply.tokens
+    with_reply = msgs + [reply.tokens]
+    engine.prepare(*flat(branch(model, 0, 6)))  # somewhere else
+    follow_up = with_reply + branch(model, 3)
+    res = check(engine, model, follow_up, stepped=[False, False, True, False])
+    assert res.tokens_evaluated == len(toks(model, 3))
+
+
+def test_hybrid_never_cuts(loaded_models, store):
+    model = loaded_models["lfm2"]
+    engine = engine_for(model, store)
+    engine.prepare(*flat(branch(model, 0, 1, 2)))
+    plan = engine.plan(*flat(branch(model, 0, 5)))
+    assert plan.keep in (0, len(engine.live))
+    assert plan.keep == 0 and plan.restore, "a hybrid cache must be rebuilt from checkpoints, not cut"
+
+
+LONG = {1: 5, 2: 5, 3: 5, 4: 5}  # repeats: about 500 tokens, past the 256-cell window cache
+
+
+def test_swa_slid_window_is_not_cut(loaded_models, store):
+    """Once the window slid past the branch point, a cut would be wrong: restore instead."""
+    model = loaded_models["gemma3"]
+    assert model.info.kind is MemoryKind.SWA
+    engine = engine_for(model, store)
+    original = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
+    engine.prepare(*flat(original))
+    cut_at = len(toks(model, 0))
+    assert engine.ctx.pos_min() > cut_at  # the window cache dropped the cells after the cut
+    target = branch(model, 0, 6)
+    plan = engine.plan(*flat(target))
+    assert plan.keep == 0
+    check(engine, model, target)
+
+
+def test_swa_cut_after_slide_is_really_wrong(loaded_models):
+    """The hazard the planner avoids: llama.cpp accepts the cut and gives other logits."""
+    model = loaded_models["gemma3"]
+    engine = engine_for(model, None)
+    engine.prepare(*flat(branch(model, 0, 1, 2, 3, 4, repeat=LONG)))
+    cut_at = len(toks(model, 0))
+    assert engine.ctx.pos_min() > cut_at
+    assert engine.ctx.seq_rm(0, cut_at, -1)  # llama.cpp says yes...
+    engine.live = engine.live[:cut_at]
+    tokens, ends = flat(branch(model, 0, 6))
+    logits = engine.ctx.decode(tokens[cut_at:], cut_at)
+    good, _ = reference(model, branch(model, 0, 6))
+    assert not np.array_equal(logits, good)  # ...but the state was not what it claims
