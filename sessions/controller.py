@@ -1,0 +1,240 @@
+"""One open chat: the conversation tree, its storage, the model and its checkpoints.
+
+The Textual app and the ``ask`` command both drive the core through this class only.
+Methods that touch llama.cpp (``load_model``, ``generate_reply``, ``warm``) block and are
+meant for a worker thread; everything else is quick and safe from the UI thread. A lock
+keeps the tree and the database consistent when a reply lands while the user pages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sessions.branch_tokens import branch_tokens
+from sessions.conversation import Conversation
+from sessions.engine.planner import Plan
+from sessions.events import (
+    Listener,
+    ModelLoaded,
+    ModelLoadProgressed,
+    NoticeRaised,
+    PromptProgressed,
+    ReplyFinished,
+    TextStreamed,
+    ignore,
+)
+from sessions.sampling import SamplingSettings
+from sessions.tree import GenerationStats, Message
+
+
+class ControllerError(Exception):
+    """An operation that cannot be done now; the message says why in plain words."""
+
+
+class ContextOverflow(ControllerError):
+    """The branch no longer fits in the context window."""
+
+
+class GenerationCancelled(ControllerError):
+    """The user stopped the prompt before any reply was produced."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How the controller makes an engine; filled from the config and the command line."""
+
+    n_ctx: int = 8192
+    n_batch: int = 512
+    n_gpu_layers: int = 0
+    threads: int | None = None
+    checkpoint_interval: int = 2048
+
+
+EngineFactory = Callable[[Path, EngineSettings, Callable[[float], None]], object]
+
+
+class SessionController:
+    def __init__(
+        self,
+        store,
+        *,
+        engine_factory: EngineFactory,
+        settings: EngineSettings = EngineSettings(),
+        sampling: SamplingSettings = SamplingSettings(),
+        listener: Listener = ignore,
+    ):
+        self.store = store
+        self.settings = settings
+        self.sampling = sampling
+        self.listener = listener
+        self._factory = engine_factory
+        self.engine = None
+        self.conversation: Conversation | None = None
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self.generating = False
+        self.last_stats: GenerationStats | None = None
+
+    # -- model ------------------------------------------------------------------------
+
+    def load_model(self, path: str | Path):
+        """Load a model (blocking); the previous one is closed first."""
+        path = Path(path).expanduser()
+        t0 = time.perf_counter()
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+        engine = self._factory(path, self.settings, lambda f: self.listener(ModelLoadProgressed(f)))
+        self.engine = engine
+        info = engine.info
+        if engine.template.is_fallback and engine.template.fallback_reason:
+            self.listener(NoticeRaised(engine.template.fallback_reason))
+        self.listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, time.perf_counter() - t0))
+        if self.conversation is not None:
+            self.store.update_session(self.conversation.session_id, model_path=str(path), model_fingerprint=info.fingerprint)
+        return info
+
+    def _engine(self):
+        if self.engine is None:
+            raise ControllerError("no model is loaded")
+        return self.engine
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def new_session(self, *, system_prompt: str | None = None):
+        with self._lock:
+            info = self.engine.info if self.engine is not None else None
+            session = self.store.create_session(
+                model_path=str(info.path) if info else None,
+                model_fingerprint=info.fingerprint if info else None,
+                system_prompt=system_prompt,
+                sampling=self.sampling,
+            )
+            self.conversation = Conversation(self.store, session.id)
+            if system_prompt:
+                self.conversation.append("system", system_prompt, parent_id=None)
+            return self.conversation.session
+
+    def open_session(self, session_id: int):
+        with self._lock:
+            self.conversation = Conversation(self.store, session_id)
+            return self.conversation.session
+
+    def _conv(self) -> Conversation:
+        if self.conversation is None:
+            raise ControllerError("no session is open")
+        return self.conversation
+
+    # -- tree operations (quick, UI thread) --------------------------------------------
+
+    def send(self, text: str, *, parent_id: int | None = None) -> Message:
+        """Add a user message at the head (or under ``parent_id``: a fork)."""
+        if not text.strip():
+            raise ControllerError("the message is empty")
+        with self._lock:
+            conv = self._conv()
+            parent = parent_id if parent_id is not None else (conv.head.id if conv.head else None)
+            return conv.append("user", text, parent_id=parent)
+
+    def edit(self, message_id: int, text: str) -> Message:
+        """A new sibling of ``message_id`` with ``text``; the original branch stays."""
+        with self._lock:
+            return self._conv().edit(message_id, text)
+
+    def regenerate_point(self, message_id: int) -> Message:
+        """Move the head to the user message a reply answers, ready for a new sibling reply."""
+        with self._lock:
+            conv = self._conv()
+            message = conv.tree.get(message_id)
+            if message.role != "assistant" or message.parent_id is None:
+                raise ControllerError("only a reply can be regenerated")
+            conv.rewind(message.parent_id)
+            return conv.tree.get(message.parent_id)
+
+    def plan_for(self, leaf_id: int | None = None) -> Plan:
+        """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
+        with self._lock:
+            conv = self._conv()
+            leaf = leaf_id if leaf_id is not None else conv.head.id
+            tokens, ends = branch_tokens(self.store, self._engine(), conv.tree.path_to(leaf))
+        return self._engine().plan(tokens, ends)
+
+    # -- generation (worker thread) ------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the current prompt or reply as soon as possible (any thread)."""
+        self._stop.set()
+        if self.engine is not None:
+            self.engine.request_abort()
+
+    def warm(self, leaf_id: int | None = None):
+        """Make the branch ending at ``leaf_id`` live now (e.g. after a switch)."""
+        engine = self._engine()
+        with self._lock:
+            conv = self._conv()
+            path = conv.tree.path_to(leaf_id if leaf_id is not None else conv.head.id)
+            tokens, ends = branch_tokens(self.store, engine, path)
+        return engine.prepare(tokens, ends, self._progress)
+
+    def _progress(self, done: int, total: int, rate: float) -> None:
+        self.listener(PromptProgressed(done, total, rate))
+
+    def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
+        """Answer the user message at the head; the reply is stored and becomes the head."""
+        from sessions.engine.context import DecodeCancelled
+
+        engine = self._engine()
+        t_request = time.perf_counter()
+        self._stop.clear()
+        engine.clear_abort()
+        with self._lock:
+            conv = self._conv()
+            head = conv.head
+            if head is None or head.role != "user":
+                raise ControllerError("a reply needs a user message at the end of the branch")
+            tokens, ends = branch_tokens(self.store, engine, conv.active_path())
+        if len(tokens) >= engine.n_ctx:
+            raise ContextOverflow(
+                f"this branch is {len(tokens)} tokens long and the context holds {engine.n_ctx}"
+            )
+        settings = sampling or self.sampling
+        budget = min(max_tokens or settings.max_tokens, engine.n_ctx - len(tokens))
+        self.generating = True
+        try:
+            try:
+                prep = engine.prepare(tokens, ends, self._progress)
+            except DecodeCancelled:
+                raise GenerationCancelled("stopped before the reply started") from None
+            engine.clear_abort()  # from here on, stopping is checked between tokens
+            result = engine.generate(
+                prep.logits,
+                settings,
+                max_tokens=budget,
+                on_text=lambda text: self.listener(TextStreamed(text)),
+                should_stop=self._stop.is_set,
+            )
+        finally:
+            self.generating = False
+        t_end = time.perf_counter()
+        first = result.first_token_at
+        n = len(result.tokens)
+        stats = GenerationStats(
+            tokens_restored=prep.tokens_restored,
+            tokens_evaluated=prep.tokens_evaluated,
+            tokens_generated=n,
+            prompt_seconds=prep.seconds,
+            ttft_seconds=(first - t_request) if first else 0.0,
+            generation_tps=(n - 1) / (t_end - first) if first and n > 1 and t_end > first else 0.0,
+            stop_reason=result.stop_reason,
+        )
+        with self._lock:
+            reply = conv.append(
+                "assistant", result.text, parent_id=head.id, stats=stats, tokens={engine.info.fingerprint: result.tokens}
+            )
+        self.last_stats = stats
+        self.listener(ReplyFinished(reply, stats))
+        return reply

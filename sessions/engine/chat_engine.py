@@ -1,0 +1,102 @@
+"""The engine as the session controller sees it: one model, one context, its checkpoints.
+
+``ChatEngine`` is the protocol the controller programs against; ``LlamaChatEngine`` is
+the real one over llama.cpp, and the UI tests use a fake with the same shape. Loading
+happens in the constructor, so callers run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn, generate
+from sessions.engine.chat_template import ChatTemplate
+from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.model import LlamaModel, ModelInfo
+from sessions.engine.planner import Plan
+from sessions.engine.sampler import Sampler
+from sessions.sampling import SamplingSettings
+
+
+class ChatEngine(Protocol):
+    info: ModelInfo
+    template: ChatTemplate
+    n_ctx: int
+    load_seconds: float
+
+    def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
+    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan: ...
+    def prepare(
+        self,
+        target: Sequence[int],
+        ends: Sequence[int],
+        stepped: Sequence[bool] | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> PrepareResult: ...
+    def generate(
+        self,
+        logits: np.ndarray,
+        settings: SamplingSettings,
+        *,
+        max_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> GenerateResult: ...
+    def request_abort(self) -> None: ...
+    def clear_abort(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class LlamaChatEngine:
+    """A GGUF model in llama.cpp with branch-aware checkpointing."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        params: ContextParams = ContextParams(),
+        *,
+        n_gpu_layers: int = 0,
+        checkpoints=None,
+        interval: int = 2048,
+        on_progress: Callable[[float], None] | None = None,
+    ):
+        t0 = time.perf_counter()
+        self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, on_progress=on_progress)
+        self.ctx = LlamaContext(self.model, params)
+        self.info = self.model.info
+        self.n_ctx = self.ctx.n_ctx
+        self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
+        self.template = ChatTemplate.load(
+            self.info.chat_template, bos_token=self.info.bos_text, eos_token=self.info.eos_text
+        )
+        self.load_seconds = time.perf_counter() - t0
+
+    def tokenize(self, text: str, add_bos: bool) -> list[int]:
+        return self.model.tokenize(text, add_bos=add_bos, parse_special=True)
+
+    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
+        return self.branches.plan(target, ends)
+
+    def prepare(self, target, ends, stepped=None, on_progress: ProgressFn | None = None) -> PrepareResult:
+        return self.branches.prepare(target, ends, stepped=stepped, on_progress=on_progress)
+
+    def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False) -> GenerateResult:
+        sampler = Sampler(settings, self.info.n_vocab)
+        try:
+            return generate(self.branches, logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop)
+        finally:
+            sampler.close()
+
+    def request_abort(self) -> None:
+        self.ctx.request_abort()
+
+    def clear_abort(self) -> None:
+        self.ctx.clear_abort()
+
+    def close(self) -> None:
+        self.ctx.close()
+        self.model.close()

@@ -1,0 +1,66 @@
+"""What the core reports while it works, as plain past-tense dataclasses.
+
+The controller calls a listener with these from whatever thread does the work; the
+Textual app wraps each in a message and posts it to the UI thread, the ``ask`` command
+prints them. The core never knows which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from sessions.tree import GenerationStats, Message
+
+
+@dataclass(frozen=True)
+class ModelLoadProgressed:
+    fraction: float
+
+
+@dataclass(frozen=True)
+class ModelLoaded:
+    name: str
+    kind: str
+    n_ctx: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class PromptProgressed:
+    done: int
+    total: int
+    tokens_per_second: float
+
+    @property
+    def eta_seconds(self) -> float:
+        if self.tokens_per_second <= 0:
+            return 0.0
+        return max(0.0, (self.total - self.done) / self.tokens_per_second)
+
+
+@dataclass(frozen=True)
+class TextStreamed:
+    text: str
+    """Newly completed text of the reply being generated."""
+
+
+@dataclass(frozen=True)
+class ReplyFinished:
+    message: Message
+    stats: GenerationStats
+
+
+@dataclass(frozen=True)
+class NoticeRaised:
+    text: str
+    level: str = "warning"
+    """"info", "warning" or "error"."""
+
+
+Event = Union[ModelLoadProgressed, ModelLoaded, PromptProgressed, TextStreamed, ReplyFinished, NoticeRaised]
+Listener = Callable[[Event], None]
+
+
+def ignore(_event: Event) -> None:
+    """The listener used when nobody listens."""
