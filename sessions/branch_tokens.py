@@ -17,20 +17,28 @@ from sessions.engine.message_tokens import freeze_message_tokens
 from sessions.tree import Message
 
 
-def branch_tokens(store, engine, path: Sequence[Message]) -> tuple[list[int], list[int]]:
-    """Return (tokens, message end positions) for ``path`` (root first)."""
+def branch_tokens(store, engine, path: Sequence[Message]) -> tuple[list[int], list[int], list[bool]]:
+    """Return (tokens, message end positions, stepped) for ``path`` (root first).
+
+    ``stepped[i]`` is true for a reply this model generated: its tokens were first
+    decoded one at a time, and replaying them the same way is what keeps a from-scratch
+    rebuild bit-identical to the state the conversation had.
+    """
     fingerprint = engine.info.fingerprint
     known = store.session_tokens(path[0].session_id) if path else {}
     tokens: list[int] = []
     ends: list[int] = []
+    stepped: list[bool] = []
     history: list[ChatMessage] = []
     for message in path:
         frozen = known.get(message.id, {}).get(fingerprint)
         chat = ChatMessage(role=message.role, content=message.text)
+        generated = frozen is not None and message.role == "assistant" and message.stats is not None
         if frozen is None:
             frozen = freeze_message_tokens(engine.template, engine.tokenize, history, chat)
             store.set_tokens(message.id, fingerprint, frozen)
         tokens.extend(frozen)
         ends.append(len(tokens))
+        stepped.append(generated)
         history.append(chat)
-    return tokens, ends
+    return tokens, ends, stepped

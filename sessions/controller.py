@@ -53,6 +53,16 @@ class EngineSettings:
     threads: int | None = None
     checkpoint_interval: int = 2048
 
+    @classmethod
+    def from_config(cls, config) -> "EngineSettings":
+        return cls(
+            n_ctx=config.n_ctx,
+            n_batch=config.n_batch,
+            n_gpu_layers=config.n_gpu_layers,
+            threads=config.threads,
+            checkpoint_interval=config.checkpoints.interval,
+        )
+
 
 EngineFactory = Callable[[Path, EngineSettings, Callable[[float], None]], object]
 
@@ -160,7 +170,7 @@ class SessionController:
         with self._lock:
             conv = self._conv()
             leaf = leaf_id if leaf_id is not None else conv.head.id
-            tokens, ends = branch_tokens(self.store, self._engine(), conv.tree.path_to(leaf))
+            tokens, ends, _ = branch_tokens(self.store, self._engine(), conv.tree.path_to(leaf))
         return self._engine().plan(tokens, ends)
 
     # -- generation (worker thread) ------------------------------------------------------
@@ -177,8 +187,8 @@ class SessionController:
         with self._lock:
             conv = self._conv()
             path = conv.tree.path_to(leaf_id if leaf_id is not None else conv.head.id)
-            tokens, ends = branch_tokens(self.store, engine, path)
-        return engine.prepare(tokens, ends, self._progress)
+            tokens, ends, stepped = branch_tokens(self.store, engine, path)
+        return engine.prepare(tokens, ends, stepped, self._progress)
 
     def _progress(self, done: int, total: int, rate: float) -> None:
         self.listener(PromptProgressed(done, total, rate))
@@ -196,7 +206,7 @@ class SessionController:
             head = conv.head
             if head is None or head.role != "user":
                 raise ControllerError("a reply needs a user message at the end of the branch")
-            tokens, ends = branch_tokens(self.store, engine, conv.active_path())
+            tokens, ends, stepped = branch_tokens(self.store, engine, conv.active_path())
         if len(tokens) >= engine.n_ctx:
             raise ContextOverflow(
                 f"this branch is {len(tokens)} tokens long and the context holds {engine.n_ctx}"
@@ -206,7 +216,7 @@ class SessionController:
         self.generating = True
         try:
             try:
-                prep = engine.prepare(tokens, ends, self._progress)
+                prep = engine.prepare(tokens, ends, stepped, self._progress)
             except DecodeCancelled:
                 raise GenerationCancelled("stopped before the reply started") from None
             engine.clear_abort()  # from here on, stopping is checked between tokens

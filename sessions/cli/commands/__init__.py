@@ -11,6 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from sessions.cli.commands import (
+    ask,
     config_cmd,
     delete,
     export,
@@ -22,6 +23,7 @@ from sessions.cli.commands import (
 )
 
 COMMANDS: list[ModuleType] = [
+    ask,
     list_sessions,
     show,
     export,

@@ -1,0 +1,130 @@
+"""``llamachat ask``: one turn of a chat from the shell, with the same engine as the app.
+
+It appends (``--at``: forks, ``--edit``: edits as a sibling, ``--regenerate``: answers
+again) a message in a session, streams the reply to stdout and stores it. ``--stats``
+prints one JSON line on stderr saying how many tokens were restored from checkpoints and
+how many were evaluated, which is how scripts (and the tests) check that a branch or a
+reopened session only evaluated what was new.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sessions.cli.arguments import session_id, whole_number
+from sessions.cli.context import CommandContext
+from sessions.cli.errors import CliError, UsageError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "ask",
+        help="send a message and stream the reply (no UI)",
+        description="Add a user message to a session (a new one unless --session) and stream the reply.",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--at", type=session_id, metavar="MSG", help="fork: put TEXT under message MSG")
+    where.add_argument("--edit", type=session_id, metavar="MSG", help="TEXT replaces user message MSG as a sibling")
+    where.add_argument("--regenerate", type=session_id, metavar="MSG", help="answer again: a sibling of reply MSG")
+    parser.add_argument("--system", metavar="TEXT", help="system prompt of a new session")
+    parser.add_argument("--temp", type=float, metavar="T", help="sampling temperature (0: greedy)")
+    parser.add_argument("--max-tokens", type=whole_number(1, "max tokens"), metavar="N", help="longest reply")
+    parser.add_argument("--stats", action="store_true", help="print a JSON line of statistics on stderr")
+    parser.add_argument("text", nargs="*", metavar="TEXT", help="the message")
+    return parser
+
+
+def _model_path(args, ctx: CommandContext, session) -> str:
+    if getattr(args, "demo", False):
+        from sessions.synth import make_model
+
+        return str(make_model("llama", "tiny"))
+    path = ctx.config.model or (session.model_path if session else None)
+    if not path:
+        raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
+    return path
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from sessions.controller import ControllerError, EngineSettings, SessionController
+    from sessions.engine.factory import llama_engine_factory, open_checkpoints
+    from sessions.engine.model import ModelLoadError
+    from sessions.events import TextStreamed
+    from sessions.tree import TreeError
+
+    text = " ".join(args.text).strip()
+    if args.regenerate is not None and text:
+        raise UsageError("--regenerate takes no TEXT")
+    if args.regenerate is None and not text:
+        raise UsageError("TEXT is required (or --regenerate MSG)")
+    session_arg = getattr(args, "session", None)
+    if session_arg is not None and args.system:
+        raise UsageError("--system applies to a new session only")
+    if session_arg is None and (args.at or args.edit or args.regenerate):
+        raise UsageError("--at, --edit and --regenerate need --session ID")
+
+    store = ctx.store()
+    session = store.get_session(session_arg) if session_arg is not None else None
+    sampling = ctx.config.sampling
+    if args.temp is not None:
+        sampling = sampling.with_(temperature=args.temp)
+    if getattr(args, "seed", None) is not None:
+        sampling = sampling.with_(seed=args.seed)
+
+    def listen(event) -> None:
+        if isinstance(event, TextStreamed):
+            ctx.out.write(event.text)
+            ctx.out.flush()
+
+    checkpoints = open_checkpoints(ctx.config)
+    controller = SessionController(
+        store,
+        engine_factory=llama_engine_factory(checkpoints),
+        settings=EngineSettings.from_config(ctx.config),
+        sampling=sampling,
+        listener=listen,
+    )
+    try:
+        controller.load_model(_model_path(args, ctx, session))
+        if session is None:
+            controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
+        else:
+            controller.open_session(session.id)
+        if args.regenerate is not None:
+            controller.regenerate_point(args.regenerate)
+        elif args.edit is not None:
+            if controller.conversation.tree.get(args.edit).role != "user":
+                raise CliError(f"message {args.edit} is not a user message")
+            controller.edit(args.edit, text)
+        else:
+            controller.send(text, parent_id=args.at)
+        reply = controller.generate_reply(max_tokens=args.max_tokens)
+        ctx.out.write("\n")
+        ctx.out.flush()
+    except TreeError as error:
+        raise CliError(str(error).strip("'\"")) from None
+    except (ControllerError, ModelLoadError) as error:
+        raise CliError(str(error)) from None
+    finally:
+        if controller.engine is not None:
+            controller.engine.close()
+        if checkpoints is not None:
+            checkpoints.close()  # waits for the disk writes: the next run restores from them
+    if args.stats:
+        stats = reply.stats
+        line = {
+            "session": reply.session_id,
+            "message": reply.id,
+            "parent": reply.parent_id,
+            "tokens_restored": stats.tokens_restored,
+            "tokens_evaluated": stats.tokens_evaluated,
+            "tokens_generated": stats.tokens_generated,
+            "prompt_seconds": round(stats.prompt_seconds, 6),
+            "ttft_seconds": round(stats.ttft_seconds, 6),
+            "generation_tps": round(stats.generation_tps, 3),
+            "stop_reason": stats.stop_reason,
+        }
+        print(json.dumps(line), file=ctx.err)
+    return 0

@@ -1,0 +1,42 @@
+"""Build the real engine for the controller from settings and a checkpoint store.
+
+The controller takes a factory rather than an engine so that it can load another model
+later (``load_model``) and so that the UI tests can hand it a fake.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from sessions.engine.chat_engine import LlamaChatEngine
+from sessions.engine.context import ContextParams
+
+
+def llama_engine_factory(checkpoints=None) -> Callable:
+    """A factory ``(path, EngineSettings, on_progress) -> LlamaChatEngine``."""
+
+    def make(path: Path, settings, on_progress: Callable[[float], None]) -> LlamaChatEngine:
+        params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.threads)
+        return LlamaChatEngine(
+            path,
+            params,
+            n_gpu_layers=settings.n_gpu_layers,
+            checkpoints=checkpoints,
+            interval=settings.checkpoint_interval,
+            on_progress=on_progress,
+        )
+
+    return make
+
+
+def open_checkpoints(config):
+    """The checkpoint store the config asks for (None when checkpoints are disabled)."""
+    from sessions.checkpoints import CheckpointStore
+
+    if not config.checkpoints.enabled:
+        return None
+    return CheckpointStore(
+        ram_bytes=config.checkpoints.ram_mb << 20,
+        disk_bytes=config.checkpoints.disk_mb << 20,
+    )
