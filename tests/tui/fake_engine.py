@@ -45,6 +45,7 @@ class FakeScript:
     """Stop after this many chunks and wait for a cancel."""
     load_gate: threading.Event | None = None
     """When set, loading waits for this event (to test the screen before the model is ready)."""
+    n_ctx: int = 4096
     prepare_gate: threading.Event | None = None
     """When set, reading a prompt waits for this event (to see the screen while it runs)."""
     made: int = 0
@@ -94,7 +95,9 @@ class FakeEngine:
                     logits_source=source, estimate_seconds=(len(target) - reach) * 1e-4,
                     live_len=len(self.live))
 
-    def prepare(self, target, ends, on_progress: Callable[[int, int, float], None] | None = None) -> PrepareResult:
+    def prepare(self, target, ends, stepped: Sequence[bool] | None = None,
+                on_progress: Callable[[int, int, float], None] | None = None) -> PrepareResult:
+        """Like the real one, minus the decoding (``stepped`` changes nothing here)."""
         plan = self.plan(target, ends)
         if self.script.prepare_gate is not None:
             self.script.prepare_gate.wait(HOLD_LIMIT_SECONDS)
@@ -149,6 +152,6 @@ class FakeEngineFactory:
         if self.script.load_gate is not None:
             self.script.load_gate.wait(HOLD_LIMIT_SECONDS)
         on_progress(1.0)
-        engine = FakeEngine(path, self.script)
+        engine = FakeEngine(path, self.script, n_ctx=self.script.n_ctx)
         self.engines.append(engine)
         return engine

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.color import Color
+
 from tests.tui.helpers import headers, ready, send, settle, shown_texts, type_text, wait_for
 
 
@@ -127,3 +129,20 @@ async def test_delete_asks_with_the_count_then_removes_the_branch(make_app):
         assert len(screen.controller.conversation.tree) == 2
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
         assert shown_texts(screen)[0] == ("user", "one")
+
+
+async def test_the_selected_message_is_highlighted_and_the_cursor_walks_the_branch(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        views = screen.conversation_view.views
+        await pilot.press("ctrl+up")
+        assert [v.has_class("-selected") for v in views] == [False, True]
+        assert views[1].styles.border_left[1] == Color.parse(app.get_css_variables()["accent"])
+        assert views[0].styles.border_left[1] != views[1].styles.border_left[1]
+        await pilot.press("alt+up", "ctrl+up")  # stays on the first message
+        assert [v.has_class("-selected") for v in views] == [True, False]
+        await pilot.press("ctrl+down", "ctrl+down")  # past the last one: no selection
+        assert screen.conversation_view.selected_id is None
+        assert not any(v.has_class("-selected") for v in views)

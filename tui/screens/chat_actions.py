@@ -22,6 +22,10 @@ SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0
 
 
+def seconds_words(seconds: float) -> str:
+    return "under 1 s" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 @dataclass(frozen=True)
 class InputMode:
     """What the next send does: a normal message, a new version of one, or a fork."""
@@ -95,7 +99,8 @@ class ChatActions:
             return
         plan = self.controller.plan_for(conversation.head.id)
         if plan.tokens_to_evaluate > SLOW_SWITCH_TOKENS or plan.estimate_seconds > SLOW_SWITCH_SECONDS:
-            note = f"switching will evaluate {plan.tokens_to_evaluate:,} tokens (~{plan.estimate_seconds:.0f} s)"
+            note = (f"switching will evaluate {plan.tokens_to_evaluate:,} tokens "
+                    f"(~{seconds_words(plan.estimate_seconds)})")
             self.status.set_note(note)
             self.notify(note, timeout=4)
         self.warm_job(conversation.head.id)

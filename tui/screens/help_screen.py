@@ -17,8 +17,9 @@ from textual.widgets import DataTable, Static
 
 from tui.bindings import KEYS, PALETTE, current_key
 
-INTRO = ("Keys work while you type. Rebind any of them in the [keys] table of config.toml, "
-         "e.g. regenerate = \"ctrl+g\". Every action is also in the command palette.")
+INTRO = ("Keys work while you type; Esc also stops a reply or cancels an edit. Rebind any key in "
+         "the [keys] table of config.toml, e.g. regenerate = \"ctrl+g\". Every action is also in "
+         "the command palette.")
 
 
 def key_rows(keymap: Mapping[str, str], display) -> list[tuple[str, str, str]]:
@@ -41,11 +42,11 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Vertical {
-        width: 80; max-width: 100%; height: auto; max-height: 90%;
+        width: 80; max-width: 100%; height: 90%;
         border: round $primary; background: $surface; padding: 0 1;
     }
     HelpScreen #help-intro { height: auto; color: $text-muted; margin: 0 0 1 0; }
-    HelpScreen DataTable { height: auto; max-height: 100%; }
+    HelpScreen DataTable { height: 1fr; }
     """
 
     def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
@@ -57,7 +58,7 @@ class HelpScreen(ModalScreen[None]):
             box.border_title = "Keys"
             yield Static(Text(INTRO), id="help-intro")
             table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True)
-            table.add_columns("Key", "Action", "Name in [keys]")
+            table.add_columns(Text("Key"), Text("Action"), Text("Name in [keys]"))
             for shown, description, binding_id in key_rows(self.keymap, self.app.get_key_display):
                 table.add_row(Text(shown), Text(description), Text(binding_id))
             yield table

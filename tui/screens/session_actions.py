@@ -164,6 +164,10 @@ class SessionActions:
             return
         panel.toggle_class("-open")
         self.refresh_panels()
+        if panel.has_class("-open"):
+            panel.focus()
+        else:
+            self.chat_input.focus()
 
     def action_toggle_tree(self: "MainScreen") -> None:
         self.toggle_panel("tree", "tree panel")
