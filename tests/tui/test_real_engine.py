@@ -53,7 +53,6 @@ async def test_switching_back_after_an_edit_restores_instead_of_recomputing(real
         await send(pilot, "Tell me about the sea.")
         await send(pilot, "And the boats on it?")
         original = shown_texts(screen)
-        print([n.message for n in app._notifications])
         assert [role for role, _ in original] == ["user", "assistant", "user", "assistant"]
 
         await pilot.press("ctrl+up", "ctrl+up", "ctrl+up", "ctrl+up", "f2")
