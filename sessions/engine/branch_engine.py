@@ -150,7 +150,7 @@ class BranchEngine:
             step = any(a <= seg_start < b for a, b in stepped_ranges)
             for a, b in batches(len(self.live), end, self.ctx.params.n_batch, stepped=step):
                 try:
-                    logits = self.ctx.decode(target[a:b], a, want_logits=(b == end))
+                    logits = self.ctx.decode(target[a:b], a, want_logits=(b == end), abortable=True)
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise

@@ -88,7 +88,7 @@ class LlamaContext:
         cp.no_perf = True
         self._abort = threading.Event()
         self._abort_cb = L.ggml_abort_callback(lambda _data: self._abort.is_set())
-        cp.abort_callback = self._abort_cb
+        self._abortable = False
         self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
             raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens (out of memory?)")
@@ -106,12 +106,24 @@ class LlamaContext:
     def clear_abort(self) -> None:
         self._abort.clear()
 
-    def decode(self, tokens: list[int], start: int, *, want_logits: bool = True) -> np.ndarray | None:
+    def _set_abortable(self, on: bool) -> None:
+        # ggml calls the abort callback once per graph node: a Python callback costs a few
+        # percent of a one-token decode, so it is installed only for prompt batches, which
+        # are long enough to need it. Generation stops between tokens instead.
+        if on != self._abortable:
+            self._L.llama_set_abort_callback(self._ctx, self._abort_cb if on else self._L.ggml_abort_callback(), None)
+            self._abortable = on
+
+    def decode(
+        self, tokens: list[int], start: int, *, want_logits: bool = True, abortable: bool = False
+    ) -> np.ndarray | None:
         """Decode ``tokens`` at positions start.. on the live sequence, in one llama_decode.
 
         The caller splits work into batches of at most ``n_batch``; batch boundaries decide
         the exact floating-point state, so they are chosen by the caller, not here.
+        ``abortable`` lets ``request_abort`` stop it midway (``DecodeCancelled``).
         """
+        self._set_abortable(abortable)
         n = len(tokens)
         if n == 0 or n > self.params.n_batch:
             raise ValueError(f"batch of {n} tokens (n_batch is {self.params.n_batch})")

@@ -1,0 +1,108 @@
+"""Checkpointing cost on a normal turn, generation speed, and disk use of the W1 tree."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def disk_use(bench) -> dict:
+    """Checkpoint bytes on disk against the tokens the tree holds once and per branch."""
+    from sessions.branch_tokens import branch_tokens
+
+    files = list((bench.root / "checkpoints").rglob("*.ckpt"))
+    disk_bytes = sum(f.stat().st_size for f in files)
+    tree = bench.ctl.conversation.tree
+    tokens = bench.store.session_tokens(bench.ctl.conversation.session_id)
+    unique = sum(len(t.get(bench.fingerprint, [])) for t in tokens.values())
+    per_branch = [len(branch_tokens(bench.store, bench.ctl.engine, tree.path_to(leaf.id))[0]) for leaf in tree.leaves()]
+    live = bench.ctl.engine.branches
+    whole = len(live.ctx.state_get(0))
+    per_token = whole / max(len(live.live), 1)
+    return {
+        "files": len(files),
+        "disk_bytes": disk_bytes,
+        "unique_tokens": unique,
+        "branches": len(per_branch),
+        "sum_of_branch_tokens": sum(per_branch),
+        "disk_bytes_per_unique_token": round(disk_bytes / unique, 1),
+        "whole_state_bytes_per_token_of_live_branch": round(per_token, 1),
+        "one_whole_state_per_branch_bytes": int(per_token * sum(per_branch)),
+    }
+
+
+def _turn(engine, tokens, ends, stepped, settings, n_gen):
+    from sessions.engine.branch_engine import generate
+    from sessions.engine.sampler import Sampler
+
+    t0 = time.perf_counter()
+    prep = engine.prepare(tokens, ends, stepped=stepped)
+    sampler = Sampler(settings, engine.model.info.n_vocab)
+    result = generate(engine, prep.logits, sampler, max_tokens=n_gen)
+    sampler.close()
+    return time.perf_counter() - t0, result
+
+
+def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
+    """Same turns on two contexts, with and without checkpoints, interleaved."""
+    from sessions.branch_tokens import branch_tokens
+    from sessions.checkpoints import CheckpointStore
+    from sessions.engine.branch_engine import BranchEngine
+    from sessions.engine.context import ContextParams, LlamaContext
+    from sessions.sampling import SamplingSettings
+
+    model = bench.ctl.engine.model
+    s = bench.settings
+    params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
+    greedy = SamplingSettings(temperature=0.0)
+    with tempfile.TemporaryDirectory() as tmp, CheckpointStore(Path(tmp), ram_bytes=8 << 30, disk_bytes=50 << 30) as store:
+        with_ck = BranchEngine(model, LlamaContext(model, params), store, interval=s.checkpoint_interval)
+        without = BranchEngine(model, LlamaContext(model, params), None, interval=s.checkpoint_interval)
+        path = bench.ctl.conversation.active_path()
+        tokens, ends, stepped = branch_tokens(bench.store, bench.ctl.engine, path)
+        for engine in (with_ck, without):
+            engine.prepare(tokens, ends, stepped=stepped)
+        question = bench.ctl.engine.tokenize("<|im_end|>\n<|im_start|>user\nAnd what happened after that?<|im_end|>\n<|im_start|>assistant\n", False)
+        times = {"with": [], "without": []}
+        gen_tps = []
+        for _ in range(turns):
+            tokens, ends, stepped = tokens + question, ends + [len(tokens) + len(question)], stepped + [False]
+            t_with, r_with = _turn(with_ck, tokens, ends, stepped, greedy, n_gen)
+            t_without, r_without = _turn(without, tokens, ends, stepped, greedy, n_gen)
+            assert r_with.tokens == r_without.tokens, "checkpointing changed the reply"
+            times["with"].append(t_with)
+            times["without"].append(t_without)
+            gen_tps.append(len(r_without.tokens) / r_without.seconds)
+            tokens, ends, stepped = tokens + r_with.tokens, ends + [len(tokens) + len(r_with.tokens)], stepped + [True]
+        store.flush()
+        bare = _bare_loop_tps(without, n_gen)
+        for engine in (with_ck, without):
+            engine.ctx.close()
+    med_with, med_without = statistics.median(times["with"]), statistics.median(times["without"])
+    tps = statistics.median(gen_tps)
+    return {
+        "turn_seconds_with_checkpoints": round(med_with, 4),
+        "turn_seconds_without": round(med_without, 4),
+        "checkpoint_overhead": round(med_with / med_without - 1, 4),
+        "target_overhead": 0.05,
+        "generation_tps": round(tps, 2),
+        "bare_decode_loop_tps": round(bare, 2),
+        "generation_vs_bare": round(tps / bare, 4),
+        "target_generation_vs_bare": 0.95,
+    }
+
+
+def _bare_loop_tps(engine, n: int) -> float:
+    """The fastest possible greedy loop: decode one token, argmax, repeat."""
+    logits = engine.live_logits
+    pos = len(engine.live)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        token = int(np.argmax(logits))
+        logits = engine.ctx.decode([token], pos)
+        pos += 1
+    return n / (time.perf_counter() - t0)
