@@ -9,7 +9,7 @@ made inert here, at the boundary, so nothing downstream can forget to.
 
 from __future__ import annotations
 
-from typing import Callable
+import threading
 
 from textual.message import Message
 from textual.message_pump import MessagePump
@@ -48,12 +48,42 @@ class PromptProgressed(Message):
         self.eta_seconds = event.eta_seconds
 
 
-class TextStreamed(Message):
-    """More text of the reply being written, already made inert."""
+class TextBuffer:
+    """Reply text from the worker thread, kept until the UI takes it.
 
-    def __init__(self, text: str) -> None:
+    A reply can stream hundreds of pieces a second; one message per piece would keep the
+    UI thread busy (and holding the GIL the engine thread needs between tokens). The
+    forwarder posts one ``TextStreamed`` when the buffer goes from empty to non-empty,
+    and its handler takes everything collected by then, so the UI does one update per
+    frame it can draw, however fast the model writes.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+
+    def add(self, text: str) -> bool:
+        """Keep ``text``; True when the buffer was empty (a message must be posted)."""
+        with self._lock:
+            self._parts.append(text)
+            return len(self._parts) == 1
+
+    def take(self) -> str:
+        with self._lock:
+            text, self._parts = "".join(self._parts), []
+        return text
+
+
+class TextStreamed(Message):
+    """More text of the reply being written; ``take`` returns it made inert."""
+
+    def __init__(self, source: TextBuffer | str) -> None:
         super().__init__()
-        self.text = inert(text)
+        self._source = source
+
+    def take(self) -> str:
+        source = self._source
+        return inert(source.take() if isinstance(source, TextBuffer) else source)
 
 
 class ReplyFinished(Message):
@@ -105,16 +135,17 @@ class Forwarder:
 
     def __init__(self) -> None:
         self.target: MessagePump | None = None
+        self.text = TextBuffer()
 
     def __call__(self, event: core.Event) -> None:
         target = self.target
+        if target is None:
+            return
+        if isinstance(event, core.TextStreamed):
+            if self.text.add(event.text):
+                target.post_message(TextStreamed(self.text))
+            return
         message = to_message(event)
-        if target is not None and message is not None:
+        if message is not None:
             target.post_message(message)
 
-
-def forward_to(target: MessagePump) -> Callable[[core.Event], None]:
-    """A listener posting every core event to ``target``."""
-    forwarder = Forwarder()
-    forwarder.target = target
-    return forwarder

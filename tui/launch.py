@@ -9,6 +9,7 @@ Everything opened here is closed here, after the app has stopped.
 from __future__ import annotations
 
 import argparse
+import os
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable
@@ -31,11 +32,23 @@ def engine_factory(checkpoints) -> Callable:
         from sessions.engine.chat_engine import LlamaChatEngine
         from sessions.engine.context import ContextParams
 
-        params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.threads)
+        params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch,
+                               n_threads=settings.threads or default_threads())
         return LlamaChatEngine(path, params, n_gpu_layers=settings.n_gpu_layers, checkpoints=checkpoints,
                                interval=settings.checkpoint_interval, on_progress=on_progress)
 
     return make
+
+
+def default_threads(cpus: int | None = None) -> int:
+    """Generation threads when the config does not say: every core but one, at most 8.
+
+    llama.cpp's threads wait for each other at every step of a token; when one of them
+    loses its core to the UI thread, all of them wait for it, and a busy screen can
+    slow a reply a hundredfold. Leaving a core to the UI avoids that.
+    """
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    return max(1, min(8, cpus - 1))
 
 
 def engine_settings(config: Config):

@@ -57,3 +57,9 @@ def test_engine_settings_come_from_the_config():
     settings = launch.engine_settings(config)
     assert (settings.n_ctx, settings.n_batch, settings.n_gpu_layers, settings.threads,
             settings.checkpoint_interval) == (4096, 256, -1, 2, 512)
+
+
+def test_generation_leaves_a_core_to_the_screen():
+    assert launch.default_threads(1) == 1
+    assert launch.default_threads(4) == 3
+    assert launch.default_threads(64) == 8

@@ -32,7 +32,7 @@ def real_controller(tmp_path):
     checkpoints = CheckpointStore(tmp_path / "checkpoints", ram_bytes=64 * MIB, disk_bytes=256 * MIB)
     controller = SessionController(
         store, engine_factory=engine_factory(checkpoints),
-        settings=EngineSettings(n_ctx=1024, n_batch=64, threads=2),
+        settings=EngineSettings(n_ctx=1024, n_batch=64, threads=1),
         sampling=SamplingSettings(temperature=0.0, max_tokens=12),
     )
     yield controller

@@ -16,6 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -37,6 +38,8 @@ from tui.workers import ENGINE_GROUPS, EngineWork, describe_failure
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
 USER_ERRORS = (ControllerError, StoreError, TreeError)
+STREAM_INTERVAL = 1 / 12
+"""Seconds between two updates of a reply being written."""
 
 
 def optional_widget(module: str, name: str) -> Any:
@@ -67,6 +70,8 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
         self.last_cost: tuple[int, int] | None = None
         """(restored, evaluated) of the last reply or branch switch."""
         self._idle_callbacks = []
+        self._stream_source: events.TextStreamed | None = None
+        self._stream_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         session_list = optional_widget("tui.widgets.session_list", "SessionList")
@@ -173,13 +178,37 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
         else:
             self.progress.hide()
 
-    async def on_text_streamed(self, message: events.TextStreamed) -> None:
+    def on_text_streamed(self, message: events.TextStreamed) -> None:
+        """Show new reply text at most ``STREAM_INTERVAL`` apart (see ``flush_stream``)."""
         self.progress.hide()
+        self._stream_source = message
+        if self._stream_timer is None:
+            self._stream_timer = self.set_timer(STREAM_INTERVAL, self.flush_stream)
+
+    async def flush_stream(self) -> None:
+        """Write what the reply streamed since the last flush.
+
+        Redrawing for every token would keep the UI thread busy, and the engine thread
+        needs the GIL between tokens: a few updates a second read just as smoothly.
+        """
+        self._stream_timer = None
+        source, self._stream_source = self._stream_source, None
+        text = source.take() if source is not None else ""
         view = self.conversation_view.reply_view
-        if view is not None:
-            await view.write(message.text)
+        if view is not None and text:
+            await view.write(text)
+
+    def drop_stream(self) -> None:
+        """Forget unshown streamed text (the stored reply replaces it)."""
+        if self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+        if self._stream_source is not None:
+            self._stream_source.take()
+            self._stream_source = None
 
     async def on_reply_finished(self, message: events.ReplyFinished) -> None:
+        self.drop_stream()
         view = self.conversation_view.reply_view
         if view is not None:
             await view.end_stream(message.message)
@@ -200,7 +229,7 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
         worker = event.worker
         if worker.node is not self or worker.group not in ENGINE_GROUPS:
             return
-        if event.state == WorkerState.RUNNING and worker.group == "load" and not self.model_ready:
+        if event.state == WorkerState.RUNNING and worker.group == "load" and not self.progress.active:
             self.progress.show_fraction(f"{worker.description}…", None)
         if not worker.is_finished:
             return
@@ -228,6 +257,7 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
 
     async def job_failed(self, group: str, error: BaseException | None) -> None:
         if group == "generate":
+            self.drop_stream()
             await self.conversation_view.drop_reply()
             await self.refresh_view()
         if group == "load":

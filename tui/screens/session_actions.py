@@ -37,6 +37,7 @@ class SessionActions:
         if plan.start == "demo":
             await self.new_chat()
             self.show_demo_banner(True)
+            self.progress.show_fraction("making the demo model (random weights, made once)…", None)
             self.load_model_job(None, demo=True)
         elif plan.start == "new":
             await self.new_chat()
@@ -127,7 +128,11 @@ class SessionActions:
         conversation = self.controller.conversation
         if export is None or conversation is None:
             return
-        self.app.push_screen(export(self.controller.store, conversation.session_id))
+        def exported(path: Path | None) -> None:
+            if path is not None:
+                self.notify(f"Exported to {path}", markup=False)
+
+        self.app.push_screen(export(self.controller.store, conversation.session_id), exported)
 
     # -- models -----------------------------------------------------------------------------
 
