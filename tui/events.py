@@ -1,10 +1,10 @@
 """The core's events as Textual messages, so they cross from worker threads safely.
 
 The controller calls its listener from the thread doing the work; Textual widgets must
-only be touched from the UI thread. ``post_message`` is thread-safe, so the listener made
-by ``forward_to`` wraps each core event in one past-tense message class and posts it to
-the screen, whose ``on_...`` handlers then run on the UI thread in order. Model text is
-made inert here, at the boundary, so nothing downstream can forget to.
+only be touched from the UI thread. ``post_message`` is thread-safe, so the listener
+(``Forwarder``) wraps each core event in one past-tense message class and posts it to the
+screen, whose ``on_...`` handlers then run on the UI thread in order. Model text is made
+inert here, at the boundary, so nothing downstream can forget to.
 """
 
 from __future__ import annotations
