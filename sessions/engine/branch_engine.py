@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from sessions.checkpoints import CheckpointStore, Segment, StateCompat, prefix_hash
+from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, StateCompat, prefix_hash
 from sessions.engine.context import DecodeCancelled, LlamaContext
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, cut_allowed, plan_route
@@ -114,6 +114,7 @@ class BranchEngine:
             logits = self._decode_to(target, bounds, message_ends, stepped_ranges, on_progress)
         elif logits is None:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
+        self._mark_active(target, bounds)
         seconds = time.perf_counter() - t0
         if evaluated:
             self.cost = CostModel(
@@ -122,6 +123,16 @@ class BranchEngine:
                 restore_disk_per_token=self.cost.restore_disk_per_token,
             )
         return PrepareResult(logits, plan, restored, evaluated, seconds)
+
+    def _mark_active(self, target: Sequence[int], bounds: Sequence[int]) -> None:
+        """Tell the store which segments the user is on: evicted last, after abandoned leaves."""
+        if self.store is None:
+            return
+        hasher, prefixes, pos = PrefixHasher(), [], 0
+        for b in bounds:
+            prefixes.append(hasher.extend(target[pos:b]).hexdigest())
+            pos = b
+        self.store.set_active(self.compat, prefixes)
 
     def _cut(self, keep: int) -> None:
         if keep == len(self.live):

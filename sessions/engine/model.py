@@ -43,14 +43,24 @@ ProgressFn = Callable[[float], "bool | None"]
 
 
 def _check_file(path: Path) -> None:
+    """Refuse what llama.cpp would refuse, but with a reason a person can act on.
+
+    The header reader checks the magic, the version, every header field and that the
+    file is as long as its tensor table says (a partly downloaded file is the usual
+    case); llama.cpp itself would only say it failed.
+    """
+    from sessions.discovery import ModelFileError, read_model_card
+
     if not path.exists():
         raise ModelLoadError(f"model file not found: {path}")
     if not path.is_file():
         raise ModelLoadError(f"not a file: {path}")
-    with open(path, "rb") as handle:
-        magic = handle.read(4)
-    if magic != b"GGUF":
-        raise ModelLoadError(f"not a GGUF model file: {path} (it starts with {magic!r})")
+    try:
+        card = read_model_card(path)
+    except ModelFileError as error:
+        raise ModelLoadError(str(error)) from None
+    if card.error:
+        raise ModelLoadError(f"{path.name}: {card.error}")
 
 
 def _memory_kind(L, model) -> MemoryKind:

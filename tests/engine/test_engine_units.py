@@ -1,0 +1,88 @@
+"""The engine's small parts: load errors, sampling, UTF-8-safe streaming, batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sessions.engine.detokenizer import Detokenizer
+from sessions.engine.model import LlamaModel, ModelLoadError
+from sessions.engine.segments import batches, segment_boundaries
+from sessions.sampling import SamplingSettings
+
+
+def test_load_errors_are_plain_words(tmp_path, model_paths):
+    full = model_paths["llama"].read_bytes()
+    (tmp_path / "half.gguf").write_bytes(full[: len(full) // 2])
+    (tmp_path / "notes.gguf").write_text("hello world")
+    cases = {
+        tmp_path / "half.gguf": "incomplete file",
+        tmp_path / "notes.gguf": "not a GGUF file",
+        tmp_path / "missing.gguf": "not found",
+        tmp_path: "not a file",
+    }
+    for path, words in cases.items():
+        with pytest.raises(ModelLoadError, match=words):
+            LlamaModel(path)
+
+
+def test_model_info_and_progress(model_paths):
+    fractions = []
+    model = LlamaModel(model_paths["gemma3"], on_progress=fractions.append)
+    try:
+        assert fractions and fractions[-1] == pytest.approx(1.0)
+        assert model.info.kind.value == "swa" and model.info.n_swa == 32
+        assert model.info.chat_template and "<|im_start|>" in model.info.chat_template
+        assert len(model.info.fingerprint) == 40
+        assert model.is_eog(model.tokenize("<|im_end|>")[0])
+    finally:
+        model.close()
+
+
+def test_greedy_sampler_is_argmax_and_seeded_sampling_repeats(loaded_models):
+    from sessions.engine.sampler import Sampler
+
+    model = loaded_models["llama"]
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=model.info.n_vocab).astype(np.float32)
+    greedy = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+    assert greedy.sample(logits) == int(np.argmax(logits))
+    picks = []
+    for _ in range(2):
+        sampler = Sampler(SamplingSettings(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=7), model.info.n_vocab)
+        picks.append([sampler.sample(logits) for _ in range(20)])
+        sampler.close()
+    assert picks[0] == picks[1]
+    assert len(set(picks[0])) > 1  # it really samples
+    top = Sampler(SamplingSettings(temperature=1.0, top_k=1, seed=1), model.info.n_vocab)
+    assert {top.sample(logits) for _ in range(10)} == {int(np.argmax(logits))}
+
+
+def test_repeat_penalty_changes_the_choice(loaded_models):
+    from sessions.engine.sampler import Sampler
+
+    n = loaded_models["llama"].info.n_vocab
+    logits = np.zeros(n, dtype=np.float32)
+    logits[5], logits[6] = 2.0, 1.9
+    sampler = Sampler(SamplingSettings(temperature=0.0, repeat_penalty=1.5, repeat_last_n=8), n)
+    assert sampler.sample(logits) == 5
+    assert sampler.sample(logits) == 6  # 5 was just used and is penalised
+
+
+def test_detokenizer_never_splits_a_character():
+    pieces = {1: "h".encode(), 2: "é".encode()[:1], 3: "é".encode()[1:], 4: "🙂".encode()[:2], 5: "🙂".encode()[2:]}
+    detok = Detokenizer(pieces.__getitem__)
+    out = [detok.push(t) for t in (1, 2, 3, 4, 5)]
+    assert out == ["h", "", "é", "", "🙂"]
+    assert detok.text == "hé🙂"
+    detok.push(4)
+    assert detok.finish() == "\ufffd"  # an unfinished character is shown, not lost silently
+
+
+def test_segment_boundaries_and_batches():
+    assert segment_boundaries([10, 10, 5000], 2048) == [10, 2058, 4106, 5000]
+    assert segment_boundaries([3, 3, 9], 4) == [3, 7, 9]  # empty messages add nothing
+    assert batches(0, 10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert batches(0, 9, 4) == [(0, 4), (4, 7), (7, 9)]  # never a one-token tail
+    assert batches(5, 6, 4) == [(5, 6)]  # a one-token message is one token
+    assert batches(0, 3, 64, stepped=True) == [(0, 1), (1, 2), (2, 3)]
