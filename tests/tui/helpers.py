@@ -64,3 +64,9 @@ def shown_texts(screen: MainScreen) -> list[tuple[str, str]]:
 
 def headers(screen: MainScreen) -> list[str]:
     return [view.header_plain for view in screen.conversation_view.views]
+
+
+def reply_text(screen: MainScreen) -> str:
+    """What the reply being written shows so far ("" when none is being written)."""
+    view = screen.conversation_view.reply_view
+    return (view.body.source or "") if view is not None else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from sessions import events as core
-from tests.tui.helpers import main_screen, ready, send, settle, shown_texts, type_text, wait_for
+from tests.tui.helpers import main_screen, ready, reply_text, send, settle, shown_texts, type_text, wait_for
 from tui import events
 from tui.startup import StartupRequest
 
@@ -18,8 +18,7 @@ async def test_escape_stops_a_reply_half_way_and_keeps_what_was_written(make_app
         screen = await ready(pilot)
         await type_text(pilot, "tell me")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: screen.generating and screen.conversation_view.reply_view is not None
-                       and "two" in (screen.conversation_view.reply_view.body.source or ""), "the reply to start")
+        await wait_for(pilot, lambda: screen.generating and "two" in reply_text(screen), "the reply to start")
         await type_text(pilot, "typing on")  # the input stays usable while the reply streams
         assert screen.chat_input.text == "typing on"
         await pilot.press("escape")
@@ -79,7 +78,9 @@ async def test_a_slow_switch_is_announced_before_it_runs(make_app, script):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
-        await send(pilot, "a long question " * 20)
+        screen.chat_input.insert("a long question " * 20)  # typing 320 keys adds nothing here
+        await pilot.press("enter")
+        await settle(pilot)
         await pilot.press("ctrl+r")
         await settle(pilot)
         engine = screen.controller.engine
@@ -95,3 +96,44 @@ async def test_a_slow_switch_is_announced_before_it_runs(make_app, script):
         restored, evaluated = screen.last_cost
         assert restored == 0 and evaluated > 256
         assert screen.status.text_of("last").startswith(f"restored 0 tokens, evaluated {evaluated:,}")
+
+
+async def test_paging_while_a_reply_is_written_stops_it_first_then_switches(make_app, script):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "hello")
+        first_version = shown_texts(screen)[1]
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        script.replies = ["a long answer that will be cut short"]
+        script.hold_after = 3
+        await type_text(pilot, "go on")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "long" in reply_text(screen),
+                       "the reply to start")
+        await pilot.press("ctrl+up", "ctrl+up", "alt+left")  # the first reply, back one version
+        await settle(pilot)
+        assert not screen.generating
+        assert shown_texts(screen) == [("user", "hello"), first_version]
+        assert "‹ 1/2 ›" in screen.conversation_view.views[1].header_plain
+        tree = screen.controller.conversation.tree
+        cut = [m for m in tree.leaves() if m.role == "assistant" and m.stats and m.stats.stop_reason == "cancelled"]
+        assert [m.text for m in cut] == ["a long answer "]  # the stopped reply is kept on its branch
+
+
+async def test_quitting_while_a_reply_is_written_stops_it_and_keeps_it(make_app, script):
+    script.replies = ["one two three four"]
+    script.hold_after = 1
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "one" in reply_text(screen),
+                       "the reply to start")
+        await pilot.press("ctrl+q")
+    assert app.return_code == 0
+    with app.engine_lock:  # what the launcher waits for before closing the engine
+        head = app.controller.conversation.head
+    assert (head.role, head.text, head.stats.stop_reason) == ("assistant", "one ", "cancelled")
