@@ -15,7 +15,7 @@ async def test_choosing_a_message_in_the_tree_switches_to_its_branch(make_app):
         await settle(pilot)
         assert shown_texts(screen)[1] != first
         await pilot.press("ctrl+t")
-        tree = screen.panel("tree")
+        tree = screen.tree_panel
         assert tree.has_class("-open") and tree.branch_count == 2
         assert app.focused is tree.tree
         await pilot.press("up", "enter")  # from the head (reply 2) up to reply 1
@@ -36,7 +36,7 @@ async def test_choosing_a_session_in_the_list_opens_it(make_app):
         await settle(pilot)
         await send(pilot, "the second chat")
         await pilot.press("ctrl+l")
-        sessions = screen.panel("sessions")
+        sessions = screen.session_list
         assert sessions.has_class("-open") and len(sessions.session_ids) == 2
         await pilot.press("down", "enter")  # the older session
         await settle(pilot)

@@ -72,3 +72,18 @@ async def test_demo_start_says_the_replies_are_random(make_app, monkeypatch, fak
         assert banner.has_class("-visible") and banner.region.height > 0
         assert "random text" in str(banner.render())
         assert screen.controller.engine.info.path == fake_model
+
+
+async def test_with_nothing_to_reopen_the_model_picker_comes_first(make_app, fake_model):
+    from tui.screens.model_picker import ModelPicker
+
+    app = make_app(startup=StartupRequest())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ModelPicker), "the model picker")
+        app.screen.dismiss(fake_model)  # as if the user picked it
+        screen = await ready(pilot)
+        assert screen.controller.engine.info.path == fake_model
+        assert screen.controller.conversation is not None
+        assert screen.controller.conversation.session.model_path == str(fake_model)
+        await send(pilot, "hello")
+        assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]

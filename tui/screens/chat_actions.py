@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from sessions.tree import Message
+from tui.screens.dialogs import ConfirmScreen
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
@@ -157,11 +158,8 @@ class ChatActions:
         await self.when_idle(rewind)
 
     def action_delete_branch(self: "MainScreen") -> None:
-        from tui.screens.main_screen import optional_widget
-
         message = self.target()
-        confirm = optional_widget("tui.screens.dialogs", "ConfirmScreen")
-        if message is None or confirm is None:
+        if message is None:
             return
         count = self.controller.conversation.tree.subtree_size(message.id)
         below = count - 1
@@ -172,7 +170,7 @@ class ChatActions:
             if yes:
                 await self.when_idle(lambda: self.delete_now(message.id))
 
-        self.app.push_screen(confirm(question), confirmed)
+        self.app.push_screen(ConfirmScreen(question), confirmed)
 
     async def delete_now(self: "MainScreen", message_id: int) -> None:
         count = self.controller.conversation.delete_subtree(message_id)

@@ -8,7 +8,6 @@ to show and when a job may start.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from rich.text import Text
@@ -32,7 +31,9 @@ from tui.startup import StartupRequest
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.prompt_progress import PromptProgress
+from tui.widgets.session_list import SessionList
 from tui.widgets.status_bar import StatusBar
+from tui.widgets.tree_panel import TreePanel
 from tui.workers import ENGINE_GROUPS, EngineWork, describe_failure
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
@@ -40,14 +41,6 @@ DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text
 USER_ERRORS = (ControllerError, StoreError, TreeError)
 STREAM_INTERVAL = 1 / 12
 """Seconds between two updates of a reply being written."""
-
-
-def optional_widget(module: str, name: str) -> Any:
-    """A panel class from its module, or None when that part is not installed."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
 
 
 class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
@@ -74,18 +67,14 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
         self._stream_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        session_list = optional_widget("tui.widgets.session_list", "SessionList")
-        tree_panel = optional_widget("tui.widgets.tree_panel", "TreePanel")
         with Horizontal(id="body"):
-            if session_list is not None:
-                yield session_list(id="sessions", classes="side-panel")
+            yield SessionList(id="sessions", classes="side-panel")
             with Vertical(id="centre"):
                 yield Static(Text(DEMO_NOTE), id="demo-banner")
                 yield ConversationView(id="conversation")
                 yield PromptProgress(id="progress")
                 yield ChatInput(id="input")
-            if tree_panel is not None:
-                yield tree_panel(id="tree", classes="side-panel")
+            yield TreePanel(id="tree", classes="side-panel")
         yield StatusBar(id="status")
         yield Footer()
 
@@ -111,9 +100,13 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
     def progress(self) -> PromptProgress:
         return self.query_one(PromptProgress)
 
-    def panel(self, panel_id: str) -> Any:
-        found = self.query(f"#{panel_id}")
-        return found.first() if found else None
+    @property
+    def tree_panel(self) -> TreePanel:
+        return self.query_one(TreePanel)
+
+    @property
+    def session_list(self) -> SessionList:
+        return self.query_one(SessionList)
 
     # -- showing the conversation -------------------------------------------------------
 
@@ -133,14 +126,14 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
 
     def refresh_panels(self) -> None:
         conversation = self.controller.conversation
-        tree = self.panel("tree")
-        if tree is not None and tree.has_class("-open") and conversation is not None:
+        tree = self.tree_panel
+        if tree.has_class("-open") and conversation is not None:
             saved = getattr(self.controller, "saved_message_ids", lambda: set())()
             head = conversation.head
             tree.show(conversation.tree, {m.id for m in conversation.active_path()}, saved,
                       head.id if head else None)
-        sessions = self.panel("sessions")
-        if sessions is not None and sessions.has_class("-open"):
+        sessions = self.session_list
+        if sessions.has_class("-open"):
             sessions.show(self.controller.store.list_sessions(),
                           conversation.session_id if conversation else None)
 

@@ -1,27 +1,26 @@
 """Gestures on sessions, models and panels, and the start-up sequence.
 
 The screen appears first; the model loads in a worker behind it (progress in the status
-line), so a large model never leaves the user looking at a blank terminal. Pickers and
-dialogs come from their own modules and are optional: without them the matching keys
-say so instead of failing.
+line), so a large model never leaves the user looking at a blank terminal. The pickers,
+dialogs and panels are their own widgets; this mixin only decides what happens with
+what they return.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sessions.store import StoreError
+from tui.screens.dialogs import ExportScreen, TextPrompt
+from tui.screens.model_picker import ModelPicker
+from tui.screens.session_picker import SessionPicker
 from tui.startup import plan_startup, session_model
+from tui.widgets.session_list import SessionList
+from tui.widgets.tree_panel import TreePanel
 
 if TYPE_CHECKING:
     from tui.screens.main_screen import MainScreen
-
-
-def _optional(module: str, name: str) -> Any:
-    from tui.screens.main_screen import optional_widget
-
-    return optional_widget(module, name)
 
 
 class SessionActions:
@@ -84,23 +83,20 @@ class SessionActions:
         await self.when_idle(self.new_chat)
 
     def action_open_session(self: "MainScreen") -> None:
-        picker = _optional("tui.screens.session_picker", "SessionPicker")
-        if picker is None:
-            self.notify("The session picker is not available.")
-            return
         conversation = self.controller.conversation
 
         async def chosen(session_id: int | None) -> None:
             if session_id is not None:
                 await self.when_idle(lambda: self.open_chat(session_id))
 
-        self.app.push_screen(picker(self.controller.store, current_id=conversation.session_id if conversation
-                                    else None), chosen)
+        current = conversation.session_id if conversation else None
+        self.app.push_screen(SessionPicker(self.controller.store, current_id=current), chosen)
 
-    async def on_session_list_session_chosen(self: "MainScreen", message: Any) -> None:
+    # Handlers by name: ``@on`` is only collected from Textual classes, not from mixins.
+    async def on_session_list_session_chosen(self: "MainScreen", message: SessionList.SessionChosen) -> None:
         await self.when_idle(lambda: self.open_chat(message.session_id))
 
-    async def on_tree_panel_node_chosen(self: "MainScreen", message: Any) -> None:
+    async def on_tree_panel_node_chosen(self: "MainScreen", message: TreePanel.NodeChosen) -> None:
         async def choose() -> None:
             self.controller.conversation.select(message.message_id)
             self.conversation_view.select(message.message_id)
@@ -111,9 +107,8 @@ class SessionActions:
             await self.when_idle(choose)
 
     def action_rename_session(self: "MainScreen") -> None:
-        prompt = _optional("tui.screens.dialogs", "TextPrompt")
         conversation = self.controller.conversation
-        if prompt is None or conversation is None:
+        if conversation is None:
             return
 
         async def renamed(title: str | None) -> None:
@@ -121,26 +116,21 @@ class SessionActions:
                 self.controller.store.rename_session(conversation.session_id, title.strip())
                 await self.refresh_view()
 
-        self.app.push_screen(prompt("Rename this chat", conversation.session.title), renamed)
+        self.app.push_screen(TextPrompt("Rename this chat", conversation.session.title), renamed)
 
     def action_export(self: "MainScreen") -> None:
-        export = _optional("tui.screens.dialogs", "ExportScreen")
         conversation = self.controller.conversation
-        if export is None or conversation is None:
+        if conversation is None:
             return
         def exported(path: Path | None) -> None:
             if path is not None:
                 self.notify(f"Exported to {path}", markup=False)
 
-        self.app.push_screen(export(self.controller.store, conversation.session_id), exported)
+        self.app.push_screen(ExportScreen(self.controller.store, conversation.session_id), exported)
 
     # -- models -----------------------------------------------------------------------------
 
     def choose_model(self: "MainScreen") -> None:
-        picker = _optional("tui.screens.model_picker", "ModelPicker")
-        if picker is None:
-            self.notify("No model to load: start llamachat with -m PATH or --demo.", severity="warning")
-            return
 
         async def chosen(path: Path | None) -> None:
             if path is None:
@@ -149,7 +139,7 @@ class SessionActions:
                 return
             await self.when_idle(lambda: self.switch_to_model(Path(path)))
 
-        self.app.push_screen(picker(self.config), chosen)
+        self.app.push_screen(ModelPicker(self.config), chosen)
 
     async def switch_to_model(self: "MainScreen", path: Path) -> None:
         if self.controller.conversation is None:
@@ -162,11 +152,7 @@ class SessionActions:
 
     # -- panels -----------------------------------------------------------------------------
 
-    def toggle_panel(self: "MainScreen", panel_id: str, what: str) -> None:
-        panel = self.panel(panel_id)
-        if panel is None:
-            self.notify(f"The {what} is not available.")
-            return
+    def toggle_panel(self: "MainScreen", panel: TreePanel | SessionList) -> None:
         panel.toggle_class("-open")
         self.refresh_panels()
         if panel.has_class("-open"):
@@ -175,7 +161,7 @@ class SessionActions:
             self.chat_input.focus()
 
     def action_toggle_tree(self: "MainScreen") -> None:
-        self.toggle_panel("tree", "tree panel")
+        self.toggle_panel(self.tree_panel)
 
     def action_toggle_sessions(self: "MainScreen") -> None:
-        self.toggle_panel("sessions", "session list")
+        self.toggle_panel(self.session_list)
