@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tui.helpers import headers, main_screen, ready, send, settle, shown_texts, wait_for
+from tests.tui.helpers import headers, main_screen, ready, send, settle, shown_texts, type_text, wait_for
 from tui.startup import StartupRequest
 
 
@@ -87,3 +87,32 @@ async def test_with_nothing_to_reopen_the_model_picker_comes_first(make_app, fak
         assert screen.controller.conversation.session.model_path == str(fake_model)
         await send(pilot, "hello")
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
+
+
+async def test_rename_and_export_the_chat(make_app, tmp_path):
+    from textual.widgets import Input
+
+    from tui.screens.dialogs import ExportScreen, TextPrompt
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "hello")
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextPrompt), "the rename prompt")
+        await type_text(pilot, "Greetings")  # the old title is selected, typing replaces it
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, TextPrompt), "the prompt to close")
+        await pilot.pause()
+        assert screen.controller.conversation.session.title == "Greetings"
+        assert screen.conversation_view.border_title == "Greetings"
+
+        target = tmp_path / "chat.md"
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), "the export dialog")
+        app.screen.query_one("#export-path", Input).value = str(target)
+        app.screen.query_one("#export-path", Input).focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ExportScreen), "the export to finish")
+        assert "hello" in target.read_text()
+        assert any(str(target) in n.message for n in app._notifications)

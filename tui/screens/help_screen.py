@@ -35,19 +35,10 @@ def key_rows(keymap: Mapping[str, str], display) -> list[tuple[str, str, str]]:
 class HelpScreen(ModalScreen[None]):
     """The key list (F1); Esc, F1 or q closes it."""
 
+    CSS_PATH = "help_screen.tcss"
     BINDINGS = [
         Binding("escape,f1,q", "dismiss", "Close", id="help.close"),
     ]
-
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > Vertical {
-        width: 80; max-width: 100%; height: 90%;
-        border: round $primary; background: $surface; padding: 0 1;
-    }
-    HelpScreen #help-intro { height: auto; color: $text-muted; margin: 0 0 1 0; }
-    HelpScreen DataTable { height: 1fr; }
-    """
 
     def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
         super().__init__()
