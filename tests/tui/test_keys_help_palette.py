@@ -65,3 +65,11 @@ async def test_the_palette_runs_actions(make_app):
         await settle(pilot)
         assert shown_texts(screen)[1] != first
         assert "‹ 2/2 ›" in headers(screen)[1]
+
+
+async def test_the_palette_key_can_be_rebound_too(make_app):
+    app = make_app(config=Config(keys={"command-palette": "f12"}))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
