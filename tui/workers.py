@@ -19,12 +19,15 @@ from textual import work
 from textual.worker import Worker
 
 from sessions.controller import ControllerError, GenerationCancelled, SessionController
-from sessions.tree import Message
+from sessions.store import StoreError
+from sessions.tree import Message, TreeError
 
 if TYPE_CHECKING:
     from sessions.engine.branch_engine import PrepareResult
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate"})
+GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
+"""What the core raises, with a message written for the user, when a gesture cannot be done."""
 
 IdleCallback = Callable[[], Awaitable[None] | None]
 
@@ -107,7 +110,7 @@ class EngineWork:
         model load is never interrupted). The reply written so far is kept.
         """
         if not self.engine_jobs():
-            await _call(callback)
+            await self._run_gesture(callback)
             return
         self._idle_callbacks.append(callback)
         if stop and self.engine_jobs("generate", "warm"):
@@ -116,10 +119,13 @@ class EngineWork:
     async def run_idle_callbacks(self) -> None:
         """Called when an engine job ends: run what was waiting, in order."""
         while self._idle_callbacks and not self.engine_jobs():
-            await _call(self._idle_callbacks.pop(0))
+            await self._run_gesture(self._idle_callbacks.pop(0))
 
-
-async def _call(callback: IdleCallback) -> None:
-    result = callback()
-    if inspect.isawaitable(result):
-        await result
+    async def _run_gesture(self, callback: IdleCallback) -> None:
+        """Run a gesture; a refusal from the core becomes a notification, not a crash."""
+        try:
+            result = callback()
+            if inspect.isawaitable(result):
+                await result
+        except GESTURE_ERRORS as error:
+            self.notify(str(error), severity="error", markup=False)  # type: ignore[attr-defined]

@@ -146,3 +146,23 @@ async def test_the_selected_message_is_highlighted_and_the_cursor_walks_the_bran
         await pilot.press("ctrl+down", "ctrl+down")  # past the last one: no selection
         assert screen.conversation_view.selected_id is None
         assert not any(v.has_class("-selected") for v in views)
+
+
+async def test_a_gesture_the_core_refuses_is_reported_and_the_app_goes_on(make_app, monkeypatch):
+    from sessions.controller import ControllerError
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "hello")
+
+        def refuse(message_id):
+            raise ControllerError("the reply cannot be regenerated right now")
+
+        monkeypatch.setattr(screen.controller, "regenerate_point", refuse)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert any("cannot be regenerated" in n.message for n in app._notifications)
+        assert app.is_running and len(shown_texts(screen)) == 2
+        await send(pilot, "still working")
+        assert shown_texts(screen)[2] == ("user", "still working")

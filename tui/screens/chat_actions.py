@@ -98,7 +98,11 @@ class ChatActions:
         conversation = self.controller.conversation
         if not self.model_ready or conversation is None or conversation.head is None or self.engine_jobs():
             return
-        plan = self.controller.plan_for(conversation.head.id)
+        try:
+            plan = self.controller.plan_for(conversation.head.id)
+        except Exception as error:  # a template that fails on this branch, a store error
+            self.notify(f"Cannot prepare this branch: {error}", severity="error", markup=False)
+            return
         if plan.tokens_to_evaluate > SLOW_SWITCH_TOKENS or plan.estimate_seconds > SLOW_SWITCH_SECONDS:
             note = (f"switching will evaluate {plan.tokens_to_evaluate:,} tokens "
                     f"(~{seconds_words(plan.estimate_seconds)})")

@@ -20,9 +20,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from sessions.config import Config
-from sessions.controller import ControllerError, SessionController
-from sessions.store import StoreError
-from sessions.tree import TreeError
+from sessions.controller import SessionController
 from tui import events
 from tui.bindings import bindings_for
 from tui.screens.chat_actions import ChatActions, InputMode
@@ -34,11 +32,10 @@ from tui.widgets.prompt_progress import PromptProgress
 from tui.widgets.session_list import SessionList
 from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
-from tui.workers import ENGINE_GROUPS, EngineWork, describe_failure
+from tui.workers import ENGINE_GROUPS, GESTURE_ERRORS, EngineWork, describe_failure
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
-USER_ERRORS = (ControllerError, StoreError, TreeError)
 STREAM_INTERVAL = 1 / 12
 """Seconds between two updates of a reply being written."""
 
@@ -278,7 +275,7 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
                 message = self.controller.edit(mode.target_id, text)
             else:
                 message = self.controller.send(text, parent_id=mode.target_id)
-        except USER_ERRORS as error:
+        except GESTURE_ERRORS as error:
             self.notify(str(error), severity="error", markup=False)
             return
         self.chat_input.clear()
