@@ -176,31 +176,85 @@ class SessionController:
     # -- generation (worker thread) ------------------------------------------------------
 
     def cancel(self) -> None:
-        """Stop the current prompt or reply as soon as possible (any thread)."""
+        """Stop the running job, or the next one to start, as soon as possible (any thread).
+
+        A stop that arrives between scheduling a job and its thread starting must not be
+        lost, so the flag is cleared when a job *ends*, not when it starts. A caller that
+        may have pressed stop while nothing was scheduled calls ``reset_cancel`` first.
+        """
         self._stop.set()
         if self.engine is not None:
             self.engine.request_abort()
 
+    def reset_cancel(self) -> None:
+        """Forget a stop that came while no job was running (call before scheduling one)."""
+        self._stop.clear()
+        if self.engine is not None:
+            self.engine.clear_abort()
+
+    def _job_ended(self) -> None:
+        self.reset_cancel()
+
     def warm(self, leaf_id: int | None = None):
         """Make the branch ending at ``leaf_id`` live now (e.g. after a switch)."""
+        from sessions.engine.context import DecodeCancelled
+
         engine = self._engine()
+        try:
+            if self._stop.is_set():
+                raise DecodeCancelled()
+            with self._lock:
+                conv = self._conv()
+                path = conv.tree.path_to(leaf_id if leaf_id is not None else conv.head.id)
+                tokens, ends, stepped = branch_tokens(self.store, engine, path)
+            return engine.prepare(tokens, ends, stepped, self._progress)
+        finally:
+            self._job_ended()
+
+    def saved_message_ids(self) -> set[int]:
+        """Messages whose state at their end is checkpointed (RAM or disk) for this model.
+
+        Walks the tree once, hashing each branch's tokens as it goes, so the cost is
+        the tree's token count, not the sum of its branches.
+        """
+        from sessions.checkpoints import PrefixHasher
+
+        engine, conv = self.engine, self.conversation
+        if engine is None or conv is None:
+            return set()
         with self._lock:
-            conv = self._conv()
-            path = conv.tree.path_to(leaf_id if leaf_id is not None else conv.head.id)
-            tokens, ends, stepped = branch_tokens(self.store, engine, path)
-        return engine.prepare(tokens, ends, stepped, self._progress)
+            tree = conv.tree
+            frozen = self.store.session_tokens(conv.session_id)
+        fingerprint, saved = engine.info.fingerprint, set()
+        stack = [(root, PrefixHasher()) for root in tree.roots()]
+        while stack:
+            message, hasher = stack.pop()
+            tokens = frozen.get(message.id, {}).get(fingerprint)
+            if tokens is None:
+                continue  # not tokenized for this model yet: nothing below can be saved
+            hasher = hasher.copy().extend(tokens)
+            if tokens and engine.is_saved(hasher.hexdigest()):
+                saved.add(message.id)
+            stack.extend((child, hasher) for child in tree.children(message.id))
+        return saved
 
     def _progress(self, done: int, total: int, rate: float) -> None:
         self.listener(PromptProgressed(done, total, rate))
 
     def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
         """Answer the user message at the head; the reply is stored and becomes the head."""
-        from sessions.engine.context import DecodeCancelled
-
         engine = self._engine()
         t_request = time.perf_counter()
-        self._stop.clear()
-        engine.clear_abort()
+        try:
+            return self._generate(engine, t_request, max_tokens, sampling)
+        finally:
+            self._job_ended()
+
+    def _generate(self, engine, t_request: float, max_tokens: int | None, sampling: SamplingSettings | None) -> Message:
+        from sessions.engine.context import DecodeCancelled
+
+        if self._stop.is_set():
+            raise GenerationCancelled("stopped before the reply started")
         with self._lock:
             conv = self._conv()
             head = conv.head
@@ -229,6 +283,8 @@ class SessionController:
             )
         finally:
             self.generating = False
+        if not result.tokens and result.stop_reason == "cancelled":
+            raise GenerationCancelled("stopped before the reply started")
         t_end = time.perf_counter()
         first = result.first_token_at
         n = len(result.tokens)

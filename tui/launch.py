@@ -9,15 +9,9 @@ Everything opened here is closed here, after the app has stopped.
 from __future__ import annotations
 
 import argparse
-import os
 from contextlib import nullcontext
-from pathlib import Path
-from typing import Callable
 
 from sessions.config import Config
-
-MIB = 1024 * 1024
-
 
 def main(argv: list[str] | None = None) -> int:
     from sessions import cli
@@ -25,51 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     return cli.main(argv, run_app=_run_app)
 
 
-def engine_factory(checkpoints) -> Callable:
-    """The controller's factory: a ``LlamaChatEngine`` sharing one checkpoint store."""
-
-    def make(path: Path, settings, on_progress: Callable[[float], None]):
-        from sessions.engine.chat_engine import LlamaChatEngine
-        from sessions.engine.context import ContextParams
-
-        params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch,
-                               n_threads=settings.threads or default_threads())
-        return LlamaChatEngine(path, params, n_gpu_layers=settings.n_gpu_layers, checkpoints=checkpoints,
-                               interval=settings.checkpoint_interval, on_progress=on_progress)
-
-    return make
-
-
-def default_threads(cpus: int | None = None) -> int:
-    """Generation threads when the config does not say: every core but one, at most 8.
-
-    llama.cpp's threads wait for each other at every step of a token; when one of them
-    loses its core to the UI thread, all of them wait for it, and a busy screen can
-    slow a reply a hundredfold. Leaving a core to the UI avoids that.
-    """
-    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
-    return max(1, min(8, cpus - 1))
-
-
-def engine_settings(config: Config):
-    from sessions.controller import EngineSettings
-
-    return EngineSettings(n_ctx=config.n_ctx, n_batch=config.n_batch, n_gpu_layers=config.n_gpu_layers,
-                          threads=config.threads, checkpoint_interval=config.checkpoints.interval)
-
-
-def checkpoint_store(config: Config, on_problem: Callable[[str], None]):
-    """The RAM + disk checkpoint store the config asks for (None when turned off)."""
-    if not config.checkpoints.enabled:
-        return None
-    from sessions.checkpoints import CheckpointStore
-
-    return CheckpointStore(ram_bytes=config.checkpoints.ram_mb * MIB, disk_bytes=config.checkpoints.disk_mb * MIB,
-                           on_problem=on_problem)
-
-
 def _run_app(args: argparse.Namespace, config: Config) -> int:
-    from sessions.controller import SessionController
+    from sessions.controller import EngineSettings, SessionController
+    from sessions.engine.factory import llama_engine_factory, open_checkpoints
     from sessions.events import NoticeRaised
     from sessions.store import SessionStore
     from tui.app import LlamaChatApp
@@ -82,9 +34,9 @@ def _run_app(args: argparse.Namespace, config: Config) -> int:
         if app is not None:
             app.forwarder(NoticeRaised(text, "warning"))
 
-    checkpoints = checkpoint_store(config, problem)
-    controller = SessionController(store, engine_factory=engine_factory(checkpoints),
-                                   settings=engine_settings(config), sampling=config.sampling)
+    checkpoints = open_checkpoints(config, problem)
+    controller = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
+                                   settings=EngineSettings.from_config(config), sampling=config.sampling)
     try:
         app = LlamaChatApp(controller, config=config, startup=StartupRequest.from_args(args))
         app.run()

@@ -79,9 +79,6 @@ class EngineWork:
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False, description="preparing the branch")
     def warm_job(self, leaf_id: int) -> "PrepareResult":
         with self._engine_lock:
-            engine = self.controller.engine
-            if engine is not None:
-                engine.clear_abort()  # a stop pressed after the last job ended must not hit this one
             return self.controller.warm(leaf_id)
 
     # -- state ------------------------------------------------------------------------

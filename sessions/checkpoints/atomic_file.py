@@ -15,6 +15,8 @@ import secrets
 from pathlib import Path
 from typing import Iterable
 
+from ..crashpoints import crashpoint
+
 TEMP_SUFFIX = ".tmp"
 STALE_TEMP_SECONDS = 3600.0
 """A temp file this old is a leftover even if its writer's pid is alive (reused pid)."""
@@ -37,7 +39,9 @@ def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
+        crashpoint("checkpoint.before_rename")
         os.replace(temp, path)
+        crashpoint("checkpoint.after_rename")
     except BaseException:
         try:
             temp.unlink()

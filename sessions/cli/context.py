@@ -31,6 +31,8 @@ class CommandContext:
             from sessions.store import SessionStore
 
             self._store = SessionStore.open()
+            if self._store.recovery_notice:
+                self.note(f"warning: {self._store.recovery_notice}")
         return self._store
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, StateCompat, prefix_hash
+from sessions.crashpoints import crashpoint
 from sessions.engine.context import DecodeCancelled, LlamaContext
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, cut_allowed, plan_route
@@ -167,6 +168,7 @@ class BranchEngine:
                     raise
                 self.live = target[:b]
                 self.live_logits = None
+                crashpoint("decode.batch")
                 if on_progress:
                     done = b - start
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
@@ -266,6 +268,7 @@ def generate(
         engine.live.append(token)
         engine.live_logits = logits
         tokens.append(token)
+        crashpoint("generate.token")
         text = detok.push(token)
         if text and on_text:
             on_text(text)

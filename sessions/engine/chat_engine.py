@@ -46,6 +46,7 @@ class ChatEngine(Protocol):
         on_text: Callable[[str], None] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> GenerateResult: ...
+    def is_saved(self, prefix: str) -> bool: ...
     def request_abort(self) -> None: ...
     def clear_abort(self) -> None: ...
     def close(self) -> None: ...
@@ -90,6 +91,11 @@ class LlamaChatEngine:
             return generate(self.branches, logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop)
         finally:
             sampler.close()
+
+    def is_saved(self, prefix: str) -> bool:
+        """Whether the state after the token prefix with this hash is checkpointed."""
+        store = self.branches.store
+        return store is not None and store.has(self.branches.compat, prefix)
 
     def request_abort(self) -> None:
         self.ctx.request_abort()

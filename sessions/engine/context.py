@@ -38,6 +38,17 @@ class DecodeCancelled(Exception):
     """The user stopped the work; the live sequence no longer matches any token list."""
 
 
+def default_threads(cpus: int | None = None) -> int:
+    """Threads when the config does not say: every core but one, at most 8.
+
+    llama.cpp's threads wait for each other at every step of a token; when one of them
+    loses its core (to the UI thread, or to anything else on the machine) all of them
+    wait, and a reply can slow down a hundredfold. Leaving a core free avoids that.
+    """
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    return max(1, min(8, cpus - 1))
+
+
 @dataclass(frozen=True)
 class ContextParams:
     """What a context is made with. ``compat`` lists the ones a saved state depends on."""
@@ -57,7 +68,7 @@ class ContextParams:
     type_v: int = 1
 
     def threads(self) -> int:
-        return self.n_threads or max(1, min(8, os.cpu_count() or 1))
+        return self.n_threads or default_threads()
 
     def compat(self) -> str:
         """Canonical string of the settings a sequence-state blob must match to load."""

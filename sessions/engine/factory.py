@@ -30,8 +30,12 @@ def llama_engine_factory(checkpoints=None) -> Callable:
     return make
 
 
-def open_checkpoints(config):
-    """The checkpoint store the config asks for (None when checkpoints are disabled)."""
+def open_checkpoints(config, on_problem: Callable[[str], None] | None = None):
+    """The RAM + disk checkpoint store the config asks for (None when turned off).
+
+    ``on_problem`` hears, in plain words, about checkpoint files that failed verification
+    and were deleted; it may be called from the store's writer thread.
+    """
     from sessions.checkpoints import CheckpointStore
 
     if not config.checkpoints.enabled:
@@ -39,4 +43,5 @@ def open_checkpoints(config):
     return CheckpointStore(
         ram_bytes=config.checkpoints.ram_mb << 20,
         disk_bytes=config.checkpoints.disk_mb << 20,
+        on_problem=on_problem,
     )

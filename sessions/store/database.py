@@ -5,7 +5,9 @@ is created private (0600, in a 0700 folder) before SQLite touches it; a file tha
 an SQLite database, a damaged one, or one written by a newer llamachat is refused with a
 plain-words error and left exactly as it was, never "repaired" by starting afresh. Once
 open, the database runs in WAL mode with ``synchronous=FULL``: a change that a method
-reported as done survives a crash or power cut.
+reported as done survives a crash or power cut. What a crash cannot do, a disk can: a
+damaged file is replaced by its verified backup when there is one (``backup``), the
+damaged file kept aside, and ``Database.recovery_notice`` says what happened.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from sessions.crashpoints import crashpoint
 from sessions.paths import ensure_private_dir
+from sessions.store import backup
+from sessions.store.backup import DatabaseDamaged
 from sessions.store.errors import StoreError
 from sessions.store.schema import SCHEMA_VERSION, apply_migrations, current_version
 
@@ -39,6 +44,8 @@ class Database:
         self.path = path
         self._lock = threading.RLock()
         self._depth = 0
+        self.recovery_notice: str | None = None
+        """Set when opening replaced a damaged file by its backup: what happened, in words."""
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -49,7 +56,8 @@ class Database:
                 raise StoreError(f"the session database could not be read: {error}") from error
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, crash_label: str | None = None) -> Iterator[sqlite3.Connection]:
+        """``crash_label`` names the crash points around the commit (see ``crashpoints``)."""
         with self._lock:
             if self._depth:
                 yield from self._savepoint()
@@ -67,11 +75,15 @@ class Database:
                 self._rollback()
                 raise
             self._depth = 0
+            if crash_label:
+                crashpoint(f"{crash_label}.before_commit")
             try:
                 self.conn.execute("COMMIT")
             except sqlite3.Error as error:
                 self._rollback()
                 raise StoreError(f"the session database could not save the change: {error}") from error
+            if crash_label:
+                crashpoint(f"{crash_label}.after_commit")
 
     def _begin(self) -> None:
         try:
@@ -102,11 +114,12 @@ class Database:
             self.conn.close()
 
 
-def _refuse(path: Path, why: str) -> StoreError:
-    return StoreError(
+def _refuse(path: Path, why: str, *, damaged: bool = False) -> StoreError:
+    message = (
         f"cannot open the session database {path}: {why}. The file was left untouched; "
         "move it aside (or restore a backup) to start with an empty database."
     )
+    return DatabaseDamaged(message, why) if damaged else StoreError(message)
 
 
 def _check_file(path: Path) -> bool:
@@ -124,8 +137,16 @@ def _check_file(path: Path) -> bool:
     with open(path, "rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     if header and header != SQLITE_HEADER:
-        raise _refuse(path, "it is not an SQLite database")
+        raise _refuse(path, "it is not an SQLite database", damaged=True)
+    if not header and backup.backup_path(path).is_file() and not _has_wal(path):
+        raise _refuse(path, "it is empty", damaged=True)  # truncated to nothing
     return False
+
+
+def _has_wal(path: Path) -> bool:
+    """A new database in WAL mode may keep everything in its -wal until a checkpoint."""
+    wal = path.with_name(path.name + "-wal")
+    return wal.is_file() and wal.stat().st_size > 0
 
 
 def _make_private(path: Path) -> None:
@@ -137,9 +158,23 @@ def _make_private(path: Path) -> None:
 
 
 def open_database(path: Path) -> Database:
-    """Open (creating if needed) and migrate the database at ``path``."""
+    """Open (creating if needed) and migrate the database at ``path``.
+
+    A damaged file is replaced by its backup when that one checks out (the database's
+    ``recovery_notice`` then says so); otherwise it is refused and left untouched.
+    """
+    try:
+        return _open(path)
+    except DatabaseDamaged as damage:
+        notice = backup.recover(path, damage)  # raises when there is no usable backup
+    database = _open(path)
+    database.recovery_notice = notice
+    return database
+
+
+def _open(path: Path) -> Database:
     ensure_private_dir(path.parent)
-    _check_file(path)
+    created = _check_file(path)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     conn.row_factory = sqlite3.Row
     try:
@@ -147,9 +182,9 @@ def open_database(path: Path) -> Database:
             version = current_version(conn)
             problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
         except sqlite3.DatabaseError as error:
-            raise _refuse(path, f"it is damaged or not a database ({error})") from error
+            raise _refuse(path, f"it is damaged or not a database ({error})", damaged=True) from error
         if problems != ["ok"]:
-            raise _refuse(path, "it is damaged (" + "; ".join(problems) + ")")
+            raise _refuse(path, "it is damaged (" + "; ".join(problems) + ")", damaged=True)
         if version > SCHEMA_VERSION:
             raise _refuse(
                 path,
@@ -163,6 +198,8 @@ def open_database(path: Path) -> Database:
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
         apply_migrations(conn)
+        if not created:
+            backup.backup_if_due(conn, path)  # a copy of a file that just passed its check
     except StoreError:
         conn.close()
         raise

@@ -46,6 +46,7 @@ class SessionStore:
 
     def __init__(self, database: Database) -> None:
         self._db = database
+        self.recovery_notice: str | None = database.recovery_notice  # show it to the user
 
     @classmethod
     def open(cls, path: Path | None = None) -> "SessionStore":
@@ -187,7 +188,7 @@ class SessionStore:
         if not isinstance(text, str):
             raise StoreError(f"message text must be a string, not {type(text).__name__}")
         now = time.time()
-        with self._db.transaction() as conn:
+        with self._db.transaction(crash_label="store") as conn:
             session = lookups.session(conn, session_id)
             if parent_id is not None:
                 lookups.message_in(conn, session_id, parent_id)

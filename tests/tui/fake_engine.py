@@ -130,6 +130,11 @@ class FakeEngine:
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
 
+    def is_saved(self, prefix: str) -> bool:
+        from sessions.checkpoints import prefix_hash
+
+        return any(prefix_hash(saved) == prefix for saved in self.saved)
+
     def request_abort(self) -> None:
         self._abort.set()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import sessions.cli
+from sessions.controller import EngineSettings
 from sessions.config import CheckpointConfig, Config
 from sessions.store import StoreError
 from tui import launch
@@ -42,9 +43,11 @@ def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
 
 
 def test_checkpoints_follow_the_config():
+    from sessions.engine.factory import open_checkpoints
+
     off = Config(checkpoints=CheckpointConfig(enabled=False))
-    assert launch.checkpoint_store(off, print) is None
-    store = launch.checkpoint_store(Config(checkpoints=CheckpointConfig(ram_mb=8, disk_mb=16)), print)
+    assert open_checkpoints(off, print) is None
+    store = open_checkpoints(Config(checkpoints=CheckpointConfig(ram_mb=8, disk_mb=16)), print)
     try:
         assert store is not None
     finally:
@@ -54,12 +57,14 @@ def test_checkpoints_follow_the_config():
 def test_engine_settings_come_from_the_config():
     config = Config(n_ctx=4096, n_batch=256, n_gpu_layers=-1, threads=2,
                     checkpoints=CheckpointConfig(interval=512))
-    settings = launch.engine_settings(config)
+    settings = EngineSettings.from_config(config)
     assert (settings.n_ctx, settings.n_batch, settings.n_gpu_layers, settings.threads,
             settings.checkpoint_interval) == (4096, 256, -1, 2, 512)
 
 
 def test_generation_leaves_a_core_to_the_screen():
-    assert launch.default_threads(1) == 1
-    assert launch.default_threads(4) == 3
-    assert launch.default_threads(64) == 8
+    from sessions.engine.context import default_threads
+
+    assert default_threads(1) == 1
+    assert default_threads(4) == 3
+    assert default_threads(64) == 8

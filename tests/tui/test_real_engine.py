@@ -17,7 +17,7 @@ from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from tests.tui.helpers import headers, ready, send, settle, shown_texts, type_text
 from tui.app import LlamaChatApp
-from tui.launch import engine_factory
+from sessions.engine.factory import llama_engine_factory as engine_factory
 from tui.startup import StartupRequest
 
 pytest.importorskip("llama_cpp")

@@ -108,6 +108,7 @@ class ChatActions:
                     f"(~{seconds_words(plan.estimate_seconds)})")
             self.status.set_note(note)
             self.notify(note, timeout=4)
+        self.controller.reset_cancel()  # the engine is idle here: an old stop must not hit this job
         self.warm_job(conversation.head.id)
 
     # -- changing the tree ------------------------------------------------------------------

@@ -295,4 +295,5 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
                 self.notify("No model is loaded: press F5 to choose one.", severity="warning")
             return
         await self.conversation_view.begin_reply()
+        self.controller.reset_cancel()  # the engine is idle here: an old stop must not hit this job
         self.generate_job()

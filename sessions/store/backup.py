@@ -1,0 +1,236 @@
+"""One verified copy of the session database, and the recovery that puts it back.
+
+WAL with ``synchronous=FULL`` makes the database survive crashes and power cuts, but not
+a disk that flips bits, a sync tool that truncates the file, or another program saving
+over it. Refusing such a file keeps it safe but leaves the user with no chats at all, so
+the store keeps ``sessions.sqlite3.bak`` beside it:
+
+- It is written right after an open whose integrity check passed (never of a database
+  that was just created), when the backup is missing or older than
+  ``BACKUP_EVERY_SECONDS``: the copy is always of a file known to be good. SQLite's
+  online backup writes a temp file (0600) in the same folder, switched to a rollback
+  journal so it is one self-contained file, fsynced and renamed over the old backup.
+- When opening finds the database damaged and the backup checks out, the damaged file
+  (with its ``-wal``) is kept as ``sessions.sqlite3.corrupt-<time>`` (never deleted), the
+  backup takes its place, ``salvage`` copies in what it can still read of newer
+  sessions and messages, and the caller gets a plain-words notice of what happened and
+  of what could not be recovered. Without a usable backup the file is refused, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+from sessions.store.errors import StoreError
+from sessions.store.salvage import Salvage, salvage_newer
+from sessions.store.schema import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+BACKUP_SUFFIX = ".bak"
+BACKUP_EVERY_SECONDS = 15 * 60.0
+STALE_TEMP_SECONDS = 3600.0
+_TEMP = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
+
+
+class DatabaseDamaged(StoreError):
+    """A refusal that a backup may cure: the file is damaged or is not a database."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def backup_path(db: Path) -> Path:
+    return db.with_name(db.name + BACKUP_SUFFIX)
+
+
+def backup_if_due(conn: sqlite3.Connection, db: Path, every: float = BACKUP_EVERY_SECONDS) -> bool:
+    """Write the backup if it is missing or older than ``every`` seconds; never raises.
+
+    A failed backup must not stop the user from chatting: it is logged and retried at the
+    next open.
+    """
+    try:
+        age = time.time() - backup_path(db).stat().st_mtime
+    except FileNotFoundError:
+        age = float("inf")
+    except OSError:
+        return False
+    if age < every:
+        return False
+    try:
+        write_backup(conn, db)
+    except (OSError, sqlite3.Error) as error:
+        log.warning("could not back up the session database %s: %s", db, error)
+        return False
+    return True
+
+
+def write_backup(conn: sqlite3.Connection, db: Path) -> Path:
+    """Copy the open database ``conn`` to its backup file, atomically."""
+    final = backup_path(db)
+    _sweep_temps(db)
+    temp = _temp_name(final)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    try:
+        dest = sqlite3.connect(temp, isolation_level=None)
+        try:
+            conn.backup(dest)
+            dest.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal beside it
+        finally:
+            dest.close()
+        _fsync(temp)
+        os.replace(temp, final)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(final.parent)
+    return final
+
+
+def backup_problem(path: Path) -> str | None:
+    """Why the backup at ``path`` cannot be used, or None when it checks out."""
+    try:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+    except sqlite3.Error as error:
+        return str(error)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as error:
+        return f"it is damaged or not a database ({error})"
+    finally:
+        conn.close()
+    if problems != ["ok"]:
+        return "it is damaged (" + "; ".join(problems) + ")"
+    if version > SCHEMA_VERSION:
+        return f"it was written by a newer llamachat (schema {version})"
+    return None
+
+
+def recover(db: Path, damage: DatabaseDamaged) -> str:
+    """Replace the damaged ``db`` by its backup; returns the notice for the user.
+
+    Raises ``damage`` itself when there is no backup, and a ``StoreError`` naming both
+    files when the backup is unusable too; in both cases nothing is moved.
+    """
+    backup = backup_path(db)
+    if not backup.is_file():
+        raise damage
+    problem = backup_problem(backup)
+    if problem is not None:
+        raise StoreError(f"{damage} The backup {backup} cannot be used either: {problem}.")
+    taken = backup.stat().st_mtime
+    temp = _temp_name(db)
+    try:
+        shutil.copyfile(backup, temp)
+        os.chmod(temp, 0o600)
+        _fsync(temp)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    aside = _aside_name(db)
+    _keep_aside(db, aside)
+    os.replace(temp, db)
+    _fsync_folder(db.parent)
+    salvage = salvage_newer(aside, db)
+    return recovery_notice(damage.reason, taken, aside, salvage)
+
+
+def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage) -> str:
+    """What recovery did and what is missing, in words a user can act on."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(taken))
+    parts = [f"the session database could not be used ({reason}), so it was replaced by its "
+             f"backup of {when}; the damaged file is kept as {aside}."]
+    recovered = salvage.messages_recovered
+    if salvage.error is not None and salvage.messages_found is None:
+        parts.append(f"Changes made after {when} could not be read from the damaged file "
+                     f"({salvage.error}) and are not in the restored database.")
+    else:
+        if recovered or salvage.sessions_recovered:
+            parts.append(f"{recovered} message(s) and {salvage.sessions_recovered} session(s) "
+                         "written after the backup were recovered from the damaged file.")
+        if salvage.messages_lost:
+            parts.append(f"{salvage.messages_lost} message(s) written after the backup could "
+                         "not be recovered.")
+        elif not recovered and not salvage.sessions_recovered:
+            parts.append("Nothing newer than the backup was found in the damaged file.")
+        if salvage.error is not None:
+            parts.append(f"Part of the damaged file could not be read ({salvage.error}).")
+    return " ".join(parts)
+
+
+def _keep_aside(db: Path, aside: Path) -> None:
+    """Give the damaged file (and its -wal/-shm) the ``aside`` name; the original name
+    keeps pointing at it until the restored copy is renamed over it."""
+    if db.exists():
+        try:
+            os.link(db, aside)
+        except OSError:
+            shutil.copy2(db, aside)
+    for side in ("-wal", "-shm"):
+        source = db.with_name(db.name + side)
+        if source.exists():
+            os.replace(source, aside.with_name(aside.name + side))
+
+
+def _aside_name(db: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = db.with_name(f"{db.name}.corrupt-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = db.with_name(f"{db.name}.corrupt-{stamp}-{n}")
+    return candidate
+
+
+def _temp_name(final: Path) -> Path:
+    return final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def _sweep_temps(db: Path) -> None:
+    """Remove temp files (of backups and restores) left by a process that was killed."""
+    now = time.time()
+    for path in db.parent.glob(f".{db.name}.*.tmp"):
+        match = _TEMP.fullmatch(path.name)
+        if match is None:
+            continue
+        try:
+            if now - path.stat().st_mtime <= STALE_TEMP_SECONDS:
+                os.kill(int(match.group(1)), 0)
+                continue  # its writer is alive: a write in flight
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError, OverflowError):
+            continue
+        path.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,203 @@
+"""Copy what can still be read of a damaged database into the backup that replaced it.
+
+A backup is older than the damage: the messages written since are only in the damaged
+file. Damage is usually local (a torn or overwritten page), so most rows can still be
+read. This reads the sessions and messages newer than the backup one id at a time (a
+lookup walks from the root, so one bad leaf page loses only the rows on it) and inserts
+the ones whose session and parent exist, with their frozen tokens. Session heads and
+titles are brought up to date, remembered branches copied. Everything goes in one
+transaction of the restored file; the damaged file is only ever read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+MAX_LOOKUPS = 1_000_000
+"""Past this many ids to try, read the table in one scan instead (stops at the damage)."""
+
+
+@dataclass(frozen=True)
+class Salvage:
+    """What was found in the damaged file beyond the backup, and what went in."""
+
+    messages_found: int | None
+    """Newer message ids present or unreadable in the damaged file (None: unknown)."""
+    messages_recovered: int
+    messages_lost: int
+    """Newer messages that could not be read, or whose session or parent is missing."""
+    sessions_recovered: int
+    error: str | None
+    """The first read error met, in SQLite's words."""
+
+
+def salvage_newer(damaged: Path, restored: Path) -> Salvage:
+    """Insert into ``restored`` what ``damaged`` holds beyond it; never raises."""
+    try:
+        src = _open_damaged(damaged)
+    except sqlite3.Error as error:
+        return Salvage(None, 0, 0, 0, str(error))
+    dst = sqlite3.connect(restored, isolation_level=None)
+    try:
+        dst.execute("BEGIN IMMEDIATE")
+        result = _Copier(src, dst).run()
+        dst.execute("COMMIT")
+        return result
+    except sqlite3.Error as error:
+        if dst.in_transaction:
+            dst.execute("ROLLBACK")
+        return Salvage(None, 0, 0, 0, str(error))
+    finally:
+        src.close()
+        dst.close()
+
+
+def _open_damaged(path: Path) -> sqlite3.Connection:
+    """Read-only through its WAL when it has one, else immutable: nothing is written."""
+    wal = path.with_name(path.name + "-wal")
+    modes = ("mode=ro", "immutable=1") if wal.is_file() else ("immutable=1",)
+    for mode in modes:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?" + mode, uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.DatabaseError:
+            conn.close()
+            if mode == modes[-1]:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _Copier:
+    def __init__(self, src: sqlite3.Connection, dst: sqlite3.Connection) -> None:
+        self.src, self.dst = src, dst
+        self.error: str | None = None
+        self.sessions = {row[0] for row in dst.execute("SELECT id FROM sessions")}
+        self.messages = {row[0] for row in dst.execute("SELECT id FROM messages")}
+
+    def run(self) -> Salvage:
+        old_sessions = sorted(self.sessions)
+        new_sessions = self._copy_rows("sessions", max(self.sessions, default=0), self._add_session)[1]
+        found, recovered = self._copy_rows("messages", max(self.messages, default=0), self._add_message)
+        for session_id in old_sessions + new_sessions:
+            self._update_session(session_id)
+        lost = (found - len(recovered)) if found is not None else 0
+        return Salvage(found, len(recovered), lost, len(new_sessions), self.error)
+
+    def _note(self, error: sqlite3.Error) -> None:
+        if self.error is None:
+            self.error = str(error)
+
+    def _columns(self, table: str) -> list[str]:
+        mine = [row[1] for row in self.dst.execute(f"PRAGMA table_info({table})")]
+        try:
+            theirs = {row[1] for row in self.src.execute(f"PRAGMA table_info({table})")}
+        except sqlite3.DatabaseError as error:
+            self._note(error)
+            return mine
+        return [name for name in mine if name in theirs]
+
+    def _copy_rows(self, table: str, after: int, add) -> tuple[int | None, list[int]]:
+        """(ids found or unreadable beyond ``after`` — None if unknown, ids added)."""
+        columns = self._columns(table)
+        found: int | None = 0
+        added: list[int] = []
+        for row in self._rows_after(table, columns, after):
+            if row is None:
+                found = None
+                continue
+            if found is not None:
+                found += 1
+            if isinstance(row, dict) and add(row):
+                added.append(row["id"])
+        return found, added
+
+    def _rows_after(self, table: str, columns: list[str], after: int) -> Iterator[dict | int | None]:
+        """Rows as dicts, an id that could not be read as that int, None for "unknown"."""
+        select = f"SELECT {', '.join(columns)} FROM {table}"
+        last = self._last_id(table)
+        if last is not None and last - after <= MAX_LOOKUPS:
+            for row_id in range(after + 1, last + 1):
+                try:
+                    row = self.src.execute(f"{select} WHERE id = ?", (row_id,)).fetchone()
+                except sqlite3.DatabaseError as error:
+                    self._note(error)
+                    yield row_id
+                    continue
+                if row is not None:
+                    yield dict(zip(columns, row))
+            return
+        try:
+            for row in self.src.execute(f"{select} WHERE id > ? ORDER BY id", (after,)):
+                yield dict(zip(columns, row))
+        except sqlite3.DatabaseError as error:
+            self._note(error)
+        yield None  # the scan cannot say how many rows it missed
+
+    def _last_id(self, table: str) -> int | None:
+        for query in (f"SELECT max(id) FROM {table}",
+                      "SELECT seq FROM sqlite_sequence WHERE name = ?"):
+            try:
+                row = self.src.execute(query, (table,) if "?" in query else ()).fetchone()
+            except sqlite3.DatabaseError as error:
+                self._note(error)
+                continue
+            return int(row[0]) if row is not None and row[0] is not None else 0
+        return None
+
+    def _insert(self, table: str, row: dict, verb: str = "INSERT") -> None:
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.dst.execute(f"{verb} INTO {table}({names}) VALUES ({marks})", tuple(row.values()))
+
+    def _add_session(self, row: dict) -> bool:
+        self._insert("sessions", {**row, "active_leaf_id": None} if "active_leaf_id" in row else row)
+        self.sessions.add(row["id"])
+        return True
+
+    def _add_message(self, row: dict) -> bool:
+        parent = row.get("parent_id")
+        if row.get("session_id") not in self.sessions or (parent is not None and parent not in self.messages):
+            return False
+        self._insert("messages", row)
+        self.messages.add(row["id"])
+        try:
+            tokens = self.src.execute(
+                "SELECT model_fingerprint, tokens FROM message_tokens WHERE message_id = ?", (row["id"],)
+            ).fetchall()
+        except sqlite3.DatabaseError as error:
+            self._note(error)  # the message stays; its tokens are derived again from the text
+            tokens = []
+        for fingerprint, blob in tokens:
+            self._insert("message_tokens", {"message_id": row["id"], "model_fingerprint": fingerprint,
+                                            "tokens": blob}, "INSERT OR REPLACE")
+        return True
+
+    def _update_session(self, session_id: int) -> None:
+        """Newer title, update time and head, and remembered branches, when readable."""
+        try:
+            row = self.src.execute(
+                "SELECT title, updated_at, active_leaf_id FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            remembered = self.src.execute(
+                "SELECT parent_key, child_id FROM remembered_children WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        except sqlite3.DatabaseError as error:
+            self._note(error)
+            return
+        if row is None:
+            return
+        title, updated_at, leaf = row
+        mine = self.dst.execute("SELECT updated_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if mine is not None and updated_at is not None and updated_at >= mine[0]:
+            self.dst.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
+                             (title, updated_at, session_id))
+            if leaf is None or leaf in self.messages:
+                self.dst.execute("UPDATE sessions SET active_leaf_id = ? WHERE id = ?", (leaf, session_id))
+        for parent_key, child_id in remembered:
+            if child_id in self.messages:
+                self._insert("remembered_children", {"session_id": session_id, "parent_key": parent_key,
+                                                     "child_id": child_id}, "INSERT OR REPLACE")
