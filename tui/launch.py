@@ -36,7 +36,7 @@ def _run_app(args: argparse.Namespace, config: Config) -> int:
 
     checkpoints = open_checkpoints(config, problem)
     controller = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
-                                   settings=EngineSettings.from_config(config), sampling=config.sampling)
+                                   settings=EngineSettings.from_config(config), sampling=config.effective_sampling())
     try:
         app = LlamaChatApp(controller, config=config, startup=StartupRequest.from_args(args))
         app.run()

@@ -54,9 +54,9 @@ class Config:
     n_gpu_layers: int = 0
     """Layers offloaded to the GPU; 0 runs on the CPU only, -1 offloads every layer."""
     threads: int | None = None
-    """CPU threads used for generation; unset lets llama.cpp choose."""
+    """CPU threads used for generation; unset uses every core but one (at most 8)."""
     seed: int = -1
-    """Seed of the model context; -1 picks a random one."""
+    """Seed for sampling replies; -1 picks a new one for every reply. Overrides ``sampling.seed``."""
     system_prompt: str | None = None
     """System message put at the start of every new session; unset adds none."""
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
@@ -70,6 +70,10 @@ class Config:
 
     def with_(self, **changes: Any) -> "Config":
         return replace(self, **changes)
+
+    def effective_sampling(self) -> SamplingSettings:
+        """The sampling settings with the top-level ``seed`` (and ``--seed``) applied."""
+        return self.sampling if self.seed < 0 else self.sampling.with_(seed=self.seed)
 
     def with_overrides(self, **overrides: Any) -> "Config":
         """Apply command-line overrides, ignoring the ones that were not given (None)."""

@@ -34,9 +34,9 @@ def config_template() -> str:
 # n_batch = {c.n_batch}
 # Layers offloaded to the GPU (0: CPU only, -1: all of them).
 # n_gpu_layers = {c.n_gpu_layers}
-# CPU threads; leave unset to let llama.cpp choose.
+# CPU threads; leave unset to use every core but one (at most 8).
 # threads = 4
-# Seed of the model context (-1: random).
+# Seed for sampling replies (-1: a new one every reply); --seed sets it for one run.
 # seed = {c.seed}
 
 # System message put at the start of every new session.

@@ -67,11 +67,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     store = ctx.store()
     session = store.get_session(session_arg) if session_arg is not None else None
-    sampling = ctx.config.sampling
+    sampling = ctx.config.effective_sampling()  # --seed is applied to the config already
     if args.temp is not None:
         sampling = sampling.with_(temperature=args.temp)
-    if getattr(args, "seed", None) is not None:
-        sampling = sampling.with_(seed=args.seed)
 
     def listen(event) -> None:
         if isinstance(event, TextStreamed):
