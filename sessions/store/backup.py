@@ -149,6 +149,7 @@ def recover(db: Path, damage: DatabaseDamaged) -> str:
 def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage) -> str:
     """What recovery did and what is missing, in words a user can act on."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(taken))
+    reason = " ".join(reason.split())  # SQLite's integrity report spans several lines
     parts = [f"the session database could not be used ({reason}), so it was replaced by its "
              f"backup of {when}; the damaged file is kept as {aside}."]
     recovered = salvage.messages_recovered
