@@ -10,17 +10,18 @@ kinds of model memory, and running every check after each kill.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from tests.trials.crash import MODELS, CrashTrials
+from tests.trials.crash_checks import CheckpointScanner, DatabaseProblem, read_database, verify_file
 from tests.trials.crash_plan import KILL_KINDS
-
-pytestmark = pytest.mark.engine
 
 KILLS = 12
 
 
+@pytest.mark.engine
 def test_short_crash_trials(tmp_path):
     work = tmp_path / "crash"
     work.mkdir()
@@ -34,3 +35,46 @@ def test_short_crash_trials(tmp_path):
     assert report.checks["confirmed_messages_checked"] > 0
     assert report.check_runs_restoring > 0, "no check reply restored anything: the comparison proves nothing"
     assert report.temp_files_cleaned == report.temp_files_left_by_kills
+
+
+# The checks themselves must be able to fail: a bad file or a damaged database is caught.
+
+
+def _one_checkpoint(folder: Path) -> Path:
+    from sessions.checkpoints import CheckpointStore, Segment, StateCompat, prefix_hash
+
+    segment = Segment(compat=StateCompat("trial-model", "trial-params"), prefix=prefix_hash([1, 2, 3]),
+                      parent=None, start=0, end=3, state=bytes(range(256)) * 4, logits=None)
+    with CheckpointStore(folder, ram_bytes=1 << 20, disk_bytes=1 << 30) as store:
+        store.put(segment)
+    (path,) = folder.glob("*/*.ckpt")
+    return path
+
+
+def test_scanner_reports_a_torn_file_and_a_flipped_payload(tmp_path):
+    scanner = CheckpointScanner(tmp_path / "ck")
+    path = _one_checkpoint(tmp_path / "ck")
+    assert scanner.scan().bad == [] and verify_file(path) is None
+    data = path.read_bytes()
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # header intact: only a full read sees it
+    scan = scanner.scan()
+    assert scan.bad == [f"{path.name}: checksum mismatch"]
+    path.write_bytes(data[: len(data) // 2])
+    scan = scanner.scan()
+    assert len(scan.problems) == 1 and path.name in scan.problems[0] and not path.exists()
+
+
+def test_database_check_refuses_a_database_that_needed_repair(tmp_path):
+    from sessions.store import SessionStore
+
+    db = tmp_path / "sessions.sqlite3"
+    with SessionStore.open(db) as store:
+        store.add_message(store.create_session().id, None, "user", "hello")
+    assert len(read_database(db).messages) == 1  # this open also wrote the backup
+    db.write_bytes(b"not a database\n" * 10)
+    with pytest.raises(DatabaseProblem, match="opening needed a recovery"):
+        read_database(db)  # recovered, but a kill must never need that
+    db.write_bytes(b"not a database\n" * 10)
+    db.with_name(db.name + ".bak").unlink()
+    with pytest.raises(DatabaseProblem, match="does not open"):
+        read_database(db)
