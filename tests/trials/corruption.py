@@ -1,6 +1,6 @@
 """Corruption trials: damage every file llamachat keeps, check each is caught and cured.
 
-    python -m tests.trials.corruption [--json] [--seed S] [--archs llama,gemma3,...]
+    python -m tests.trials.corruption [--json] [--seed S] [--archs llama,gemma3,...] [--workdir DIR]
 
 - checkpoint files (``corrupt_checkpoints``): truncated, emptied, grown, bit-flipped in
   the header, the state or the logits, swapped with another segment, or replaced by the
@@ -76,7 +76,7 @@ def _report(outcomes: list[tuple[str, str, object]], seed: int, seconds: float) 
     detected: Counter = Counter()
     recovered: Counter = Counter()
     failures: list[dict] = []
-    lost_from_backup = salvaged = lost_after_backup = recomputed = 0
+    lost_from_backup = salvaged = lost_after_backup = recomputed = refused = 0
     for target, kind, outcome in outcomes:
         name = f"{target}:{kind}"
         by_kind[name] += 1
@@ -88,6 +88,7 @@ def _report(outcomes: list[tuple[str, str, object]], seed: int, seconds: float) 
             lost_from_backup += outcome.lost_from_backup
             salvaged += outcome.salvaged
             lost_after_backup += outcome.lost_after_backup
+            refused += outcome.ok and not outcome.recovered
         if not outcome.ok:
             failures.append({"corruption": name, **asdict(outcome)})
     totals = Counter(target for target, _, _ in outcomes)
@@ -102,6 +103,7 @@ def _report(outcomes: list[tuple[str, str, object]], seed: int, seconds: float) 
         "detected": dict(detected),
         "recovered": dict(recovered),
         "checkpoint_tokens_recomputed": recomputed,
+        "database_refused_untouched": refused,
         "database_rows_lost_from_backup": lost_from_backup,
         "database_messages_after_backup_salvaged": salvaged,
         "database_messages_after_backup_lost": lost_after_backup,
@@ -118,6 +120,8 @@ def summary(report: dict) -> str:
         lines.append(f"  {target}: {total} made, {report['detected'].get(target, 0)} detected, "
                      f"{report['recovered'].get(target, 0)} recovered")
     lines.append(f"checkpoint tokens recomputed: {report['checkpoint_tokens_recomputed']}")
+    lines.append(f"database refused with both files untouched (backup damaged too): "
+                 f"{report['database_refused_untouched']}")
     lines.append(f"database: rows of the backup lost {report['database_rows_lost_from_backup']}; "
                  f"messages newer than the backup salvaged "
                  f"{report['database_messages_after_backup_salvaged']}, lost "
