@@ -14,7 +14,9 @@ random delay, or once it has printed part of its reply. After every trial:
   file under a final name passes full verification (temp files of killed writers go);
 - the next greedy reply, restored from whatever the kill left on disk, is identical to
   one computed from scratch (a second process on a copy of the database with an empty
-  cache folder, so nothing is restored).
+  cache folder, so nothing is restored); and since the made models' text barely
+  depends on context, the trial process also restores the head branch itself from those
+  files and compares logits bit for bit (``crash_exactness``).
 
 The report counts trials, kills by kind and point, checks and failures (exit status 1
 when any check failed). ``--kills`` is the number of kills to reach (default 200).
@@ -38,6 +40,7 @@ from . import crash_plan
 from .children import KillPlan, finish, run_llamachat, start
 from .crash_report import Report
 from .crash_checks import CheckpointScanner, DatabaseProblem, Heads, copy_database, read_database
+from .crash_exactness import ExactnessProbe
 
 MODELS: dict[str, float] = {"llama": 0.55, "gemma3": 0.15, "lfm2": 0.15, "mamba": 0.15}
 """Share of the trials per model kind."""
@@ -63,6 +66,7 @@ class CrashTrials:
         self.env = dict(base_env, LLAMACHAT_DATA_DIR=str(workdir / "data"),
                         LLAMACHAT_CACHE_DIR=str(workdir / "cache"), LLAMACHAT_CONFIG=str(config))
         self.models = {arch: str(model_path(arch)) for arch in MODELS}
+        self.config = config
         self.sessions: dict[str, int] = {}
         self.confirmed: dict[int, object] = {}
         self.heads = Heads({}, {})
@@ -73,6 +77,13 @@ class CrashTrials:
     # -- running ----------------------------------------------------------------------
 
     def run(self, kills: int) -> Report:
+        self.probe = ExactnessProbe(self.models, self.config)
+        try:
+            return self._run(kills)
+        finally:
+            self.probe.close()
+
+    def _run(self, kills: int) -> Report:
         t0 = time.monotonic()
         for arch in MODELS:  # one session per model, started by a run that is not killed
             result = run_llamachat(["ask", "-m", self.models[arch], "--temp", "0", "--max-tokens", "8",
@@ -158,12 +169,19 @@ class CrashTrials:
         scratch = self.work / "scratch"
         shutil.rmtree(scratch, ignore_errors=True)
         copy_database(self.db, scratch / "data" / "sessions.sqlite3")
+        copy_database(self.db, scratch / "probe" / "sessions.sqlite3")
         text = crash_plan.sentence(self.rng, f"check {self.trial}")
         args = ["ask", "-m", self.models[arch], "--session", str(session), "--temp", "0",
                 "--max-tokens", CHECK_TOKENS, "--stats", text]
         fresh_env = dict(self.env, LLAMACHAT_DATA_DIR=str(scratch / "data"),
                          LLAMACHAT_CACHE_DIR=str(scratch / "cache"))
         children = [start(args, self.env), start(args, fresh_env)]  # both cores at once
+        probe = self.probe.compare(arch, scratch / "probe" / "sessions.sqlite3", session,
+                                   self.work / "cache" / "checkpoints", scratch / "probe")
+        self.report.logits(probe.tokens_restored)
+        if not probe.equal or probe.problems:
+            self.report.fail(self.trial, f"{where}: logits after restoring differ from scratch "
+                                         f"(max {probe.max_difference:.3g}); problems: {probe.problems}")
         restored, fresh = (finish(child) for child in children)
         stats, fresh_stats = restored.stats(), fresh.stats()
         if stats is None or fresh_stats is None:

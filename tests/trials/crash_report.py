@@ -38,6 +38,8 @@ class Report:
     """Check replies that restored tokens from checkpoints left by the killed run and
     earlier ones (the rest had nothing usable on disk, e.g. after a kill at start-up)."""
     check_tokens_restored: int = 0
+    logits_tokens_restored: int = 0
+    """Tokens the in-process logits comparison restored from the killed runs' files."""
     failures: int = 0
     failure_details: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -77,6 +79,10 @@ class Report:
         if fresh_restored:
             self.fail(self.trials, f"the from-scratch run restored {fresh_restored} tokens")
 
+    def logits(self, restored: int) -> None:
+        self.checks["logits_compared"] += 1
+        self.logits_tokens_restored += restored
+
     def as_dict(self) -> dict:
         return {
             "seed": self.seed,
@@ -95,6 +101,7 @@ class Report:
             "bad_checkpoint_files": self.bad_checkpoint_files,
             "check_runs_restoring": self.check_runs_restoring,
             "check_tokens_restored": self.check_tokens_restored,
+            "logits_tokens_restored": self.logits_tokens_restored,
             "failures": self.failures,
             "failure_details": self.failure_details,
             "seconds": self.seconds,
@@ -112,7 +119,8 @@ class Report:
             f"{self.temp_files_cleaned}; problems {self.checkpoint_problems}, bad files "
             f"{self.bad_checkpoint_files}",
             f"check replies restoring from disk: {self.check_runs_restoring} "
-            f"({self.check_tokens_restored} tokens)",
+            f"({self.check_tokens_restored} tokens); logits comparisons restored "
+            f"{self.logits_tokens_restored} tokens",
             f"failures: {self.failures}",
             *(f"  {detail}" for detail in self.failure_details),
         ]

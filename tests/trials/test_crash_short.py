@@ -31,6 +31,7 @@ def test_short_crash_trials(tmp_path):
     assert set(report.kills_by_point) == set(KILL_KINDS), report.summary()
     assert set(report.models) == set(MODELS)
     assert report.checks["greedy_replies_compared"] == report.trials
+    assert report.checks["logits_compared"] == report.trials and report.logits_tokens_restored > 0
     assert report.checks["commit_counts"] >= 2
     assert report.checks["confirmed_messages_checked"] > 0
     assert report.check_runs_restoring > 0, "no check reply restored anything: the comparison proves nothing"
