@@ -1,7 +1,10 @@
 """What a subcommand gets besides its arguments: the config, output streams, the store.
 
 The store is opened only when a command asks for it, so ``llamachat models`` or
-``llamachat config --path`` never create a database.
+``llamachat config --path`` never create a database. Everything printed through it goes
+to a terminal as often as not, and much of it (titles, message text, model names) is
+untrusted: ``print`` and ``note`` make control characters visible and ``print_json``
+escapes the few JSON leaves raw (see ``sessions.text_safety``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sessions.config import Config
+from sessions.text_safety import inert, json_for_terminal
 
 if TYPE_CHECKING:
     from sessions.store import SessionStore
@@ -41,11 +45,11 @@ class CommandContext:
             self._store = None
 
     def print(self, *parts: Any) -> None:
-        print(*parts, file=self.out)
+        print(*(inert(str(part)) for part in parts), file=self.out)
 
     def print_json(self, value: Any) -> None:
-        print(json.dumps(value, indent=2, ensure_ascii=False), file=self.out)
+        print(json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False)), file=self.out)
 
     def note(self, message: str) -> None:
         """A remark for the person at the terminal (stderr, so pipes get only data)."""
-        print(f"llamachat: {message}", file=self.err)
+        print(f"llamachat: {inert(str(message))}", file=self.err)

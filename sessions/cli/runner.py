@@ -22,6 +22,7 @@ from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
 from sessions.cli.parser import PROG, build_parser
 from sessions.config import Config, ConfigError, load_config
+from sessions.text_safety import inert
 
 RunApp = Callable[[argparse.Namespace, Config], "int | None"]
 
@@ -81,7 +82,7 @@ def _silence_stdout() -> None:
 
 
 def _error(err: TextIO, message: str) -> int:
-    print(f"{PROG}: error: {message}", file=err)
+    print(f"{PROG}: error: {inert(message)}", file=err)
     return 1
 
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
 
     loaded = load_config()
     for problem in loaded.problems:
-        print(f"{PROG}: warning: {loaded.path}: {problem}", file=err)
+        print(f"{PROG}: warning: {loaded.path}: {inert(str(problem))}", file=err)
     args.config_problems = loaded.problems
     args.config_path = loaded.path or paths.config_file()
     ctx = CommandContext(config=loaded.config, config_path=args.config_path, out=out, err=err)

@@ -43,6 +43,17 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
+def _for_stdout(text: str, fmt: str, out) -> str:
+    """JSON stays the same value with C1 controls escaped; Markdown on a terminal is made
+    inert (piped into a file it stays exactly the text of the chat)."""
+    from sessions.text_safety import inert, json_for_terminal
+
+    if fmt == "json":
+        return json_for_terminal(text)
+    isatty = getattr(out, "isatty", None)
+    return inert(text) if isatty is not None and isatty() else text
+
+
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from sessions.exchange import export_json, export_markdown
 
@@ -56,7 +67,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         text = export_markdown(store, args.id, whole_tree=args.tree)
         text = text if text.endswith("\n") else text + "\n"
     if not args.output or args.output == "-":
-        ctx.out.write(text)
+        ctx.out.write(_for_stdout(text, fmt, ctx.out))
         return 0
     path = Path(args.output).expanduser()
     write_private(path, text)
