@@ -36,7 +36,18 @@ class ControllerError(Exception):
 
 
 class ContextOverflow(ControllerError):
-    """The branch no longer fits in the context window."""
+    """The branch no longer fits in the context window (``trim_to_fit`` offers a way on)."""
+
+    def __init__(self, message: str, *, tokens: int | None = None, n_ctx: int | None = None):
+        super().__init__(message)
+        self.tokens = tokens
+        """How long the branch is, in tokens of the loaded model (when known)."""
+        self.n_ctx = n_ctx
+
+    @classmethod
+    def of_branch(cls, tokens: int, n_ctx: int) -> "ContextOverflow":
+        return cls(f"this branch is {tokens:,} tokens long and the context holds {n_ctx:,}",
+                   tokens=tokens, n_ctx=n_ctx)
 
 
 class GenerationCancelled(ControllerError):
@@ -165,6 +176,44 @@ class SessionController:
             conv.rewind(message.parent_id)
             return conv.tree.get(message.parent_id)
 
+    def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
+        """Continue a branch too long for the context in a new branch without its oldest turns.
+
+        The new branch is a new root beside the old one (which stays untouched): the system
+        message if any, then the most recent turns that fit in ``n_ctx - reserve`` tokens
+        (``reserve``, room for the reply, defaults to the reply length limit, at most a
+        quarter of the context), then the user message at ``leaf_id`` (default: the head),
+        which becomes the head. Texts are copied; tokens are computed anew for the new
+        branch. Raises ``ContextOverflow`` when that message alone fills the context.
+        Blocking (it runs the chat template and the tokenizer): call it from a worker.
+        """
+        from sessions.context_fit import BranchTooLong, plan_trim
+
+        engine = self._engine()
+        with self._lock:
+            conv = self._conv()
+            leaf = leaf_id if leaf_id is not None else (conv.head.id if conv.head else None)
+            if leaf is None or conv.tree.get(leaf).role != "user":
+                raise ControllerError("only a branch that ends with a message to answer can be trimmed")
+            path = conv.tree.path_to(leaf)
+            known = self.store.session_tokens(conv.session_id)
+        fingerprint = engine.info.fingerprint
+        if reserve is None:
+            reserve = min(self.sampling.max_tokens, engine.n_ctx // 4)
+        counts = {mid: len(by_model[fingerprint]) for mid, by_model in known.items() if fingerprint in by_model}
+        try:
+            plan = plan_trim(engine, path, n_ctx=engine.n_ctx, reserve=reserve, known=counts)
+        except BranchTooLong as error:
+            raise ContextOverflow(str(error), n_ctx=engine.n_ctx) from None
+        if not plan.dropped:
+            return path[-1]  # nothing older to leave out, and it fits as it is
+        with self._lock:
+            parent = None
+            for message, tokens in zip(plan.kept, plan.tokens):
+                parent = conv.append(message.role, message.text, parent_id=parent,
+                                     tokens={fingerprint: list(tokens)}).id
+            return conv.tree.get(parent)
+
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
         with self._lock:
@@ -207,6 +256,8 @@ class SessionController:
                 conv = self._conv()
                 path = conv.tree.path_to(leaf_id if leaf_id is not None else conv.head.id)
                 tokens, ends, stepped = branch_tokens(self.store, engine, path)
+            if len(tokens) > engine.n_ctx:
+                raise ContextOverflow.of_branch(len(tokens), engine.n_ctx)
             return engine.prepare(tokens, ends, stepped, self._progress)
         finally:
             self._job_ended()
@@ -262,11 +313,11 @@ class SessionController:
                 raise ControllerError("a reply needs a user message at the end of the branch")
             tokens, ends, stepped = branch_tokens(self.store, engine, conv.active_path())
         if len(tokens) >= engine.n_ctx:
-            raise ContextOverflow(
-                f"this branch is {len(tokens)} tokens long and the context holds {engine.n_ctx}"
-            )
+            raise ContextOverflow.of_branch(len(tokens), engine.n_ctx)
         settings = sampling or self.sampling
-        budget = min(max_tokens or settings.max_tokens, engine.n_ctx - len(tokens))
+        wanted = max_tokens or settings.max_tokens
+        room = engine.n_ctx - len(tokens)
+        budget = min(wanted, room)
         self.generating = True
         try:
             try:
@@ -288,6 +339,9 @@ class SessionController:
         t_end = time.perf_counter()
         first = result.first_token_at
         n = len(result.tokens)
+        reason = result.stop_reason
+        if reason == "length" and room < wanted and n >= room:
+            reason = "context_full"  # the reply was cut by the context, not by its length limit
         stats = GenerationStats(
             tokens_restored=prep.tokens_restored,
             tokens_evaluated=prep.tokens_evaluated,
@@ -295,7 +349,7 @@ class SessionController:
             prompt_seconds=prep.seconds,
             ttft_seconds=(first - t_request) if first else 0.0,
             generation_tps=(n - 1) / (t_end - first) if first and n > 1 and t_end > first else 0.0,
-            stop_reason=result.stop_reason,
+            stop_reason=reason,
         )
         with self._lock:
             reply = conv.append(

@@ -1,0 +1,91 @@
+"""Which recent turns of a branch fit in the context window, when the whole branch does not.
+
+A conversation that outgrows ``n_ctx`` cannot be answered as it is. Rather than cut the
+model's view silently, the controller offers to continue in a *new* branch that keeps the
+system prompt, the most recent turns that fit with room for a reply, and the message
+waiting for an answer; the old branch stays as it was. The new branch's tokens are
+computed here exactly as ``branch_tokens`` would compute them for those messages (a
+trimmed conversation starts differently, so no earlier token can be reused), which is
+also how the fit is checked: with the real template and tokenizer, not a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from sessions.engine.chat_template import ChatMessage
+from sessions.engine.message_tokens import freeze_message_tokens
+from sessions.tree import Message
+
+
+class BranchTooLong(Exception):
+    """Even the message waiting for an answer does not leave room for a reply."""
+
+
+@dataclass(frozen=True)
+class TrimPlan:
+    """The messages of the new branch (root first) and their tokens for this model."""
+
+    kept: tuple[Message, ...]
+    tokens: tuple[tuple[int, ...], ...]
+    dropped: int
+    """Messages of the old branch left out."""
+
+    @property
+    def total(self) -> int:
+        return sum(len(t) for t in self.tokens)
+
+
+def freeze_all(engine, messages: Sequence[Message]) -> list[list[int]]:
+    """Each message's tokens when ``messages`` are a whole branch (see ``branch_tokens``)."""
+    history: list[ChatMessage] = []
+    frozen: list[list[int]] = []
+    for message in messages:
+        chat = ChatMessage(role=message.role, content=message.text)
+        frozen.append(freeze_message_tokens(engine.template, engine.tokenize, history, chat))
+        history.append(chat)
+    return frozen
+
+
+def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
+              known: Mapping[int, int] | None = None) -> TrimPlan:
+    """The longest tail of ``path`` (whole turns, after any system prompt) that fits.
+
+    ``path`` ends with the user message to answer. The tail must fit in ``n_ctx -
+    reserve`` tokens. ``known`` (message id to its token count in the old branch, where
+    frozen for this model) guesses where to start, and the exact tokens confirm it
+    (older turns are dropped one by one until they do). At least the oldest turn is
+    dropped when there is one to drop. When only the waiting message is left, it is kept
+    as long as a reply can start (the reply then gets less than ``reserve``); when it
+    fills the whole context, ``BranchTooLong`` says so in plain words.
+    """
+    if not path or path[-1].role != "user":
+        raise ValueError("a branch to trim ends with the user message to answer")
+    system = list(path[:1]) if path[0].role == "system" else []
+    body = list(path[len(system):])
+    starts = [i for i, message in enumerate(body) if message.role == "user"]
+    budget = max(1, n_ctx - reserve)
+    candidates = starts[1:] or starts[-1:]  # drop at least the oldest turn when possible
+    known = known or {}
+
+    def estimate(message: Message) -> int:
+        return known.get(message.id, len(message.text) // 3 + 8)
+
+    guesses = [sum(map(estimate, system)) + sum(map(estimate, body[s:])) for s in candidates]
+    at = next((i for i, guess in enumerate(guesses) if guess <= budget), len(candidates) - 1)
+    while True:
+        kept = system + body[candidates[at]:]
+        tokens = freeze_all(engine, kept)
+        total = sum(len(t) for t in tokens)
+        if total <= budget or at == len(candidates) - 1:
+            break
+        at += 1
+    if total >= n_ctx:
+        alone = len(tokens[-1])
+        with_system = f" ({total:,} with the system prompt)" if system else ""
+        raise BranchTooLong(
+            f"this message alone is {alone:,} tokens{with_system}; the context holds {n_ctx:,}: "
+            "shorten it, or use a larger context (-c, or n_ctx in config.toml)"
+        )
+    return TrimPlan(tuple(kept), tuple(tuple(t) for t in tokens), len(path) - len(kept))
