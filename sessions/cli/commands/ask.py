@@ -5,6 +5,11 @@ again) a message in a session, streams the reply to stdout and stores it. ``--st
 prints one JSON line on stderr saying how many tokens were restored from checkpoints and
 how many were evaluated, which is how scripts (and the tests) check that a branch or a
 reopened session only evaluated what was new.
+
+The reply is printed with control characters made visible (``sessions.text_safety``): a
+model's escape sequences must not drive the terminal (``show --json`` gives the exact
+text). A branch longer than the context is an error with a hint; ``--trim`` instead goes
+on in a new branch without the oldest turns, as the app offers to.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--temp", type=float, metavar="T", help="sampling temperature (0: greedy)")
     parser.add_argument("--max-tokens", type=whole_number(1, "max tokens"), metavar="N", help="longest reply")
     parser.add_argument("--stats", action="store_true", help="print a JSON line of statistics on stderr")
+    parser.add_argument("--trim", action="store_true",
+                        help="if the branch is longer than the context, continue in a new branch "
+                             "without the oldest turns (the old branch stays); with --session "
+                             "and no TEXT, answers the message left waiting")
     parser.add_argument("text", nargs="*", metavar="TEXT", help="the message")
     return parser
 
@@ -48,18 +57,21 @@ def _model_path(args, ctx: CommandContext, session) -> str:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.controller import ControllerError, EngineSettings, SessionController
+    from sessions.controller import ContextOverflow, ControllerError, EngineSettings, SessionController
     from sessions.engine.factory import llama_engine_factory, open_checkpoints
     from sessions.engine.model import ModelLoadError
-    from sessions.events import TextStreamed
+    from sessions.events import NoticeRaised, TextStreamed
+    from sessions.text_safety import InertStream
     from sessions.tree import TreeError
 
     text = " ".join(args.text).strip()
     if args.regenerate is not None and text:
         raise UsageError("--regenerate takes no TEXT")
-    if args.regenerate is None and not text:
-        raise UsageError("TEXT is required (or --regenerate MSG)")
     session_arg = getattr(args, "session", None)
+    answer_waiting = (args.trim and not text and session_arg is not None
+                      and args.at is None and args.edit is None and args.regenerate is None)
+    if args.regenerate is None and not text and not answer_waiting:
+        raise UsageError("TEXT is required (or --regenerate MSG)")
     if session_arg is not None and args.system:
         raise UsageError("--system applies to a new session only")
     if session_arg is None and (args.at or args.edit or args.regenerate):
@@ -71,10 +83,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.temp is not None:
         sampling = sampling.with_(temperature=args.temp)
 
+    shown = InertStream()
+
     def listen(event) -> None:
         if isinstance(event, TextStreamed):
-            ctx.out.write(event.text)
+            ctx.out.write(shown.push(event.text))
             ctx.out.flush()
+        elif isinstance(event, NoticeRaised):
+            ctx.note(f"{event.level}: {event.text}")
 
     checkpoints = open_checkpoints(ctx.config)
     controller = SessionController(
@@ -90,7 +106,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
         else:
             controller.open_session(session.id)
-        if args.regenerate is not None:
+        if answer_waiting:
+            head = controller.conversation.head
+            if head is None or head.role != "user":
+                raise CliError(f"no message of session {session.id} waits for an answer")
+        elif args.regenerate is not None:
             controller.regenerate_point(args.regenerate)
         elif args.edit is not None:
             if controller.conversation.tree.get(args.edit).role != "user":
@@ -98,8 +118,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             controller.edit(args.edit, text)
         else:
             controller.send(text, parent_id=args.at)
-        reply = controller.generate_reply(max_tokens=args.max_tokens)
-        ctx.out.write("\n")
+        try:
+            reply = controller.generate_reply(max_tokens=args.max_tokens)
+        except ContextOverflow as error:
+            if not args.trim:
+                raise CliError(f"{error}; `llamachat ask --session {controller.conversation.session_id} "
+                               "--trim` answers it in a new branch without the oldest turns "
+                               "(this branch stays)") from None
+            controller.trim_to_fit()
+            reply = controller.generate_reply(max_tokens=args.max_tokens)
+        ctx.out.write(shown.finish() + "\n")
         ctx.out.flush()
     except TreeError as error:
         raise CliError(str(error).strip("'\"")) from None
