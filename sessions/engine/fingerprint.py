@@ -5,8 +5,10 @@ restores silently and then produces garbage. Every checkpoint therefore records 
 fingerprint of the file it was made with, and a file replaced on disk gets a new one.
 
 Hashing a multi-gigabyte file takes seconds, so the digest of the whole content is
-computed once and remembered in a small cache keyed by (path, size, mtime, inode): a
-file rewritten in place changes its mtime and is hashed again.
+computed once and remembered in a small cache keyed by (path, size, mtime, inode,
+ctime): a file replaced by a rename has a new inode, one rewritten in place a new mtime,
+and even a copy that restores the old mtime (``cp -p``) changes the ctime, which no
+program can set back. Any of them means hashing again.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def _cache_file() -> Path:
 
 def _stat_key(path: Path) -> str:
     st = path.stat()
-    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}"
 
 
 def _hash_file(path: Path) -> str:

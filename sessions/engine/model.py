@@ -8,12 +8,14 @@ are turned into ``ModelLoadError`` with plain words: llama.cpp itself only retur
 from __future__ import annotations
 
 import ctypes
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.native import lib
+from sessions.engine.native import log as native_log
 from sessions.memory_kind import MemoryKind
 
 
@@ -63,6 +65,28 @@ def _check_file(path: Path) -> None:
         raise ModelLoadError(f"{path.name}: {card.error}")
 
 
+class _LoadLog(logging.Handler):
+    """llama.cpp's error lines while a model loads: the only place it says *why* it failed.
+
+    While attached it also keeps those lines off the terminal (the error is reported once,
+    as a ``ModelLoadError``, instead of as log noise around it).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def reason(self) -> str | None:
+        for line in self.lines:
+            _, found, why = line.partition("error loading model: ")
+            if found and why.strip():
+                return why.strip()
+        return None
+
+
 def _memory_kind(L, model) -> MemoryKind:
     if L.llama_model_is_recurrent(model):
         return MemoryKind.RECURRENT
@@ -91,11 +115,16 @@ class LlamaModel:
 
             self._progress_cb = _progress
             params.progress_callback = _progress
-        self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        load_log = _LoadLog()
+        native_log.addHandler(load_log)
+        try:
+            self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        finally:
+            native_log.removeHandler(load_log)
         if not self._model:
             raise ModelLoadError(
-                f"llama.cpp could not load {self.path.name}: the file is truncated, damaged, "
-                "or of an architecture this llama.cpp does not support"
+                f"llama.cpp could not load {self.path.name}: " + (load_log.reason() or
+                "the file is truncated, damaged, or of an architecture this llama.cpp does not support")
             )
         self.vocab = L.llama_model_get_vocab(self._model)
         self.info = self._read_info()

@@ -42,15 +42,18 @@ def make_model(
     swa_window: int = 64,
     seed: int = 0,
     n_ctx_train: int = 8192,
+    chat_template: str | None = None,
 ) -> Path:
     """The path of the made model with these parameters, making it if needed.
 
-    ``swa_window`` only matters for ``gemma3``. Raises ``SynthError`` for a bad request.
+    ``swa_window`` only matters for ``gemma3``. ``chat_template`` replaces the built-in
+    ChatML template (to test how a model's own, possibly hostile, template is handled).
+    Raises ``SynthError`` for a bad request.
     """
     spec = model_spec(arch, size, swa_window=swa_window, n_ctx_train=n_ctx_train)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise SynthError(f"the seed must be a whole number of at least 0, not {seed!r}")
-    path = made_models_dir() / f"{spec.arch}-{spec.size}-{model_hash(spec, seed)}.gguf"
+    path = made_models_dir() / f"{spec.arch}-{spec.size}-{model_hash(spec, seed, chat_template)}.gguf"
     if path.is_file():
         return path
     ensure_private_dir(path.parent)
@@ -58,7 +61,7 @@ def make_model(
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".part")
     os.close(fd)
     try:
-        _write(spec, seed, Path(temp_name))
+        _write(spec, seed, Path(temp_name), chat_template)
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
@@ -77,9 +80,12 @@ def _sweep_abandoned(path: Path) -> None:
             pass
 
 
-def model_hash(spec: ModelSpec, seed: int) -> str:
+def model_hash(spec: ModelSpec, seed: int, chat_template: str | None = None) -> str:
     """A short digest of everything that decides the file's bytes."""
-    key = json.dumps({"revision": FORMAT_REVISION, "seed": seed, "spec": asdict(spec)}, sort_keys=True)
+    fields = {"revision": FORMAT_REVISION, "seed": seed, "spec": asdict(spec)}
+    if chat_template is not None:  # absent by default, so earlier names stay valid
+        fields["chat_template"] = chat_template
+    key = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
@@ -88,7 +94,7 @@ def param_count(arch: str, size: str = "tiny", *, swa_window: int = 64) -> int:
     return tensors.param_count(model_spec(arch, size, swa_window=swa_window))
 
 
-def _write(spec: ModelSpec, seed: int, path: Path) -> None:
+def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = None) -> None:
     import gguf
     import numpy as np
 
@@ -111,7 +117,7 @@ def _write(spec: ModelSpec, seed: int, path: Path) -> None:
     writer.add_eot_token_id(vocab.eot_id)
     writer.add_pad_token_id(vocab.pad_id)
     writer.add_add_bos_token(False)
-    writer.add_chat_template(vocab.chat_template)
+    writer.add_chat_template(vocab.chat_template if chat_template is None else chat_template)
 
     plan = tensors.tensor_plan(spec)
     for tensor in plan:
