@@ -4,12 +4,17 @@ Everything a user does happens on ``MainScreen`` (and the screens pushed over it
 chat logic is in ``sessions.controller``. The app only owns what is app-wide: the
 themes and the remembered choice of theme, the key overrides from ``[keys]``, the lock
 that keeps two threads out of llama.cpp, and the bridge from core events to messages.
+
+It is also the one door text comes in and goes out by: notifications, pastes and the
+in-app clipboard pass through ``tui.safe_text`` here, so no widget can put a terminal
+escape from a model, a chat file or a paste on the screen.
 """
 
 from __future__ import annotations
 
 import threading
 
+from textual import events
 from textual.app import App
 
 from sessions.config import Config
@@ -17,6 +22,7 @@ from sessions.controller import SessionController
 from tui.bindings import PALETTE, bindings_for, check_overrides
 from tui.commands import ActionCommands
 from tui.events import Forwarder
+from tui.safe_text import for_input, inert
 from tui.screens.help_screen import HelpScreen
 from tui.screens.main_screen import MainScreen
 from tui.startup import StartupRequest
@@ -63,6 +69,21 @@ class LlamaChatApp(App[None]):
             problem = remember_theme(theme.name)
             if problem:
                 self.notify(problem, severity="warning", markup=False)
+
+    def notify(self, message: str, *, title: str = "", severity="information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification, made inert (they often quote file names and model text)."""
+        super().notify(inert(message), title=inert(title), severity=severity, timeout=timeout, markup=markup)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Paste) and not event.is_forwarded:
+            event.text = for_input(event.text)  # input boxes draw their text raw
+        await super().on_event(event)
+
+    @property
+    def clipboard(self) -> str:
+        """What ctrl+v pastes inside the app (the terminal's clipboard gets the exact text)."""
+        return for_input(self._clipboard)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -25,7 +25,7 @@ from sessions.tree import Message, TreeError
 if TYPE_CHECKING:
     from sessions.engine.branch_engine import PrepareResult
 
-ENGINE_GROUPS = frozenset({"load", "warm", "generate"})
+ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
 """What the core raises, with a message written for the user, when a gesture cannot be done."""
 
@@ -43,7 +43,8 @@ def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None
     if isinstance(error, ControllerError):
         return str(error), "error"
     what = {"load": "Could not load the model", "warm": "Could not prepare this branch",
-            "generate": "Could not write the reply"}.get(group, "Something failed")
+            "generate": "Could not write the reply",
+            "trim": "Could not make the shorter branch"}.get(group, "Something failed")
     return f"{what}: {error}", "error"
 
 
@@ -75,6 +76,12 @@ class EngineWork:
     def generate_job(self) -> Message:
         with self._engine_lock:
             return self.controller.generate_reply()
+
+    @work(thread=True, exclusive=True, group="trim", exit_on_error=False,
+          description="making a branch without the oldest turns")
+    def trim_job(self, leaf_id: int) -> Message:
+        with self._engine_lock:
+            return self.controller.trim_to_fit(leaf_id)
 
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False, description="preparing the branch")
     def warm_job(self, leaf_id: int) -> "PrepareResult":

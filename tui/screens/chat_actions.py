@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from sessions.controller import ContextOverflow
 from sessions.tree import Message
 from tui.screens.dialogs import ConfirmScreen
 from tui.widgets.message_view import code_blocks
@@ -182,6 +183,47 @@ class ChatActions:
         self.conversation_view.select(None)
         await self.refresh_view()
         self.notify(f"Deleted {count} message{'s' if count != 1 else ''}.")
+
+    # -- a branch longer than the context ---------------------------------------------------
+
+    def offer_trim(self: "MainScreen", error: ContextOverflow) -> None:
+        """The branch no longer fits: offer to go on in a new branch without the oldest turns.
+
+        When nothing precedes the message but a system prompt, there is nothing to leave
+        out, so the dialog would only fail later: say so at once instead.
+        """
+        conversation = self.controller.conversation
+        head = conversation.head if conversation is not None else None
+        if head is None or head.role != "user":
+            return
+        earlier = [m for m in conversation.active_path()[:-1] if m.role != "system"]
+        words = str(error)
+        words = words[:1].upper() + words[1:]
+        if not earlier:
+            self.notify(f"{words}: this message alone does not fit. Edit it (F2) to shorten it, "
+                        "or use a larger context (n_ctx in config.toml).",
+                        severity="error", timeout=10, markup=False)
+            return
+        question = (f"{words}. Continue in a new branch without the oldest turns? "
+                    "This branch stays as it is; you can page back to it.")
+
+        async def chosen(yes: bool | None) -> None:
+            if yes:
+                await self.when_idle(lambda: self.start_trim(head.id))
+
+        self.app.push_screen(ConfirmScreen(question, "Continue in a new branch", yes_variant="primary"), chosen)
+
+    def start_trim(self: "MainScreen", leaf_id: int) -> None:
+        self.status.set_note("making a branch without the oldest turns…")
+        self.controller.reset_cancel()  # the engine is idle here: an old stop must not hit this job
+        self.trim_job(leaf_id)
+
+    async def trimmed(self: "MainScreen", head: Message) -> None:
+        """The shorter branch exists and is the head: show it and answer its last message."""
+        self.conversation_view.select(None)
+        await self.refresh_view()
+        self.status.set_note("continued in a new branch without the oldest turns")
+        await self.start_reply()
 
     # -- stop, copy -------------------------------------------------------------------------
 

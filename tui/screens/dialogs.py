@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,6 +23,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from sessions.exchange import ExchangeError, export_markdown, write_json
 from sessions.store import SessionStore, StoreError
+from tui.safe_text import for_input, inert
 
 EXTENSIONS = {"markdown": ".md", "json": ".json"}
 
@@ -35,16 +37,18 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("y", "answer(True)", "Confirm", id="confirm.yes"),
     ]
 
-    def __init__(self, question: str, yes_label: str = "Delete") -> None:
+    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: str = "error") -> None:
         super().__init__()
         self._question = question
         self._yes_label = yes_label
+        self._yes_variant = yes_variant
+        """"error" for a destructive step, "primary" for a choice that loses nothing."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self._question, id="dialog-question", markup=False)
+            yield Static(Text(inert(self._question)), id="dialog-question")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self._yes_label, variant="error", id="dialog-yes")
+                yield Button(self._yes_label, variant=self._yes_variant, id="dialog-yes")  # type: ignore[arg-type]
                 yield Button("Cancel", id="dialog-no")
 
     def on_mount(self) -> None:
@@ -74,7 +78,7 @@ class TextPrompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(self._title, id="dialog-question", markup=False)
-            yield Input(self._initial, id="prompt-input", select_on_focus=True)
+            yield Input(for_input(self._initial), id="prompt-input", select_on_focus=True)
             yield Static("", id="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", variant="primary", id="dialog-yes")
@@ -214,7 +218,7 @@ class ExportScreen(ModalScreen[Path | None]):
             self._error(event.error or "Could not export.")
 
     def _error(self, text: str) -> None:
-        self.query_one("#dialog-error", Static).update(text)
+        self.query_one("#dialog-error", Static).update(Text(inert(text)))
 
     @on(Button.Pressed, "#dialog-no")
     def action_cancel(self) -> None:

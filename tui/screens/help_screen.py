@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from tui.bindings import KEYS, PALETTE, current_key
+from tui.safe_text import inert
 
 INTRO = ("Keys work while you type; Esc also stops a reply or cancels an edit. Rebind any key in "
          "the [keys] table of config.toml, e.g. regenerate = \"ctrl+g\". Every action is also in "
@@ -28,7 +29,7 @@ def key_rows(keymap: Mapping[str, str], display) -> list[tuple[str, str, str]]:
     for spec in (*KEYS, PALETTE):
         keys = current_key(spec, keymap).split(",")
         shown = " / ".join(display(Binding(key.strip(), spec.action)) for key in keys)
-        rows.append((shown, spec.description, spec.id))
+        rows.append((inert(shown), spec.description, spec.id))
     return rows
 
 

@@ -20,9 +20,10 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from sessions.config import Config
-from sessions.controller import SessionController
+from sessions.controller import ContextOverflow, SessionController
 from tui import events
 from tui.bindings import bindings_for
+from tui.safe_text import inert
 from tui.screens.chat_actions import ChatActions, InputMode
 from tui.screens.session_actions import SessionActions
 from tui.startup import StartupRequest
@@ -118,7 +119,7 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
             return
         path = conversation.active_path()
         await view.show(path, {m.id: conversation.tree.sibling_index(m.id) for m in path})
-        view.border_title = Text(conversation.session.title or "New chat")
+        view.border_title = Text(inert(conversation.session.title) or "New chat")
         self.refresh_panels()
 
     def refresh_panels(self) -> None:
@@ -239,6 +240,8 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
                 await self.start_reply()
             elif not self._idle_callbacks:
                 await self.after_switch()
+        elif group == "trim":
+            await self.trimmed(result)
         elif group == "warm":
             self.last_cost = (result.tokens_restored, result.tokens_evaluated)
             self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds)
@@ -253,6 +256,11 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
         if group == "load":
             self.reply_wanted = False
             self.status.set_model("no model")
+        if group == "trim":
+            self.status.set_note("")
+        if group == "generate" and isinstance(error, ContextOverflow):
+            self.offer_trim(error)
+            return
         words = describe_failure(group, error) if error is not None else None
         if words is not None:
             self.notify(words[0], severity=words[1], markup=False)  # type: ignore[arg-type]

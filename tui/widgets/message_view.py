@@ -8,6 +8,10 @@ or send the user to a web page by itself.
 A reply being written is a ``MessageView`` without a message id; it streams through
 ``Markdown.get_stream`` (many small appends merged), and when the reply is stored the
 same widget adopts the stored message, so nothing is rendered twice.
+
+A message can be huge (a megabyte pasted into the input, a runaway reply). Wrapping that
+much text on every layout would freeze the app, so only the first ``SHOWN_CHARS`` are
+drawn, with a line saying how much more there is; the message itself is kept whole.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from sessions.tree import Message
 from tui.safe_text import inert
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
+SHOWN_CHARS = 50_000
+"""Characters of one message drawn on screen; the rest is kept, copied and exported."""
 
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
 
@@ -31,6 +37,15 @@ _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^(?P=fence)[ \
 def code_blocks(markdown: str) -> list[str]:
     """The contents of the fenced code blocks of ``markdown``, in order."""
     return [match.group("body") for match in _FENCE.finditer(markdown)]
+
+
+def shown_part(text: str) -> tuple[str, str]:
+    """The part of ``text`` to draw (made inert) and the line about the rest ("" if none)."""
+    if len(text) <= SHOWN_CHARS:
+        return inert(text), ""
+    rest = len(text) - SHOWN_CHARS
+    return inert(text[:SHOWN_CHARS]), (f"… {rest:,} more characters not shown here; the whole "
+                                        "message is kept (F9 copies it, F4 exports it)")
 
 
 def header_text(role: str, position: tuple[int, int], note: str = "") -> Text:
@@ -55,6 +70,8 @@ class MessageView(Vertical):
     }
     MessageView > .message-header { width: 1fr; }
     MessageView > Markdown { margin: 0; padding: 0; }
+    MessageView > .message-cut { display: none; color: $text-muted; text-style: italic; }
+    MessageView > .message-cut.-shown { display: block; }
     """
 
     def __init__(self, message: Message | None, *, role: str = "assistant",
@@ -66,6 +83,10 @@ class MessageView(Vertical):
         self.position = position
         self.note = note
         self._stream: MarkdownStream | None = None
+        self._streamed = 0
+        """Characters of the reply being written handed to the Markdown stream so far."""
+        self.cut_note = ""
+        """The line about text not drawn ("" when the whole message is shown)."""
 
     @property
     def message_id(self) -> int | None:
@@ -82,12 +103,25 @@ class MessageView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(header_text(self.role, self.position, self.note), classes="message-header")
-        text = inert(self.message.text) if self.message is not None else ""
+        text, cut = shown_part(self.message.text) if self.message is not None else ("", "")
+        self.cut_note = cut
         yield Markdown(text, open_links=False)
+        yield Label(Text(cut), classes="message-cut" + (" -shown" if cut else ""))
 
     @property
     def body(self) -> Markdown:
         return self.query_one(Markdown)
+
+    def _set_cut(self, note: str) -> None:
+        self.cut_note = note
+        label = self.query_one(".message-cut", Label)
+        label.update(Text(note))
+        label.set_class(bool(note), "-shown")
+
+    async def _show_text(self, text: str) -> None:
+        shown, cut = shown_part(text)
+        await self.body.update(shown)
+        self._set_cut(cut)
 
     def set_position(self, position: tuple[int, int], note: str = "") -> None:
         if position != self.position or note != self.note:
@@ -100,18 +134,23 @@ class MessageView(Vertical):
         self.message = message
         self.set_position(position, note)
         if changed:
-            await self.body.update(inert(message.text))
+            await self._show_text(message.text)
 
     # -- streaming ----------------------------------------------------------------------
 
     def begin_stream(self) -> None:
         self._stream = Markdown.get_stream(self.body)
+        self._streamed = 0
 
     async def write(self, text: str) -> None:
         if self._stream is None:
             self.begin_stream()
         assert self._stream is not None
-        await self._stream.write(text)
+        room = SHOWN_CHARS - self._streamed
+        if room <= 0:
+            return  # drawn once the reply is stored, with the line about the rest
+        self._streamed += min(len(text), room)
+        await self._stream.write(text[:room])
 
     async def end_stream(self, final: Message | None) -> None:
         """Stop streaming; with ``final`` the stored reply replaces the streamed text.
@@ -124,4 +163,4 @@ class MessageView(Vertical):
             await stream.stop()
         if final is not None:
             self.message = final
-            await self.body.update(inert(final.text))
+            await self._show_text(final.text)

@@ -74,4 +74,4 @@ class StatusBar(Horizontal):
         self._set("last", cost_text(restored, evaluated, seconds))
 
     def set_note(self, note: str) -> None:
-        self._set("note", Text(note))
+        self._set("note", Text(inert(note)))
