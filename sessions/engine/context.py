@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.engine.abort_flag import AbortFlag
 from sessions.engine.model import LlamaModel
 from sessions.engine.native import lib
 
@@ -97,8 +97,7 @@ class LlamaContext:
         cp.flash_attn_type = _FLASH_ATTN.get(params.flash_attn, 0)
         cp.type_k, cp.type_v = params.type_k, params.type_v
         cp.no_perf = True
-        self._abort = threading.Event()
-        self._abort_cb = L.ggml_abort_callback(lambda _data: self._abort.is_set())
+        self._abort = AbortFlag(L)
         self._abortable = False
         self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
@@ -118,11 +117,14 @@ class LlamaContext:
         self._abort.clear()
 
     def _set_abortable(self, on: bool) -> None:
-        # ggml calls the abort callback once per graph node: a Python callback costs a few
-        # percent of a one-token decode, so it is installed only for prompt batches, which
-        # are long enough to need it. Generation stops between tokens instead.
+        # Prompt batches can be stopped midway. A generated token is not: stopping between
+        # tokens is soon enough, and a token stopped halfway would leave the cache unusable
+        # and cost the whole reply's checkpoint.
         if on != self._abortable:
-            self._L.llama_set_abort_callback(self._ctx, self._abort_cb if on else self._L.ggml_abort_callback(), None)
+            if on:
+                self._L.llama_set_abort_callback(self._ctx, self._abort.callback, self._abort.data)
+            else:
+                self._L.llama_set_abort_callback(self._ctx, self._L.ggml_abort_callback(), None)
             self._abortable = on
 
     def decode(

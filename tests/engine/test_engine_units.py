@@ -86,3 +86,18 @@ def test_segment_boundaries_and_batches():
     assert batches(0, 9, 4) == [(0, 4), (4, 7), (7, 9)]  # never a one-token tail
     assert batches(5, 6, 4) == [(5, 6)]  # a one-token message is one token
     assert batches(0, 3, 64, stepped=True) == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_abort_flag_is_polled_without_python():
+    """The flag llama.cpp polls per graph node is libc's strlen on a buffer, not a Python call."""
+    from sessions.engine.abort_flag import AbortFlag
+    from sessions.engine.native import lib
+
+    flag = AbortFlag(lib())
+    assert flag.native
+    poll = flag.callback
+    assert not poll(flag.data) and not flag.is_set()
+    flag.set()
+    assert poll(flag.data) and flag.is_set()
+    flag.clear()
+    assert not poll(flag.data)
