@@ -89,3 +89,30 @@ def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
             "shorten it, or use a larger context (-c, or n_ctx in config.toml)"
         )
     return TrimPlan(tuple(kept), tuple(tuple(t) for t in tokens), len(path) - len(kept))
+
+
+def trim_branch(conv, store, engine, leaf_id: int | None, *, reserve: int):
+    """Copy the newest turns that fit, below a new root; return the new head.
+
+    The caller holds the controller's lock. Returns the leaf itself when nothing older
+    can be left out and it already fits.
+    """
+    from sessions.errors import ContextOverflow, ControllerError
+
+    leaf = leaf_id if leaf_id is not None else (conv.head.id if conv.head else None)
+    if leaf is None or conv.tree.get(leaf).role != "user":
+        raise ControllerError("only a branch that ends with a message to answer can be trimmed")
+    path = conv.tree.path_to(leaf)
+    fingerprint = engine.info.fingerprint
+    known = store.session_tokens(conv.session_id)
+    counts = {mid: len(by_model[fingerprint]) for mid, by_model in known.items() if fingerprint in by_model}
+    try:
+        plan = plan_trim(engine, path, n_ctx=engine.n_ctx, reserve=reserve, known=counts)
+    except BranchTooLong as error:
+        raise ContextOverflow(str(error), n_ctx=engine.n_ctx) from None
+    if not plan.dropped:
+        return path[-1]  # nothing older to leave out, and it fits as it is
+    parent = None
+    for message, tokens in zip(plan.kept, plan.tokens):
+        parent = conv.append(message.role, message.text, parent_id=parent, tokens={fingerprint: list(tokens)}).id
+    return conv.tree.get(parent)

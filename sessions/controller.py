@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from sessions.branch_tokens import branch_tokens
 from sessions.conversation import Conversation
 from sessions.engine.planner import Plan
+from sessions.engine.settings import EngineSettings
+from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
 from sessions.events import (
     Listener,
     ModelLoaded,
@@ -28,52 +29,17 @@ from sessions.events import (
     ignore,
 )
 from sessions.sampling import SamplingSettings
+from sessions.reply_stats import reply_stats
 from sessions.tree import GenerationStats, Message
 
 
-class ControllerError(Exception):
-    """An operation that cannot be done now; the message says why in plain words."""
-
-
-class ContextOverflow(ControllerError):
-    """The branch no longer fits in the context window (``trim_to_fit`` offers a way on)."""
-
-    def __init__(self, message: str, *, tokens: int | None = None, n_ctx: int | None = None):
-        super().__init__(message)
-        self.tokens = tokens
-        """How long the branch is, in tokens of the loaded model (when known)."""
-        self.n_ctx = n_ctx
-
-    @classmethod
-    def of_branch(cls, tokens: int, n_ctx: int) -> "ContextOverflow":
-        return cls(f"this branch is {tokens:,} tokens long and the context holds {n_ctx:,}",
-                   tokens=tokens, n_ctx=n_ctx)
-
-
-class GenerationCancelled(ControllerError):
-    """The user stopped the prompt before any reply was produced."""
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """How the controller makes an engine; filled from the config and the command line."""
-
-    n_ctx: int = 8192
-    n_batch: int = 512
-    n_gpu_layers: int = 0
-    threads: int | None = None
-    checkpoint_interval: int = 2048
-
-    @classmethod
-    def from_config(cls, config) -> "EngineSettings":
-        return cls(
-            n_ctx=config.n_ctx,
-            n_batch=config.n_batch,
-            n_gpu_layers=config.n_gpu_layers,
-            threads=config.threads,
-            checkpoint_interval=config.checkpoints.interval,
-        )
-
+__all__ = [
+    "ContextOverflow",
+    "ControllerError",
+    "EngineSettings",
+    "GenerationCancelled",
+    "SessionController",
+]
 
 EngineFactory = Callable[[Path, EngineSettings, Callable[[float], None]], object]
 
@@ -103,13 +69,31 @@ class SessionController:
     # -- model ------------------------------------------------------------------------
 
     def load_model(self, path: str | Path):
-        """Load a model (blocking); the previous one is closed first."""
+        """Load a model (blocking).
+
+        The previous model is closed first (two models may not fit in memory together);
+        if the new one fails to load, the previous one is loaded again before the error is
+        raised, so a bad file never leaves the chat without a model.
+        """
         path = Path(path).expanduser()
         t0 = time.perf_counter()
+        previous = self.engine.info.path if self.engine is not None else None
         if self.engine is not None:
             self.engine.close()
             self.engine = None
-        engine = self._factory(path, self.settings, lambda f: self.listener(ModelLoadProgressed(f)))
+        progress = lambda f: self.listener(ModelLoadProgressed(f))  # noqa: E731
+        try:
+            engine = self._factory(path, self.settings, progress)
+        except Exception:
+            if previous is not None and previous != path:
+                try:
+                    self.engine = self._factory(previous, self.settings, progress)
+                except Exception:
+                    self.engine = None
+                else:
+                    info = self.engine.info
+                    self.listener(ModelLoaded(info.name, info.kind.value, self.engine.n_ctx, time.perf_counter() - t0))
+            raise
         self.engine = engine
         info = engine.info
         if engine.template.is_fallback and engine.template.fallback_reason:
@@ -187,32 +171,13 @@ class SessionController:
         branch. Raises ``ContextOverflow`` when that message alone fills the context.
         Blocking (it runs the chat template and the tokenizer): call it from a worker.
         """
-        from sessions.context_fit import BranchTooLong, plan_trim
+        from sessions.context_fit import trim_branch
 
         engine = self._engine()
-        with self._lock:
-            conv = self._conv()
-            leaf = leaf_id if leaf_id is not None else (conv.head.id if conv.head else None)
-            if leaf is None or conv.tree.get(leaf).role != "user":
-                raise ControllerError("only a branch that ends with a message to answer can be trimmed")
-            path = conv.tree.path_to(leaf)
-            known = self.store.session_tokens(conv.session_id)
-        fingerprint = engine.info.fingerprint
         if reserve is None:
             reserve = min(self.sampling.max_tokens, engine.n_ctx // 4)
-        counts = {mid: len(by_model[fingerprint]) for mid, by_model in known.items() if fingerprint in by_model}
-        try:
-            plan = plan_trim(engine, path, n_ctx=engine.n_ctx, reserve=reserve, known=counts)
-        except BranchTooLong as error:
-            raise ContextOverflow(str(error), n_ctx=engine.n_ctx) from None
-        if not plan.dropped:
-            return path[-1]  # nothing older to leave out, and it fits as it is
         with self._lock:
-            parent = None
-            for message, tokens in zip(plan.kept, plan.tokens):
-                parent = conv.append(message.role, message.text, parent_id=parent,
-                                     tokens={fingerprint: list(tokens)}).id
-            return conv.tree.get(parent)
+            return trim_branch(self._conv(), self.store, engine, leaf_id, reserve=reserve)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
@@ -263,31 +228,15 @@ class SessionController:
             self._job_ended()
 
     def saved_message_ids(self) -> set[int]:
-        """Messages whose state at their end is checkpointed (RAM or disk) for this model.
+        """Messages whose state at their end is checkpointed (RAM or disk) for this model."""
+        from sessions.saved_marks import saved_message_ids
 
-        Walks the tree once, hashing each branch's tokens as it goes, so the cost is
-        the tree's token count, not the sum of its branches.
-        """
-        from sessions.checkpoints import PrefixHasher
-
-        engine, conv = self.engine, self.conversation
-        if engine is None or conv is None:
+        if self.engine is None or self.conversation is None:
             return set()
         with self._lock:
-            tree = conv.tree
-            frozen = self.store.session_tokens(conv.session_id)
-        fingerprint, saved = engine.info.fingerprint, set()
-        stack = [(root, PrefixHasher()) for root in tree.roots()]
-        while stack:
-            message, hasher = stack.pop()
-            tokens = frozen.get(message.id, {}).get(fingerprint)
-            if tokens is None:
-                continue  # not tokenized for this model yet: nothing below can be saved
-            hasher = hasher.copy().extend(tokens)
-            if tokens and engine.is_saved(hasher.hexdigest()):
-                saved.add(message.id)
-            stack.extend((child, hasher) for child in tree.children(message.id))
-        return saved
+            tree = self.conversation.tree
+            frozen = self.store.session_tokens(self.conversation.session_id)
+        return saved_message_ids(tree, frozen, self.engine)
 
     def _progress(self, done: int, total: int, rate: float) -> None:
         self.listener(PromptProgressed(done, total, rate))
@@ -336,21 +285,7 @@ class SessionController:
             self.generating = False
         if not result.tokens and result.stop_reason == "cancelled":
             raise GenerationCancelled("stopped before the reply started")
-        t_end = time.perf_counter()
-        first = result.first_token_at
-        n = len(result.tokens)
-        reason = result.stop_reason
-        if reason == "length" and room < wanted and n >= room:
-            reason = "context_full"  # the reply was cut by the context, not by its length limit
-        stats = GenerationStats(
-            tokens_restored=prep.tokens_restored,
-            tokens_evaluated=prep.tokens_evaluated,
-            tokens_generated=n,
-            prompt_seconds=prep.seconds,
-            ttft_seconds=(first - t_request) if first else 0.0,
-            generation_tps=(n - 1) / (t_end - first) if first and n > 1 and t_end > first else 0.0,
-            stop_reason=reason,
-        )
+        stats = reply_stats(prep, result, t_request, room=room, wanted=wanted)
         with self._lock:
             reply = conv.append(
                 "assistant", result.text, parent_id=head.id, stats=stats, tokens={engine.info.fingerprint: result.tokens}

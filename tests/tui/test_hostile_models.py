@@ -136,10 +136,11 @@ async def test_a_model_llama_cpp_cannot_load_is_a_notification_and_the_session_s
         failure = next(m for m in messages(app) if "alien.gguf" in m)
         assert failure.startswith("Could not load the model") and "unknown model architecture" in failure
         assert app.is_running and shown_texts(screen) == before
-        assert screen.status.text_of("model") == "no model"
-        await send(pilot, "kept for later")  # no model: the message is kept, F5 is suggested
-        assert shown_texts(screen)[-1] == ("user", "kept for later")
-        assert any("press F5" in m for m in messages(app))
+        # The model that was loaded before is loaded again: the chat goes on.
+        await wait_for(pilot, lambda: screen.status.text_of("model") != "no model", "the previous model back")
+        await send(pilot, "still here")
+        await wait_for(pilot, lambda: shown_texts(screen)[-1][0] == "assistant", "a reply")
+        assert ("user", "still here") in shown_texts(screen)
 
 
 async def test_a_session_whose_model_vanished_stays_readable(make_app, fake_model):

@@ -255,7 +255,8 @@ class MainScreen(ChatActions, SessionActions, EngineWork, Screen[None]):
             await self.refresh_view()
         if group == "load":
             self.reply_wanted = False
-            self.status.set_model("no model")
+            if self.controller.engine is None:  # else the model loaded before is back
+                self.status.set_model("no model")
         if group == "trim":
             self.status.set_note("")
         if group == "generate" and isinstance(error, ContextOverflow):
