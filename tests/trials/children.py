@@ -9,6 +9,7 @@ and a kill is never late because this side was waiting on the wrong stream.
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import signal
@@ -66,8 +67,6 @@ class ChildResult:
 
     def stats(self) -> dict | None:
         """The ``--stats`` JSON line of ``ask`` (the last stderr line), if it got there."""
-        import json
-
         lines = self.stderr.strip().splitlines()
         if self.returncode != 0 or not lines:
             return None

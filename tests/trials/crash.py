@@ -1,6 +1,6 @@
 """Crash trials: kill ``llamachat ask`` with SIGKILL at random moments, then check.
 
-    python -m tests.trials.crash [--kills N] [--seed S] [--json] [--workdir DIR]
+    python -m tests.trials.crash [--kills N] [--seed S] [--json] [--workdir DIR] [--depth-cap N]
 
 One long session per tiny made model (llama mostly, gemma3, lfm2 and mamba for a
 share) keeps growing through continues, forks, edits and regenerations, each run as a
@@ -37,9 +37,11 @@ from pathlib import Path
 from sessions.synth import make_model
 
 from . import crash_plan
-from .children import KillPlan, finish, run_llamachat, start
+from .children import ChildResult, KillPlan, finish, run_llamachat, start
 from .crash_report import Report
-from .crash_checks import CheckpointScanner, DatabaseProblem, Heads, copy_database, read_database
+from .crash_checks import (
+    CheckpointScanner, DatabaseProblem, Heads, StoredMessage, copy_database, read_database,
+)
 from .crash_exactness import ExactnessProbe
 
 MODELS: dict[str, float] = {"llama": 0.55, "gemma3": 0.15, "lfm2": 0.15, "mamba": 0.15}
@@ -57,8 +59,10 @@ def model_path(arch: str) -> Path:
 class CrashTrials:
     """One trial run: its folders, its sessions, the messages it has seen committed."""
 
-    def __init__(self, workdir: Path, seed: int, base_env: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, seed: int, base_env: dict[str, str],
+                 depth_cap: int = crash_plan.DEPTH_CAP) -> None:
         self.rng = random.Random(seed)
+        self.depth_cap = depth_cap
         self.work = workdir
         self.db = workdir / "data" / "sessions.sqlite3"
         config = workdir / "config.toml"
@@ -68,7 +72,8 @@ class CrashTrials:
         self.models = {arch: str(model_path(arch)) for arch in MODELS}
         self.config = config
         self.sessions: dict[str, int] = {}
-        self.confirmed: dict[int, object] = {}
+        self.confirmed: dict[int, StoredMessage] = {}
+        """Every message seen in the database so far: none may vanish or change."""
         self.heads = Heads({}, {})
         self.scanner = CheckpointScanner(workdir / "cache" / "checkpoints")
         self.report = Report(seed=seed)
@@ -110,7 +115,7 @@ class CrashTrials:
         """One gesture killed as ``plan`` says, then every check; True if it was killed."""
         self.trial += 1
         session = self.sessions[arch]
-        op = crash_plan.choose_op(self.rng, self.heads, session, f"trial {self.trial}")
+        op = crash_plan.choose_op(self.rng, self.heads, session, f"trial {self.trial}", self.depth_cap)
         args = ["ask", "-m", self.models[arch], "--session", str(session), "--stats",
                 *crash_plan.sampling_args(self.rng), *op.args]
         before = set(self.heads.messages)
@@ -146,7 +151,8 @@ class CrashTrials:
         self.heads = heads
         return True
 
-    def _check_new(self, where: str, plan: KillPlan, op, result, new: set[int]) -> None:
+    def _check_new(self, where: str, plan: KillPlan, op: crash_plan.Op, result: ChildResult,
+                   new: set[int]) -> None:
         """How many messages a kill may leave, given where it struck."""
         checks = self.report.checks
         if result.killed and plan.kind == "hook" and plan.point in ("store.before_commit", "store.after_commit"):
@@ -201,11 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of every random choice")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--workdir", type=Path, help="keep the trial's files here (default: a temp folder)")
+    parser.add_argument("--depth-cap", type=int, default=crash_plan.DEPTH_CAP,
+                        help="deepest branch (in messages) before a gesture forks near the root")
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="llamachat-crash-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        report = CrashTrials(work, args.seed, dict(os.environ)).run(args.kills)
+        report = CrashTrials(work, args.seed, dict(os.environ), args.depth_cap).run(args.kills)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -36,7 +36,6 @@ SURE_DELAY = 0.5
 MAX_CHARS = 30
 DEPTH_CAP = 24
 """A head deeper than this many messages makes the next gesture fork near the root."""
-SHALLOW = 8
 WORDS = ("sea boats night stars lighthouse keeper cat birds winter home map sky river "
          "bread garden lamp window story road rain music").split()
 
@@ -90,12 +89,13 @@ def depths(heads: Heads, session_id: int) -> dict[int, int]:
     return found
 
 
-def choose_op(rng: random.Random, heads: Heads, session_id: int, label: str) -> Op:
+def choose_op(rng: random.Random, heads: Heads, session_id: int, label: str,
+              depth_cap: int = DEPTH_CAP) -> Op:
     """A gesture on the session's current tree, chosen with ``rng``."""
     depth = depths(heads, session_id)
     head = heads.heads.get(session_id)
-    deep = head is not None and depth.get(head, 0) >= DEPTH_CAP
-    limit = SHALLOW if deep else DEPTH_CAP - 2
+    deep = head is not None and depth.get(head, 0) >= depth_cap
+    limit = max(1, depth_cap // 3) if deep else max(1, depth_cap - 2)
     ids = sorted(mid for mid, d in depth.items() if d <= limit)
     users = [mid for mid in ids if heads.messages[mid].role == "user"]
     replies = [mid for mid in ids if heads.messages[mid].role == "assistant"]

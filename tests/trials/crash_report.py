@@ -41,11 +41,15 @@ class Report:
     logits_tokens_restored: int = 0
     """Tokens the in-process logits comparison restored from the killed runs' files."""
     failures: int = 0
+    failures_by_model: Counter = field(default_factory=Counter)
+    current_model: str = "set-up"
+    """The model of the trial being checked (failures are counted against it)."""
     failure_details: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def count_trial(self, arch: str, op: str, plan: KillPlan, result: ChildResult) -> None:
         self.trials += 1
+        self.current_model = arch
         self.models[arch] += 1
         self.ops[op] += 1
         if result.killed and not result.timed_out:
@@ -59,6 +63,7 @@ class Report:
 
     def fail(self, trial: int, message: str) -> None:
         self.failures += 1
+        self.failures_by_model[self.current_model] += 1
         if len(self.failure_details) < MAX_DETAILS:
             self.failure_details.append(message)
 
@@ -103,6 +108,7 @@ class Report:
             "check_tokens_restored": self.check_tokens_restored,
             "logits_tokens_restored": self.logits_tokens_restored,
             "failures": self.failures,
+            "failures_by_model": dict(self.failures_by_model),
             "failure_details": self.failure_details,
             "seconds": self.seconds,
         }
@@ -121,7 +127,7 @@ class Report:
             f"check replies restoring from disk: {self.check_runs_restoring} "
             f"({self.check_tokens_restored} tokens); logits comparisons restored "
             f"{self.logits_tokens_restored} tokens",
-            f"failures: {self.failures}",
+            f"failures: {self.failures} {dict(self.failures_by_model) if self.failures else ''}",
             *(f"  {detail}" for detail in self.failure_details),
         ]
         return "\n".join(lines)

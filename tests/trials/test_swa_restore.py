@@ -1,0 +1,94 @@
+"""Known issue found by the crash trials: a long sliding-window branch restores inexactly.
+
+The crash trials compare the logits of every restored branch with a from-scratch run.
+On the gemma3 model (interleaved sliding-window attention, window 32) they differ (by
+1e-3 to 1e-2) as soon as the branch is longer than llama.cpp's sliding-window cache,
+which with ``swa_full`` off holds ``2 * n_swa + n_ubatch`` cells rounded up to 256: 256
+cells with ``n_batch = 16``, 768 with the default 512. Kills have nothing to do with it:
+plain turn-by-turn use does it too. Below that length every route is bit-exact; the
+plain KV, hybrid and recurrent models stay bit-exact at any length. The likely cause is
+the order of the cells in the wrapped ring (flash attention sums over cells in buffer
+order, and a restore lays them out afresh), but that is for the engine to settle.
+
+This test reproduces it in a few seconds, in one process, and is marked as an expected
+failure (strict): when the engine is fixed it passes, and strictness makes the suite
+say so, so the marker is removed and the test guards the fix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sessions.checkpoints import CheckpointStore
+from sessions.engine.branch_engine import BranchEngine
+from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.segments import message_ends
+from sessions.synth import make_model
+
+pytestmark = pytest.mark.engine
+
+PARAMS = ContextParams(n_ctx=2048, n_batch=16, n_threads=1)
+WINDOW = 32
+SWA_CACHE_CELLS = 256
+TURNS = 12
+
+
+def _logits_after(model, store, tokens, ends, stepped, extra: int = 4) -> list[np.ndarray]:
+    ctx = LlamaContext(model, PARAMS)
+    try:
+        engine = BranchEngine(model, ctx, store)
+        result = engine.prepare(tokens, ends, stepped=stepped)
+        out, current, pos = [result.logits.copy()], result.logits, len(tokens)
+        for _ in range(extra):
+            current = ctx.decode([int(np.argmax(current))], pos)
+            out.append(current.copy())
+            pos += 1
+        return out
+    finally:
+        ctx.close()
+
+
+@pytest.fixture(scope="module")
+def gemma3():
+    from sessions.engine.model import LlamaModel
+
+    model = LlamaModel(make_model("gemma3", "tiny", swa_window=WINDOW), on_progress=lambda _f: None)
+    yield model
+    model.close()
+
+
+def _conversation(model):
+    msgs = [model.tokenize(f"turn {i}: tell me about the sea and the boats at night, and the stars",
+                           add_bos=(i == 0)) for i in range(TURNS)]
+    stepped = [i % 2 == 1 for i in range(TURNS)]  # replies are replayed one token at a time
+    return msgs, stepped
+
+
+def _branch(msgs, stepped, k):
+    return [t for m in msgs[:k] for t in m], message_ends([len(m) for m in msgs[:k]]), stepped[:k]
+
+
+def test_short_sliding_window_branch_restores_exactly(gemma3, tmp_path):
+    msgs, stepped = _conversation(gemma3)
+    k = next(k for k in range(TURNS, 0, -1) if len(_branch(msgs, stepped, k)[0]) < SWA_CACHE_CELLS - 16)
+    with CheckpointStore(tmp_path, ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
+        for turn in range(1, k + 1):  # one "process" per turn, each restoring the last
+            _logits_after(gemma3, store, *_branch(msgs, stepped, turn), extra=0)
+        restored = _logits_after(gemma3, store, *_branch(msgs, stepped, k))
+    fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, k))
+    assert all(np.array_equal(a, b) for a, b in zip(restored, fresh))
+
+
+@pytest.mark.xfail(strict=True, reason="sliding-window restores past llama.cpp's SWA cache are not "
+                                       "bit-exact yet (see this module's docstring)")
+def test_long_sliding_window_branch_restores_exactly(gemma3, tmp_path):
+    msgs, stepped = _conversation(gemma3)
+    assert len(_branch(msgs, stepped, TURNS)[0]) > SWA_CACHE_CELLS + 32
+    with CheckpointStore(tmp_path, ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
+        for turn in range(1, TURNS + 1):
+            _logits_after(gemma3, store, *_branch(msgs, stepped, turn), extra=0)
+        restored = _logits_after(gemma3, store, *_branch(msgs, stepped, TURNS))
+    fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, TURNS))
+    differences = [float(np.max(np.abs(a - b))) for a, b in zip(restored, fresh)]
+    assert max(differences) == 0.0, f"largest logit difference {max(differences):.3g}"
