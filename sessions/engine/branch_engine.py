@@ -22,6 +22,7 @@ from sessions.engine.context import DecodeCancelled, LlamaContext
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, cut_allowed, plan_route
 from sessions.engine.segments import batches, segment_boundaries
+from sessions.engine.swa_layout import canonicalize_window
 from sessions.memory_kind import MemoryKind
 
 ProgressFn = Callable[[int, int, float], None]
@@ -109,6 +110,7 @@ class BranchEngine:
             if segment.logits is not None:
                 logits = np.frombuffer(segment.logits, dtype=np.float32).copy()
                 self.live_logits = logits
+        self.settle()
         restored = len(self.live) - plan.keep if self.live else 0
         evaluated = len(target) - len(self.live)
         if evaluated:
@@ -124,6 +126,20 @@ class BranchEngine:
                 restore_disk_per_token=self.cost.restore_disk_per_token,
             )
         return PrepareResult(logits, plan, restored, evaluated, seconds)
+
+    def settle(self) -> None:
+        """At a segment boundary: give a sliding-window cache its canonical cell order.
+
+        Every route calls this at every boundary it passes, so the buffer order that the
+        next tokens' attention sums over is the same whichever route built the state
+        (see ``swa_layout``). Other memory kinds have no ring and need nothing.
+        """
+        if self.kind is not MemoryKind.SWA or not self.live:
+            return
+        try:
+            canonicalize_window(self.ctx)
+        except RuntimeError:
+            self._reset()  # the window is gone: the next plan rebuilds from checkpoints
 
     def _mark_active(self, target: Sequence[int], bounds: Sequence[int]) -> None:
         """Tell the store which segments the user is on: evicted last, after abandoned leaves."""
@@ -174,6 +190,7 @@ class BranchEngine:
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
             self.live_logits = logits
             self._save(target, seg_start, end, logits if end in message_ends else None)
+            self.settle()
             seg_start = end
         assert logits is not None
         return logits
@@ -274,10 +291,12 @@ def generate(
             on_text(text)
         if len(engine.live) - seg_start >= engine.interval:
             engine._save(engine.live, seg_start, len(engine.live), None)
+            engine.settle()
             seg_start = len(engine.live)
     tail = detok.finish()
     if tail and on_text:
         on_text(tail)
     if len(engine.live) > seg_start and engine.live_logits is not None:
         engine._save(engine.live, seg_start, len(engine.live), engine.live_logits)
+        engine.settle()
     return GenerateResult(tokens, detok.text, reason, first, time.perf_counter() - t0)

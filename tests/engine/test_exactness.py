@@ -226,3 +226,16 @@ def test_swa_cut_after_slide_is_really_wrong(loaded_models):
     logits = engine.ctx.decode(tokens[cut_at:], cut_at)
     good, _ = reference(model, branch(model, 0, 6))
     assert not np.array_equal(logits, good)  # ...but the state was not what it claims
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_long_branch_past_the_window_cache(loaded_models, store, arch):
+    """Past the 256-cell window ring of the sliding-window cache, every route stays exact."""
+    model = loaded_models[arch]
+    engine = engine_for(model, store)
+    original = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
+    assert len(flat(original)[0]) > 300
+    engine.prepare(*flat(original))
+    engine.prepare(*flat(branch(model, 0, 1, 2, 6, repeat=LONG)))  # an edit of turn 3
+    result = check(engine, model, original + branch(model, 5))  # back, and one more turn
+    assert result.tokens_evaluated == len(toks(model, 5))

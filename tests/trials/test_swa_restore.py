@@ -1,18 +1,13 @@
-"""Known issue found by the crash trials: a long sliding-window branch restores inexactly.
+"""A long sliding-window branch restores exactly (an issue the crash trials found).
 
 The crash trials compare the logits of every restored branch with a from-scratch run.
-On the gemma3 model (interleaved sliding-window attention, window 32) they differ (by
-1e-3 to 1e-2) as soon as the branch is longer than llama.cpp's sliding-window cache,
-which with ``swa_full`` off holds ``2 * n_swa + n_ubatch`` cells rounded up to 256: 256
-cells with ``n_batch = 16``, 768 with the default 512. Kills have nothing to do with it:
-plain turn-by-turn use does it too. Below that length every route is bit-exact; the
-plain KV, hybrid and recurrent models stay bit-exact at any length. The likely cause is
-the order of the cells in the wrapped ring (flash attention sums over cells in buffer
-order, and a restore lays them out afresh), but that is for the engine to settle.
-
-This test reproduces it in a few seconds, in one process, and is marked as an expected
-failure (strict): when the engine is fixed it passes, and strictness makes the suite
-say so, so the marker is removed and the test guards the fix.
+On the gemma3 model (interleaved sliding-window attention, window 32) they differed (by
+1e-3 to 1e-2) as soon as the branch was longer than llama.cpp's sliding-window cache,
+which with ``swa_full`` off holds ``2 * n_swa + n_ubatch`` cells rounded up to 256.
+The cause was the order of the cells in the wrapped ring: flash attention sums over
+cells in buffer order, and a restore laid them out afresh. The engine now re-lays the
+window in position order at every segment boundary on every route
+(``sessions.engine.swa_layout``); these tests guard that, below and past the ring size.
 """
 
 from __future__ import annotations
@@ -80,8 +75,6 @@ def test_short_sliding_window_branch_restores_exactly(gemma3, tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(restored, fresh))
 
 
-@pytest.mark.xfail(strict=True, reason="sliding-window restores past llama.cpp's SWA cache are not "
-                                       "bit-exact yet (see this module's docstring)")
 def test_long_sliding_window_branch_restores_exactly(gemma3, tmp_path):
     msgs, stepped = _conversation(gemma3)
     assert len(_branch(msgs, stepped, TURNS)[0]) > SWA_CACHE_CELLS + 32
