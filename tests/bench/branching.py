@@ -134,6 +134,30 @@ class Bench:
         self.store.close()
 
 
+def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
+    """Logits of the branch restored from disk against a fresh context's, bit for bit."""
+    import numpy as np
+
+    from sessions.branch_tokens import branch_tokens
+    from sessions.engine.branch_engine import BranchEngine
+    from sessions.engine.context import ContextParams, LlamaContext
+
+    engine = bench.ctl.engine
+    s = bench.settings
+    params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
+    tokens, ends, stepped = branch_tokens(bench.store, engine, bench.ctl.conversation.tree.path_to(leaf_id))
+    restored_ctx, fresh_ctx = LlamaContext(engine.model, params), LlamaContext(engine.model, params)
+    try:
+        restored = BranchEngine(engine.model, restored_ctx, bench.checkpoints).prepare(tokens, ends, stepped=stepped)
+        fresh = BranchEngine(engine.model, fresh_ctx, None).prepare(tokens, ends, stepped=stepped)
+    finally:
+        restored_ctx.close()
+        fresh_ctx.close()
+    return {"tokens": len(tokens), "tokens_restored": restored.tokens_restored,
+            "bit_identical_logits": bool(np.array_equal(restored.logits, fresh.logits)),
+            "max_abs_difference": float(np.max(np.abs(restored.logits - fresh.logits)))}
+
+
 def reopen(arch: str, threads: int, reply_tokens: int, root: Path, w1: dict) -> None:
     """Fresh objects on the same files: the model is loaded again, RAM holds nothing."""
     bench = Bench(arch, threads, reply_tokens, root)
@@ -150,6 +174,7 @@ def reopen(arch: str, threads: int, reply_tokens: int, root: Path, w1: dict) -> 
           "tokens_restored": reply.stats.tokens_restored, "tokens_evaluated": reply.stats.tokens_evaluated,
           "scratch_prompt_seconds": round(scratch, 4),
           "ttft_speedup": round(scratch / max(reply.stats.ttft_seconds, 1e-6), 1), "target_speedup": 50})
+    emit({"arch": arch, "event": "reopen: exactness", **exact_after_reopen(bench, last.parent_id)})
     asked = ctl.send("One more question about all of that, please.")
     bench.event("reopen: continue with a new message", asked, ctl.generate_reply())
     emit({"arch": arch, "event": "turn overhead", **turn_overhead(bench)})
