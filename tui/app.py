@@ -37,8 +37,10 @@ class LlamaChatApp(App[None]):
     COMMANDS = App.COMMANDS | {ActionCommands}
 
     def __init__(self, controller: SessionController, *, config: Config | None = None,
-                 startup: StartupRequest = StartupRequest()) -> None:
+                 startup: StartupRequest = StartupRequest(), notices: list[str] | None = None) -> None:
         self.config = config or Config()
+        self._notices = list(notices or [])
+        """Shown once the app is up: config problems, a database restored from its backup."""
         self.keymap, self._problems = check_overrides(self.config.keys)
         self.COMMAND_PALETTE_BINDING = self.keymap.get(PALETTE.id, PALETTE.key)
         super().__init__()
@@ -53,7 +55,7 @@ class LlamaChatApp(App[None]):
         return default_variables()
 
     def on_mount(self) -> None:
-        problems = list(self._problems) + register_themes(self)
+        problems = self._notices + list(self._problems) + register_themes(self)
         problem = apply_saved_theme(self, self.config)
         if problem:
             problems.append(problem)

@@ -38,7 +38,10 @@ def _run_app(args: argparse.Namespace, config: Config) -> int:
     controller = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
                                    settings=EngineSettings.from_config(config), sampling=config.effective_sampling())
     try:
-        app = LlamaChatApp(controller, config=config, startup=StartupRequest.from_args(args))
+        notices = [f"config.toml: {problem}" for problem in getattr(args, "config_problems", [])]
+        if getattr(store, "recovery_notice", None):
+            notices.append(store.recovery_notice)
+        app = LlamaChatApp(controller, config=config, startup=StartupRequest.from_args(args), notices=notices)
         app.run()
         return app.return_code or 0
     finally:
