@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..crashpoints import crashpoint
+from ..durable import fsync_folder
 
 TEMP_SUFFIX = ".tmp"
 STALE_TEMP_SECONDS = 3600.0
@@ -48,20 +49,7 @@ def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
         except OSError:
             pass
         raise
-    _fsync_folder(path.parent)
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_folder(path.parent)
 
 
 def is_stale_temp(path: Path, now: float) -> bool:

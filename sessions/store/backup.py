@@ -28,6 +28,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from sessions.durable import fsync_file, fsync_folder
 from sessions.store.errors import StoreError
 from sessions.store.salvage import Salvage, salvage_newer
 from sessions.store.schema import SCHEMA_VERSION
@@ -88,12 +89,12 @@ def write_backup(conn: sqlite3.Connection, db: Path) -> Path:
             dest.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal beside it
         finally:
             dest.close()
-        _fsync(temp)
+        fsync_file(temp)
         os.replace(temp, final)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_folder(final.parent)
+    fsync_folder(final.parent)
     return final
 
 
@@ -134,14 +135,14 @@ def recover(db: Path, damage: DatabaseDamaged) -> str:
     try:
         shutil.copyfile(backup, temp)
         os.chmod(temp, 0o600)
-        _fsync(temp)
+        fsync_file(temp)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
     aside = _aside_name(db)
     _keep_aside(db, aside)
     os.replace(temp, db)
-    _fsync_folder(db.parent)
+    fsync_folder(db.parent)
     salvage = salvage_newer(aside, db)
     return recovery_notice(damage.reason, taken, aside, salvage)
 
@@ -214,24 +215,3 @@ def _sweep_temps(db: Path) -> None:
         except (OSError, ValueError, OverflowError):
             continue
         path.unlink(missing_ok=True)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
