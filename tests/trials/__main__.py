@@ -1,0 +1,48 @@
+"""All hardening trials from one command, with one line of totals at the end.
+
+    python -m tests.trials            # the full form: 200 kills, every corruption
+    python -m tests.trials --short    # the form CI runs (a dozen kills), in a minute
+
+It runs the crash trials (``tests.trials.crash``) and the corruption trials
+(``tests.trials.corruption``), prints each report, then one line of
+totals; exit status 1 when any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import crash_plan
+from .corruption import run_corruption_trials, summary
+from .crash import CrashTrials
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.trials", description=__doc__.splitlines()[0])
+    parser.add_argument("--short", action="store_true", help="12 kills instead of 200")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="llamachat-trials-"))
+    try:
+        (work / "crash").mkdir()
+        (work / "corruption").mkdir()
+        crash = CrashTrials(work / "crash", args.seed, dict(os.environ), crash_plan.DEPTH_CAP)
+        crash_report = crash.run(12 if args.short else 200)
+        print(crash_report.summary())
+        corruption = run_corruption_trials(work / "corruption", seed=args.seed)
+        print(summary(corruption))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    failures = crash_report.failures + corruption["failures"]
+    print(f"trials: {crash_report.trials} crash trials, {crash_report.kills} kills, "
+          f"{corruption['corruptions']} corruptions, {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
