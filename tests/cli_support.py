@@ -1,0 +1,46 @@
+"""Fixtures and helpers shared by the command-line tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions.cli import main
+from sessions.store import SessionStore
+
+LONG = "Tell me a story about a dragon who liked tea and lived in a castle by the cold grey sea"
+
+
+@pytest.fixture
+def store():
+    with SessionStore.open() as opened:
+        yield opened
+
+
+@pytest.fixture
+def chat(store):
+    """A session with a regenerated reply: #1 user, #2 and #3 assistant, #4 user under #3."""
+    session = store.create_session()
+    first = store.add_message(session.id, None, "user", LONG)
+    store.add_message(session.id, first.id, "assistant", "Once upon a time\nthere was")
+    chosen = store.add_message(session.id, first.id, "assistant", "A dragon named Earl Grey")
+    last = store.add_message(session.id, chosen.id, "user", "more please")
+    store.set_active_leaf(session.id, last.id)
+    return store.get_session(session.id)
+
+
+def run(capsys, *argv: str, run_app=None) -> tuple[int, str, str]:
+    code = main(list(argv), run_app=run_app)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line_error(code: int, out: str, err: str, words: str = "") -> None:
+    assert code == 1
+    assert out == ""
+    assert err.startswith("llamachat: error: ") and err.endswith("\n")
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert words in err
+
+
+# --- global flags, errors, the app door ----------------------------------------------

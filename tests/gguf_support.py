@@ -1,0 +1,68 @@
+"""Small GGUF files written with the gguf package, and a private HOME, for discovery tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+gguf = pytest.importorskip("gguf")
+np = pytest.importorskip("numpy")
+
+TOOL_ENV = ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LMSTUDIO_MODELS_DIR", "LLAMA_CACHE")
+
+
+def make_gguf(path: Path, arch: str = "llama", *, name: str | None = "Tiny", ctx: int | None = 4096,
+              file_type: int | None = None, sliding_window: int | None = None,
+              chat_template: str | None = None, model_type: str | None = None,
+              tensors: dict[str, tuple[tuple[int, ...], str]] | None = None,
+              extra=None, endianess=None, split_max_tensors: int = 0) -> Path:
+    """Write a small GGUF; ``tensors`` maps name to (shape as numpy sees it, ggml type)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kwargs = {"split_max_tensors": split_max_tensors}
+    if endianess is not None:
+        kwargs["endianess"] = endianess
+    writer = gguf.GGUFWriter(str(path), arch, **kwargs)
+    if name:
+        writer.add_name(name)
+    if ctx is not None:
+        writer.add_context_length(ctx)
+    if file_type is not None:
+        writer.add_file_type(file_type)
+    if sliding_window is not None:
+        writer.add_sliding_window(sliding_window)
+    if chat_template:
+        writer.add_chat_template(chat_template)
+    if model_type:
+        writer.add_type(model_type)
+    writer.add_array("tokenizer.ggml.tokens", [f"t{i}" for i in range(300)])
+    writer.add_array("small.list", [1, 2, 3])
+    for key, value in (extra or {}).items():
+        writer.add_uint64(key, value) if isinstance(value, int) else writer.add_string(key, value)
+    if tensors is None:
+        tensors = {"tok_embd.weight": ((8, 32), "F32"), "norm.weight": ((32,), "F32")}
+    for tensor_name, (shape, kind) in tensors.items():
+        qtype = gguf.GGMLQuantizationType[kind]
+        if kind in ("F32", "F16"):
+            dtype = np.float32 if kind == "F32" else np.float16
+            writer.add_tensor(tensor_name, np.ones(shape, dtype=dtype))
+        else:
+            block, size = gguf.GGML_QUANT_SIZES[qtype]
+            byte_shape = (*shape[:-1], shape[-1] // block * size)
+            writer.add_tensor(tensor_name, np.zeros(byte_shape, dtype=np.uint8), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private HOME with none of the download tools' variables set."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in TOOL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return home
