@@ -10,7 +10,7 @@ root first, and stored.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from sessions.engine.chat_template import ChatMessage
 from sessions.engine.message_tokens import freeze_message_tokens

@@ -11,8 +11,8 @@ also how the fit is checked: with the real template and tokenizer, not a guess.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from sessions.engine.chat_template import ChatMessage
 from sessions.engine.message_tokens import freeze_message_tokens
@@ -113,6 +113,6 @@ def trim_branch(conv, store, engine, leaf_id: int | None, *, reserve: int):
     if not plan.dropped:
         return path[-1]  # nothing older to leave out, and it fits as it is
     parent = None
-    for message, tokens in zip(plan.kept, plan.tokens):
+    for message, tokens in zip(plan.kept, plan.tokens, strict=True):
         parent = conv.append(message.role, message.text, parent_id=parent, tokens={fingerprint: list(tokens)}).id
     return conv.tree.get(parent)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from sessions.branch_tokens import branch_tokens
 from sessions.conversation import Conversation
@@ -28,10 +28,9 @@ from sessions.events import (
     TextStreamed,
     ignore,
 )
-from sessions.sampling import SamplingSettings
 from sessions.reply_stats import reply_stats
+from sessions.sampling import SamplingSettings
 from sessions.tree import GenerationStats, Message
-
 
 __all__ = [
     "ContextOverflow",
@@ -100,7 +99,9 @@ class SessionController:
             self.listener(NoticeRaised(engine.template.fallback_reason))
         self.listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, time.perf_counter() - t0))
         if self.conversation is not None:
-            self.store.update_session(self.conversation.session_id, model_path=str(path), model_fingerprint=info.fingerprint)
+            self.store.update_session(
+                self.conversation.session_id, model_path=str(path), model_fingerprint=info.fingerprint
+            )
         return info
 
     def _engine(self):
@@ -288,7 +289,8 @@ class SessionController:
         stats = reply_stats(prep, result, t_request, room=room, wanted=wanted)
         with self._lock:
             reply = conv.append(
-                "assistant", result.text, parent_id=head.id, stats=stats, tokens={engine.info.fingerprint: result.tokens}
+                "assistant", result.text, parent_id=head.id, stats=stats,
+                tokens={engine.info.fingerprint: result.tokens},
             )
         self.last_stats = stats
         self.listener(ReplyFinished(reply, stats))

@@ -8,7 +8,7 @@ next reply continues from: usually a leaf, but after a rewind it can sit inside 
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError

@@ -21,7 +21,7 @@ class ContextOverflow(ControllerError):
         self.n_ctx = n_ctx
 
     @classmethod
-    def of_branch(cls, tokens: int, n_ctx: int) -> "ContextOverflow":
+    def of_branch(cls, tokens: int, n_ctx: int) -> ContextOverflow:
         return cls(f"this branch is {tokens:,} tokens long and the context holds {n_ctx:,}",
                    tokens=tokens, n_ctx=n_ctx)
 

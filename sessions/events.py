@@ -7,8 +7,8 @@ prints them. The core never knows which.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 from sessions.tree import GenerationStats, Message
 
@@ -58,7 +58,7 @@ class NoticeRaised:
     """"info", "warning" or "error"."""
 
 
-Event = Union[ModelLoadProgressed, ModelLoaded, PromptProgressed, TextStreamed, ReplyFinished, NoticeRaised]
+Event = ModelLoadProgressed | ModelLoaded | PromptProgressed | TextStreamed | ReplyFinished | NoticeRaised
 Listener = Callable[[Event], None]
 
 

@@ -8,10 +8,10 @@ model discovery and the test models all speak in terms of this one enum.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class MemoryKind(str, Enum):
+class MemoryKind(StrEnum):
     """How a model remembers the tokens it has seen.
 
     - ``PLAIN``: a full KV cache, one cell per token. Cutting back to any earlier

@@ -40,7 +40,7 @@ class SamplingSettings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "SamplingSettings":
+    def from_dict(cls, data: dict[str, Any] | None) -> SamplingSettings:
         """Build from a stored or configured mapping, ignoring unknown keys.
 
         Unknown keys are dropped rather than rejected so that a session saved by a newer
@@ -56,5 +56,5 @@ class SamplingSettings:
                 values[name] = kind(value)
         return cls(**values)
 
-    def with_(self, **changes: Any) -> "SamplingSettings":
+    def with_(self, **changes: Any) -> SamplingSettings:
         return replace(self, **changes)

@@ -9,8 +9,9 @@ branches the same way. Walks are iterative because a long chat is a very deep ch
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
@@ -43,7 +44,7 @@ class GenerationStats:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "GenerationStats":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> GenerationStats:
         """Build from stored data, ignoring unknown keys so newer files still load."""
         if not data:
             return cls()

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.cli_support", "tests.gguf_support"]
+"""Fixtures shared by several test files (``store``, ``chat``, ``home``)."""
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("LLAMACHAT_SHARED", REPO.parent / "shared"))
 

@@ -34,7 +34,8 @@ def ask(*argv: str) -> tuple[str, dict]:
 
 
 def ask_fails(*argv: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "sessions.cli", "ask", *argv], capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-m", "sessions.cli", "ask", *argv]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -16,9 +16,14 @@ from pathlib import Path
 import pytest
 
 from sessions.checkpoints import (
-    CheckpointStore, InvalidSegmentError, PrefixHasher, Segment, StateCompat, prefix_hash,
+    CheckpointStore,
+    InvalidSegmentError,
+    PrefixHasher,
+    Segment,
+    StateCompat,
+    atomic_file,
+    prefix_hash,
 )
-from sessions.checkpoints import atomic_file
 from sessions.checkpoints.file_format import HEADER_SIZE, encode_header, parse_header
 from sessions.checkpoints.keys import address
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from itertools import pairwise
 
 import pytest
 
@@ -19,7 +20,7 @@ WAIT = 30.0
 def chain(cuts: list[int], *, size: int = 2048, tokens: list[int] = TOKENS) -> list[Segment]:
     """Segments of ``tokens`` cut at ``cuts`` (each with float32 logits)."""
     out = []
-    for start, end in zip(cuts, cuts[1:]):
+    for start, end in pairwise(cuts):
         out.append(Segment(
             COMPAT,
             prefix_hash(tokens[:end]),
@@ -59,7 +60,7 @@ class SlowDisk:
 
         monkeypatch.setattr(DiskTier, "save", save)
 
-    def __enter__(self) -> "SlowDisk":
+    def __enter__(self) -> SlowDisk:
         return self
 
     def __exit__(self, *_exc: object) -> None:

@@ -16,10 +16,9 @@ from sessions import paths
 from sessions.cli import build_parser
 from sessions.cli import commands as command_registry
 from sessions.config import Config
+from tests.cli_support import assert_one_line_error, run
 
 REPO = Path(__file__).resolve().parent.parent
-from tests.cli_support import assert_one_line_error, chat, run, store  # noqa: F401 (fixtures)
-
 
 
 def test_version(capsys):

@@ -14,8 +14,7 @@ import pytest
 from sessions import paths
 from sessions.config import config_template
 from sessions.exchange import export_json
-
-from tests.cli_support import assert_one_line_error, chat, run, store  # noqa: F401 (fixtures)
+from tests.cli_support import assert_one_line_error, run
 
 # --- sessions, show ------------------------------------------------------------------
 

@@ -10,8 +10,7 @@ import pytest
 from sessions.config import Config
 from sessions.discovery import ModelFileError, discover_models, read_model_card, search_roots
 from sessions.memory_kind import MemoryKind
-
-from tests.gguf_support import home, make_gguf  # noqa: F401 (fixture)
+from tests.gguf_support import make_gguf
 
 # --- split models ------------------------------------------------------------------
 

@@ -9,7 +9,12 @@ import pytest
 
 from sessions.conversation import Conversation
 from sessions.exchange import (
-    ExchangeError, detect_format, export_json, export_markdown, import_file, write_json,
+    ExchangeError,
+    detect_format,
+    export_json,
+    export_markdown,
+    import_file,
+    write_json,
 )
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore, StoreError

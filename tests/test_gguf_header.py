@@ -11,13 +11,13 @@ from sessions.discovery import ModelFileError, memory_kind_for, read_gguf_header
 from sessions.discovery.gguf_header import ArrayInfo
 from sessions.discovery.model_card import HYBRID_ARCHITECTURES, RECURRENT_ARCHITECTURES
 from sessions.memory_kind import MemoryKind
+from tests.gguf_support import make_gguf
 
 gguf = pytest.importorskip("gguf")
 np = pytest.importorskip("numpy")
 
 SDIST_ARCH = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-arch.cpp")
 
-from tests.gguf_support import make_gguf
 
 # --- the header reader -------------------------------------------------------------
 

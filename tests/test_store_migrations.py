@@ -6,8 +6,7 @@ import sqlite3
 
 import pytest
 
-from sessions.store import SCHEMA_VERSION, SessionStore, StoreError
-from sessions.store import schema
+from sessions.store import SCHEMA_VERSION, SessionStore, StoreError, schema
 from sessions.store.schema import MIGRATIONS, Migration, apply_migrations, current_version
 
 

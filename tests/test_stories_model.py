@@ -29,7 +29,7 @@ L.llama_log_set(_quiet_log, ctypes.c_void_p())
 COMMON_WORDS = {
     "a", "and", "the", "was", "to", "he", "she", "it", "they", "her", "his", "said", "saw", "in",
     "on", "with", "of", "little", "big", "day", "time", "there", "lived", "girl", "boy", "named",
-    "happy", "very", "play", "wanted", "loved", "one", "went", "had", "her", "mom", "friend",
+    "happy", "very", "play", "wanted", "loved", "one", "went", "had", "mom", "friend",
 }
 
 

@@ -14,8 +14,9 @@ many terminals cannot send shift+enter.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Literal
 
 from textual.binding import Binding
 

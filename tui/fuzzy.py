@@ -13,8 +13,9 @@ Pure Python with no UI imports, so it is unit tested on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

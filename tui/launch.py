@@ -13,6 +13,7 @@ from contextlib import nullcontext
 
 from sessions.config import Config
 
+
 def main(argv: list[str] | None = None) -> int:
     from sessions import cli
 

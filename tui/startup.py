@@ -27,7 +27,7 @@ class StartupRequest:
     """``--session``: reopen this session."""
 
     @classmethod
-    def from_args(cls, args: Any) -> "StartupRequest":
+    def from_args(cls, args: Any) -> StartupRequest:
         model = getattr(args, "model", None)
         return cls(
             demo=bool(getattr(args, "demo", False)),

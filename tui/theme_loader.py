@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import replace
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from textual.app import App
 from textual.color import Color, ColorParseError

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.worker import Worker
@@ -84,7 +85,7 @@ class EngineWork:
             return self.controller.trim_to_fit(leaf_id)
 
     @work(thread=True, exclusive=True, group="warm", exit_on_error=False, description="preparing the branch")
-    def warm_job(self, leaf_id: int) -> "PrepareResult":
+    def warm_job(self, leaf_id: int) -> PrepareResult:
         with self._engine_lock:
             return self.controller.warm(leaf_id)
 

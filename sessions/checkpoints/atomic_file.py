@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..crashpoints import crashpoint
 from ..durable import fsync_folder

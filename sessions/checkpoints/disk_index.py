@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from .keys import Key
 

@@ -13,16 +13,22 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
 from .disk_index import DiskEntry, DiskIndex, UseClock
 from .errors import CorruptCheckpointError
 from .file_format import (
-    HEADER_SIZE, Header, build_segment, check_header, encode_header, expected_address, parse_header,
+    HEADER_SIZE,
+    Header,
+    build_segment,
+    check_header,
+    encode_header,
+    expected_address,
+    parse_header,
 )
 from .keys import Key, StateCompat, address, is_model_folder, key_of, parse_address
 from .segment import Segment

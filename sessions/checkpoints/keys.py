@@ -12,10 +12,10 @@ import re
 import struct
 import sys
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import PurePath
-from typing import Sequence
 
 from .errors import InvalidSegmentError
 
@@ -27,8 +27,8 @@ FILE_SUFFIX = ".ckpt"
 Key = tuple[str, str]
 """(compat digest, prefix hash): the identity of a checkpoint in every tier."""
 
-_HEX = re.compile(r"[0-9a-f]{%d}" % (2 * HASH_BYTES))
-_FILE_NAME = re.compile(r"([0-9a-f]{%d})-([0-9a-f]{%d})\.ckpt" % (2 * HASH_BYTES, 2 * HASH_BYTES))
+_HEX = re.compile(f"[0-9a-f]{{{2 * HASH_BYTES}}}")
+_FILE_NAME = re.compile(f"([0-9a-f]{{{2 * HASH_BYTES}}})-([0-9a-f]{{{2 * HASH_BYTES}}})\\.ckpt")
 
 if array("i").itemsize != 4:  # pragma: no cover - every platform CPython supports today
     raise ImportError("sessions.checkpoints needs a 4-byte C int for token hashing")
@@ -67,7 +67,7 @@ class PrefixHasher:
         self.count = 0
         self.extend(tokens)
 
-    def extend(self, tokens: Sequence[int]) -> "PrefixHasher":
+    def extend(self, tokens: Sequence[int]) -> PrefixHasher:
         self._hash.update(_pack(tokens))
         self.count += len(tokens)
         return self
@@ -76,7 +76,7 @@ class PrefixHasher:
         """Equal to ``prefix_hash`` of every token given so far."""
         return self._hash.hexdigest()
 
-    def copy(self) -> "PrefixHasher":
+    def copy(self) -> PrefixHasher:
         """An independent hasher at the same point (to follow a fork)."""
         twin = PrefixHasher()
         twin._hash = self._hash.copy()

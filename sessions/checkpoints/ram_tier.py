@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from .keys import Key
 from .segment import Segment

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Literal
 
 from .. import paths
 from .disk_tier import DiskTier
@@ -190,7 +191,7 @@ class CheckpointStore:
         self._closed = True
         self._writer.close()
 
-    def __enter__(self) -> "CheckpointStore":
+    def __enter__(self) -> CheckpointStore:
         return self
 
     def __exit__(self, *_exc: object) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import StoreClosedError
 from .keys import Key

@@ -28,9 +28,9 @@ class CommandContext:
     config_path: Path
     out: TextIO
     err: TextIO
-    _store: "SessionStore | None" = field(default=None, repr=False)
+    _store: SessionStore | None = field(default=None, repr=False)
 
-    def store(self) -> "SessionStore":
+    def store(self) -> SessionStore:
         if self._store is None:
             from sessions.store import SessionStore
 

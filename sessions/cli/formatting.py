@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def local_time(seconds: float) -> str:
@@ -13,7 +13,7 @@ def local_time(seconds: float) -> str:
 
 def iso_time(seconds: float) -> str:
     """ISO 8601 with the UTC offset, for JSON output."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds")
 
 
 def one_line(text: str, width: int = 60) -> str:
@@ -50,5 +50,5 @@ def table(rows: list[list[str]]) -> list[str]:
     if not rows:
         return []
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join([cell.ljust(w) for cell, w in zip(row, widths)] + [row[-1]]).rstrip()
+    return ["  ".join([cell.ljust(w) for cell, w in zip(row, widths, strict=False)] + [row[-1]]).rstrip()
             for row in rows]

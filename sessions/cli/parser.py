@@ -12,8 +12,8 @@ import argparse
 from typing import Any, NoReturn
 
 from sessions import __version__
-from sessions.cli.arguments import session_id, whole_number
 from sessions.cli import commands
+from sessions.cli.arguments import session_id, whole_number
 from sessions.cli.errors import UsageError
 
 PROG = "llamachat"

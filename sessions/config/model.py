@@ -68,14 +68,14 @@ class Config:
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     """Model-state checkpoint limits (the ``[checkpoints]`` table)."""
 
-    def with_(self, **changes: Any) -> "Config":
+    def with_(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
     def effective_sampling(self) -> SamplingSettings:
         """The sampling settings with the top-level ``seed`` (and ``--seed``) applied."""
         return self.sampling if self.seed < 0 else self.sampling.with_(seed=self.seed)
 
-    def with_overrides(self, **overrides: Any) -> "Config":
+    def with_overrides(self, **overrides: Any) -> Config:
         """Apply command-line overrides, ignoring the ones that were not given (None)."""
         given = {name: value for name, value in overrides.items() if value is not None}
         unknown = set(given) - {f.name for f in fields(self)}

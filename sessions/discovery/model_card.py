@@ -88,14 +88,14 @@ class ModelCard:
         return self.split_count > 1
 
     @classmethod
-    def unreadable(cls, path: Path, reason: str, source: str = "") -> "ModelCard":
+    def unreadable(cls, path: Path, reason: str, source: str = "") -> ModelCard:
         try:
             size = path.stat().st_size
         except OSError:
             size = 0
         return cls(path=path, name=_base_name(path), file_size=size, source=source, error=reason)
 
-    def with_source(self, source: str) -> "ModelCard":
+    def with_source(self, source: str) -> ModelCard:
         return replace(self, source=source)
 
 

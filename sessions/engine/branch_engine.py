@@ -11,8 +11,8 @@ switch back finds them.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -90,7 +90,7 @@ class BranchEngine:
         """
         target = list(target)
         stepped_ranges = [
-            (a, b) for a, b, step in zip([0, *ends[:-1]], ends, stepped or [False] * len(ends)) if step
+            (a, b) for a, b, step in zip([0, *ends[:-1]], ends, stepped or [False] * len(ends), strict=True) if step
         ]
         t0 = time.perf_counter()
         plan = self.plan(target, ends)

@@ -8,8 +8,9 @@ happens in the constructor, so callers run it in a worker thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -88,7 +89,9 @@ class LlamaChatEngine:
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False) -> GenerateResult:
         sampler = Sampler(settings, self.info.n_vocab)
         try:
-            return generate(self.branches, logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop)
+            return generate(
+                self.branches, logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop
+            )
         finally:
             sampler.close()
 

@@ -8,7 +8,7 @@ characters. An incremental UTF-8 decoder holds the incomplete tail until it comp
 from __future__ import annotations
 
 import codecs
-from typing import Callable
+from collections.abc import Callable
 
 
 class Detokenizer:

@@ -6,8 +6,8 @@ later (``load_model``) and so that the UI tests can hand it a fake.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.engine.context import ContextParams

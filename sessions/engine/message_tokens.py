@@ -44,10 +44,8 @@ def _marker() -> str:
 
 
 def _end_of_last(text: str, marker: str) -> int | None:
-    found = None
-    for found in re.finditer(marker, text, re.IGNORECASE):
-        pass
-    return None if found is None else found.end()
+    matches = list(re.finditer(marker, text, re.IGNORECASE))
+    return matches[-1].end() if matches else None
 
 
 def _window(history: Sequence[ChatMessage]) -> list[ChatMessage]:

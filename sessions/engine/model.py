@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.native import lib

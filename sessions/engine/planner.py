@@ -20,8 +20,9 @@ Exactness rules this encodes (see ``shared/notes/llama-cpp-state.md``):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 from sessions.memory_kind import MemoryKind
 

@@ -9,7 +9,7 @@ find the ones saved before.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def message_ends(lengths: Sequence[int]) -> list[int]:

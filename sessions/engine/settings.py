@@ -16,7 +16,7 @@ class EngineSettings:
     checkpoint_interval: int = 2048
 
     @classmethod
-    def from_config(cls, config) -> "EngineSettings":
+    def from_config(cls, config) -> EngineSettings:
         return cls(
             n_ctx=config.n_ctx,
             n_batch=config.n_batch,

@@ -15,7 +15,8 @@ window lands in cells 0..w-1 whatever the route, and the next tokens land after 
 
 The layout of the serialised window (llama.cpp's ``state_write`` for one sequence of a
 KV cache, flash attention on so V is not transposed) is, all little-endian: the
-context's header ``magic:u32 = 0xaf143cd8``, ``seq:i32``; ``n_stream:u32``, then per stream ``cell_count:u32``, ``cell_count`` x (``pos:i32``,
+context's header ``magic:u32 = 0xaf143cd8``, ``seq:i32``; ``n_stream:u32``, then per stream
+``cell_count:u32``, ``cell_count`` x (``pos:i32``,
 ``n_seq:u32``, ``n_seq`` x ``seq:i32``), ``v_trans:u32``, ``n_layer:u32``, per layer
 (``k_type:i32``, ``k_row:u64``, rows), per layer (``v_type:i32``, ``v_row:u64``, rows).
 """

@@ -7,8 +7,8 @@ one store transaction, so a file that fails halfway leaves no half-made session 
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Hashable, Mapping
 
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore

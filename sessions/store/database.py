@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from sessions.crashpoints import crashpoint
 from sessions.paths import ensure_private_dir

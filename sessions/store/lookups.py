@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from sessions.store.errors import MessageNotFound, SessionNotFound, StoreError
 from sessions.store.records import Session, message_from_row, session_from_row

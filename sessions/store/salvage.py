@@ -12,9 +12,9 @@ transaction of the restored file; the damaged file is only ever read.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 MAX_LOOKUPS = 1_000_000
 """Past this many ids to try, read the table in one scan instead (stops at the damage)."""
@@ -128,11 +128,11 @@ class _Copier:
                     yield row_id
                     continue
                 if row is not None:
-                    yield dict(zip(columns, row))
+                    yield dict(zip(columns, row, strict=True))
             return
         try:
             for row in self.src.execute(f"{select} WHERE id > ? ORDER BY id", (after,)):
-                yield dict(zip(columns, row))
+                yield dict(zip(columns, row, strict=True))
         except sqlite3.DatabaseError as error:
             self._note(error)
         yield None  # the scan cannot say how many rows it missed

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 Steps = Callable[[sqlite3.Connection], None]
 

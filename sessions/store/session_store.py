@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from sessions import paths
 from sessions.sampling import SamplingSettings
@@ -49,7 +50,7 @@ class SessionStore:
         self.recovery_notice: str | None = database.recovery_notice  # show it to the user
 
     @classmethod
-    def open(cls, path: Path | None = None) -> "SessionStore":
+    def open(cls, path: Path | None = None) -> SessionStore:
         return cls(open_database(Path(path) if path is not None else paths.database_file()))
 
     @property
@@ -59,7 +60,7 @@ class SessionStore:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "SessionStore":
+    def __enter__(self) -> SessionStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

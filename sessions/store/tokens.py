@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import Iterable
+from collections.abc import Iterable
 
 from sessions.store.errors import StoreError
 

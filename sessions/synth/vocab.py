@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 
 from .corpus import CORPUS
 from .errors import SynthError
@@ -122,7 +123,7 @@ def learn_merges(max_merges: int = MAX_MERGES) -> tuple[tuple[str, str], ...]:
     pairs: Counter[tuple[str, str]] = Counter()
     where: dict[tuple[str, str], set[int]] = {}
     for index, (word, count) in enumerate(words):
-        for pair in zip(word, word[1:]):
+        for pair in pairwise(word):
             pairs[pair] += count
             where.setdefault(pair, set()).add(index)
     merges: list[tuple[str, str]] = []
@@ -133,13 +134,13 @@ def learn_merges(max_merges: int = MAX_MERGES) -> tuple[tuple[str, str], ...]:
         merges.append(best)
         for index in sorted(where.pop(best, ())):
             word, count = words[index]
-            for pair in zip(word, word[1:]):
+            for pair in pairwise(word):
                 pairs[pair] -= count
                 if pairs[pair] <= 0:
                     del pairs[pair]
             word = _merge_word(word, best)
             words[index] = (word, count)
-            for pair in zip(word, word[1:]):
+            for pair in pairwise(word):
                 pairs[pair] += count
                 where.setdefault(pair, set()).add(index)
     return tuple(merges)

@@ -62,7 +62,8 @@ class Bench:
 
         engine = self.ctl.engine
         if self._scratch is None:
-            params = ContextParams(n_ctx=self.settings.n_ctx, n_batch=self.settings.n_batch, n_threads=self.settings.threads)
+            s = self.settings
+            params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
             self._scratch = BranchEngine(engine.model, LlamaContext(engine.model, params), None)
         tokens, ends, _ = branch_tokens(self.store, engine, self.ctl.conversation.tree.path_to(leaf_id))
         self._scratch._reset()
@@ -95,7 +96,7 @@ class Bench:
         conv = ctl.conversation
         users = []
         t0 = time.perf_counter()
-        for user, reply in zip(texts["users"], texts["replies"]):
+        for user, reply in zip(texts["users"], texts["replies"], strict=True):
             users.append(ctl.send(user))
             conv.append("assistant", reply)
         build = ctl.warm()
@@ -103,7 +104,7 @@ class Bench:
               "seconds": round(time.perf_counter() - t0, 3)})
         leaf = conv.head
         events = []
-        for k, follow_up in zip((2, 6, 11), texts["follow_ups"]):
+        for k, follow_up in zip((2, 6, 11), texts["follow_ups"], strict=True):
             edited = ctl.edit(users[k - 1].id, texts["edits"][k])
             events.append(self.event(f"edit user turn {k}", edited, ctl.generate_reply()))
             conv.select(leaf.id)

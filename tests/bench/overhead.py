@@ -59,14 +59,19 @@ def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
     s = bench.settings
     params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
     greedy = SamplingSettings(temperature=0.0)
-    with tempfile.TemporaryDirectory() as tmp, CheckpointStore(Path(tmp), ram_bytes=8 << 30, disk_bytes=50 << 30) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        CheckpointStore(Path(tmp), ram_bytes=8 << 30, disk_bytes=50 << 30) as store,
+    ):
         with_ck = BranchEngine(model, LlamaContext(model, params), store, interval=s.checkpoint_interval)
         without = BranchEngine(model, LlamaContext(model, params), None, interval=s.checkpoint_interval)
         path = bench.ctl.conversation.active_path()
         tokens, ends, stepped = branch_tokens(bench.store, bench.ctl.engine, path)
         for engine in (with_ck, without):
             engine.prepare(tokens, ends, stepped=stepped)
-        question = bench.ctl.engine.tokenize("<|im_end|>\n<|im_start|>user\nAnd what happened after that?<|im_end|>\n<|im_start|>assistant\n", False)
+        question = bench.ctl.engine.tokenize(
+            "<|im_end|>\n<|im_start|>user\nAnd what happened after that?<|im_end|>\n<|im_start|>assistant\n", False
+        )
         times = {"with": [], "without": []}
         gen_tps = []
         for _ in range(turns):

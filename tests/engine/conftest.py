@@ -49,5 +49,8 @@ def greedy_after(branch_engine, logits: np.ndarray, n: int = 32) -> list[int]:
         out.append(token)
         logits = branch_engine.ctx.decode([token], pos)
         pos += 1
-    branch_engine.ctx.seq_rm(0, len(branch_engine.live), -1) if branch_engine.kind.value == "plain" else branch_engine._reset()
+    if branch_engine.kind.value == "plain":
+        branch_engine.ctx.seq_rm(0, len(branch_engine.live), -1)
+    else:
+        branch_engine._reset()
     return out

@@ -70,7 +70,7 @@ def test_repeat_penalty_changes_the_choice(loaded_models):
 
 
 def test_detokenizer_never_splits_a_character():
-    pieces = {1: "h".encode(), 2: "é".encode()[:1], 3: "é".encode()[1:], 4: "🙂".encode()[:2], 5: "🙂".encode()[2:]}
+    pieces = {1: b"h", 2: "é".encode()[:1], 3: "é".encode()[1:], 4: "🙂".encode()[:2], 5: "🙂".encode()[2:]}
     detok = Detokenizer(pieces.__getitem__)
     out = [detok.push(t) for t in (1, 2, 3, 4, 5)]
     assert out == ["h", "", "é", "", "🙂"]

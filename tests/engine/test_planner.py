@@ -12,11 +12,12 @@ BOUNDS = [20, 50, 80, 100]
 
 
 def live(n: int, pos_min: int = 0, logits: bool = False, tokens=None) -> LiveState:
-    return LiveState(tokens=tokens if tokens is not None else TARGET[:n], pos_min=pos_min if n else -1, has_logits=logits)
+    tokens = tokens if tokens is not None else TARGET[:n]
+    return LiveState(tokens=tokens, pos_min=pos_min if n else -1, has_logits=logits)
 
 
 def store_with(*ends: int, logits: bool = True):
-    starts = dict(zip(BOUNDS, [0] + BOUNDS[:-1]))
+    starts = dict(zip(BOUNDS, [0] + BOUNDS[:-1], strict=True))
     known = {e: SegmentInfo(starts[e], e, "ram", logits) for e in ends}
     return known.get
 

@@ -38,11 +38,16 @@ from sessions.synth import make_model
 
 from . import crash_plan
 from .children import ChildResult, KillPlan, finish, run_llamachat, start
-from .crash_report import Report
 from .crash_checks import (
-    CheckpointScanner, DatabaseProblem, Heads, StoredMessage, copy_database, read_database,
+    CheckpointScanner,
+    DatabaseProblem,
+    Heads,
+    StoredMessage,
+    copy_database,
+    read_database,
 )
 from .crash_exactness import ExactnessProbe
+from .crash_report import Report
 
 MODELS: dict[str, float] = {"llama": 0.55, "gemma3": 0.15, "lfm2": 0.15, "mamba": 0.15}
 """Share of the trials per model kind."""

@@ -71,8 +71,8 @@ class ExactnessProbe:
                              on_problem=problems.append) as store:
             restored, count = self._run(engine, store, tokens, ends, stepped)
         fresh, _ = self._run(engine, None, tokens, ends, stepped)
-        diffs = [float(np.max(np.abs(a - b))) for a, b in zip(restored, fresh)]
-        equal = all(np.array_equal(a, b) for a, b in zip(restored, fresh))
+        diffs = [float(np.max(np.abs(a - b))) for a, b in zip(restored, fresh, strict=True)]
+        equal = all(np.array_equal(a, b) for a, b in zip(restored, fresh, strict=True))
         return ProbeResult(equal, count, problems, max(diffs) if diffs else 0.0)
 
     def _run(self, engine, store, tokens, ends, stepped) -> tuple[list[np.ndarray], int]:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions.store import SessionStore, StoreError
-from sessions.store import backup
+from sessions.store import SessionStore, StoreError, backup
 from sessions.store.backup import backup_path, backup_problem
 from sessions.store.schema import SCHEMA_VERSION
 

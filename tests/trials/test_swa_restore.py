@@ -72,7 +72,7 @@ def test_short_sliding_window_branch_restores_exactly(gemma3, tmp_path):
             _logits_after(gemma3, store, *_branch(msgs, stepped, turn), extra=0)
         restored = _logits_after(gemma3, store, *_branch(msgs, stepped, k))
     fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, k))
-    assert all(np.array_equal(a, b) for a, b in zip(restored, fresh))
+    assert all(np.array_equal(a, b) for a, b in zip(restored, fresh, strict=True))
 
 
 def test_long_sliding_window_branch_restores_exactly(gemma3, tmp_path):
@@ -83,5 +83,5 @@ def test_long_sliding_window_branch_restores_exactly(gemma3, tmp_path):
             _logits_after(gemma3, store, *_branch(msgs, stepped, turn), extra=0)
         restored = _logits_after(gemma3, store, *_branch(msgs, stepped, TURNS))
     fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, TURNS))
-    differences = [float(np.max(np.abs(a - b))) for a, b in zip(restored, fresh)]
+    differences = [float(np.max(np.abs(a - b))) for a, b in zip(restored, fresh, strict=True)]
     assert max(differences) == 0.0, f"largest logit difference {max(differences):.3g}"

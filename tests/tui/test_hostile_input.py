@@ -202,10 +202,10 @@ async def test_enter_during_the_start_up_load_and_warm_up_is_answered_once_ready
         again = make_app(startup=StartupRequest())  # reopen the last session
         async with again.run_test(size=(100, 30)) as pilot:
             screen = main_screen(pilot)
-            await wait_for(pilot, lambda: screen.engine_jobs(group) and screen.chat_input.has_focus, group)
+            await wait_for(pilot, lambda s=screen, g=group: s.engine_jobs(g) and s.chat_input.has_focus, group)
             keys_in_one_read(again, f"sent\nduring {group}\r")
             sent = f"sent\nduring {group}"
-            await wait_for(pilot, lambda: screen.controller.conversation.head.text == sent, "the message")
+            await wait_for(pilot, lambda s=screen, t=sent: s.controller.conversation.head.text == t, "the message")
             assert screen.chat_input.text == ""
             gate.set()
             await settle(pilot)

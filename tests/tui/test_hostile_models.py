@@ -113,7 +113,7 @@ async def test_unusable_files_in_the_model_picker_are_explained_and_nothing_chan
                             (tmp_path / "gone.gguf", "no such model file")):
             picker = await pick_path(pilot, path)
             status = picker.query_one("#picker-status", Static)
-            await wait_for(pilot, lambda: words in str(status.render()), f"the picker to say {words!r}")
+            await wait_for(pilot, lambda w=words, s=status: w in str(s.render()), f"the picker to say {words!r}")
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, ModelPicker), "the picker to close")
         assert screen.model_ready and shown_texts(screen) == before

@@ -19,6 +19,7 @@ from tui.screens.model_picker import DEMO_KEY, KIND_NAMES, ModelPicker
 from tui.screens.session_picker import SessionPicker
 from tui.theme_loader import default_variables, register_themes
 
+
 def test_fuzzy_needs_every_letter_in_order_and_ignores_case_and_spaces():
     assert fuzzy_match("rl", "Rust lifetimes").positions == (0, 5)
     assert fuzzy_match("RUST LIFE", "rust lifetimes") is not None

@@ -13,11 +13,11 @@ import pytest
 from sessions.checkpoints import CheckpointStore
 from sessions.config import Config
 from sessions.controller import EngineSettings, SessionController
+from sessions.engine.factory import llama_engine_factory as engine_factory
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from tests.tui.helpers import headers, ready, send, settle, shown_texts, type_text
 from tui.app import LlamaChatApp
-from sessions.engine.factory import llama_engine_factory as engine_factory
 from tui.startup import StartupRequest
 
 pytest.importorskip("llama_cpp")

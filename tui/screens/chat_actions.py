@@ -41,7 +41,7 @@ class ChatActions:
 
     # -- finding the message an action applies to --------------------------------------------
 
-    def target(self: "MainScreen", *roles: str) -> Message | None:
+    def target(self: MainScreen, *roles: str) -> Message | None:
         """The selected message, else the last message of the branch with one of ``roles``."""
         conversation = self.controller.conversation
         if conversation is None:
@@ -55,7 +55,7 @@ class ChatActions:
                 return message
         return None
 
-    def set_mode(self: "MainScreen", mode: InputMode) -> None:
+    def set_mode(self: MainScreen, mode: InputMode) -> None:
         self.mode = mode
         box = self.chat_input
         box.set_class(mode.kind != "send", "-special")
@@ -65,7 +65,7 @@ class ChatActions:
 
     # -- moving around ----------------------------------------------------------------------
 
-    def action_select_message(self: "MainScreen", delta: int) -> None:
+    def action_select_message(self: MainScreen, delta: int) -> None:
         conversation = self.controller.conversation
         ids = [m.id for m in conversation.active_path()] if conversation else []
         if not ids:
@@ -78,7 +78,7 @@ class ChatActions:
             index = None if index >= len(ids) else max(0, index)
         self.conversation_view.select(None if index is None else ids[index])
 
-    async def action_sibling(self: "MainScreen", delta: int) -> None:
+    async def action_sibling(self: MainScreen, delta: int) -> None:
         message = self.target()
         if message is None:
             return
@@ -94,7 +94,7 @@ class ChatActions:
 
         await self.when_idle(page)
 
-    async def after_switch(self: "MainScreen") -> None:
+    async def after_switch(self: MainScreen) -> None:
         """After the branch changed: say what making it live costs, then do it in the background."""
         conversation = self.controller.conversation
         if not self.model_ready or conversation is None or conversation.head is None or self.engine_jobs():
@@ -114,7 +114,7 @@ class ChatActions:
 
     # -- changing the tree ------------------------------------------------------------------
 
-    def action_edit(self: "MainScreen") -> None:
+    def action_edit(self: MainScreen) -> None:
         message = self.target()
         if message is None:
             self.notify("There is no message to edit yet.")
@@ -122,7 +122,7 @@ class ChatActions:
         self.chat_input.set_draft(message.text)
         self.set_mode(InputMode("edit", message.id))
 
-    async def action_regenerate(self: "MainScreen") -> None:
+    async def action_regenerate(self: MainScreen) -> None:
         message = self.target()
         if message is None or message.role == "system":
             self.notify("Select a reply (or the message it answers) to regenerate.")
@@ -139,7 +139,7 @@ class ChatActions:
 
         await self.when_idle(regenerate)
 
-    def action_fork(self: "MainScreen") -> None:
+    def action_fork(self: MainScreen) -> None:
         message = self.target()
         if message is None:
             return
@@ -149,7 +149,7 @@ class ChatActions:
         self.set_mode(InputMode("fork", message.id))
         self.chat_input.focus()
 
-    async def action_rewind(self: "MainScreen") -> None:
+    async def action_rewind(self: MainScreen) -> None:
         selected = self.conversation_view.selected_id
         if selected is None:
             self.notify("Select the message to go back to first (Ctrl+Up).")
@@ -163,7 +163,7 @@ class ChatActions:
 
         await self.when_idle(rewind)
 
-    def action_delete_branch(self: "MainScreen") -> None:
+    def action_delete_branch(self: MainScreen) -> None:
         message = self.target()
         if message is None:
             return
@@ -178,7 +178,7 @@ class ChatActions:
 
         self.app.push_screen(ConfirmScreen(question), confirmed)
 
-    async def delete_now(self: "MainScreen", message_id: int) -> None:
+    async def delete_now(self: MainScreen, message_id: int) -> None:
         count = self.controller.conversation.delete_subtree(message_id)
         self.conversation_view.select(None)
         await self.refresh_view()
@@ -186,7 +186,7 @@ class ChatActions:
 
     # -- a branch longer than the context ---------------------------------------------------
 
-    def offer_trim(self: "MainScreen", error: ContextOverflow) -> None:
+    def offer_trim(self: MainScreen, error: ContextOverflow) -> None:
         """The branch no longer fits: offer to go on in a new branch without the oldest turns.
 
         When nothing precedes the message but a system prompt, there is nothing to leave
@@ -213,12 +213,12 @@ class ChatActions:
 
         self.app.push_screen(ConfirmScreen(question, "Continue in a new branch", yes_variant="primary"), chosen)
 
-    def start_trim(self: "MainScreen", leaf_id: int) -> None:
+    def start_trim(self: MainScreen, leaf_id: int) -> None:
         self.status.set_note("making a branch without the oldest turns…")
         self.controller.reset_cancel()  # the engine is idle here: an old stop must not hit this job
         self.trim_job(leaf_id)
 
-    async def trimmed(self: "MainScreen", head: Message) -> None:
+    async def trimmed(self: MainScreen, head: Message) -> None:
         """The shorter branch exists and is the head: show it and answer its last message."""
         self.conversation_view.select(None)
         await self.refresh_view()
@@ -227,7 +227,7 @@ class ChatActions:
 
     # -- stop, copy -------------------------------------------------------------------------
 
-    def action_stop(self: "MainScreen") -> None:
+    def action_stop(self: MainScreen) -> None:
         if self.engine_jobs("generate", "warm"):
             self.controller.cancel()
         elif self.mode.kind != "send":
@@ -237,13 +237,13 @@ class ChatActions:
         else:
             self.conversation_view.select(None)
 
-    def action_copy_message(self: "MainScreen") -> None:
+    def action_copy_message(self: MainScreen) -> None:
         message = self.target()
         if message is not None:
             self.app.copy_to_clipboard(message.text)
             self.notify("Copied the message.", timeout=2)
 
-    def action_copy_code(self: "MainScreen") -> None:
+    def action_copy_code(self: MainScreen) -> None:
         conversation = self.controller.conversation
         selected = self.conversation_view.selected_id
         candidates = [conversation.tree.get(selected)] if conversation and selected is not None else (

@@ -6,7 +6,7 @@ shows its new binding here and the names to use in ``[keys]`` are always at hand
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from rich.text import Text
 from textual.app import ComposeResult

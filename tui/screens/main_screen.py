@@ -2,8 +2,8 @@
 
 Gestures live in two mixins (``ChatActions`` for the tree, ``SessionActions`` for
 sessions, models and panels), the core's events in ``CoreEvents`` and the engine jobs
-in ``EngineWork``; this file wires them to the widgets. The controller holds all chat logic; the screen only decides what
-to show and when a job may start.
+in ``EngineWork``; this file wires them to the widgets. The controller holds all chat logic;
+the screen only decides what to show and when a job may start.
 """
 
 from __future__ import annotations

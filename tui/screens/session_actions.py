@@ -28,7 +28,7 @@ class SessionActions:
 
     # -- start-up --------------------------------------------------------------------------
 
-    async def start(self: "MainScreen") -> None:
+    async def start(self: MainScreen) -> None:
         store = self.controller.store
         last = store.last_session()
         plan = plan_startup(self.startup, last_session_id=last.id if last else None,
@@ -48,18 +48,18 @@ class SessionActions:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def new_chat(self: "MainScreen") -> None:
+    async def new_chat(self: MainScreen) -> None:
         self.controller.new_session(system_prompt=self.config.system_prompt)
         self.conversation_view.select(None)
         self.set_mode_send()
         await self.refresh_view()
 
-    def set_mode_send(self: "MainScreen") -> None:
+    def set_mode_send(self: MainScreen) -> None:
         from tui.screens.chat_actions import InputMode
 
         self.set_mode(InputMode())
 
-    async def open_chat(self: "MainScreen", session_id: int) -> None:
+    async def open_chat(self: MainScreen, session_id: int) -> None:
         """Show a stored session; load its model when another one (or none) is loaded."""
         try:
             session = self.controller.open_session(session_id)
@@ -79,10 +79,10 @@ class SessionActions:
             self.notify("The model of this chat is not on disk any more: choose one.", severity="warning")
             self.choose_model()
 
-    async def action_new_session(self: "MainScreen") -> None:
+    async def action_new_session(self: MainScreen) -> None:
         await self.when_idle(self.new_chat)
 
-    def action_open_session(self: "MainScreen") -> None:
+    def action_open_session(self: MainScreen) -> None:
         conversation = self.controller.conversation
 
         async def chosen(session_id: int | None) -> None:
@@ -93,10 +93,10 @@ class SessionActions:
         self.app.push_screen(SessionPicker(self.controller.store, current_id=current), chosen)
 
     # Handlers by name: ``@on`` is only collected from Textual classes, not from mixins.
-    async def on_session_list_session_chosen(self: "MainScreen", message: SessionList.SessionChosen) -> None:
+    async def on_session_list_session_chosen(self: MainScreen, message: SessionList.SessionChosen) -> None:
         await self.when_idle(lambda: self.open_chat(message.session_id))
 
-    async def on_tree_panel_node_chosen(self: "MainScreen", message: TreePanel.NodeChosen) -> None:
+    async def on_tree_panel_node_chosen(self: MainScreen, message: TreePanel.NodeChosen) -> None:
         async def choose() -> None:
             self.controller.conversation.select(message.message_id)
             self.conversation_view.select(message.message_id)
@@ -106,7 +106,7 @@ class SessionActions:
         if self.controller.conversation is not None:
             await self.when_idle(choose)
 
-    def action_rename_session(self: "MainScreen") -> None:
+    def action_rename_session(self: MainScreen) -> None:
         conversation = self.controller.conversation
         if conversation is None:
             return
@@ -118,7 +118,7 @@ class SessionActions:
 
         self.app.push_screen(TextPrompt("Rename this chat", conversation.session.title), renamed)
 
-    def action_export(self: "MainScreen") -> None:
+    def action_export(self: MainScreen) -> None:
         conversation = self.controller.conversation
         if conversation is None:
             return
@@ -130,7 +130,7 @@ class SessionActions:
 
     # -- models -----------------------------------------------------------------------------
 
-    def choose_model(self: "MainScreen") -> None:
+    def choose_model(self: MainScreen) -> None:
 
         async def chosen(path: Path | None) -> None:
             if path is None:
@@ -141,18 +141,18 @@ class SessionActions:
 
         self.app.push_screen(ModelPicker(self.config), chosen)
 
-    async def switch_to_model(self: "MainScreen", path: Path) -> None:
+    async def switch_to_model(self: MainScreen, path: Path) -> None:
         if self.controller.conversation is None:
             await self.new_chat()
         self.show_demo_banner(False)
         self.load_model_job(path)
 
-    def action_switch_model(self: "MainScreen") -> None:
+    def action_switch_model(self: MainScreen) -> None:
         self.choose_model()
 
     # -- panels -----------------------------------------------------------------------------
 
-    def toggle_panel(self: "MainScreen", panel: TreePanel | SessionList) -> None:
+    def toggle_panel(self: MainScreen, panel: TreePanel | SessionList) -> None:
         panel.toggle_class("-open")
         self.refresh_panels()
         if panel.has_class("-open"):
@@ -160,8 +160,8 @@ class SessionActions:
         else:
             self.chat_input.focus()
 
-    def action_toggle_tree(self: "MainScreen") -> None:
+    def action_toggle_tree(self: MainScreen) -> None:
         self.toggle_panel(self.tree_panel)
 
-    def action_toggle_sessions(self: "MainScreen") -> None:
+    def action_toggle_sessions(self: MainScreen) -> None:
         self.toggle_panel(self.session_list)

@@ -48,11 +48,11 @@ class ChatInput(TextArea):
     class Submitted(Message):
         """The user asked to send what is written."""
 
-        chat_input: "ChatInput"
+        chat_input: ChatInput
         text: str
 
         @property
-        def control(self) -> "ChatInput":
+        def control(self) -> ChatInput:
             return self.chat_input
 
     def __init__(self, *, id: str | None = None) -> None:

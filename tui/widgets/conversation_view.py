@@ -8,7 +8,7 @@ reply being written is one extra view at the end that adopts its stored message.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from textual.containers import VerticalScroll
 
@@ -58,7 +58,7 @@ class ConversationView(VerticalScroll):
         keep = 0
         while keep < len(views) and keep < len(path) and views[keep].message_id == path[keep].id:
             keep += 1
-        for view, message in zip(views[:keep], path[:keep]):
+        for view, message in zip(views[:keep], path[:keep], strict=True):
             await view.set_message(message, positions.get(message.id, (1, 1)), message_note(message))
         if views[keep:]:
             await self.remove_children(views[keep:])

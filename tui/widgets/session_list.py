@@ -96,10 +96,10 @@ class SessionList(Widget):
         """The user picked a session to open."""
 
         session_id: int
-        session_list: "SessionList | None" = field(default=None, repr=False)
+        session_list: SessionList | None = field(default=None, repr=False)
 
         @property
-        def control(self) -> "SessionList | None":
+        def control(self) -> SessionList | None:
             return self.session_list
 
     def __init__(self, *, name: str | None = None, id: str | None = None,
@@ -125,7 +125,7 @@ class SessionList(Widget):
     def options(self) -> OptionList:
         return self.query_one(OptionList)
 
-    def focus(self, scroll_visible: bool = True) -> "SessionList":
+    def focus(self, scroll_visible: bool = True) -> SessionList:
         """Focus the list inside (the widget itself takes no keys)."""
         self.options.focus(scroll_visible)
         return self

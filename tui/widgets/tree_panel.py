@@ -123,10 +123,10 @@ class TreePanel(Widget):
         """The user picked a message in the tree (to make it the head)."""
 
         message_id: int
-        panel: "TreePanel | None" = field(default=None, repr=False)
+        panel: TreePanel | None = field(default=None, repr=False)
 
         @property
-        def control(self) -> "TreePanel | None":
+        def control(self) -> TreePanel | None:
             return self.panel
 
     def __init__(self, *, name: str | None = None, id: str | None = None,
@@ -164,7 +164,7 @@ class TreePanel(Widget):
         node = self.tree.cursor_node if self._ready else None
         return None if node is None or node.data is None else node.data.message_id
 
-    def focus(self, scroll_visible: bool = True) -> "TreePanel":
+    def focus(self, scroll_visible: bool = True) -> TreePanel:
         """Focus the tree inside (the panel itself takes no keys)."""
         self.tree.focus(scroll_visible)
         return self

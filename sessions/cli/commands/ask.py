@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from sessions.cli.arguments import session_id, whole_number
 from sessions.cli.context import CommandContext
