@@ -158,7 +158,7 @@ class ChatTemplate:
         ...) passed to every render. The engine chooses its fallback from the model's
         vocabulary instead (``template_choice.choose_template``).
         """
-        options = dict(bos_token=bos_token, eos_token=eos_token, variables=variables)
+        options: dict[str, Any] = dict(bos_token=bos_token, eos_token=eos_token, variables=variables)
         if not source or not source.strip():
             return cls.builtin("chatml", reason="the model has no chat template", **options)
         try:
