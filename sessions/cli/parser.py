@@ -49,6 +49,8 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("--session", metavar="ID", type=session_id, default=default(None),
                        help="open this session at start")
     group.add_argument("--theme", metavar="NAME", default=default(None), help="colour theme")
+    group.add_argument("--chat-template-file", metavar="FILE", default=default(None),
+                       help="Jinja chat template used instead of the model's own (sandboxed as well)")
 
 
 def build_parser() -> argparse.ArgumentParser:

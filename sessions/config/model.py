@@ -36,6 +36,22 @@ class CheckpointConfig:
 
 
 @dataclass(frozen=True)
+class ModelSettings:
+    """Settings for the models one ``[models."NAME"]`` table names.
+
+    ``NAME`` is a file name (``*`` and ``?`` match any text, as in ``"gemma-3-*.gguf"``) or
+    a path (it has a ``/``); a path wins over a file name, which wins over a pattern.
+    """
+
+    chat_template: str | None = None
+    """A built-in template's name (``chatml``, ``gemma``, ``llama3``, ...) or Jinja text,
+    used instead of the template inside the model file."""
+    chat_template_file: str | None = None
+    """A Jinja chat template file used instead of the one inside the model file (a path
+    relative to the config file's folder, or absolute)."""
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a user can set in ``config.toml``.
 
@@ -67,6 +83,11 @@ class Config:
     """Key overrides: action id to key string, e.g. ``regenerate = "ctrl+r"`` (``[keys]``)."""
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     """Model-state checkpoint limits (the ``[checkpoints]`` table)."""
+    chat_template_file: str | None = None
+    """A Jinja chat template file used for every model instead of its own (relative to the
+    config file's folder); ``--chat-template-file`` sets it for one run."""
+    models: dict[str, ModelSettings] = field(default_factory=dict)
+    """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
 
     def with_(self, **changes: Any) -> Config:
         return replace(self, **changes)

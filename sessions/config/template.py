@@ -8,8 +8,17 @@ and checks the result loads to the defaults).
 
 from __future__ import annotations
 
+import textwrap
+
 from sessions.config.model import Config
 from sessions.config.toml_text import render_value as _value
+from sessions.engine.template_families import BY_NAME
+
+
+def _builtin_names() -> str:
+    names = ", ".join(BY_NAME)
+    return textwrap.fill(names, width=90, initial_indent="#   ", subsequent_indent="#   ",
+                         break_on_hyphens=False)
 
 
 def config_template() -> str:
@@ -45,6 +54,11 @@ def config_template() -> str:
 # Colour theme: a built-in name or a theme file in the themes/ folder beside this file.
 # theme = {_value(c.theme)}
 
+# A Jinja chat template used for every model instead of the one inside its file (a path
+# relative to this file's folder, or absolute); --chat-template-file sets it for one run.
+# Per-model templates go in the [models] tables below.
+# chat_template_file = "templates/chatml.jinja"
+
 # Default sampling settings for new sessions (each session keeps its own copy).
 [sampling]
 # temperature = {_value(s.temperature)}     # 0 always picks the most likely token
@@ -62,6 +76,18 @@ def config_template() -> str:
 # ram_mb = {k.ram_mb}          # memory for checkpoints kept in RAM, in MiB
 # disk_mb = {k.disk_mb}        # disk space for checkpoint files, in MiB
 # interval = {k.interval}        # inside a long message, also save every this many tokens
+
+# Settings for particular models, one entry per model: a file name ("*" and "?" match
+# any text), or a path. chat_template names a built-in template or holds Jinja text;
+# chat_template_file is a Jinja file. Either replaces the template inside the model file,
+# and runs in the same sandbox. The built-in templates:
+{_builtin_names()}
+# Written as tables, an entry reads:
+#   [models."gemma-3-270m-it-Q8_0.gguf"]
+#   chat_template = "gemma"
+[models]
+# "gemma-3-*.gguf" = {{ chat_template = "gemma" }}
+# "~/models/my-finetune.gguf" = {{ chat_template_file = "templates/my-finetune.jinja" }}
 
 # Key overrides: action id = key (the help screen lists the action ids).
 [keys]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sessions.config.model import CheckpointConfig, Config
+from sessions.config.model_tables import check_models
 from sessions.config.toml_text import find_key_line
 from sessions.sampling import SamplingSettings
 
@@ -58,6 +59,7 @@ TOP_RULES: dict[str, Rule] = {
     "system_prompt": Rule("str", optional=True),
     "theme": Rule("str"),
     "keys": Rule("str_map"),
+    "chat_template_file": Rule("str", optional=True),
 }
 
 TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
@@ -159,7 +161,7 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
     """Build a ``Config`` from parsed TOML, keeping every valid field."""
     checker = _Checker(text)
     defaults = Config()
-    top = {name: value for name, value in data.items() if name not in TABLES}
+    top = {name: value for name, value in data.items() if name not in TABLES and name != "models"}
     values = checker.values(top, TOP_RULES, (), defaults)
     for table, (cls, rules) in TABLES.items():
         if table not in data:
@@ -169,6 +171,8 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
                            f"{_toml_type(data[table])}; using the defaults")
             continue
         values[table] = cls(**checker.values(data[table], rules, (table,), cls()))
+    if "models" in data:  # per-model tables, named by the user: see model_tables
+        values["models"] = check_models(data["models"], checker.report)
     if values.get("model") == "":
         values["model"] = None
     return Config(**values), checker.problems
@@ -179,4 +183,4 @@ def rules_cover_every_field() -> bool:
     names = {f.name for f in fields(Config)}
     table_fields = all({f.name for f in fields(cls)} == set(rules)
                        for cls, rules in TABLES.values())
-    return names == set(TOP_RULES) | set(TABLES) and table_fields
+    return names == set(TOP_RULES) | set(TABLES) | {"models"} and table_fields

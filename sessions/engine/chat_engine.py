@@ -20,6 +20,9 @@ from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.model import LlamaModel, ModelInfo
 from sessions.engine.planner import Plan
 from sessions.engine.sampler import Sampler
+from sessions.engine.template_choice import choose_template
+from sessions.engine.template_families import ALL_MARKERS
+from sessions.engine.template_override import TemplateOverride
 from sessions.sampling import SamplingSettings
 
 
@@ -65,6 +68,7 @@ class LlamaChatEngine:
         checkpoints=None,
         interval: int = 2048,
         on_progress: Callable[[float], None] | None = None,
+        template_override: TemplateOverride | None = None,
     ):
         t0 = time.perf_counter()
         self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, on_progress=on_progress)
@@ -72,8 +76,9 @@ class LlamaChatEngine:
         self.info = self.model.info
         self.n_ctx = self.ctx.n_ctx
         self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
-        self.template = ChatTemplate.load(
-            self.info.chat_template, bos_token=self.info.bos_text, eos_token=self.info.eos_text
+        self.template = choose_template(
+            self.info.chat_template, self.model.special_tokens(ALL_MARKERS), override=template_override,
+            bos_token=self.info.bos_text, eos_token=self.info.eos_text,
         )
         self.load_seconds = time.perf_counter() - t0
 

@@ -25,6 +25,7 @@ def llama_engine_factory(checkpoints=None) -> Callable:
             checkpoints=checkpoints,
             interval=settings.checkpoint_interval,
             on_progress=on_progress,
+            template_override=settings.template_override(path),
         )
 
     return make

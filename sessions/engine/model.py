@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,6 +188,12 @@ class LlamaModel:
             buf = ctypes.create_string_buffer(-n)
             n = self._L.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
         return buf.raw[:n]
+
+    def special_tokens(self, candidates: Iterable[str]) -> frozenset[str]:
+        """Which ``candidates`` are single control tokens here (chat markers, for instance)."""
+        from sessions.engine.vocab_markers import special_token_texts
+
+        return special_token_texts(self._L, self.vocab, candidates)
 
     def is_eog(self, token: int) -> bool:
         return bool(self._L.llama_vocab_is_eog(self.vocab, token))
