@@ -19,11 +19,11 @@ class EndpointError(ValueError):
 def parse_endpoint(text: str) -> str:
     """``text`` as a canonical ``host:port`` (surrounding spaces removed), or EndpointError."""
     item = text.strip()
+    if item.count(":") > 1:
+        raise EndpointError(f"{item!r} is not HOST:PORT (llama.cpp's RPC takes no IPv6 address)")
     host, sep, port = item.partition(":")
-    if not sep or not host:
+    if not sep or not host or any(c.isspace() for c in host):
         raise EndpointError(f"{item!r} is not HOST:PORT")
-    if any(c.isspace() for c in host) or ":" in port:
-        raise EndpointError(f"{item!r} is not HOST:PORT (IPv6 addresses are not supported by llama.cpp's RPC)")
     if not port.isdigit() or not 1 <= int(port) <= 65535:
         raise EndpointError(f"{item!r}: the port must be a number from 1 to 65535")
     return f"{host}:{int(port)}"

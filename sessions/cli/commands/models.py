@@ -1,6 +1,6 @@
 """``llamachat models``: every GGUF model found, with its memory kind and size, and the devices.
 
-After the table (not in ``--json``): this machine's devices, each RPC server's (asked
+After the table, on stderr (not with ``--json``): this machine's devices, each RPC server's (asked
 now, so a wrong address shows before a model loads) and where ``-ngl`` puts layers.
 """
 
@@ -62,16 +62,18 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ])
     for line in table(rows):
         ctx.print(line)
-    ctx.print("")
     _print_devices(ctx)
     return 0
 
 
 def _print_devices(ctx: CommandContext) -> None:
-    """This machine's devices, each RPC server's (asked now), and where -ngl puts layers."""
+    """This machine's devices, each RPC server's (asked now), and where -ngl puts layers.
+
+    On stderr, like the other remarks: stdout stays the table a script reads.
+    """
     from sessions.rpc.report import local_devices_line, offload_line, server_lines
 
-    ctx.print(local_devices_line())
+    ctx.note(local_devices_line())
     for line in server_lines(ctx.config.rpc):
-        ctx.print(line)
-    ctx.print(offload_line(ctx.config.rpc, ctx.config.n_gpu_layers))
+        ctx.note(line)
+    ctx.note(offload_line(ctx.config.rpc, ctx.config.n_gpu_layers))
