@@ -90,6 +90,7 @@ class EngineProcess:
             loaded = self._wait(stoppable=False)
         except BaseException:
             self._kill()
+            self._child = None  # the next call tries again
             raise
         assert isinstance(loaded, Loaded)
         self.info = loaded.info
@@ -99,9 +100,6 @@ class EngineProcess:
         self.template = ChatTemplate.load(
             self.info.chat_template, bos_token=self.info.bos_text, eos_token=self.info.eos_text
         )
-
-    def _alive(self) -> bool:
-        return self._child is not None and self._child.poll() is None and self._conn is not None
 
     def _send(self, message: tuple) -> None:
         with self._send_lock:
@@ -158,21 +156,22 @@ class EngineProcess:
         from sessions.rpc.probe import probe
 
         self._kill()
-        tail = self._stderr_tail()
-        down: list[str] = []
+        code = self._child.returncode if self._child is not None else None
+        self._child = None  # the next call starts a new one
+        self._stop_asked = None
+        down = []
         for endpoint in self._request.settings.rpc:
             try:
                 probe(endpoint, timeout=1.0)
             except RpcError:
                 down.append(endpoint)
-        self._stop_asked = None
-        where = ", ".join(down) if down else ", ".join(self._request.settings.rpc)
-        what = f"RPC server {where}" if len(down) == 1 else f"RPC servers {where}"
-        reason = stuck or _abort_reason(tail) or "the engine process ended"
+        said = _abort_reason(self._stderr_tail())
         if down:
-            head = f"lost {what} ({reason})"
+            what = f"RPC server {down[0]}" if len(down) == 1 else f"RPC servers {', '.join(down)}"
+            head = f"lost {what} ({stuck or said or 'it stopped answering'})"
         else:
-            head = f"the engine process ended ({reason}); the RPC servers answer again"
+            why = stuck or said or (f"killed by signal {-code}" if code and code < 0 else f"exit status {code}")
+            head = f"the engine process ended ({why}) while the RPC servers still answer"
         return EngineLost(f"{head}: the reply being written was dropped, every sent message is kept; "
                           "the next request loads the model again")
 
@@ -195,9 +194,10 @@ class EngineProcess:
 
     def _call(self, name: str, *args, on_progress=None, on_text=None, should_stop=None):
         with self._call_lock:
-            if not self._alive():
-                self._kill()
+            if self._child is None:
                 self._start()  # a server came back, or says in one line that it did not
+            elif self._child.poll() is not None:
+                raise self._lost(None)  # it ended between calls: say so once, start anew next time
             self._send(("call", name, args))
             try:
                 return self._wait(on_progress=on_progress, on_text=on_text, should_stop=should_stop)
@@ -233,19 +233,18 @@ class EngineProcess:
 
     def close(self) -> None:
         """Let the child finish its checkpoint writes and exit; kill it if it cannot."""
-        if self._child is None:
-            return
-        self._send(("abort",))
-        self._send(("close",))
-        try:
-            self._child.wait(CLOSE_WAIT)
-        except subprocess.TimeoutExpired:
-            self._child.send_signal(signal.SIGKILL)
-        self._kill()
+        if self._child is not None:
+            self._send(("abort",))
+            self._send(("close",))
+            try:
+                self._child.wait(CLOSE_WAIT)
+            except subprocess.TimeoutExpired:
+                self._child.send_signal(signal.SIGKILL)
+            self._kill()
+            self._child = None
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
-        self._child = None
 
 
 def _abort_reason(tail: str) -> str | None:

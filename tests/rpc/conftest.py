@@ -20,9 +20,18 @@ ARCHS = ("llama", "gemma3", "lfm2", "mamba")
 SWA_WINDOW = 32
 
 
+def _require_rpc() -> None:
+    from sessions.rpc.backend import rpc_compiled_in
+    from sessions.rpc.errors import REBUILD
+
+    if not rpc_compiled_in():
+        pytest.fail(f"this llama-cpp-python has no RPC backend; rebuild it with: {REBUILD}")
+
+
 @pytest.fixture(scope="session")
 def shared_pair():
     """One pair for the tests that never kill a server."""
+    _require_rpc()
     pair = ServerPair()
     yield pair
     pair.close()
@@ -31,6 +40,7 @@ def shared_pair():
 @pytest.fixture
 def pair():
     """A pair of its own, for a test that kills, pauses or restarts a server."""
+    _require_rpc()
     pair = ServerPair()
     yield pair
     pair.close()
