@@ -10,8 +10,10 @@ committed stays), and the call after that loads the model again in a new child, 
 probes the servers first, so the session reopens as soon as they are back.
 
 A stop (``request_abort``, or ``should_stop`` during a reply) reaches the child as a
-message; if the child has not answered within ``stop_grace`` seconds (a server that hangs
-rather than dies, a dead network), it is killed and the servers are probed to say which.
+message and takes effect after the batch or token in progress. If nothing comes back for
+``stop_grace`` seconds, or three times the slowest step seen so far if that is longer (a
+server that hangs rather than dies, a dead network), the child is killed and the servers
+are probed to say which one no longer answers.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from sessions.rpc.errors import EngineLost, RpcError
 
 log = logging.getLogger(__name__)
 
-STOP_GRACE = 10.0
-"""Seconds a stop may take before the child is presumed stuck on a server."""
+STOP_GRACE = 20.0
+"""Seconds a stop may take before the child is presumed stuck on a server (at least)."""
 CLOSE_WAIT = 120.0
 """Seconds ``close`` waits for the child to finish its checkpoint writes."""
 _POLL = 0.05
@@ -65,6 +67,8 @@ class EngineProcess:
         self._conn: Connection | None = None
         self._stderr = None
         self._stop_asked: float | None = None
+        self._slowest_step = 0.0
+        """Longest wait between two messages of the child so far: a batch, a token, a tensor."""
         self._start()
 
     # -- the child ----------------------------------------------------------------------
@@ -118,14 +122,13 @@ class EngineProcess:
         assert self._conn is not None
         stop_sent = False
         last_message = time.monotonic()
-        longest_gap = 0.0
         while True:
             if should_stop is not None and not stop_sent and should_stop():
                 self._send(("stop",))
                 stop_sent = True
                 self._stop_asked = self._stop_asked or time.monotonic()
             if self._stop_asked is not None and stoppable:
-                grace = max(self.stop_grace, 3 * longest_gap)
+                grace = max(self.stop_grace, 3 * self._slowest_step)
                 if time.monotonic() - max(self._stop_asked, last_message) > grace:
                     raise self._lost(f"it did not stop within {grace:.0f} s of the stop request")
             try:
@@ -135,7 +138,7 @@ class EngineProcess:
             except (EOFError, OSError):
                 raise self._lost(None) from None
             now = time.monotonic()
-            longest_gap, last_message = max(longest_gap, now - last_message), now
+            self._slowest_step, last_message = max(self._slowest_step, now - last_message), now
             kind = message[0]
             if kind in ("result", "loaded"):
                 return message[1]
