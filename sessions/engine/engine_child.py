@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from sessions.engine.engine_wire import Loaded, LoadRequest, to_wire
 
@@ -43,7 +44,7 @@ def _open(request: LoadRequest, channel: _Channel):
     s = request.settings
     store = None
     if request.checkpoint_dir is not None:
-        store = CheckpointStore(request.checkpoint_dir, ram_bytes=s.checkpoint_ram_mb << 20,
+        store = CheckpointStore(Path(request.checkpoint_dir), ram_bytes=s.checkpoint_ram_mb << 20,
                                 disk_bytes=s.checkpoint_disk_mb << 20,
                                 on_problem=lambda text: channel.send("notice", text))
     try:

@@ -30,9 +30,11 @@ import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import IO
 
 from sessions.engine.chat_template import ChatTemplate
 from sessions.engine.engine_wire import Loaded, LoadRequest, WireError, from_wire
+from sessions.engine.settings import EngineSettings
 from sessions.rpc.errors import EngineLost, RpcError
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ class EngineProcess:
     def __init__(
         self,
         path: str | Path,
-        settings,
+        settings: EngineSettings,
         *,
         checkpoint_dir: str | Path | None,
         on_progress: Callable[[float], None] | None = None,
@@ -65,7 +67,7 @@ class EngineProcess:
         self._call_lock = threading.Lock()
         self._child: subprocess.Popen | None = None
         self._conn: Connection | None = None
-        self._stderr = None
+        self._stderr: IO[bytes] | None = None
         self._stop_asked: float | None = None
         self._slowest_step = 0.0
         """Longest wait between two messages of the child so far: a batch, a token, a tensor."""

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sessions.engine.model import ModelInfo
+from sessions.engine.settings import EngineSettings
 from sessions.rpc.devices import Placement
 
 
 @dataclass(frozen=True)
 class LoadRequest:
     path: str
-    settings: object
-    """The ``EngineSettings`` the engine is made with."""
+    settings: EngineSettings
     checkpoint_dir: str | None
     """Folder of the checkpoint store the child opens; None: no checkpoints."""
 
