@@ -58,6 +58,8 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
         n_ctx=getattr(args, "ctx_size", None),
         n_gpu_layers=getattr(args, "n_gpu_layers", None),
         threads=getattr(args, "threads", None),
+        rpc=getattr(args, "rpc", None),
+        tensor_split=getattr(args, "tensor_split", None),
         seed=getattr(args, "seed", None),
         theme=getattr(args, "theme", None),
     )

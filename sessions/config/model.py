@@ -71,6 +71,12 @@ class Config:
     """Layers offloaded to the GPU; 0 runs on the CPU only, -1 offloads every layer."""
     threads: int | None = None
     """CPU threads used for generation; unset uses every core but one (at most 8)."""
+    rpc: list[str] = field(default_factory=list)
+    """RPC servers (``"host:port"``, started with ``llamachat rpc-server``) whose devices take
+    the offloaded layers (``n_gpu_layers``), as llama.cpp's ``--rpc``; empty: this machine only."""
+    tensor_split: list[float] = field(default_factory=list)
+    """Share of the offloaded layers per device, RPC servers first in ``rpc`` order, then
+    local GPUs (llama.cpp's ``--tensor-split``); empty: by each device's free memory."""
     seed: int = -1
     """Seed for sampling replies; -1 picks a new one for every reply. Overrides ``sampling.seed``."""
     system_prompt: str | None = None

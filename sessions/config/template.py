@@ -45,6 +45,12 @@ def config_template() -> str:
 # n_gpu_layers = {c.n_gpu_layers}
 # CPU threads; leave unset to use every core but one (at most 8).
 # threads = 4
+# RPC servers of other machines (`llamachat rpc-server` there) that take the offloaded
+# layers (n_gpu_layers); the protocol has no authentication: trusted networks only.
+# rpc = ["192.168.1.20:50052", "192.168.1.21:50052"]
+# Share of the offloaded layers per device: RPC servers first (in rpc order), then local
+# GPUs; leave empty to split by free memory.
+# tensor_split = [1.0, 1.0]
 # Seed for sampling replies (-1: a new one every reply); --seed sets it for one run.
 # seed = {c.seed}
 

@@ -41,7 +41,8 @@ class Rule:
     """The type and allowed range of one setting."""
 
     kind: str
-    """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``."""
+    """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``,
+    ``endpoints`` (a list of ``host:port``), ``float_list``."""
     minimum: float | None = None
     maximum: float | None = None
     optional: bool = False
@@ -55,6 +56,8 @@ TOP_RULES: dict[str, Rule] = {
     "n_batch": Rule("int", minimum=1),
     "n_gpu_layers": Rule("int", minimum=-1),
     "threads": Rule("int", minimum=1, optional=True),
+    "rpc": Rule("endpoints"),
+    "tensor_split": Rule("float_list", minimum=0.0),
     "seed": Rule("int", minimum=-1, maximum=2**32 - 1),
     "system_prompt": Rule("str", optional=True),
     "theme": Rule("str"),
@@ -94,6 +97,8 @@ _TYPE_WORDS = {
     "str": "a string",
     "str_list": "a list of strings",
     "str_map": "a table of strings",
+    "endpoints": 'a list of "host:port" strings',
+    "float_list": "a list of numbers",
 }
 
 
@@ -112,11 +117,25 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         "str": isinstance(value, str),
         "str_list": isinstance(value, list) and all(isinstance(v, str) for v in value),
         "str_map": isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
+        "endpoints": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "float_list": isinstance(value, list)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
     }[rule.kind]
     if not ok:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {_toml_type(value)} ({value!r})"
     if rule.kind == "float":
         value = float(value)
+    if rule.kind == "endpoints":
+        from sessions.rpc.endpoints import EndpointError, parse_endpoints
+
+        try:
+            return list(parse_endpoints(value)), None
+        except EndpointError as error:
+            return None, f"must be a list of \"host:port\" strings: {error}"
+    if rule.kind == "float_list":
+        if any(v < (rule.minimum or 0) for v in value):
+            return None, f"must hold numbers of at least {rule.minimum:g}, not {value!r}"
+        return [float(v) for v in value], None
     if rule.minimum is not None and value < rule.minimum:
         return None, f"must be at least {rule.minimum:g}, not {value!r}"
     if rule.maximum is not None and value > rule.maximum:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessions.config.model import CheckpointConfig
 from sessions.engine.template_override import (
     ModelTemplateRule,
     TemplateOverride,
@@ -12,6 +13,8 @@ from sessions.engine.template_override import (
     resolve_file,
     rules_from_config,
 )
+
+_CHECKPOINTS = CheckpointConfig()
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,15 @@ class EngineSettings:
     n_gpu_layers: int = 0
     threads: int | None = None
     checkpoint_interval: int = 2048
+    rpc: tuple[str, ...] = ()
+    """RPC servers (``host:port``) whose devices take offloaded layers; when set, the model
+    runs in a child process so that a server that dies takes only that process down."""
+    tensor_split: tuple[float, ...] = ()
+    """Share of the offloaded layers per device, RPC servers first (llama.cpp's ``-ts``);
+    empty: by each device's free memory."""
+    checkpoint_ram_mb: int = _CHECKPOINTS.ram_mb
+    """Budgets of the checkpoint store the child process opens (RPC only)."""
+    checkpoint_disk_mb: int = _CHECKPOINTS.disk_mb
     chat_template_file: Path | None = None
     """A chat template file used for every model instead of its own (``--chat-template-file``)."""
     model_templates: tuple[ModelTemplateRule, ...] = ()
@@ -48,4 +60,8 @@ class EngineSettings:
             checkpoint_interval=config.checkpoints.interval,
             chat_template_file=resolve_file(template_file, paths.config_dir()) if template_file else None,
             model_templates=rules_from_config(getattr(config, "models", {}), paths.config_dir()),
+            rpc=tuple(config.rpc),
+            tensor_split=tuple(config.tensor_split),
+            checkpoint_ram_mb=config.checkpoints.ram_mb,
+            checkpoint_disk_mb=config.checkpoints.disk_mb,
         )
