@@ -45,9 +45,6 @@ class Conversation:
     def active_path(self) -> list[Message]:
         return [] if self._head_id is None else self._tree.path_to(self._head_id)
 
-    def leaves(self) -> list[Message]:
-        return self._tree.leaves()
-
     # -- growing the tree ------------------------------------------------------------
 
     def append(
@@ -70,28 +67,10 @@ class Conversation:
         self._move_head(message.id)
         return message
 
-    def fork(
-        self,
-        at_id: int | None,
-        role: Role,
-        text: str,
-        *,
-        stats: GenerationStats | None = None,
-        tokens: Mapping[str, Sequence[int]] | None = None,
-    ) -> Message:
-        """A new child of any node (``None`` starts a new top-level branch)."""
-        return self.append(role, text, parent_id=at_id, stats=stats, tokens=tokens)
-
     def edit(self, message_id: int, text: str) -> Message:
         """A new sibling with the same parent and role; the original stays."""
         original = self._tree.get(message_id)
         return self.append(original.role, text, parent_id=original.parent_id)
-
-    def set_stats(self, message_id: int, stats: GenerationStats | None) -> Message:
-        self._tree.get(message_id)
-        message = self._store.set_stats(message_id, stats)
-        self._tree.replace(message)
-        return message
 
     # -- moving around ---------------------------------------------------------------
 

@@ -49,6 +49,8 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("--session", metavar="ID", type=session_id, default=default(None),
                        help="open this session at start")
     group.add_argument("--theme", metavar="NAME", default=default(None), help="colour theme")
+    group.add_argument("--no-checkpoints", action="store_true", default=default(False),
+                       help="keep no model-state checkpoints (every switch re-reads the prompt)")
 
 
 def build_parser() -> argparse.ArgumentParser:

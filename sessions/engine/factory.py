@@ -8,15 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sessions.engine.chat_engine import LlamaChatEngine
-from sessions.engine.context import ContextParams
+from sessions.engine.settings import EngineSettings
+
+if TYPE_CHECKING:
+    from sessions.checkpoints import CheckpointStore
+    from sessions.config import Config
+    from sessions.engine.chat_engine import LlamaChatEngine
+    from sessions.engine.protocol import EngineFactory
 
 
-def llama_engine_factory(checkpoints=None) -> Callable:
+def llama_engine_factory(checkpoints: CheckpointStore | None = None) -> EngineFactory:
     """A factory ``(path, EngineSettings, on_progress) -> LlamaChatEngine``."""
 
-    def make(path: Path, settings, on_progress: Callable[[float], None]) -> LlamaChatEngine:
+    def make(path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> LlamaChatEngine:
+        from sessions.engine.chat_engine import LlamaChatEngine
+        from sessions.engine.context import ContextParams
+
         params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.threads)
         return LlamaChatEngine(
             path,
@@ -30,7 +39,7 @@ def llama_engine_factory(checkpoints=None) -> Callable:
     return make
 
 
-def open_checkpoints(config, on_problem: Callable[[str], None] | None = None):
+def open_checkpoints(config: Config, on_problem: Callable[[str], None] | None = None) -> CheckpointStore | None:
     """The RAM + disk checkpoint store the config asks for (None when turned off).
 
     ``on_problem`` hears, in plain words, about checkpoint files that failed verification
