@@ -9,6 +9,7 @@ next reply continues from: usually a leaf, but after a rewind it can sit inside 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
@@ -57,11 +58,11 @@ class Conversation:
         tokens: Mapping[str, Sequence[int]] | None = None,
     ) -> Message:
         """Add a message (under the head unless told otherwise); it becomes the head."""
-        parent = self._head_id if parent_id is _HEAD else parent_id
+        parent = self._head_id if parent_id is _HEAD else cast("int | None", parent_id)
         if parent is not None and parent not in self._tree:
             raise TreeError(f"no message {parent} in this conversation")
         message = self._store.add_message(
-            self.session_id, parent, role, text, stats=stats, tokens=tokens  # type: ignore[arg-type]
+            self.session_id, parent, role, text, stats=stats, tokens=tokens
         )
         self._tree.add(message)
         self._move_head(message.id)

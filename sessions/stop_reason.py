@@ -25,6 +25,6 @@ class StopReason(StrEnum):
     def parse(cls, value: object) -> StopReason:
         """The member for a stored value; anything unrecognised reads as ``UNKNOWN``."""
         try:
-            return cls(value)
+            return cls(str(value))
         except ValueError:
             return cls.UNKNOWN

@@ -42,7 +42,8 @@ class LlamaChatApp(App[None]):
         self._notices = list(notices or [])
         """Shown once the app is up: config problems, a database restored from its backup."""
         self.keymap, self._problems = check_overrides(self.config.keys)
-        self.COMMAND_PALETTE_BINDING = self.keymap.get(PALETTE.id, PALETTE.key)
+        # Per app: Textual binds the palette and draws it in the footer from this, before any keymap.
+        self.COMMAND_PALETTE_BINDING = self.keymap.get(PALETTE.id, PALETTE.key)  # type: ignore[misc]
         super().__init__()
         self.controller = controller
         self.startup = startup

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from typing import Any, cast
 
 from textual.message import Message
 from textual.message_pump import MessagePump
@@ -35,7 +36,7 @@ def inert_event(event: core.Event) -> core.Event:
     """``event`` with each of its own text fields made inert."""
     changes = {f.name: inert(value) for f in dataclasses.fields(event)
                if isinstance(value := getattr(event, f.name), str)}
-    return dataclasses.replace(event, **changes) if changes else event
+    return dataclasses.replace(cast(Any, event), **changes) if changes else event
 
 
 class CoreEvent(Message):

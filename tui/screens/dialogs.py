@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets.button import ButtonVariant
 
 from sessions.exchange import ExchangeError, ExportKind
 from sessions.store import StoreError
@@ -44,7 +45,7 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("y", "answer(True)", "Confirm", id="confirm.yes"),
     ]
 
-    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: str = "error") -> None:
+    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: ButtonVariant = "error") -> None:
         super().__init__()
         self._question = question
         self._yes_label = yes_label
@@ -55,7 +56,7 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Static(Text(inert(self._question)), id="dialog-question")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self._yes_label, variant=self._yes_variant, id="dialog-yes")  # type: ignore[arg-type]
+                yield Button(self._yes_label, variant=self._yes_variant, id="dialog-yes")
                 yield Button("Cancel", id="dialog-no")
 
     def on_mount(self) -> None:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
+
+if TYPE_CHECKING:
+    from sessions.exchange import ExportKind
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     fmt = args.format
     if fmt is None:
         fmt = "json" if args.output and args.output.lower().endswith(".json") else "md"
-    kind = "json" if fmt == "json" else "markdown"
+    kind: ExportKind = "json" if fmt == "json" else "markdown"
     store = ctx.store()
     if not args.output or args.output == "-":
         text = export_text(store, args.id, kind, whole_tree=args.tree)
