@@ -184,11 +184,6 @@ class ConversationTree:
 
     # -- remembered branches ---------------------------------------------------------
 
-    def remembered_child(self, parent_id: int | None) -> int | None:
-        if parent_id is not None:
-            self.get(parent_id)
-        return self._remembered.get(parent_id)
-
     def remembered(self) -> dict[int | None, int]:
         """A copy of the whole remembered-child map."""
         return dict(self._remembered)

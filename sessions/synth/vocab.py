@@ -146,11 +146,6 @@ def learn_merges(max_merges: int = MAX_MERGES) -> tuple[tuple[str, str], ...]:
     return tuple(merges)
 
 
-def minimum_vocab_size() -> int:
-    """The smallest vocabulary that holds every learned token (no reserved padding)."""
-    return _base_vocab()[2]
-
-
 @cache
 def _base_vocab() -> tuple[tuple[str, ...], tuple[str, ...], int]:
     table = byte_to_unicode()

@@ -9,12 +9,14 @@ no selection at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sessions.controller import ChatSnapshot
-from sessions.engine.planner import Plan
 from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
+
+if TYPE_CHECKING:
+    from sessions.engine.planner import Plan
 
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0

@@ -22,7 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from sessions import events as core
 from sessions.config import Config
-from sessions.controller import ContextOverflow, SessionController
+from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
 from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
 from tui.events import CoreEvent, severity
 from tui.screens import chat_rules
@@ -102,7 +102,7 @@ class ChatScreen(Screen[None]):
 
     @property
     def model_ready(self) -> bool:
-        return self.controller.engine is not None and not self.jobs.loading
+        return self.controller.model_info is not None and not self.jobs.loading
 
     def refused(self, words: str) -> None:
         self.notify(words, severity="error", markup=False)
@@ -111,11 +111,13 @@ class ChatScreen(Screen[None]):
 
     async def refresh_view(self) -> None:
         """Show the active branch, the panels and the title as the controller has them."""
-        await self.conversation_view.show_chat(self.controller.snapshot())
-        self.refresh_panels()
-
-    def refresh_panels(self) -> None:
         snapshot = self.controller.snapshot()
+        await self.conversation_view.show_chat(snapshot)
+        self.refresh_panels(snapshot)
+
+    def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
+        """Redraw the open side panels (from ``snapshot`` when the caller has one)."""
+        snapshot = snapshot or self.controller.snapshot()
         if self.tree_panel.has_class("-open") and snapshot is not None:
             head = snapshot.head
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
@@ -200,7 +202,7 @@ class ChatScreen(Screen[None]):
                 return
         if group == "load":
             self.reply_wanted = False
-            if self.controller.engine is None:  # else the model loaded before is back
+            if self.controller.model_info is None:  # else the model loaded before is back
                 self.status.set_model("no model")
         if group == "trim":
             self.status.set_note("")
@@ -311,7 +313,7 @@ class ChatScreen(Screen[None]):
         async def chosen(path: Path | None) -> None:
             if path is not None:
                 await self.jobs.when_idle(lambda: self.switch_to_model(Path(path)))
-            elif self.controller.engine is None:
+            elif self.controller.model_info is None:
                 self.status.set_note("no model loaded: press F5 to choose one")
 
         self.app.push_screen(ModelPicker(self.config), chosen)
