@@ -71,7 +71,7 @@ class Bench:
             s = self.settings
             params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
             self._scratch = BranchEngine(engine.model, LlamaContext(engine.model, params), None)
-        tokens, ends, _ = branch_tokens(self.store, engine, self.ctl.conversation.tree.path_to(leaf_id))
+        tokens, ends, _ = branch_tokens(self.store, engine, self.ctl.snapshot().tree.path_to(leaf_id))
         self._scratch._reset()
         return self._scratch.prepare(tokens, ends).seconds
 
@@ -99,13 +99,16 @@ class Bench:
     def run_w1(self) -> dict:
         ctl = self.ctl
         texts = w1_texts(ctl.engine.tokenize)
+        from sessions.conversation import Conversation
+
         ctl.new_session(system_prompt=texts["system"])
-        conv = ctl.conversation
+        conv = Conversation(self.store, ctl.session_id)  # scripted turns, written straight to the store
         users = []
         t0 = time.perf_counter()
         for user, reply in zip(texts["users"], texts["replies"], strict=True):
-            users.append(ctl.send(user))
+            users.append(conv.append("user", user))
             conv.append("assistant", reply)
+        ctl.open_session(conv.session_id)
         build = ctl.warm()
         emit({"arch": self.arch, "event": "build", "tokens": build.tokens_evaluated,
               "seconds": round(time.perf_counter() - t0, 3)})
@@ -114,7 +117,7 @@ class Bench:
         for k, follow_up in zip((2, 6, 11), texts["follow_ups"], strict=True):
             edited = ctl.edit(users[k - 1].id, texts["edits"][k])
             events.append(self.event(f"edit user turn {k}", edited, ctl.generate_reply()))
-            conv.select(leaf.id)
+            ctl.select(leaf.id)
             asked = ctl.send(follow_up)
             reply = ctl.generate_reply()
             events.append(self.event(f"switch back after edit {k} + next reply", asked, reply))
@@ -137,7 +140,7 @@ class Bench:
     def close(self) -> None:
         if self._scratch is not None:
             self._scratch.ctx.close()
-        self.ctl.engine.close()
+        self.ctl.close()
         self.checkpoints.close()
         self.store.close()
 
@@ -152,7 +155,7 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
 
     engine = bench.ctl.engine
     params = engine.ctx.params  # the engine's own, device split included
-    tokens, ends, stepped = branch_tokens(bench.store, engine, bench.ctl.conversation.tree.path_to(leaf_id))
+    tokens, ends, stepped = branch_tokens(bench.store, engine, bench.ctl.snapshot().tree.path_to(leaf_id))
     restored_ctx, fresh_ctx = LlamaContext(engine.model, params), LlamaContext(engine.model, params)
     try:
         restored = BranchEngine(engine.model, restored_ctx, bench.checkpoints).prepare(tokens, ends, stepped=stepped)
@@ -170,9 +173,9 @@ def reopen(arch: str, threads: int, reply_tokens: int, root: Path, w1: dict, rpc
     bench = Bench(arch, threads, reply_tokens, root, rpc, ngl)
     ctl = bench.ctl
     ctl.open_session(w1["session"])
-    last = ctl.conversation.tree.get(w1["leaf"])
+    last = ctl.snapshot().tree.get(w1["leaf"])
     t0 = time.perf_counter()
-    ctl.regenerate_point(last.id)
+    ctl.regenerate(last.id)
     reply = ctl.generate_reply(max_tokens=8)
     wall = time.perf_counter() - t0
     scratch = bench.scratch_seconds(last.parent_id)
