@@ -40,9 +40,12 @@ async def test_new_session_starts_empty_and_keeps_the_old_one(make_app):
         first = screen.controller.session_id
         await pilot.press("ctrl+n")
         await settle(pilot)
-        assert screen.controller.session_id != first
+        assert screen.controller.session_id is None  # saved with its first message
         assert shown_texts(screen) == []
-        assert len(screen.controller.list_sessions()) == 2
+        assert [s.id for s in screen.controller.library.list_sessions()] == [first]
+        await send(pilot, "a second chat")
+        assert screen.controller.session_id not in (None, first)
+        assert len(screen.controller.library.list_sessions()) == 2
 
 
 async def test_session_flag_opens_that_session(make_app, fake_model):
@@ -83,10 +86,10 @@ async def test_with_nothing_to_reopen_the_model_picker_comes_first(make_app, fak
         app.screen.dismiss(fake_model)  # as if the user picked it
         screen = await ready(pilot)
         assert screen.controller.engine.info.path == fake_model
-        assert screen.controller.session_id is not None
-        assert screen.controller.snapshot().session.model_path == str(fake_model)
+        assert screen.controller.session_id is None  # a new chat, saved with its first message
         await send(pilot, "hello")
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
+        assert screen.controller.snapshot().session.model_path == str(fake_model)
 
 
 async def test_rename_and_export_the_chat(make_app, tmp_path):

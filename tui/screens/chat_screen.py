@@ -123,7 +123,7 @@ class ChatScreen(Screen[None]):
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
-            self.session_list.show(self.controller.list_sessions(), self.controller.session_id)
+            self.session_list.show(self.controller.library.list_sessions(), self.controller.session_id)
 
     def set_mode(self, mode: InputMode) -> None:
         self.mode = mode
@@ -272,7 +272,7 @@ class ChatScreen(Screen[None]):
 
     async def start(self) -> None:
         """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
-        plan = plan_startup(self.startup, last_session_id=self.controller.last_session_id(),
+        plan = plan_startup(self.startup, last_session_id=self.controller.library.last_session_id(),
                             configured_model=self.config.model)
         if plan.start == "demo":
             await self.new_chat()

@@ -184,7 +184,7 @@ class MainScreen(ChatScreen):
             if session_id is not None:
                 await self.jobs.when_idle(lambda: self.open_chat(session_id))
 
-        self.app.push_screen(SessionPicker(self.controller, current_id=self.controller.session_id), chosen)
+        self.app.push_screen(SessionPicker(self.controller.library, current_id=self.controller.session_id), chosen)
 
     @on(SessionList.SessionChosen)
     async def session_chosen(self, message: SessionList.SessionChosen) -> None:
@@ -200,7 +200,7 @@ class MainScreen(ChatScreen):
                 self.controller.rename_session(title.strip())
                 await self.refresh_view()
 
-        self.app.push_screen(TextPrompt("Rename this chat", snapshot.session.title), renamed)
+        self.app.push_screen(TextPrompt("Rename this chat", snapshot.title), renamed)
 
     def action_export(self) -> None:
         session_id = self.controller.session_id
