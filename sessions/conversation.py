@@ -21,7 +21,7 @@ from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
-from sessions.turns import place_user_message
+from sessions.turns import place_user_message, waiting_twin
 
 _HEAD: object = object()
 """Default ``parent_id`` for ``append``: continue from the head."""
@@ -149,8 +149,16 @@ class Conversation:
         return self.rewind(question.id)
 
     def edit(self, message_id: int, text: str) -> Message:
-        """A new sibling with the same parent and role; the original stays."""
+        """A new sibling with the same parent and role; the original stays.
+
+        A message of the user edited into the text of a version still waiting for its
+        answer is that version (``sessions.turns``).
+        """
         original = self._tree.get(message_id)
+        if original.role == "user":
+            twin = waiting_twin(self._tree, original.parent_id, text)
+            if twin is not None:
+                return self.rewind(twin.id)
         return self.append(original.role, text, parent_id=original.parent_id)
 
     # -- moving around ---------------------------------------------------------------

@@ -11,9 +11,10 @@ user message:
   message of the user, the new text is *joined* to it: a new version of that message
   (its sibling) holding its text, a blank line and the new text. The earlier version
   stays in the tree (``‹ 1/2 ›``), so nothing typed is lost, and the branch alternates.
-- Sending exactly the text of that waiting message again is asking it again: no new
-  message is stored, the waiting one is answered. A script that retries a failed
-  ``llamachat ask`` therefore never piles up copies of its question.
+- Sending exactly the text of a message that waits for its answer, where it would go
+  beside it (or at it), is asking it again: no new message is stored, the waiting one is
+  answered. A script that retries a failed ``llamachat ask`` (a plain one, ``--at`` or
+  ``--edit``) therefore never piles up copies of its question.
 
 Joining when the template renders instead would change the tokens of a message already
 frozen for the model (a message's tokens never change once computed), and refusing the
@@ -47,9 +48,20 @@ class Placement:
 def place_user_message(tree: ConversationTree, parent_id: int | None, text: str) -> Placement:
     """Where ``text``, sent under ``parent_id`` (None: as a first message), is stored."""
     parent = tree.get(parent_id) if parent_id is not None else None
-    if parent is None or parent.role != "user":
-        return Placement(parent_id, text)
-    if parent.text.strip() == text.strip():
-        return Placement(parent.parent_id, parent.text, again=parent)
-    return Placement(parent.parent_id, parent.text.rstrip() + JOINER + text.lstrip(), joined=parent)
+    joined = parent if parent is not None and parent.role == "user" else None
+    if joined is not None and joined.text.strip() == text.strip():
+        return Placement(joined.parent_id, joined.text, again=joined)
+    if joined is not None:
+        parent_id, text = joined.parent_id, joined.text.rstrip() + JOINER + text.lstrip()
+    twin = waiting_twin(tree, parent_id, text)
+    return Placement(parent_id, text, joined=joined, again=twin)
 
+
+def waiting_twin(tree: ConversationTree, parent_id: int | None, text: str) -> Message | None:
+    """A message of the user under ``parent_id`` with this text and no answer yet, if any.
+
+    Storing the same question twice side by side adds nothing: it is the one that waits.
+    """
+    wanted = text.strip()
+    return next((m for m in tree.children(parent_id)
+                 if m.role == "user" and m.text.strip() == wanted and not tree.children(m.id)), None)

@@ -57,6 +57,8 @@ def test_the_rule_joins_keeps_and_asks_again():
     assert joined.joined is not None and joined.joined.id == 3
     again = place_user_message(tree, 3, "are you there?")
     assert again.again is not None and again.again.id == 3
+    beside = place_user_message(tree, 2, "are you there?")  # where it would go beside the waiting one
+    assert beside.again is not None and beside.again.id == 3
     assert place_user_message(tree, None, "first").parent_id is None
 
 
