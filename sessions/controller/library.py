@@ -20,9 +20,12 @@ class SessionLibrary:
         self._store = store
 
     def last_session_id(self) -> int | None:
-        """The session changed last (the one a plain start reopens)."""
-        last = self._store.last_session()
-        return last.id if last is not None else None
+        """The session with messages changed last: the one a plain start reopens.
+
+        Sessions without a message are passed over (older versions saved one for every
+        start, and reopening one of those would hide the last real conversation).
+        """
+        return next((summary.id for summary in self._store.list_sessions() if summary.message_count), None)
 
     def list_sessions(self) -> list[SessionSummary]:
         """Every saved session, newest first."""

@@ -114,6 +114,8 @@ class ChatScreen(Screen[None]):
         snapshot = self.controller.snapshot()
         await self.conversation_view.show_chat(snapshot)
         self.refresh_panels(snapshot)
+        if not self.jobs.running():  # a job reports its own figures when it ends
+            self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
 
     def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
         """Redraw the open side panels (from ``snapshot`` when the caller has one)."""
@@ -213,9 +215,13 @@ class ChatScreen(Screen[None]):
     # -- replies and branch switches ---------------------------------------------------------
 
     async def show_head(self, mode: InputMode | None = None, selected: int | None = None) -> None:
-        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw."""
+        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw.
+
+        The note of the gesture before is about a chat that has just changed: it goes.
+        """
         if mode is not None:
             self.set_mode(mode)
+        self.status.set_note("")
         self.conversation_view.select(selected)
         await self.refresh_view()
 
@@ -283,23 +289,30 @@ class ChatScreen(Screen[None]):
             await self.new_chat()
             self.jobs.load(plan.model_path)
         elif plan.start == "open" and plan.session_id is not None:
-            await self.open_chat(plan.session_id)
+            await self.open_chat(plan.session_id, model_path=plan.model_path)
         else:
             self.choose_model()
 
     async def new_chat(self) -> None:
         self.controller.new_session(system_prompt=self.config.system_prompt)
         await self.show_head(InputMode())
+        self.chat_input.focus()
 
-    async def open_chat(self, session_id: int) -> None:
-        """Show a stored session; load its model when another one (or none) is loaded."""
+    async def open_chat(self, session_id: int, *, model_path: Path | None = None,
+                        message_id: int | None = None) -> None:
+        """Show a stored session; load its model (or ``model_path``) when another one is loaded.
+
+        With ``message_id`` the branch holding that message is shown, the message selected.
+        """
         try:
             session = self.controller.open_session(session_id)
+            if message_id is not None:
+                self.controller.select(message_id)
         except GESTURE_ERRORS as error:
             self.refused(str(error))
             return
-        await self.show_head(InputMode())
-        wanted = session_model(session.model_path, self.config.model)
+        await self.show_head(InputMode(), selected=message_id)
+        wanted = model_path or session_model(session.model_path, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
             await self.after_switch()
@@ -319,7 +332,7 @@ class ChatScreen(Screen[None]):
         self.app.push_screen(ModelPicker(self.config), chosen)
 
     async def switch_to_model(self, path: Path) -> None:
-        if self.controller.session_id is None:
+        if self.controller.snapshot() is None:
             await self.new_chat()
         self.show_demo_banner(False)
         self.jobs.load(path)
