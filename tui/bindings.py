@@ -59,7 +59,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("rewind", "ctrl+b", "rewind", "Rewind here"),
     KeySpec("delete-branch", "f8", "delete_branch", "Delete branch"),
     KeySpec("toggle-tree", "ctrl+t", "toggle_tree", "Tree", footer=True),
-    KeySpec("toggle-sessions", "ctrl+l", "toggle_sessions", "Sessions", footer=True),
+    KeySpec("toggle-sessions", "ctrl+l", "toggle_sessions", "Sessions"),
     KeySpec("new-session", "ctrl+n", "new_session", "New chat"),
     KeySpec("open-session", "ctrl+o", "open_session", "Open chat"),
     KeySpec("rename-session", "f3", "rename_session", "Rename chat"),

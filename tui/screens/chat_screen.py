@@ -71,7 +71,7 @@ class ChatScreen(Screen[None]):
                 yield ChatInput(id="input")
             yield TreePanel(id="tree", classes="side-panel")
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.call_after_refresh(self.start)

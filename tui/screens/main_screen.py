@@ -19,7 +19,7 @@ from tui.screens import chat_rules
 from tui.screens.chat_rules import InputMode
 from tui.screens.chat_screen import ChatScreen
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
-from tui.screens.session_picker import SessionPicker
+from tui.screens.session_picker import Picked, SessionPicker
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.session_list import SessionList
 from tui.widgets.tree_panel import TreePanel
@@ -211,9 +211,9 @@ class MainScreen(ChatScreen):
         await self.jobs.when_idle(self.new_chat)
 
     def action_open_session(self) -> None:
-        async def chosen(session_id: int | None) -> None:
-            if session_id is not None:
-                await self.jobs.when_idle(lambda: self.open_chat(session_id))
+        async def chosen(choice: Picked | None) -> None:
+            if choice is not None:
+                await self.jobs.when_idle(lambda: self.open_chat(choice.session_id, message_id=choice.message_id))
 
         self.app.push_screen(SessionPicker(self.controller.library, current_id=self.controller.session_id), chosen)
 

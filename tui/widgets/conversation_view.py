@@ -89,9 +89,9 @@ class ConversationView(VerticalScroll):
         new = [MessageView(m, position=positions.get(m.id, (1, 1)), note=message_note(m)) for m in path[keep:]]
         if new:
             await self.mount_all(new)
-        self.select(self.selected_id if self.view_for(self.selected_id or -1) else None)
         if new:
-            self.scroll_end(animate=False, immediate=True)
+            self.anchor()  # new messages lay out after this: stay at the end as they do
+        self.select(self.selected_id if self.view_for(self.selected_id or -1) else None)
 
     def select(self, message_id: int | None) -> None:
         """Highlight one message (None: no selection) and bring it into view."""
