@@ -123,3 +123,37 @@ async def test_the_model_picker_shows_rows_at_60_by_20(make_app):
         await pilot.pause()
         assert app.screen.query_one("#model-table").region.height >= 4
         assert any(DEMO_LABEL[:30] in line for line in screen_text(app))
+
+
+async def test_the_cost_of_a_switch_shows_while_the_cursor_moves_over_the_tree(make_app, script):
+    from tui.switch_cost import cost_words
+
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+up", "f2")  # a second version of "one"
+        await type_text(pilot, " more")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        cost = lambda: str(screen.tree_panel.query_one("#tree-cost").render())  # noqa: E731
+        await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line")
+        await pilot.press("up", "up", "up")  # "two"'s reply, on the other branch
+        target = screen.tree_panel.cursor_message_id
+        expected = cost_words(screen.controller.plan_choice(target))
+        assert expected.startswith("going here:")
+        await wait_for(pilot, lambda: cost() == expected, "the cost of going there")
+
+        script.hold_after = 1  # the next reply waits after its first word until it is stopped
+        screen.chat_input.focus()
+        await type_text(pilot, "three")
+        await pilot.press("enter")  # a reply holds the engine now
+        await wait_for(pilot, lambda: screen.jobs.generating, "the reply")
+        screen.tree_panel.focus()
+        await pilot.press("down")
+        await wait_for(pilot, lambda: "once the model is idle" in cost(), "the engine is busy")
+        screen.controller.cancel()
+        await settle(pilot)
+        await wait_for(pilot, lambda: cost().startswith(("going here", "here:")), "the cost once idle")

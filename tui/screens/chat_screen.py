@@ -29,6 +29,7 @@ from tui.screens import chat_rules
 from tui.screens.chat_rules import InputMode
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.model_picker import ModelPicker
+from tui.switch_cost import SwitchCosts
 from tui.startup import StartupRequest, plan_startup, session_model
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
@@ -60,6 +61,7 @@ class ChatScreen(Screen[None]):
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
+        self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -175,6 +177,8 @@ class ChatScreen(Screen[None]):
         if not self.jobs.running():
             self.progress.hide()
         await self.jobs.run_waiting()
+        if not self.jobs.running() and self.tree_panel.has_class("-open"):
+            self.switch_costs.refresh()
 
     async def job_succeeded(self, group: str, result: Any) -> None:
         if group == "load":
@@ -191,7 +195,8 @@ class ChatScreen(Screen[None]):
             await self.start_reply()
         elif group == "warm":
             result = cast("PrepareResult", result)
-            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds)
+            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds,
+                                 result.plan.estimate_seconds)
             self.status.set_context(result.plan.target_len, self.controller.n_ctx)
             self.status.set_note("")
 

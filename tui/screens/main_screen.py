@@ -160,6 +160,10 @@ class MainScreen(ChatScreen):
         if self.controller.session_id is not None:
             await self.jobs.when_idle(choose)
 
+    @on(TreePanel.NodeHighlighted)
+    def node_highlighted(self, message: TreePanel.NodeHighlighted) -> None:
+        self.switch_costs.request(message.message_id)
+
     def in_side_panel(self) -> bool:
         focused = self.focused
         return focused is not None and any(
