@@ -29,8 +29,8 @@ from tui.screens import chat_rules
 from tui.screens.chat_rules import InputMode
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.model_picker import ModelPicker
-from tui.switch_cost import SwitchCosts
 from tui.startup import StartupRequest, plan_startup, session_model
+from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.prompt_progress import PromptProgress
