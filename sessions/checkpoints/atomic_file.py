@@ -25,11 +25,14 @@ STALE_TEMP_SECONDS = 3600.0
 _TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
 
 
-def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+def write_atomically(path: Path, chunks: Iterable[bytes], *, sync: bool = True) -> None:
     """Write ``chunks`` to ``path`` so that the final name only ever shows a whole file.
 
     Temp file in the same folder (0600), write, flush, fsync, rename over, fsync the folder.
     A crash at any point leaves at most a temp file, which ``DiskTier`` removes later.
+    ``sync=False`` skips both fsyncs, for files whose reader checks every byte anyway
+    (checkpoints carry checksums): a power cut can then leave a damaged file under the
+    final name, which the reader deletes; a crashed process cannot.
     """
     temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -39,7 +42,8 @@ def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
             for chunk in chunks:
                 out.write(chunk)
             out.flush()
-            os.fsync(out.fileno())
+            if sync:
+                os.fsync(out.fileno())
         crashpoint("checkpoint.before_rename")
         os.replace(temp, path)
         crashpoint("checkpoint.after_rename")
@@ -49,7 +53,8 @@ def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
         except OSError:
             pass
         raise
-    fsync_folder(path.parent)
+    if sync:
+        fsync_folder(path.parent)
 
 
 def is_stale_temp(path: Path, now: float) -> bool:
