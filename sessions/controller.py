@@ -271,7 +271,7 @@ class SessionController:
         self.generating = True
         try:
             try:
-                prep = engine.prepare(tokens, ends, stepped, self._progress)
+                prep = engine.prepare(tokens, ends, stepped, self._progress, reply_follows=True)
             except DecodeCancelled:
                 raise GenerationCancelled("stopped before the reply started") from None
             engine.clear_abort()  # from here on, stopping is checked between tokens

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn, generate
+from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.chat_template import ChatTemplate
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.model import LlamaModel, ModelInfo
@@ -37,6 +38,8 @@ class ChatEngine(Protocol):
         ends: Sequence[int],
         stepped: Sequence[bool] | None = None,
         on_progress: ProgressFn | None = None,
+        *,
+        reply_follows: bool = False,
     ) -> PrepareResult: ...
     def generate(
         self,
@@ -68,7 +71,7 @@ class LlamaChatEngine:
     ):
         t0 = time.perf_counter()
         self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, on_progress=on_progress)
-        self.ctx = LlamaContext(self.model, params)
+        self.ctx = LlamaContext(self.model, replace(params, n_gpu_layers=n_gpu_layers))
         self.info = self.model.info
         self.n_ctx = self.ctx.n_ctx
         self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
@@ -83,22 +86,25 @@ class LlamaChatEngine:
     def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
         return self.branches.plan(target, ends)
 
-    def prepare(self, target, ends, stepped=None, on_progress: ProgressFn | None = None) -> PrepareResult:
-        return self.branches.prepare(target, ends, stepped=stepped, on_progress=on_progress)
+    def prepare(
+        self, target, ends, stepped=None, on_progress: ProgressFn | None = None, *, reply_follows: bool = False
+    ) -> PrepareResult:
+        return self.branches.prepare(
+            target, ends, stepped=stepped, on_progress=on_progress, reply_follows=reply_follows
+        )
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False) -> GenerateResult:
         sampler = Sampler(settings, self.info.n_vocab)
         try:
-            return generate(
-                self.branches, logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop
+            return self.branches.generate(
+                logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop
             )
         finally:
             sampler.close()
 
     def is_saved(self, prefix: str) -> bool:
         """Whether the state after the token prefix with this hash is checkpointed."""
-        store = self.branches.store
-        return store is not None and store.has(self.branches.compat, prefix)
+        return self.branches.is_saved(prefix)
 
     def request_abort(self) -> None:
         self.ctx.request_abort()

@@ -101,30 +101,3 @@ def test_abort_flag_is_polled_without_python():
     assert poll(flag.data) and flag.is_set()
     flag.clear()
     assert not poll(flag.data)
-
-
-def test_window_cells_are_sorted_by_position_losslessly(loaded_models):
-    """The re-laid window holds the same cells and rows, in position order."""
-    import struct
-
-    from sessions.engine.context import ContextParams, LlamaContext
-    from sessions.engine.swa_layout import PARTIAL_ONLY, LayoutError, sorted_by_position
-
-    model = loaded_models["gemma3"]
-    ctx = LlamaContext(model, ContextParams(n_ctx=1024, n_batch=64, n_threads=1))
-    try:
-        tokens = model.tokenize("the sea and the boats and the stars above the water " * 30)[:272]
-        for a in range(0, len(tokens), 64):
-            ctx.decode(tokens[a : a + 64], a)  # the window straddles the end of the 256-cell ring
-        blob = ctx.state_get(0, PARTIAL_ONLY)
-        ordered = sorted_by_position(blob)
-        assert ordered != blob  # the ring had wrapped: the cells were out of order
-        assert len(ordered) == len(blob) and sorted(ordered) == sorted(blob)
-        count = struct.unpack_from("<I", ordered, 12)[0]
-        positions = [struct.unpack_from("<i", ordered, 16 + 12 * i)[0] for i in range(count)]
-        assert positions == sorted(positions) and positions[-1] == len(tokens) - 1
-        assert sorted_by_position(ordered) == ordered
-        with pytest.raises(LayoutError):
-            sorted_by_position(blob[:-3])
-    finally:
-        ctx.close()

@@ -1,0 +1,149 @@
+"""Carry out the checkpoint part of a plan: cut or rewind, restore cells, restore a snapshot.
+
+Everything here can fail halfway (a file deleted meanwhile, a checksum that no longer
+matches, llama.cpp refusing a state), and a failure must never leave the live sequence
+claiming tokens it does not hold exactly. So the runner tracks the last point where the
+live state is known to be exact, and on any failure falls back to it: attention cells
+restored past it are cut away again, and anything worse clears the sequence. The engine
+then decodes from there; the result is slower, never different.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sessions.engine.planner import Plan
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
+from sessions.engine.swa_ring import LIVE
+from sessions.memory_kind import MemoryKind
+
+if TYPE_CHECKING:
+    from sessions.checkpoints import Segment
+    from sessions.engine.branch_engine import BranchEngine
+
+
+class RestoreFailed(Exception):
+    """A checkpoint could not be put back; the live sequence must be rebuilt."""
+
+
+class RouteRunner:
+    def __init__(self, engine: BranchEngine) -> None:
+        self.engine = engine
+
+    def run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
+        """Do the cut and restores of ``plan``; returns (logits if they came with it, bytes restored).
+
+        Afterwards ``engine.live`` is the prefix of ``target`` the context holds exactly;
+        it may be shorter than the plan hoped when a checkpoint failed.
+        """
+        engine = self.engine
+        try:
+            return self._run(plan, target, prefixes)
+        except (RestoreFailed, LayoutError, RuntimeError):
+            engine._reset()
+            return None, 0
+
+    def _run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
+        engine, ctx = self.engine, self.engine.ctx
+        if plan.keep < len(engine.live):
+            if plan.keep == 0:
+                engine._reset()
+            else:
+                self._cut(plan, prefixes)
+        valid = len(engine.live)  # the live state is exact up to here
+        restored = 0
+        for info in plan.restore:
+            segment = self._get(prefixes[info.end], "cells")
+            if segment is None or segment.start != len(engine.live) or not ctx.append_cells(segment.state):
+                break
+            engine.live = list(target[: info.end])
+            engine.live_logits = None
+            restored += segment.nbytes
+            if engine.kind is MemoryKind.PLAIN:
+                valid = info.end
+        logits = engine.live_logits if plan.logits_source == "live" else None
+        recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
+        if plan.snapshot is not None and (recurrent or len(engine.live) == plan.evaluate_from):
+            snapshot = self._get(prefixes[plan.evaluate_from], "snapshot")
+            if snapshot is not None:
+                self._apply(snapshot, plan.evaluate_from)
+                engine.live = list(target[: plan.evaluate_from])
+                valid = plan.evaluate_from
+                restored += snapshot.nbytes
+                if snapshot.logits is not None:
+                    logits = np.frombuffer(snapshot.logits, dtype=np.float32).copy()
+                    engine.live_logits = logits
+        if valid == len(target) and logits is None and engine.kind is MemoryKind.PLAIN:
+            valid = max((b for b in prefixes if b < valid), default=0)  # decode the last segment for logits
+        if valid < len(engine.live):  # cells restored past the last exact state: cut them off
+            if not ctx.seq_rm(LIVE, valid, -1):
+                raise RestoreFailed("could not take back restored cells")
+            engine.live = engine.live[:valid]
+            engine.live_logits = None
+            logits = None
+        self._learn_disk(prefixes, valid)
+        if restored:
+            engine.captures.restored_at(valid)
+        return logits, restored
+
+    def _get(self, prefix: str, kind) -> Segment | None:
+        store = self.engine.store
+        return store.get(self.engine.compat, prefix, kind) if store is not None else None
+
+    def _cut(self, plan: Plan, prefixes: dict[int, str]) -> None:
+        """Cut the live sequence back to ``plan.keep``, putting back what the kind keeps besides."""
+        engine, ctx, keep = self.engine, self.engine.ctx, plan.keep
+        if engine.kind is MemoryKind.HYBRID:
+            snapshot = self._rewind_snapshot(plan, prefixes)
+            # Recurrent state first, then the attention cells: the other order keeps stale cells.
+            if not ctx.state_write(snapshot.state, LIVE, FLAGS_PARTIAL):
+                raise RestoreFailed("llama.cpp refused the recurrent state")
+            if not ctx.seq_rm(LIVE, keep, -1):
+                raise RestoreFailed("llama.cpp refused the cut")
+        elif not ctx.seq_rm(LIVE, keep, -1):
+            raise RestoreFailed("llama.cpp refused the cut")
+        elif engine.kind is MemoryKind.SWA:
+            ring = engine.captures.ring
+            assert ring is not None
+            if plan.rewind is None:
+                ring.relay()
+            else:
+                ring.restore(self._rewind_snapshot(plan, prefixes).state, keep - 1)
+        engine.live = engine.live[:keep]
+        engine.live_logits = None
+
+    def _rewind_snapshot(self, plan: Plan, prefixes: dict[int, str]) -> Segment:
+        snapshot = self._get(prefixes[plan.keep], "snapshot") if plan.rewind is not None else None
+        if snapshot is None or len(snapshot.state) == 0:
+            raise RestoreFailed("the snapshot to rewind to is gone")
+        return snapshot
+
+    def _apply(self, snapshot: Segment, end: int) -> None:
+        """Put the window or recurrent state of ``snapshot`` back at ``end``."""
+        engine, ctx = self.engine, self.engine.ctx
+        if len(snapshot.state) == 0:
+            return  # a plain model's snapshot: logits only
+        if engine.kind is MemoryKind.SWA:
+            ring = engine.captures.ring
+            assert ring is not None
+            ring.restore(snapshot.state, end - 1)
+        else:
+            flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
+            if not ctx.state_write(snapshot.state, LIVE, flags):
+                raise RestoreFailed("llama.cpp refused the saved state")
+
+    def _learn_disk(self, prefixes: dict[int, str], valid: int) -> None:
+        """Find the last snapshot on disk along the branch up to ``valid`` (for the disk rule)."""
+        engine = self.engine
+        store = engine.store
+        if store is None:
+            return
+        on_disk = 0
+        for b in sorted((b for b in prefixes if 0 < b <= valid), reverse=True):
+            if store.persisted(engine.compat, prefixes[b], "snapshot"):
+                on_disk = b
+                break
+        engine.captures.last_on_disk = on_disk
