@@ -98,6 +98,9 @@ class BranchEngine:
 
     def _live_state(self) -> LiveState:
         pos_min = self.ctx.pos_min() if self.live else -1
+        ring = self.captures.ring
+        if ring is not None and self.live:
+            pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
         return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
 
     def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
@@ -196,6 +199,8 @@ class BranchEngine:
         self.ctx.clear()
         self.live = []
         self.live_logits = None
+        if self.captures.ring is not None:
+            self.captures.ring.real_from = 0
 
     def _decode_to(self, target, bounds, stepped_ranges, prefixes, on_progress) -> np.ndarray:
         start = len(self.live)

@@ -64,6 +64,8 @@ class Captures:
         self.snapshots: list[_Snapshot] = []
         self._mark = 0.0
         """Decode seconds on the context at the last snapshot (the policy's clock)."""
+        self._mark_pos = 0
+        """Position on the live branch of the last snapshot."""
         self.last_on_disk = 0
         """Position on the live branch of the last snapshot that is on disk (0: none)."""
         self.cells_bytes_per_token = 0.0
@@ -96,9 +98,11 @@ class Captures:
             return
         ctx = self.engine.ctx
         nbytes = ctx.state_size(LIVE, self._flags())
-        if not self.policy.due(ctx.decode_seconds - self._mark, nbytes):
+        min_tokens = self.engine.n_swa if self.ring is not None else 0
+        if not self.policy.due(ctx.decode_seconds - self._mark, nbytes, tokens_since=end - self._mark_pos,
+                               min_tokens=min_tokens):
             return
-        self._mark = ctx.decode_seconds
+        self._set_mark(end)
         prefix = prefix or prefix_hash(self.engine.live[:end])
         if self.store.has(self.engine.compat, prefix, "snapshot"):
             return
@@ -109,7 +113,7 @@ class Captures:
         """The end of a prompt: a regenerate or an edit of the next message starts here."""
         if self.store is None or self.store.has(self.engine.compat, prefix, "snapshot"):
             return
-        self._mark = self.engine.ctx.decode_seconds
+        self._set_mark(end)
         state = self._read_now() if self._has_state and self.ring is None else None
         self.snapshots.append(_Snapshot(end, prefix, state, logits, tip=False))
 
@@ -117,12 +121,16 @@ class Captures:
         """The end of a reply (``logits`` only when it may be continued)."""
         if self.store is None or (not self._has_state and logits is None):
             return
-        self._mark = self.engine.ctx.decode_seconds
+        self._set_mark(len(live))
         self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, tip=True))
 
     def restored_at(self, end: int) -> None:
         """A restore put back the state at ``end``: the snapshot clock starts again there."""
+        self._set_mark(end)
+
+    def _set_mark(self, end: int) -> None:
         self._mark = self.engine.ctx.decode_seconds
+        self._mark_pos = end
 
     def before_decode(self, next_end: int) -> None:
         """Read the windows whose cells the tokens up to ``next_end`` would overwrite."""

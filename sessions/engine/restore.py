@@ -48,6 +48,7 @@ class RouteRunner:
 
     def _run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
         engine, ctx = self.engine, self.engine.ctx
+        changed = plan.keep < len(engine.live)
         if plan.keep < len(engine.live):
             if plan.keep == 0:
                 engine._reset()
@@ -85,7 +86,7 @@ class RouteRunner:
             engine.live_logits = None
             logits = None
         self._learn_disk(prefixes, valid)
-        if restored:
+        if restored or changed:
             engine.captures.restored_at(valid)
         return logits, restored
 

@@ -13,7 +13,9 @@ So the rule is relative, and measured on this machine:
 - *in RAM*: a boundary gets a snapshot when decoding the tokens since the previous one
   took at least ``1 / overhead`` times what the snapshot costs to read (2% by default),
   so snapshots never add more than that share to a prefill, and a restore that misses
-  one re-decodes at most that many tokens;
+  one re-decodes at most that many tokens; and, for a sliding window, only once a whole
+  window has passed since the previous one, so that no two snapshots hold the same cell
+  (snapshots then never weigh more than the window layers' cells of every token);
 - *on disk*: a snapshot is written when the attention cells saved since the previous one
   on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at most
   that share to the disk a branch uses; and always at the tip of a reply, where the next
@@ -42,10 +44,12 @@ class SnapshotPolicy:
     def snapshot_seconds(self, nbytes: int) -> float:
         return nbytes / max(self.copy_bytes_per_second, 1.0)
 
-    def due(self, decode_seconds_since: float, nbytes: int) -> bool:
-        """Is a snapshot of ``nbytes`` worth taking after this much decoding since the last?"""
+    def due(self, decode_seconds_since: float, nbytes: int, *, tokens_since: int, min_tokens: int = 0) -> bool:
+        """Is a snapshot of ``nbytes`` worth taking this long (and this many tokens) after the last?"""
         if self.every_boundary:
             return True
+        if tokens_since < min_tokens:
+            return False
         return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
 
     def persist(self, cells_bytes_since: int, nbytes: int, *, tip: bool) -> bool:

@@ -82,6 +82,10 @@ class SwaRing:
         self.ctx = ctx
         self.n_swa = n_swa
         self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
+        self.real_from = 0
+        """First position whose window cell holds its real keys and values. A restore fills
+        the masked cells before its window with zeros: masked, they are never read, but a
+        cut back into them would unmask filler, so cuts must stay at or after this."""
 
     # -- snapshots ------------------------------------------------------------------------
 
@@ -148,6 +152,7 @@ class SwaRing:
         target = read_attention(ring, HEADER.size)
         for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):
             dst[slots] = src[order]
+        self.real_from = int(expected[0])
         if not self.ctx.state_write(ring, LIVE, FLAGS_PARTIAL):
             raise RuntimeError("llama.cpp refused the sliding-window state")
         self._fix_head(pos_max, count)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
 from sessions.engine.detokenizer import Detokenizer
+from sessions.engine.fingerprint import HEAD_BYTES, SAMPLES, is_legacy, legacy_fingerprint, model_fingerprint
 from sessions.engine.model import LlamaModel, ModelLoadError
 from sessions.engine.segments import batches, segment_boundaries
 from sessions.sampling import SamplingSettings
@@ -33,10 +36,37 @@ def test_model_info_and_progress(model_paths):
         assert fractions and fractions[-1] == pytest.approx(1.0)
         assert model.info.kind.value == "swa" and model.info.n_swa == 32
         assert model.info.chat_template and "<|im_start|>" in model.info.chat_template
-        assert len(model.info.fingerprint) == 40
+        assert model.info.fingerprint == model_fingerprint(model_paths["gemma3"])
         assert model.is_eog(model.tokenize("<|im_end|>")[0])
     finally:
         model.close()
+
+
+def test_fingerprint_tells_same_shaped_models_apart_and_ignores_where_the_file_is(tmp_path):
+    from sessions.synth import make_model
+
+    first, second = make_model("llama", "bench", seed=0), make_model("llama", "bench", seed=1)
+    assert first.stat().st_size == second.stat().st_size  # same shape, other weights
+    assert model_fingerprint(first) != model_fingerprint(second)
+    moved = tmp_path / "renamed.gguf"
+    shutil.copyfile(first, moved)
+    assert model_fingerprint(moved) == model_fingerprint(first)
+    assert model_fingerprint(first).startswith("gguf-sampled-1:")
+    assert is_legacy(legacy_fingerprint(first)) and not is_legacy(model_fingerprint(first))
+
+
+def test_fingerprint_sees_weights_changed_past_the_header(tmp_path):
+    from sessions.synth import make_model
+
+    path = tmp_path / "model.gguf"
+    shutil.copyfile(make_model("llama", "bench", seed=0), path)
+    before = model_fingerprint(path)
+    size = path.stat().st_size
+    with open(path, "r+b") as handle:  # a block that the sampling reads, deep in the weights
+        step = (size - HEAD_BYTES) // SAMPLES
+        handle.seek(HEAD_BYTES + 40 * step + 100)
+        handle.write(b"\x55" * 16)
+    assert model_fingerprint(path) != before
 
 
 def test_greedy_sampler_is_argmax_and_seeded_sampling_repeats(loaded_models):

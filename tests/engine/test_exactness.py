@@ -264,3 +264,30 @@ def test_long_branch_past_the_window_cache(loaded_models, store, arch):
     engine.prepare(*flat(branch(model, 0, 1, 2, 6, repeat=LONG)))  # an edit of turn 3
     result = check(engine, model, original + branch(model, 5))  # back, and one more turn
     assert result.tokens_evaluated == len(toks(model, 5))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("snapshots", ["dense", "ends only"])
+def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_path, arch, snapshots):
+    """A restored window has zero filler before it: cutting back must never unmask that.
+
+    Reopen a long branch with a generated reply (everything from disk), then go back to
+    the prompt of that reply, as a regenerate does.
+    """
+    from sessions.engine.sampler import Sampler
+    from sessions.sampling import SamplingSettings
+
+    model = loaded_models[arch]
+    policy = DENSE if snapshots == "dense" else SnapshotPolicy(overhead=0.0)
+    prompt = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store, policy=policy)
+        result = engine.prepare(*flat(prompt), reply_follows=True)
+        sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+        reply = engine.generate(result.logits, sampler, max_tokens=20)
+        sampler.close()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store, policy=policy)
+        whole = prompt + [reply.tokens]
+        check(engine, model, whole, stepped=[False] * len(prompt) + [True])
+        check(engine, model, prompt)
