@@ -36,7 +36,7 @@ def _run_app(args: argparse.Namespace, config: Config) -> int:
             app.forwarder(NoticeRaised(text, "warning"))
 
     checkpoints = open_checkpoints(config, problem)
-    controller = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
+    controller = SessionController(store, engine_factory=llama_engine_factory(checkpoints, on_problem=problem),
                                    settings=EngineSettings.from_config(config), sampling=config.effective_sampling())
     try:
         notices = [f"config.toml: {problem}" for problem in getattr(args, "config_problems", [])]

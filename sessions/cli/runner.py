@@ -51,11 +51,15 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 def apply_flags(config: Config, args: argparse.Namespace) -> Config:
     """The config with the global flags given on the command line applied."""
     model = getattr(args, "model", None)
+    template = getattr(args, "chat_template_file", None)
     return config.with_overrides(
         model=str(Path(model).expanduser()) if model else None,
+        chat_template_file=str(Path(template).expanduser().absolute()) if template else None,
         n_ctx=getattr(args, "ctx_size", None),
         n_gpu_layers=getattr(args, "n_gpu_layers", None),
         threads=getattr(args, "threads", None),
+        rpc=getattr(args, "rpc", None),
+        tensor_split=getattr(args, "tensor_split", None),
         seed=getattr(args, "seed", None),
         theme=getattr(args, "theme", None),
     )

@@ -89,6 +89,12 @@ def to_toml_dict(config: Config, *, everything: bool = False) -> dict[str, Any]:
                      if everything or getattr(value, sub.name) != getattr(default, sub.name)}
             if table:
                 data[f.name] = table
+        elif f.name == "models":  # [models."NAME"] tables of ModelSettings
+            tables = {name: {sub.name: getattr(settings, sub.name) for sub in fields(settings)
+                             if getattr(settings, sub.name) is not None}
+                      for name, settings in value.items()}
+            if tables:
+                data[f.name] = tables
         elif value is not None and (everything or value != default):
             data[f.name] = copy.deepcopy(value)
     return data
@@ -139,6 +145,8 @@ def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tup
                     value = _checked(rules[sub.name], value, f"{name}.{sub.name}")
                     is_default = value == getattr(default, sub.name)
                     edits.append(((name, sub.name), None if is_default else value))
+        elif name == "models":
+            raise ConfigError("the [models] tables are edited in the config file itself")
         elif name == "keys":
             for action in sorted(set(old) | set(new)):
                 if old.get(action) != new.get(action):

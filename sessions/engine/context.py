@@ -69,6 +69,9 @@ class ContextParams:
     type_v: int = 1
     n_gpu_layers: int = 0
     """Layers offloaded by the model this context belongs to (part of ``compat``)."""
+    devices: str = ""
+    """Which device holds which layers (``Placement.key()``; empty: all on the CPU). Another
+    split over other hardware computes other last bits, so states never cross splits."""
 
     def threads(self) -> int:
         return self.n_threads or default_threads()
@@ -85,7 +88,7 @@ class ContextParams:
         return (
             f"state-v2;fa={self.flash_attn};type_k={self.type_k};type_v={self.type_v};"
             f"n_batch={self.n_batch};n_ubatch={self.n_batch};n_gpu_layers={self.n_gpu_layers};"
-            "n_seq_max=2;kv_unified=1;swa_full=0"
+            "n_seq_max=2;kv_unified=1;swa_full=0" + (f";devices={self.devices}" if self.devices else "")
         )
 
 
@@ -110,6 +113,9 @@ class LlamaContext:
         cp.no_perf = True
         self._abort = AbortFlag(L)
         self._abortable = False
+        self.stop_between_batches = False
+        """Honour ``request_abort`` only between batches: an RPC backend aborts the process
+        when a graph computation is stopped midway."""
         self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
             raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens (out of memory?)")
@@ -154,7 +160,9 @@ class LlamaContext:
         the exact floating-point state, so they are chosen by the caller, not here.
         ``abortable`` lets ``request_abort`` stop it midway (``DecodeCancelled``).
         """
-        self._set_abortable(abortable)
+        if abortable and self.stop_between_batches and self._abort.is_set():
+            raise DecodeCancelled()
+        self._set_abortable(abortable and not self.stop_between_batches)
         n = len(tokens)
         if n == 0 or n > self.params.n_batch:
             raise ValueError(f"batch of {n} tokens (n_batch is {self.params.n_batch})")

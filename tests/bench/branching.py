@@ -18,7 +18,9 @@ tokens, or any GGUF given with ``--model``) it:
   disk, page cache warm), restores the last branch and compares that with reading and
   copying the same bytes plainly, checks the restored logits bit for bit, regenerates the
   last reply and continues with a new message.
-Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goals.
+Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goals. With
+``--rpc HOST:PORT,...`` the models are split over those servers (``--ngl`` layers, half
+each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def emit(record: dict) -> None:
 
 
 class Bench:
-    def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path):
+    def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path, rpc=None, ngl=0):
         from sessions.checkpoints import CheckpointStore
         from sessions.controller import EngineSettings, SessionController
         from sessions.engine.factory import llama_engine_factory
@@ -49,14 +51,16 @@ class Bench:
         from sessions.store import SessionStore
 
         self.label, self.path, self.root = label, path, root
-        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads)
+        split = dict(rpc=rpc.endpoints, n_gpu_layers=ngl, tensor_split=(1.0, 1.0)) if rpc else {}
+        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, **split)
+        self.traffic = rpc
         self.sampling = SamplingSettings(temperature=0.0, max_tokens=reply_tokens)
         self.reply_tokens = reply_tokens
         self.checkpoints = CheckpointStore(root / "checkpoints", ram_bytes=8 << 30, disk_bytes=50 << 30)
         self.store = SessionStore.open(root / "sessions.sqlite3")
         self.ctl = SessionController(
             self.store,
-            engine_factory=llama_engine_factory(self.checkpoints),
+            engine_factory=llama_engine_factory(self.checkpoints, isolate_rpc=False),
             settings=self.settings,
             sampling=self.sampling,
         )
@@ -65,6 +69,11 @@ class Bench:
         self.load_seconds = time.perf_counter() - t0
         self.fingerprint = self.ctl.engine.info.fingerprint
         self._scratch = None
+        if rpc:
+            rpc.attach(self)
+
+    def traffic_fields(self) -> dict:
+        return self.traffic.fields() if self.traffic else {}
 
     @property
     def branches(self):
@@ -74,13 +83,11 @@ class Bench:
         """A fresh context with no checkpoints evaluating the branch up to ``leaf_id`` from zero."""
         from sessions.branch_tokens import branch_tokens
         from sessions.engine.branch_engine import BranchEngine
-        from sessions.engine.context import ContextParams, LlamaContext
+        from sessions.engine.context import LlamaContext
 
         engine = self.ctl.engine
         if self._scratch is None:
-            s = self.settings
-            params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
-            self._scratch = BranchEngine(engine.model, LlamaContext(engine.model, params), None)
+            self._scratch = BranchEngine(engine.model, LlamaContext(engine.model, engine.ctx.params), None)
         tokens, ends, stepped = branch_tokens(self.store, engine, self.ctl.conversation.tree.path_to(leaf_id))
         self._scratch._reset()
         return self._scratch.prepare(tokens, ends, stepped=stepped)
@@ -101,6 +108,7 @@ class Bench:
             "ttft_seconds": round(stats.ttft_seconds, 4),
             "scratch_prompt_seconds": round(scratch, 4),
             "speedup": round(scratch / max(stats.prompt_seconds, 1e-6), 1),
+            **self.traffic_fields(),
         }
         emit(record)
         return record
@@ -187,11 +195,10 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
 
     from sessions.branch_tokens import branch_tokens
     from sessions.engine.branch_engine import BranchEngine
-    from sessions.engine.context import ContextParams, LlamaContext
+    from sessions.engine.context import LlamaContext
 
     engine = bench.ctl.engine
-    s = bench.settings
-    params = ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads)
+    params = engine.ctx.params
     tokens, ends, stepped = branch_tokens(bench.store, engine, bench.ctl.conversation.tree.path_to(leaf_id))
     restored_ctx, fresh_ctx = LlamaContext(engine.model, params), LlamaContext(engine.model, params)
     try:
@@ -206,9 +213,9 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
             "max_abs_difference": float(np.max(np.abs(restored.logits - fresh.logits)))}
 
 
-def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict) -> None:
+def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict, rpc=None, ngl=0) -> None:
     """Fresh objects on the same files: the model is loaded again, RAM holds nothing."""
-    bench = Bench(label, path, threads, reply_tokens, root)
+    bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl)
     ctl = bench.ctl
     ctl.open_session(w1["session"])
     leaf = ctl.conversation.tree.get(w1["leaf"])
@@ -217,7 +224,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     restore = ctl.warm(leaf.id)
     whole = bench.branches.ctx.state_size(0)
     emit({"model": label, "event": "reopen: restore the last branch from disk",
-          **costs.restore_speed(restore, whole, files)})
+          **costs.restore_speed(restore, whole, files), **bench.traffic_fields()})
     t0 = time.perf_counter()
     ctl.regenerate_point(leaf.id)
     reply = ctl.generate_reply(max_tokens=8)
@@ -227,7 +234,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
           "ttft_seconds": round(reply.stats.ttft_seconds, 4), "wall_seconds": round(wall, 4),
           "tokens_restored": reply.stats.tokens_restored, "tokens_evaluated": reply.stats.tokens_evaluated,
           "scratch_prompt_seconds": round(scratch, 4),
-          "ttft_speedup": round(scratch / max(reply.stats.ttft_seconds, 1e-6), 1)})
+          "ttft_speedup": round(scratch / max(reply.stats.ttft_seconds, 1e-6), 1), **bench.traffic_fields()})
     emit({"model": label, "event": "reopen: exactness", **exact_after_reopen(bench, leaf.parent_id)})
     asked = ctl.send("One more question about all of that, please.")
     bench.event("reopen: continue with a new message", asked, ctl.generate_reply())
@@ -251,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="made models' size (tiny: a quick check that the benchmark runs)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--reply-tokens", type=int, default=32)
+    parser.add_argument("--rpc", metavar="HOST:PORT,...", help="split the models over these RPC servers")
+    parser.add_argument("--ngl", type=int, default=12, help="with --rpc: layers on the servers (of 18)")
     args = parser.parse_args(argv)
+    from tests.bench.rpc_traffic import RpcTraffic
+
+    rpc = RpcTraffic(args.rpc.split(",")) if args.rpc else None
     if args.arch is None:
         args.arch = [] if args.model else ["gemma3", "lfm2"]
     from sessions import paths
@@ -263,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
             root = Path(tmp)
             os.environ["LLAMACHAT_CACHE_DIR"] = str(root / "cache")
-            bench = Bench(label, path, args.threads, args.reply_tokens, root)
+            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl)
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
                   "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params})
             w1 = bench.run_w1()
             bench.close()
-            reopen(label, path, args.threads, args.reply_tokens, root, w1)
+            reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl)
     return 0
 
 
