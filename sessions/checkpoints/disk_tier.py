@@ -224,6 +224,14 @@ class DiskTier:
                 f"{self.budget / _MB:.1f} MB; checkpoints that large stay in memory only"
             )
 
+    def remove(self, key: Key) -> None:
+        """Delete the file of ``key`` if there is one (writer thread)."""
+        self.ensure_index()
+        with self._lock:
+            entry = self._index.remove(key) if self._index is not None else None
+        if entry is not None:
+            self._delete_evicted([(key, entry)])
+
     def _delete_evicted(self, victims: list[tuple[Key, DiskEntry]]) -> None:
         for _key, entry in victims:
             try:

@@ -89,6 +89,7 @@ class CheckpointStore:
         self._disk = DiskTier(self.directory, disk_bytes, self._report, self._is_active)
         self._writer = BackgroundWriter(
             self._disk.save,
+            remove=self._disk.remove,
             startup=self._disk.ensure_index,
             report=self._report,
             max_items=queue_items,
@@ -112,10 +113,17 @@ class CheckpointStore:
         if persist and not self._disk.known(segment.key):
             self._writer.submit(segment)
 
+    def drop_from_disk(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> None:
+        """Delete a checkpoint's file (its RAM copy stays); never waits on disk I/O."""
+        if not self._closed:
+            self._writer.discard(key_of(compat, prefix, kind))
+
     def persisted(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:
         """Whether the checkpoint is on disk or on its way there (no disk I/O)."""
         key = key_of(compat, prefix, kind)
-        return self._disk.known(key) or self._writer.pending(key) is not None
+        if self._writer.pending(key) is not None:
+            return True
+        return not self._writer.deleting(key) and self._disk.known(key)
 
     def get(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
         """The segment for ``prefix``: from RAM, else the write queue, else disk (verified)."""

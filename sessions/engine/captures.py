@@ -66,8 +66,10 @@ class Captures:
         """Decode seconds on the context at the last snapshot (the policy's clock)."""
         self._mark_pos = 0
         """Position on the live branch of the last snapshot."""
-        self.last_on_disk = 0
-        """Position on the live branch of the last snapshot that is on disk (0: none)."""
+        self.anchor = 0
+        """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
+        self.temporary: tuple[int, str] | None = None
+        """(position, prefix) of the reply tip on disk that the next snapshot replaces."""
         self.cells_bytes_per_token = 0.0
         """Measured size of saved attention cells per token (for the disk rule)."""
 
@@ -196,9 +198,25 @@ class Captures:
         logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
         if len(state) == 0 and logits is None:
             return
-        gap = max(0, snap.end - self.last_on_disk) * self.cells_bytes_per_token
-        persist = self.policy.persist(int(gap), len(state) + (len(logits) if logits is not None else 0), tip=snap.tip)
+        nbytes = len(state) + (len(logits) if logits is not None else 0)
+        gap = max(0, snap.end - self.anchor) * self.cells_bytes_per_token
+        anchor = self.policy.persist(int(gap), nbytes, tip=False)
         segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot")
-        store.put(segment, persist=persist)
-        if persist:
-            self.last_on_disk = snap.end
+        store.put(segment, persist=anchor or snap.tip)
+        if anchor or snap.tip:
+            self._replace_temporary()
+        if anchor:
+            self.anchor = snap.end
+        elif snap.tip:
+            self.temporary = (snap.end, snap.prefix)
+
+    def _replace_temporary(self) -> None:
+        """A newer snapshot on this branch is on disk: the previous reply tip leaves the disk.
+
+        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the tip of
+        each branch; an older tip, now inside the branch, would make one per turn.
+        """
+        if self.temporary is not None and self.store is not None:
+            _end, prefix = self.temporary
+            self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")
+        self.temporary = None

@@ -217,9 +217,9 @@ class EngineProcess:
     def plan(self, target: Sequence[int], ends: Sequence[int]):
         return self._call("plan", list(target), list(ends))
 
-    def prepare(self, target, ends, stepped=None, on_progress=None):
+    def prepare(self, target, ends, stepped=None, on_progress=None, *, reply_follows: bool = False):
         return self._call("prepare", list(target), list(ends), list(stepped) if stepped is not None else None,
-                          on_progress=on_progress)
+                          reply_follows, on_progress=on_progress)
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)

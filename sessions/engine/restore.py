@@ -85,8 +85,8 @@ class RouteRunner:
             engine.live = engine.live[:valid]
             engine.live_logits = None
             logits = None
-        self._learn_disk(prefixes, valid)
-        if restored or changed:
+        if restored or changed:  # on another branch now: what is on disk along it?
+            self._learn_disk(prefixes, valid)
             engine.captures.restored_at(valid)
         return logits, restored
 
@@ -147,4 +147,5 @@ class RouteRunner:
             if store.persisted(engine.compat, prefixes[b], "snapshot"):
                 on_disk = b
                 break
-        engine.captures.last_on_disk = on_disk
+        engine.captures.anchor = on_disk
+        engine.captures.temporary = None
