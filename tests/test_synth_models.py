@@ -362,8 +362,8 @@ def test_two_processes_making_one_model_never_leave_a_partial_file(tmp_path):
 
 def test_leftovers_of_a_killed_maker_are_swept(tmp_path, monkeypatch):
     monkeypatch.setenv("LLAMACHAT_MODEL_CACHE", str(tmp_path))
-    stem = make_model("mamba").stem
-    old, recent = tmp_path / f".{stem}.old.part", tmp_path / f".{stem}.recent.part"
+    name = make_model("mamba").name
+    old, recent = tmp_path / f".{name}.1.0badc0de.tmp", tmp_path / f".{name}.2.0badc0de.tmp"
     old.write_bytes(b"half a model")
     recent.write_bytes(b"being written")
     os.utime(old, (time.time() - 2 * 3600,) * 2)

@@ -111,7 +111,7 @@ def test_a_chat_on_the_fallback_goes_on_and_evaluates_only_what_is_new(style):
         controller.send("Tell me more.")
         second = controller.generate_reply().stats
         assert first.tokens_generated > 0 and second.tokens_generated > 0
-        path = controller.conversation.active_path()[:-1]
+        path = list(controller.snapshot().path[:-1])
         tokens, _, _ = branch_tokens(store, controller.engine, path)
         # The first turn's tokens, as the model saw them, are still the branch's start:
         # only the new message is evaluated.

@@ -33,7 +33,7 @@ from .file_format import (
     parse_header,
 )
 from .keys import Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
-from .segment import Segment
+from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
@@ -41,7 +41,7 @@ _MB = 1024 * 1024
 def _read_payload(src, length: int) -> np.ndarray:
     """``length`` bytes from ``src`` into a new buffer (read straight into it)."""
     buf = np.empty(length, dtype=np.uint8)
-    view, done = memoryview(buf), 0
+    view, done = buf.data, 0
     while done < length:
         n = src.readinto(view[done:])
         if not n:
@@ -192,9 +192,9 @@ class DiskTier:
             return
         rel = address(segment.compat, segment.prefix, segment.kind)
         path = self.directory / rel
-        chunks = [encode_header(segment), segment.state]
+        chunks = [memoryview(encode_header(segment)), as_view(segment.state)]
         if segment.logits is not None:
-            chunks.append(segment.logits)
+            chunks.append(as_view(segment.logits))
         try:
             ensure_private_dir(path.parent)
             write_atomically(path, chunks, sync=False)

@@ -162,4 +162,11 @@ def _as_buffer(value: object, what: str) -> bytes | np.ndarray:
 def _same_bytes(a: Payload | None, b: Payload | None) -> bool:
     if a is None or b is None:
         return a is b
-    return memoryview(a).cast("B") == memoryview(b).cast("B")
+    return as_view(a) == as_view(b)
+
+
+def as_view(payload: Payload) -> memoryview:
+    """A flat byte view of a payload, without copying it."""
+    if isinstance(payload, np.ndarray):
+        return payload.reshape(-1).view(np.uint8).data
+    return memoryview(payload).cast("B")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sessions.checkpoints import CheckpointStore, StateCompat
+from sessions.checkpoints import CheckpointStore, Kind, StateCompat
 from sessions.crashpoints import crashpoint
 from sessions.engine.captures import Captures, prefix_hashes
 from sessions.engine.context import ContextFull, DecodeCancelled, LlamaContext
@@ -31,6 +31,7 @@ from sessions.engine.restore import RouteRunner
 from sessions.engine.segments import batches, segment_boundaries
 from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.memory_kind import MemoryKind
+from sessions.stop_reason import StopReason
 
 ProgressFn = Callable[[int, int, float], None]
 """(tokens done, tokens to do, tokens per second)"""
@@ -57,14 +58,13 @@ class PrepareResult:
 class GenerateResult:
     tokens: list[int]
     text: str
-    stop_reason: str
-    """"eog" (the model ended its turn), "length" (max tokens), "cancelled", or "context_full"."""
+    stop_reason: StopReason
     first_token_at: float | None
     """perf_counter() when the first token was sampled (None if none was)."""
     seconds: float
 
 
-CONTINUABLE = frozenset({"length", "cancelled", "context_full"})
+CONTINUABLE = frozenset({StopReason.LENGTH, StopReason.CANCELLED, StopReason.CONTEXT_FULL})
 """Replies that may be continued later: the logits after their last token are kept."""
 
 
@@ -129,7 +129,7 @@ class BranchEngine:
         """Whether a branch ending after the tokens with this hash restores without decoding."""
         if self.store is None:
             return False
-        kind = "cells" if self.kind is MemoryKind.PLAIN else "snapshot"
+        kind: Kind = "cells" if self.kind is MemoryKind.PLAIN else "snapshot"
         return self.store.has(self.compat, prefix, kind)
 
     # -- running ----------------------------------------------------------------------
@@ -264,24 +264,26 @@ class BranchEngine:
         tokens: list[int] = []
         detok = Detokenizer(self.model.piece)
         first: float | None = None
-        reason = "length"
+        reason = StopReason.LENGTH
         try:
             for _ in range(max_tokens):
                 if should_stop():
-                    reason = "cancelled"
+                    reason = StopReason.CANCELLED
                     break
                 token = sampler.sample(logits)
                 if first is None:
                     first = time.perf_counter()
                 if self.model.is_eog(token):
-                    reason = "eog"
+                    reason = StopReason.EOG
                     break
                 self.captures.before_decode(len(self.live) + 1)
                 try:
-                    logits = self.ctx.decode([token], len(self.live))
+                    step = self.ctx.decode([token], len(self.live))
                 except ContextFull:
-                    reason = "context_full"
+                    reason = StopReason.CONTEXT_FULL
                     break
+                assert step is not None  # logits are asked for
+                logits = step
                 self.live.append(token)
                 self.live_logits = logits
                 tokens.append(token)

@@ -11,52 +11,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
 
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
-from sessions.engine.chat_template import ChatTemplate
 from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.model import LlamaModel, ModelInfo
+from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
+from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.sampler import Sampler
 from sessions.engine.template_choice import choose_template
 from sessions.engine.template_families import ALL_MARKERS
 from sessions.engine.template_override import TemplateOverride
-from sessions.sampling import SamplingSettings
-
-
-class ChatEngine(Protocol):
-    info: ModelInfo
-    template: ChatTemplate
-    n_ctx: int
-    load_seconds: float
-
-    def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
-    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan: ...
-    def prepare(
-        self,
-        target: Sequence[int],
-        ends: Sequence[int],
-        stepped: Sequence[bool] | None = None,
-        on_progress: ProgressFn | None = None,
-        *,
-        reply_follows: bool = False,
-    ) -> PrepareResult: ...
-    def generate(
-        self,
-        logits: np.ndarray,
-        settings: SamplingSettings,
-        *,
-        max_tokens: int,
-        on_text: Callable[[str], None] | None = None,
-        should_stop: Callable[[], bool] = lambda: False,
-    ) -> GenerateResult: ...
-    def is_saved(self, prefix: str) -> bool: ...
-    def request_abort(self) -> None: ...
-    def clear_abort(self) -> None: ...
-    def close(self) -> None: ...
 
 
 class LlamaChatEngine:

@@ -11,25 +11,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sessions.engine.chat_engine import LlamaChatEngine
-from sessions.engine.context import ContextParams
+from sessions.engine.settings import EngineSettings
+
+if TYPE_CHECKING:
+    from sessions.checkpoints import CheckpointStore
+    from sessions.config import Config
+    from sessions.engine.protocol import ChatEngine, EngineFactory
 
 
 def llama_engine_factory(
-    checkpoints=None, *, on_problem: Callable[[str], None] | None = None, isolate_rpc: bool = True
-) -> Callable:
+    checkpoints: CheckpointStore | None = None,
+    *,
+    on_problem: Callable[[str], None] | None = None,
+    isolate_rpc: bool = True,
+) -> EngineFactory:
     """A factory ``(path, EngineSettings, on_progress) -> LlamaChatEngine`` (or ``EngineProcess``).
 
     ``on_problem`` hears the checkpoint notices of an engine process's own store.
     """
 
-    def make(path: Path, settings, on_progress: Callable[[float], None]):
+    def make(path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> ChatEngine:
         if settings.rpc and isolate_rpc:
             from sessions.engine.engine_process import EngineProcess
 
             return EngineProcess(path, settings, checkpoint_dir=checkpoints.directory if checkpoints else None,
                                  on_progress=on_progress, on_notice=on_problem)
+        from sessions.engine.chat_engine import LlamaChatEngine
+        from sessions.engine.context import ContextParams
+
         params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.threads)
         return LlamaChatEngine(
             path,
@@ -46,7 +57,7 @@ def llama_engine_factory(
     return make
 
 
-def open_checkpoints(config, on_problem: Callable[[str], None] | None = None):
+def open_checkpoints(config: Config, on_problem: Callable[[str], None] | None = None) -> CheckpointStore | None:
     """The RAM + disk checkpoint store the config asks for (None when turned off).
 
     ``on_problem`` hears, in plain words, about checkpoint files that failed verification

@@ -166,7 +166,11 @@ def plan_route(
 def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot):
     n_live, n = len(live.tokens), len(target)
     c = common_prefix(live.tokens, target)
-    base = {"target_len": n, "live_len": n_live}
+    def plan(keep: int, restore: tuple[SegmentInfo, ...], evaluate_from: int, *,
+             rewind: SnapshotInfo | None = None, snapshot: SnapshotInfo | None = None) -> Plan:
+        return Plan(keep=keep, restore=restore, evaluate_from=evaluate_from, target_len=n,
+                    logits_source="decode", live_len=n_live, rewind=rewind, snapshot=snapshot)
+
     starts: list[tuple[int, SnapshotInfo | None]] = [(0, None)]  # (keep, rewind snapshot)
     if c == n_live and n_live:
         starts.append((n_live, None))
@@ -180,7 +184,7 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                     starts.append((k, snap))
     for keep, rewind in starts:
         if kind is MemoryKind.RECURRENT:
-            yield from _recurrent(keep, live, target, boundaries, snapshot, base)
+            yield from _recurrent(keep, live, boundaries, snapshot, plan)
             continue
         chain: list[SegmentInfo] = []
         reach = keep
@@ -200,26 +204,25 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                 points.append((b, snap))
         for end, snap in points:
             restored = tuple(s for s in chain if s.end <= end)
-            plan = _finish(Plan(keep=keep, restore=restored, evaluate_from=end, logits_source="decode",
-                                rewind=rewind, snapshot=snap, **base), live, boundaries)
-            if plan is not None:
-                yield plan
-
-
-def _recurrent(keep, live, target, boundaries, snapshot, base):
-    """A recurrent state at a boundary stands for everything before it: one restore."""
-    yield from filter(None, [_finish(Plan(keep=keep, restore=(), evaluate_from=keep, logits_source="decode",
-                                          **base), live, boundaries)])
-    for b in boundaries:
-        snap = snapshot(b)
-        if snap is not None and snap.has_state:
-            plan = Plan(keep=0, restore=(), evaluate_from=b, logits_source="decode", snapshot=snap, **base)
-            finished = _finish(plan, live, boundaries)
+            finished = _finish(plan(keep, restored, end, rewind=rewind, snapshot=snap), live)
             if finished is not None:
                 yield finished
 
 
-def _finish(plan: Plan, live: LiveState, boundaries: Sequence[int]) -> Plan | None:
+def _recurrent(keep, live, boundaries, snapshot, plan):
+    """A recurrent state at a boundary stands for everything before it: one restore."""
+    candidates = [plan(keep, (), keep)]
+    for b in boundaries:
+        snap = snapshot(b)
+        if snap is not None and snap.has_state:
+            candidates.append(plan(0, (), b, snapshot=snap))
+    for candidate in candidates:
+        finished = _finish(candidate, live)
+        if finished is not None:
+            yield finished
+
+
+def _finish(plan: Plan, live: LiveState) -> Plan | None:
     """Settle where the logits come from; None when this route cannot give them."""
     if plan.evaluate_from < plan.target_len:
         return plan

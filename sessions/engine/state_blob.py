@@ -56,7 +56,7 @@ def as_array(blob: Buffer) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.uint8)
 
 
-def pointer(blob: np.ndarray) -> ctypes._Pointer:  # type: ignore[type-arg]
+def pointer(blob: np.ndarray) -> ctypes._Pointer[ctypes.c_uint8]:
     """The address of a numpy buffer as the ``uint8_t *`` llama.cpp's state calls take."""
     return ctypes.cast(ctypes.c_void_p(blob.ctypes.data), ctypes.POINTER(ctypes.c_uint8))
 
@@ -84,7 +84,7 @@ def read_header(blob: np.ndarray) -> int:
     """Check the context header; returns the sequence id it was written for."""
     if len(blob) < HEADER.size:
         raise LayoutError("the state is shorter than its header")
-    magic, seq = HEADER.unpack_from(blob, 0)
+    magic, seq = HEADER.unpack_from(blob.data, 0)
     if magic != STATE_MAGIC:
         raise LayoutError("not a llama.cpp sequence state")
     return int(seq)
@@ -93,10 +93,10 @@ def read_header(blob: np.ndarray) -> int:
 def read_attention(blob: np.ndarray, offset: int) -> AttentionSection:
     """Parse the attention section at ``offset`` (views, no copies)."""
     try:
-        (n_stream,) = struct.unpack_from("<I", blob, offset)
+        (n_stream,) = struct.unpack_from("<I", blob.data, offset)
         if n_stream != 1:
             raise LayoutError(f"{n_stream} cache streams (only a unified cache is supported)")
-        (count,) = struct.unpack_from("<I", blob, offset + 4)
+        (count,) = struct.unpack_from("<I", blob.data, offset + 4)
         pos = offset + 8
         if count == 0:
             return AttentionSection(offset, pos, np.zeros(0, np.int32), ())
@@ -104,13 +104,13 @@ def read_attention(blob: np.ndarray, offset: int) -> AttentionSection:
         if not np.all(meta[:, 1] == 1):
             raise LayoutError("cells shared by several sequences")
         pos += _CELL_META * count
-        v_trans, n_layer = struct.unpack_from("<II", blob, pos)
+        v_trans, n_layer = struct.unpack_from("<II", blob.data, pos)
         pos += 8
         if v_trans:
             raise LayoutError("V is stored transposed (flash attention off)")
         layers = []
         for _ in range(2 * n_layer):
-            kind, row = struct.unpack_from("<iQ", blob, pos)
+            kind, row = struct.unpack_from("<iQ", blob.data, pos)
             pos += 12
             size = row * count
             if pos + size > len(blob):
@@ -138,7 +138,7 @@ def write_attention(out: np.ndarray, offset: int, seq: int, positions: np.ndarra
     (the caller fills them, or they are filler that nothing reads).
     """
     count = len(positions)
-    struct.pack_into("<II", out, offset, 1, count)
+    struct.pack_into("<II", out.data, offset, 1, count)
     pos = offset + 8
     if count == 0:
         return pos
@@ -147,10 +147,10 @@ def write_attention(out: np.ndarray, offset: int, seq: int, positions: np.ndarra
     meta[:, 1] = 1
     meta[:, 2] = seq
     pos += _CELL_META * count
-    struct.pack_into("<II", out, pos, 0, len(layers) // 2)
+    struct.pack_into("<II", out.data, pos, 0, len(layers) // 2)
     pos += 8
     for kind, row, rows in layers:
-        struct.pack_into("<iQ", out, pos, kind, row)
+        struct.pack_into("<iQ", out.data, pos, kind, row)
         pos += 12
         if rows is not None:
             out[pos : pos + row * count].reshape(count, row)[...] = rows

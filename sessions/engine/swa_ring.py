@@ -41,7 +41,9 @@ from sessions.engine.state_blob import (
     FLAGS_PARTIAL,
     HEADER,
     STATE_MAGIC,
+    Buffer,
     LayoutError,
+    as_array,
     attention_bytes,
     read_attention,
     read_header,
@@ -62,7 +64,7 @@ def ring_size(n_ctx: int, n_swa: int, n_seq_max: int, n_ubatch: int) -> int:
 
 def relabel(blob: np.ndarray, seq: int) -> None:
     """Write ``seq`` as the sequence a window state belongs to (in place)."""
-    HEADER.pack_into(blob, 0, STATE_MAGIC, seq)
+    HEADER.pack_into(blob.data, 0, STATE_MAGIC, seq)
     count = int(np.frombuffer(blob, dtype="<u4", count=1, offset=HEADER.size + 4)[0])
     meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=HEADER.size + 8).reshape(count, 3)
     meta[:, 2] = seq
@@ -128,7 +130,7 @@ class SwaRing:
 
     # -- restoring ------------------------------------------------------------------------
 
-    def restore(self, window: np.ndarray, pos_max: int) -> None:
+    def restore(self, window: Buffer, pos_max: int) -> None:
         """Make the live ring exactly what an uninterrupted run leaves after ``pos_max``.
 
         The full-attention cells of the live sequence must already be in place (they
@@ -136,6 +138,7 @@ class SwaRing:
         ``LayoutError`` for a window that does not fit, ``RuntimeError`` when llama.cpp
         refuses the state (the live sequence must then be rebuilt).
         """
+        window = as_array(window)
         read_header(window)
         section = read_attention(window, HEADER.size)
         expected = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
@@ -147,7 +150,7 @@ class SwaRing:
         slots = (section.positions[order].astype(np.int64) % self.size).astype(np.intp)
         layers = [(kind, row, None) for kind, row, _rows in section.layers]
         ring = np.zeros(HEADER.size + attention_bytes(positions, section.layers), dtype=np.uint8)
-        HEADER.pack_into(ring, 0, STATE_MAGIC, LIVE)
+        HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
         write_attention(ring, HEADER.size, LIVE, positions, layers)
         target = read_attention(ring, HEADER.size)
         for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..durable import TEMP_SUFFIX, replacing
 from ..paths import ensure_private_dir, made_models_dir
 from . import tensors
 from .archs import ModelSpec, metadata, model_spec
@@ -64,21 +63,15 @@ def make_model(
         return path
     ensure_private_dir(path.parent)
     _sweep_abandoned(path)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".part")
-    os.close(fd)
-    try:
-        _write(spec, seed, Path(temp_name), chat_template, markers)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    with replacing(path) as temp:
+        _write(spec, seed, temp, chat_template, markers)
     return path
 
 
 def _sweep_abandoned(path: Path) -> None:
     """Remove temporary files a killed maker left behind (old enough to be nobody's)."""
     cutoff = time.time() - ABANDONED_AFTER_SECONDS
-    for stale in path.parent.glob(f".{path.stem}.*.part"):
+    for stale in path.parent.glob(f".{path.name}.*{TEMP_SUFFIX}"):
         try:
             if stale.stat().st_mtime < cutoff:
                 stale.unlink()
@@ -146,8 +139,6 @@ def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = N
     for tensor in plan:
         writer.write_tensor_data(fill(tensor, spec, silenced, rng))
     writer.close()
-    with open(path, "rb") as written:
-        os.fsync(written.fileno())
 
 
 def _add_value(writer: gguf.GGUFWriter, key: str, value: object) -> None:

@@ -179,11 +179,6 @@ def learn_merges(max_merges: int = MAX_MERGES) -> tuple[tuple[str, str], ...]:
     return tuple(merges)
 
 
-def minimum_vocab_size(markers: str = "chatml") -> int:
-    """The smallest vocabulary that holds every learned token (no reserved padding)."""
-    return _base_vocab(markers)[2]
-
-
 def marker_style(markers: str) -> MarkerStyle:
     """The style named ``markers``; ``SynthError`` naming the known ones otherwise."""
     try:

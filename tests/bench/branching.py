@@ -88,7 +88,7 @@ class Bench:
         engine = self.ctl.engine
         if self._scratch is None:
             self._scratch = BranchEngine(engine.model, LlamaContext(engine.model, engine.ctx.params), None)
-        tokens, ends, stepped = branch_tokens(self.store, engine, self.ctl.conversation.tree.path_to(leaf_id))
+        tokens, ends, stepped = branch_tokens(self.store, engine, self.ctl.snapshot().tree.path_to(leaf_id))
         self._scratch._reset()
         return self._scratch.prepare(tokens, ends, stepped=stepped)
 
@@ -114,27 +114,30 @@ class Bench:
         return record
 
     def run_w1(self) -> dict:
+        from sessions.conversation import Conversation
+
         ctl = self.ctl
         texts = w1_texts(ctl.engine.tokenize)
         ctl.new_session(system_prompt=texts["system"])
-        conv = ctl.conversation
+        conv = Conversation(self.store, ctl.session_id)  # scripted turns, written straight to the store
         users = []
         for user, reply in zip(texts["users"], texts["replies"], strict=True):
-            users.append(ctl.send(user))
+            users.append(conv.append("user", user))
             conv.append("assistant", reply)
+        ctl.open_session(conv.session_id)
         deferred = self.branches.deferred_seconds
         build = ctl.warm()
         deferred = self.branches.deferred_seconds - deferred
-        bare = self.scratch(conv.head.id)
+        leaf = ctl.snapshot().head
+        bare = self.scratch(leaf.id)
         emit({"model": self.label, "event": "build: one prefill of the 12-turn chat",
               **costs.critical_path(build, deferred),
               "no_checkpoints": costs.critical_path(bare, 0.0)})
-        leaf = conv.head
         events = []
         for k, follow_up in zip((2, 6, 11), texts["follow_ups"], strict=True):
             edited = ctl.edit(users[k - 1].id, texts["edits"][k])
             events.append(self.event(f"edit user turn {k}", edited, ctl.generate_reply()))
-            conv.select(leaf.id)
+            ctl.select(leaf.id)
             asked = ctl.send(follow_up)
             reply = ctl.generate_reply()
             events.append(self.event(f"switch back after edit {k} + next reply", asked, reply))
@@ -148,13 +151,13 @@ class Bench:
               "scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
         self.checkpoints.flush()
         emit({"model": self.label, "event": "disk", **self.disk()})
-        return {"session": conv.session_id, "leaf": leaf.id}
+        return {"session": ctl.session_id, "leaf": leaf.id}
 
     def disk(self) -> dict:
         from sessions.branch_tokens import branch_tokens
 
-        tree = self.ctl.conversation.tree
-        frozen = self.store.session_tokens(self.ctl.conversation.session_id)
+        tree = self.ctl.snapshot().tree
+        frozen = self.store.session_tokens(self.ctl.session_id)
         unique = sum(len(t.get(self.fingerprint, [])) for t in frozen.values())
         per_branch = [len(branch_tokens(self.store, self.ctl.engine, tree.path_to(leaf.id))[0])
                       for leaf in tree.leaves()]
@@ -167,7 +170,7 @@ class Bench:
     def close(self) -> None:
         if self._scratch is not None:
             self._scratch.ctx.close()
-        self.ctl.engine.close()
+        self.ctl.close()
         self.checkpoints.close()
         self.store.close()
 
@@ -180,7 +183,7 @@ def files_read(bench: Bench, leaf_id: int, plan) -> list[Path]:
     from sessions.engine.segments import segment_boundaries
 
     engine = bench.branches
-    tokens, ends, _ = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.conversation.tree.path_to(leaf_id))
+    tokens, ends, _ = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
     prefixes = prefix_hashes(tokens, segment_boundaries(ends, engine.interval))
     folder = bench.root / "checkpoints"
     paths = [folder / address(engine.compat, prefixes[info.end], "cells") for info in plan.restore]
@@ -199,7 +202,7 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
 
     engine = bench.ctl.engine
     params = engine.ctx.params
-    tokens, ends, stepped = branch_tokens(bench.store, engine, bench.ctl.conversation.tree.path_to(leaf_id))
+    tokens, ends, stepped = branch_tokens(bench.store, engine, bench.ctl.snapshot().tree.path_to(leaf_id))
     restored_ctx, fresh_ctx = LlamaContext(engine.model, params), LlamaContext(engine.model, params)
     try:
         restored = BranchEngine(engine.model, restored_ctx, bench.checkpoints).prepare(tokens, ends, stepped=stepped)
@@ -218,7 +221,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl)
     ctl = bench.ctl
     ctl.open_session(w1["session"])
-    leaf = ctl.conversation.tree.get(w1["leaf"])
+    leaf = ctl.snapshot().tree.get(w1["leaf"])
     plan = ctl.plan_for(leaf.id)
     files = files_read(bench, leaf.id, plan)
     restore = ctl.warm(leaf.id)
@@ -226,7 +229,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     emit({"model": label, "event": "reopen: restore the last branch from disk",
           **costs.restore_speed(restore, whole, files), **bench.traffic_fields()})
     t0 = time.perf_counter()
-    ctl.regenerate_point(leaf.id)
+    ctl.regenerate(leaf.id)
     reply = ctl.generate_reply(max_tokens=8)
     wall = time.perf_counter() - t0
     scratch = bench.scratch(leaf.parent_id).seconds

@@ -39,7 +39,7 @@ def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
     ):
         with_ck = BranchEngine(model, LlamaContext(model, params), store, interval=s.checkpoint_interval)
         without = BranchEngine(model, LlamaContext(model, params), None, interval=s.checkpoint_interval)
-        path = bench.ctl.conversation.active_path()
+        path = bench.ctl.snapshot().path
         tokens, ends, stepped = branch_tokens(bench.store, bench.ctl.engine, path)
         for engine in (with_ck, without):
             engine.prepare(tokens, ends, stepped=stepped)

@@ -18,7 +18,7 @@ from sessions.engine.factory import llama_engine_factory
 from sessions.events import TextStreamed
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
-from tests.tui.helpers import headers, ready, send, settle, shown_texts, type_text, wait_for
+from tests.tui.helpers import headers, ready, send, settle, shown_cost, shown_texts, type_text, wait_for
 from tui.app import LlamaChatApp
 from tui.startup import StartupRequest
 
@@ -65,10 +65,10 @@ async def test_chat_branch_quit_and_reopen_over_rpc(shared_pair, tmp_path):
             await pilot.press("ctrl+up", "ctrl+up", "alt+left")  # back to the first version
             await settle(pilot)
             assert shown_texts(screen) == original
-            restored, evaluated = screen.last_cost
+            restored, evaluated = shown_cost(screen)
             assert restored > 0 and evaluated <= 16
             assert screen.status.text_of("last").startswith(f"restored {restored:,} tokens")
-            session_id = first.ctl.conversation.session_id
+            session_id = first.ctl.session_id
     finally:
         first.close()  # quit: the engine process finishes its checkpoint writes
 
@@ -77,10 +77,10 @@ async def test_chat_branch_quit_and_reopen_over_rpc(shared_pair, tmp_path):
         async with second.app(session_id=session_id).run_test(size=(100, 30)) as pilot:
             screen = await ready(pilot)
             assert shown_texts(screen) == original
-            restored, evaluated = screen.last_cost
+            restored, evaluated = shown_cost(screen)
             assert restored > 0 and evaluated == 0  # from the disk, in a new engine process
             await send(pilot, "One more question.")
-            restored, evaluated = screen.last_cost
+            restored, evaluated = shown_cost(screen)
             assert restored == 0 and 0 < evaluated < 40  # only the new message
     finally:
         second.close()
@@ -115,6 +115,6 @@ async def test_a_server_lost_during_a_reply_is_one_notification(pair, tmp_path):
             roles = [role for role, _ in shown_texts(screen)]
             assert roles[:3] == ["user", "assistant", "user"] and shown_texts(screen)[2][1] == "And the stars?"
             b.restart()
-            await wait_for(pilot, lambda: not screen.engine_jobs(), "idle")
+            await wait_for(pilot, lambda: screen.jobs.idle, "idle")
     finally:
         app_parts.close()

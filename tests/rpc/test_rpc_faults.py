@@ -112,7 +112,7 @@ def test_server_killed_mid_reply_then_back(pair, tmp_path):
         message = one_line_naming(lost.value, b.endpoint, a.endpoint)
         assert "dropped" in message
         assert committed(s.store, question.session_id) == before  # the partial reply is dropped
-        assert s.ctl.conversation.head.id == question.id
+        assert s.ctl.snapshot().head.id == question.id
         scan = CheckpointScanner(tmp_path / "ck").scan()
         assert scan.bad == [] and scan.problems == []
 
@@ -120,7 +120,7 @@ def test_server_killed_mid_reply_then_back(pair, tmp_path):
         warm = s.ctl.warm()  # a new engine process, the same split
         reply = s.ctl.generate_reply(max_tokens=24)
         reply_tokens = s.store.get_tokens(reply.id, s.ctl.engine.info.fingerprint)
-        branch = s.ctl.conversation.tree.path_to(question.id)
+        branch = s.ctl.snapshot().tree.path_to(question.id)
         s.ctl.engine.close()  # a server serves one client at a time
         s.ctl.engine = None
         logits, greedy = from_scratch(path, settings, s.store, branch)
@@ -162,7 +162,7 @@ def test_server_killed_mid_prompt_then_reopened_locally(pair, tmp_path):
         warm = s.ctl.warm()
         reply = s.ctl.generate_reply(max_tokens=24)
         reply_tokens = s.store.get_tokens(reply.id, s.ctl.engine.info.fingerprint)
-        logits, greedy = from_scratch(path, local, s.store, s.ctl.conversation.tree.path_to(question.id))
+        logits, greedy = from_scratch(path, local, s.store, s.ctl.snapshot().tree.path_to(question.id))
         assert np.array_equal(warm.logits, logits)
         assert reply_tokens == greedy
         assert committed(s.store, session_id)[:len(before)] == before
