@@ -90,7 +90,7 @@ class BranchEngine:
         self.cost = CostModel()
         self.policy = policy or SnapshotPolicy()
         self.captures = Captures(self, store, self.policy)
-        self.runner = RouteRunner(self)
+        self.runner = RouteRunner(self, self.captures)
         self.deferred_seconds = 0.0
         """Time spent reading checkpoints out after the replies (off the path to a token)."""
 
@@ -170,7 +170,7 @@ class BranchEngine:
         elif logits is None:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
         self.live_logits = logits
-        self.captures.note_end(len(target), prefixes[len(target)], logits)
+        self.captures.note_end(len(target), prefixes[len(target)], logits, tip=not reply_follows)
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
         decode = self.ctx.decode_seconds - d0

@@ -26,7 +26,7 @@ from sessions.engine.swa_ring import LIVE, SwaRing
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import BranchEngine
+    from sessions.engine.live import LiveSequence
 
 EMPTY = np.zeros(0, dtype=np.uint8)
 
@@ -55,7 +55,7 @@ class _Snapshot:
 class Captures:
     """What one engine still has to read out of its context and hand to the store."""
 
-    def __init__(self, engine: BranchEngine, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
+    def __init__(self, engine: LiveSequence, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
         self.engine = engine
         self.store = store
         self.policy = policy
@@ -111,13 +111,25 @@ class Captures:
         state = None if self.ring is not None else self._read_now()
         self.snapshots.append(_Snapshot(end, prefix, state, None, tip=False))
 
-    def note_end(self, end: int, prefix: str, logits: np.ndarray) -> None:
-        """The end of a prompt: a regenerate or an edit of the next message starts here."""
-        if self.store is None or self.store.has(self.engine.compat, prefix, "snapshot"):
+    def note_end(self, end: int, prefix: str, logits: np.ndarray, *, tip: bool) -> None:
+        """The end of a prompt: a regenerate or an edit of the next message starts here.
+
+        ``tip`` when no reply follows (a switch to this branch): it is where the user is,
+        and where they come back to after a restart.
+        """
+        store, compat = self.store, self.engine.compat
+        if store is None:
+            return
+        if store.has(compat, prefix, "snapshot"):
+            kept = store.get(compat, prefix, "snapshot") if tip and not store.persisted(compat, prefix, "snapshot") else None
+            if kept is not None:  # kept in RAM only so far: this is now where the user is
+                store.put(kept, persist=True)
+                self._replace_temporary()
+                self.temporary = (end, prefix)
             return
         self._set_mark(end)
         state = self._read_now() if self._has_state and self.ring is None else None
-        self.snapshots.append(_Snapshot(end, prefix, state, logits, tip=False))
+        self.snapshots.append(_Snapshot(end, prefix, state, logits, tip=tip))
 
     def note_tip(self, live: Sequence[int], logits: np.ndarray | None) -> None:
         """The end of a reply (``logits`` only when it may be continued)."""

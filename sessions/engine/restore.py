@@ -22,7 +22,8 @@ from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.checkpoints import Segment
-    from sessions.engine.branch_engine import BranchEngine
+    from sessions.engine.captures import Captures
+    from sessions.engine.live import LiveSequence
 
 
 class RestoreFailed(Exception):
@@ -30,8 +31,9 @@ class RestoreFailed(Exception):
 
 
 class RouteRunner:
-    def __init__(self, engine: BranchEngine) -> None:
+    def __init__(self, engine: LiveSequence, captures: Captures) -> None:
         self.engine = engine
+        self.captures = captures
 
     def run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
         """Do the cut and restores of ``plan``; returns (logits if they came with it, bytes restored).
@@ -87,7 +89,7 @@ class RouteRunner:
             logits = None
         if restored or changed:  # on another branch now: what is on disk along it?
             self._learn_disk(prefixes, valid)
-            engine.captures.restored_at(valid)
+            self.captures.restored_at(valid)
         return logits, restored
 
     def _get(self, prefix: str, kind) -> Segment | None:
@@ -107,7 +109,7 @@ class RouteRunner:
         elif not ctx.seq_rm(LIVE, keep, -1):
             raise RestoreFailed("llama.cpp refused the cut")
         elif engine.kind is MemoryKind.SWA:
-            ring = engine.captures.ring
+            ring = self.captures.ring
             assert ring is not None
             if plan.rewind is None:
                 ring.relay()
@@ -128,7 +130,7 @@ class RouteRunner:
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
-            ring = engine.captures.ring
+            ring = self.captures.ring
             assert ring is not None
             ring.restore(snapshot.state, end - 1)
         else:
@@ -147,5 +149,5 @@ class RouteRunner:
             if store.persisted(engine.compat, prefixes[b], "snapshot"):
                 on_disk = b
                 break
-        engine.captures.anchor = on_disk
-        engine.captures.temporary = None
+        self.captures.anchor = on_disk
+        self.captures.temporary = None
