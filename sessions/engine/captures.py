@@ -121,7 +121,8 @@ class Captures:
         if store is None:
             return
         if store.has(compat, prefix, "snapshot"):
-            kept = store.get(compat, prefix, "snapshot") if tip and not store.persisted(compat, prefix, "snapshot") else None
+            ram_only = tip and not store.persisted(compat, prefix, "snapshot")
+            kept = store.get(compat, prefix, "snapshot") if ram_only else None
             if kept is not None:  # kept in RAM only so far: this is now where the user is
                 store.put(kept, persist=True)
                 self._replace_temporary()

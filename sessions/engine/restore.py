@@ -10,7 +10,9 @@ then decodes from there; the result is slower, never different.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,13 +23,64 @@ from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.checkpoints import Segment
+    from sessions.checkpoints import CheckpointStore, Kind, Segment, StateCompat
     from sessions.engine.captures import Captures
     from sessions.engine.live import LiveSequence
 
 
 class RestoreFailed(Exception):
     """A checkpoint could not be put back; the live sequence must be rebuilt."""
+
+
+class Prefetch:
+    """Checkpoints read (and checked) on a helper thread ahead of their restore.
+
+    Reading a file and checking its checksum release the GIL, and so does llama.cpp
+    copying the previous one into the context: with the two overlapped, a restore from
+    disk costs about the larger of the two instead of their sum. ``AHEAD`` bounds the
+    memory held by checkpoints read but not restored yet.
+    """
+
+    AHEAD = 4
+
+    def __init__(self, store: CheckpointStore | None, compat: StateCompat, wanted: list[tuple[str, Kind]]) -> None:
+        self._store, self._compat = store, compat
+        self._wanted = wanted
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-read") if store is not None else None
+        self._pending: deque[Future[Segment | None]] = deque()
+        self._next = 0
+        self._fill()
+
+    def _read(self, prefix: str, kind: Kind) -> Segment | None:
+        assert self._store is not None
+        return self._store.get(self._compat, prefix, kind)
+
+    def _fill(self) -> None:
+        while self._pool is not None and self._next < len(self._wanted) and len(self._pending) < self.AHEAD:
+            self._pending.append(self._pool.submit(self._read, *self._wanted[self._next]))
+            self._next += 1
+
+    def next(self) -> Segment | None:
+        """The next checkpoint in order (None when it is missing or failed its checks)."""
+        if not self._pending:
+            return None
+        segment = self._pending.popleft().result()
+        self._fill()
+        return segment
+
+    def last(self) -> Segment | None:
+        """The final checkpoint asked for, whatever came before it."""
+        while self._next < len(self._wanted) or len(self._pending) > 1:
+            if self._pending:
+                self._pending.popleft().cancel()
+            self._fill()
+        return self.next()
+
+    def close(self) -> None:
+        for future in self._pending:
+            future.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
 
 class RouteRunner:
@@ -58,19 +111,26 @@ class RouteRunner:
                 self._cut(plan, prefixes)
         valid = len(engine.live)  # the live state is exact up to here
         restored = 0
-        for info in plan.restore:
-            segment = self._get(prefixes[info.end], "cells")
-            if segment is None or segment.start != len(engine.live) or not ctx.append_cells(segment.state):
-                break
-            engine.live = list(target[: info.end])
-            engine.live_logits = None
-            restored += segment.nbytes
-            if engine.kind is MemoryKind.PLAIN:
-                valid = info.end
+        wanted: list[tuple[str, Kind]] = [(prefixes[info.end], "cells") for info in plan.restore]
+        if plan.snapshot is not None:
+            wanted.append((prefixes[plan.evaluate_from], "snapshot"))
+        reads = Prefetch(engine.store, engine.compat, wanted)
+        try:
+            for info in plan.restore:
+                segment = reads.next()
+                if segment is None or segment.start != len(engine.live) or not ctx.append_cells(segment.state):
+                    break
+                engine.live = list(target[: info.end])
+                engine.live_logits = None
+                restored += segment.nbytes
+                if engine.kind is MemoryKind.PLAIN:
+                    valid = info.end
+            snapshot = reads.last() if plan.snapshot is not None else None
+        finally:
+            reads.close()
         logits = engine.live_logits if plan.logits_source == "live" else None
         recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
         if plan.snapshot is not None and (recurrent or len(engine.live) == plan.evaluate_from):
-            snapshot = self._get(prefixes[plan.evaluate_from], "snapshot")
             if snapshot is not None:
                 self._apply(snapshot, plan.evaluate_from)
                 engine.live = list(target[: plan.evaluate_from])

@@ -131,3 +131,30 @@ def test_abort_flag_is_polled_without_python():
     assert poll(flag.data) and flag.is_set()
     flag.clear()
     assert not poll(flag.data)
+
+
+def test_tokens_of_sessions_from_before_the_sampled_fingerprint_are_refiled(tmp_path):
+    """A session made when a model's identity was a hash of the whole file keeps its tokens."""
+    from sessions.controller import EngineSettings, SessionController
+    from sessions.engine.factory import llama_engine_factory
+    from sessions.store import SessionStore
+    from sessions.synth import make_model
+
+    path, other = make_model("llama", "tiny"), make_model("llama", "tiny", seed=1)
+    with SessionStore.open(tmp_path / "s.sqlite3") as store:
+        mine = store.create_session(model_path=str(path), model_fingerprint=legacy_fingerprint(path))
+        theirs = store.create_session(model_path=str(path), model_fingerprint=legacy_fingerprint(other))
+        kept = store.add_message(mine.id, None, "user", "hello")
+        store.set_tokens(kept.id, legacy_fingerprint(path), [5, 6, 7])
+        foreign = store.add_message(theirs.id, None, "user", "hello")
+        store.set_tokens(foreign.id, legacy_fingerprint(other), [8, 9])
+        controller = SessionController(store, engine_factory=llama_engine_factory(None),
+                                       settings=EngineSettings(n_ctx=256, n_batch=64, threads=1))
+        try:
+            info = controller.load_model(path)
+        finally:
+            controller.close()
+        assert store.get_tokens(kept.id, info.fingerprint) == [5, 6, 7]
+        assert store.get_session(mine.id).model_fingerprint == info.fingerprint
+        assert store.get_tokens(foreign.id, info.fingerprint) is None  # another file's tokens stay
+        assert store.get_session(theirs.id).model_fingerprint == legacy_fingerprint(other)
