@@ -91,7 +91,7 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
     names = {}
 
     def add(name: str, parent: str | None, last_use: float) -> None:
-        names[name] = (c, name.ljust(32, "0"))
+        names[name] = (c, name.ljust(32, "0"), "cells")
         parent_prefix = names[parent][1] if parent else None
         index.add(names[name], entry(name, parent_prefix, 10, last_use))
 
@@ -108,7 +108,7 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
 
 def test_disk_index_tracks_children_through_removals() -> None:
     index = DiskIndex()
-    root, child = ("c", "1" * 32), ("c", "2" * 32)
+    root, child = ("c", "1" * 32, "cells"), ("c", "2" * 32, "cells")
     index.add(root, entry("r", None, 5, 1.0))
     index.add(child, entry("x", root[1], 5, 2.0))
     assert not index.is_leaf(root) and index.is_leaf(child)

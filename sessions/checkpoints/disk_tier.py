@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
 from .disk_index import DiskEntry, DiskIndex, UseClock
@@ -30,11 +32,23 @@ from .file_format import (
     expected_address,
     parse_header,
 )
-from .keys import Key, StateCompat, address, is_model_folder, key_of, parse_address
-from .segment import Segment
+from .keys import Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
+from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
+
+def _read_payload(src, length: int) -> np.ndarray:
+    """``length`` bytes from ``src`` into a new buffer (read straight into it)."""
+    buf = np.empty(length, dtype=np.uint8)
+    view, done = buf.data, 0
+    while done < length:
+        n = src.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return buf[:done]
+
 
 def _read_header(path: Path) -> tuple[Header, int, float]:
     with open(path, "rb") as src:
@@ -44,7 +58,8 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
 
 def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
     return DiskEntry(
-        path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None
+        path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
+        len(segment.state) > 0,
     )
 
 
@@ -127,7 +142,8 @@ class DiskTier:
                     continue
                 self._clock.seen(mtime)
                 index.add(parsed.key, DiskEntry(
-                    path, header.parent, size, mtime, header.start, header.end, header.has_logits
+                    path, header.parent, size, mtime, header.start, header.end, header.has_logits,
+                    header.state_len > 0,
                 ))
 
     def known(self, key: Key) -> bool:
@@ -174,14 +190,14 @@ class DiskTier:
         if size > self.budget:
             self._tell_too_large(size)
             return
-        rel = address(segment.compat, segment.prefix)
+        rel = address(segment.compat, segment.prefix, segment.kind)
         path = self.directory / rel
-        chunks = [encode_header(segment), segment.state]
-        if segment.logits:
-            chunks.append(segment.logits)
+        chunks = [memoryview(encode_header(segment)), as_view(segment.state)]
+        if segment.logits is not None:
+            chunks.append(as_view(segment.logits))
         try:
             ensure_private_dir(path.parent)
-            write_atomically(path, chunks)
+            write_atomically(path, chunks, sync=False)
         except OSError as error:
             self.write_errors += 1
             if not self._writes_failing:
@@ -208,6 +224,14 @@ class DiskTier:
                 f"{self.budget / _MB:.1f} MB; checkpoints that large stay in memory only"
             )
 
+    def remove(self, key: Key) -> None:
+        """Delete the file of ``key`` if there is one (writer thread)."""
+        self.ensure_index()
+        with self._lock:
+            entry = self._index.remove(key) if self._index is not None else None
+        if entry is not None:
+            self._delete_evicted([(key, entry)])
+
     def _delete_evicted(self, victims: list[tuple[Key, DiskEntry]]) -> None:
         for _key, entry in victims:
             try:
@@ -217,20 +241,20 @@ class DiskTier:
 
     # ----- reading ----------------------------------------------------------------------
 
-    def load(self, compat: StateCompat, prefix: str) -> Segment | None:
+    def load(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
         """The verified segment on disk, or None (missing or deleted as corrupt)."""
         self.ensure_index()
         if self._disabled:
             return None
-        key = key_of(compat, prefix)
-        path = self.directory / address(compat, prefix)
+        key = key_of(compat, prefix, kind)
+        path = self.directory / address(compat, prefix, kind)
         try:
-            with open(path, "rb") as src:
+            with open(path, "rb", buffering=0) as src:
                 size = os.fstat(src.fileno()).st_size
                 header = parse_header(src.read(HEADER_SIZE))
-                check_header(header, expected_address(compat, prefix), size)
-                state = src.read(header.state_len)
-                logits = src.read(header.logits_len)
+                check_header(header, expected_address(compat, prefix, kind), size)
+                state = _read_payload(src, header.state_len)
+                logits = _read_payload(src, header.logits_len)
             segment = build_segment(compat, header, state, logits)
         except FileNotFoundError:
             with self._lock:

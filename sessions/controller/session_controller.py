@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from sessions.branch_tokens import branch_tokens
 from sessions.controller.job_control import JobControl
-from sessions.controller.model_loading import swap_engine
+from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
 from sessions.controller.reply import BranchTokens, write_reply
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.conversation import Conversation
@@ -68,6 +68,7 @@ class SessionController:
             if error is not None:
                 raise error
             info = self._engine().info
+            carry_legacy_tokens(self._store, info)
         with self._lock:
             if self._conversation is not None:
                 self._store.update_session(self._conversation.session_id, model_path=str(info.path),

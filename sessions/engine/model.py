@@ -42,7 +42,8 @@ class ModelInfo:
     size_bytes: int
 
 
-ProgressFn = Callable[[float], "bool | None"]
+LoadProgressFn = Callable[[float], "bool | None"]
+"""Fraction of the file loaded; returning False stops the load."""
 
 
 def _check_file(path: Path) -> None:
@@ -118,7 +119,7 @@ class LlamaModel:
         *,
         n_gpu_layers: int = 0,
         tensor_split: Sequence[float] = (),
-        on_progress: ProgressFn | None = None,
+        on_progress: LoadProgressFn | None = None,
     ):
         L = lib()
         self._L = L

@@ -17,7 +17,7 @@ from typing import Any
 
 from sessions import paths
 from sessions.sampling import SamplingSettings
-from sessions.store import lookups
+from sessions.store import fingerprints, lookups
 from sessions.store import search as search_queries
 from sessions.store.database import Database, open_database
 from sessions.store.errors import StoreError
@@ -280,6 +280,16 @@ class SessionStore:
                 (message_id, model_fingerprint),
             ).fetchone()
             return None if row is None else unpack_tokens(row[0])
+
+    def fingerprints_used_with(self, *model_paths: str) -> set[str]:
+        """Model fingerprints recorded by sessions that used one of these model files."""
+        with self._db.read() as conn:
+            return fingerprints.fingerprints_of_sessions(conn, model_paths)
+
+    def refile_tokens(self, old: str, new: str) -> int:
+        """File the frozen tokens kept under fingerprint ``old`` under ``new``; returns how many."""
+        with self._db.transaction() as conn:
+            return fingerprints.refile_tokens(conn, old, new)
 
     def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]:
         """Every frozen token list of a session: ``{message_id: {fingerprint: tokens}}``."""
