@@ -63,7 +63,7 @@ class Database:
 
     def failure(self, error: BaseException, *, saving: bool) -> StoreError:
         """The store error that tells the user what ``error`` means for them."""
-        cause = cause_of(error)
+        cause = cause_of(error, self.path.parent)
         if cause is Cause.BUSY:
             return DatabaseBusy(self.path, str(error), saving=saving)
         if cause is Cause.FULL:

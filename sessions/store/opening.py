@@ -167,7 +167,7 @@ def _open(path: Path, lock: DatabaseLock, busy_timeout: float) -> Database:
 
 def _classified(path: Path, error: sqlite3.Error, doing: str) -> BaseException:
     """The error to raise for ``error`` met while ``doing`` (damage only when it is damage)."""
-    cause = cause_of(error)
+    cause = cause_of(error, path.parent)
     if cause is Cause.DAMAGED:
         return _refuse(path, f"it is damaged or not a database ({error})", damaged=True)
     if cause is Cause.BUSY:

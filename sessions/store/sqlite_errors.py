@@ -11,8 +11,9 @@ which SQLite fixes per code, decides.
 from __future__ import annotations
 
 import errno
-import sqlite3
+import os
 from enum import Enum
+from pathlib import Path
 
 
 class Cause(Enum):
@@ -45,11 +46,24 @@ _BY_TEXT = (
 )
 
 
-def cause_of(error: BaseException) -> Cause:
-    """The kind of failure ``error`` reports (``OTHER`` for bugs, I/O errors and the rest)."""
+SQLITE_IOERR = 10
+NEARLY_FULL_BYTES = 256 * 1024
+"""Free space below which an I/O error is taken for a full disk (SQLite cannot say)."""
+
+
+def cause_of(error: BaseException, folder: Path | None = None) -> Cause:
+    """The kind of failure ``error`` reports (``OTHER`` for bugs, I/O errors and the rest).
+
+    SQLite reports a disk that fills while it grows its shared-memory file as a plain
+    I/O error; with ``folder`` (where the database lives) such an error on a disk with
+    next to no free space counts as ``FULL``.
+    """
     code = getattr(error, "sqlite_errorcode", None)
     if isinstance(code, int) and code & 0xFF in _BY_CODE:
         return _BY_CODE[code & 0xFF]
+    io_error = code & 0xFF == SQLITE_IOERR if isinstance(code, int) else "disk i/o error" in str(error).lower()
+    if io_error and folder is not None and _nearly_full(folder):
+        return Cause.FULL
     text = str(error).lower()
     for words, cause in _BY_TEXT:
         if words in text:
@@ -62,5 +76,9 @@ def cause_of(error: BaseException) -> Cause:
     return Cause.OTHER
 
 
-def is_damage(error: sqlite3.Error) -> bool:
-    return cause_of(error) is Cause.DAMAGED
+def _nearly_full(folder: Path) -> bool:
+    try:
+        info = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    return info.f_bavail * info.f_frsize < NEARLY_FULL_BYTES
