@@ -5,7 +5,9 @@ as sampled for a generated reply) and stored with the message. A branch is the
 concatenation of its messages' tokens, so re-rendering a template that rewrites history
 can never change tokens the model has already seen. Messages that have no tokens for
 this model yet (an imported chat, or one made with another model) get them computed here,
-root first, and stored.
+root first, and stored. Stored ids outside this model's vocabulary (which only a damaged
+or forged database could hold) are treated as missing: llama.cpp would fail on them for
+good, and they cannot be the tokens of the text anyway.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def branch_tokens(store, engine, path: Sequence[Message]) -> tuple[list[int], li
     rebuild bit-identical to the state the conversation had.
     """
     fingerprint = engine.info.fingerprint
+    n_vocab = getattr(engine.info, "n_vocab", None)
     known = store.session_tokens(path[0].session_id) if path else {}
     tokens: list[int] = []
     ends: list[int] = []
@@ -32,6 +35,8 @@ def branch_tokens(store, engine, path: Sequence[Message]) -> tuple[list[int], li
     history: list[ChatMessage] = []
     for message in path:
         frozen = known.get(message.id, {}).get(fingerprint)
+        if frozen and n_vocab and not 0 <= min(frozen) <= max(frozen) < n_vocab:
+            frozen = None
         chat = ChatMessage(role=message.role, content=message.text)
         generated = frozen is not None and message.role == "assistant" and message.stats is not None
         if frozen is None:

@@ -49,16 +49,24 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
 
 def apply_flags(config: Config, args: argparse.Namespace) -> Config:
-    """The config with the global flags given on the command line applied."""
+    """The config with the global flags given on the command line applied.
+
+    A relative ``-m`` is made absolute here: the path is stored with the session, and
+    must still name the file when the session is reopened from another directory. A
+    ``-c`` smaller than the configured batch brings the batch down with it.
+    """
     model = getattr(args, "model", None)
-    return config.with_overrides(
-        model=str(Path(model).expanduser()) if model else None,
+    applied = config.with_overrides(
+        model=str(Path(model).expanduser().absolute()) if model else None,
         n_ctx=getattr(args, "ctx_size", None),
         n_gpu_layers=getattr(args, "n_gpu_layers", None),
         threads=getattr(args, "threads", None),
         seed=getattr(args, "seed", None),
         theme=getattr(args, "theme", None),
     )
+    if applied.n_ctx and applied.n_batch > applied.n_ctx:
+        applied = applied.with_(n_batch=applied.n_ctx)
+    return applied
 
 
 def _check_model(args: argparse.Namespace) -> None:
