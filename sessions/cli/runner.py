@@ -73,11 +73,9 @@ def _check_model(args: argparse.Namespace) -> None:
     """Fail before the app starts when ``-m`` names a file that cannot be a model."""
     if not getattr(args, "model", None):
         return
-    from sessions.discovery import ModelFileError, read_model_card
+    from sessions.discovery import check_before_load
 
-    card = read_model_card(args.model)
-    if card.error:
-        raise ModelFileError(f"{card.path.name}: {card.error}")
+    check_before_load(args.model)  # what would make llama.cpp abort the app, too
 
 
 def _silence_stdout() -> None:
