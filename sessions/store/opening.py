@@ -67,6 +67,8 @@ def open_database(path: Path, *, busy_timeout: float = BUSY_TIMEOUT) -> Database
 
 def _recover(path: Path, lock: DatabaseLock, damage: DatabaseDamaged, busy_timeout: float) -> Database:
     """Replace the damaged file by its backup, holding the database exclusively."""
+    if not backup.backup_path(path).is_file():
+        raise damage  # nothing to restore: refused, untouched, whoever has it open
     lock.release()
     if not lock.acquire_exclusive(RECOVERY_WAIT):
         if not lock.available:  # read-only media: nothing could be replaced anyway
@@ -153,7 +155,7 @@ def _open(path: Path, lock: DatabaseLock, busy_timeout: float) -> Database:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
     conn.row_factory = sqlite3.Row
     try:
-        _check_contents(conn, path)
+        _check_contents(conn, path, busy_timeout)
         _prepare(conn, path, created, busy_timeout)
     except _ReadOnly as read_only:
         conn.close()
@@ -165,13 +167,13 @@ def _open(path: Path, lock: DatabaseLock, busy_timeout: float) -> Database:
     return Database(conn, path, lock=lock)
 
 
-def _classified(path: Path, error: sqlite3.Error, doing: str) -> BaseException:
+def _classified(path: Path, error: sqlite3.Error, doing: str, waited: float) -> BaseException:
     """The error to raise for ``error`` met while ``doing`` (damage only when it is damage)."""
     cause = cause_of(error, path.parent)
     if cause is Cause.DAMAGED:
         return _refuse(path, f"it is damaged or not a database ({error})", damaged=True)
     if cause is Cause.BUSY:
-        return DatabaseBusy(path, f"{error}, still after waiting")
+        return DatabaseBusy(path, f"{error} after waiting {waited:g} s")
     if cause is Cause.READ_ONLY:
         return _ReadOnly(str(error))
     if cause is Cause.FULL:
@@ -179,12 +181,12 @@ def _classified(path: Path, error: sqlite3.Error, doing: str) -> BaseException:
     return _refuse(path, f"it could not be {doing} ({error})")
 
 
-def _check_contents(conn: sqlite3.Connection, path: Path) -> None:
+def _check_contents(conn: sqlite3.Connection, path: Path, waited: float) -> None:
     try:
         version = current_version(conn)
         problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
     except sqlite3.Error as error:
-        raise _classified(path, error, "read") from error
+        raise _classified(path, error, "read", waited) from error
     if problems != ["ok"]:
         raise _refuse(path, "it is damaged (" + "; ".join(problems) + ")", damaged=True)
     if version > SCHEMA_VERSION:
@@ -205,7 +207,7 @@ def _prepare(conn: sqlite3.Connection, path: Path, created: bool, busy_timeout: 
         conn.execute("PRAGMA foreign_keys = ON")
         apply_migrations(conn)
     except sqlite3.Error as error:
-        raise _classified(path, error, "prepared") from error
+        raise _classified(path, error, "prepared", busy_timeout) from error
     if not created:
         backup.backup_if_due(conn, path)  # a copy of a file that just passed its check
 
@@ -222,11 +224,11 @@ def _open_read_only(path: Path, lock: DatabaseLock, reason: str, busy_timeout: f
         except sqlite3.Error as error:  # no -shm beside a WAL file, and none can be made
             conn.close()
             if cause_of(error) is Cause.DAMAGED:
-                raise _classified(path, error, "read") from error
+                raise _classified(path, error, "read", busy_timeout) from error
             last = error
             continue
         try:
-            _check_contents(conn, path)
+            _check_contents(conn, path, busy_timeout)
         except _ReadOnly as error:
             conn.close()
             last = sqlite3.OperationalError(error.reason)

@@ -41,8 +41,11 @@ class Heads:
 
 
 def repeat_deletion(conn: sqlite3.Connection, row: dict, done: Deletions) -> bool:
-    """Do again one deletion read from the damaged file, and keep its record; True."""
+    """Do again one deletion read from the damaged file, and keep its record; False for a
+    row that damage made meaningless (it counts as unreadable)."""
     kind, target = row.get("kind"), row.get("target")
+    if kind not in ("session", "subtree") or not isinstance(target, int):
+        return False
     if kind == "session":
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (target,)).fetchone():
             done.messages += lookups.delete_session(conn, target, record=False)
@@ -51,7 +54,8 @@ def repeat_deletion(conn: sqlite3.Connection, row: dict, done: Deletions) -> boo
         found = conn.execute("SELECT session_id, parent_id FROM messages WHERE id = ?", (target,)).fetchone()
         if found is not None:
             done.messages += lookups.delete_subtree(conn, found[0], target, found[1], record=False)
-    lookups.record_deletion(conn, str(kind), int(target or 0), row.get("deleted_at") or 0.0, row_id=row["id"])
+    at = row.get("deleted_at")
+    lookups.record_deletion(conn, kind, target, at if isinstance(at, (int, float)) else 0.0, row_id=row["id"])
     return True
 
 

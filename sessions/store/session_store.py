@@ -39,7 +39,7 @@ from sessions.store.records import (
     session_from_row,
     stats_to_json,
 )
-from sessions.store.tokens import unpack_tokens
+from sessions.store.token_store import FrozenTokens
 from sessions.store.values import check_text, check_time
 from sessions.tree import ConversationTree, GenerationStats, Message
 
@@ -51,7 +51,7 @@ _SUMMARY_QUERY = (
 )
 
 
-class SessionStore:
+class SessionStore(FrozenTokens):
     """All persistent chat data, behind methods that validate and commit."""
 
     def __init__(self, database: Database) -> None:
@@ -319,35 +319,6 @@ class SessionStore:
             lookups.message(conn, message_id)
             conn.execute("UPDATE messages SET stats = ? WHERE id = ?", (stats_to_json(stats), message_id))
             return lookups.message(conn, message_id)
-
-    # -- frozen tokens ---------------------------------------------------------------
-
-    def set_tokens(self, message_id: int, model_fingerprint: str, tokens: Sequence[int]) -> None:
-        with self._db.transaction() as conn:
-            lookups.message(conn, message_id)
-            lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
-
-    def get_tokens(self, message_id: int, model_fingerprint: str) -> list[int] | None:
-        with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT tokens FROM message_tokens WHERE message_id = ? AND model_fingerprint = ?",
-                (message_id, model_fingerprint),
-            ).fetchone()
-            return None if row is None else unpack_tokens(row[0])
-
-    def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]:
-        """Every frozen token list of a session: ``{message_id: {fingerprint: tokens}}``."""
-        with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT t.message_id, t.model_fingerprint, t.tokens FROM message_tokens t"
-                " JOIN messages m ON m.id = t.message_id WHERE m.session_id = ?"
-                " ORDER BY t.message_id, t.model_fingerprint",
-                (session_id,),
-            )
-            found: dict[int, dict[str, list[int]]] = {}
-            for message_id, fingerprint, blob in rows:
-                found.setdefault(message_id, {})[fingerprint] = unpack_tokens(blob)
-            return found
 
     # -- search ----------------------------------------------------------------------
 
