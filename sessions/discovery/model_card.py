@@ -186,7 +186,7 @@ def header_problem(header: GGUFHeader) -> str | None:
         if blocks is not None and not (_int(blocks) is not None and 1 <= blocks <= MAX_LAYERS):
             return f"{arch}.block_count is {blocks!r} (a model has 1 to {MAX_LAYERS} layers)"
         nextn = _int(meta.get(f"{arch}.nextn_predict_layers"))
-        if nextn is not None and _int(blocks) is not None and nextn > blocks:
+        if nextn is not None and blocks is not None and nextn > blocks:
             return f"{arch}.nextn_predict_layers ({nextn}) is more than its {blocks} layers"
         for name in ("layer_norm_rms_epsilon", "layer_norm_epsilon"):
             eps = meta.get(f"{arch}.attention.{name}")

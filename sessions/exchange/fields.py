@@ -73,7 +73,7 @@ def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
                 raise ExchangeError(f"{where}: 'stats.{field.name}' should be a string, found {kind_of(raw)}")
             values[field.name] = raw
             continue
-        found = number(raw, where, f"stats.{field.name}")
+        found = number(raw, where, f"stats.{field.name}") or 0.0
         if found < 0 or found > 2**63:
             raise ExchangeError(f"{where}: 'stats.{field.name}' is out of range ({raw!r})")
         values[field.name] = int(found) if isinstance(field.default, int) else found

@@ -36,7 +36,7 @@ def _stats(timings: Any, where: str) -> GenerationStats | None:
         return None
 
     def number(name: str) -> float:
-        value = fields.number(timings.get(name) or 0, where, f"timings.{name}")
+        value = fields.number(timings.get(name) or 0, where, f"timings.{name}") or 0.0
         if not 0 <= value < 2**63:
             raise ExchangeError(f"{where}: 'timings.{name}' is out of range ({timings.get(name)!r})")
         return value

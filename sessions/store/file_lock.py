@@ -65,27 +65,31 @@ class DatabaseLock:
 
     def __init__(self, db: Path) -> None:
         self.db = db
-        self._main = _open_lock_file(db.with_name(db.name + LOCK_SUFFIX))
-        self._intent = _open_lock_file(db.with_name(db.name + INTENT_SUFFIX)) if self._main is not None else None
+        main = _open_lock_file(db.with_name(db.name + LOCK_SUFFIX))
+        intent = _open_lock_file(db.with_name(db.name + INTENT_SUFFIX)) if main is not None else None
+        if main is not None and intent is None:
+            os.close(main)
+        self._fds: tuple[int, int] | None = (main, intent) if main is not None and intent is not None else None
         self.mode: str | None = None
         """``"shared"``, ``"exclusive"`` or None (not held)."""
 
     @property
     def available(self) -> bool:
         """False where no lock file could be made (a read-only folder)."""
-        return self._main is not None and self._intent is not None
+        return self._fds is not None
 
     def acquire_shared(self, timeout: float) -> None:
         """Hold the database open; waits while a recovery is under way (``LockTimeout``)."""
-        if not self.available:
+        if self._fds is None:
             self.mode = "shared"
             return
+        main, intent = self._fds
         deadline = time.monotonic() + timeout
-        _flock(self._intent, fcntl.LOCK_SH, deadline)
+        _flock(intent, fcntl.LOCK_SH, deadline)
         try:
-            _flock(self._main, fcntl.LOCK_SH, deadline)
+            _flock(main, fcntl.LOCK_SH, deadline)
         finally:
-            fcntl.flock(self._intent, fcntl.LOCK_UN)
+            fcntl.flock(intent, fcntl.LOCK_UN)
         self.mode = "shared"
 
     def acquire_exclusive(self, timeout: float) -> bool:
@@ -94,39 +98,42 @@ class DatabaseLock:
         The caller must not hold the lock already (release it first): a shared hold of its
         own would count as another holder.
         """
-        if not self.available:
+        if self._fds is None:
             return False
+        main, intent = self._fds
         deadline = time.monotonic() + timeout
         try:
-            _flock(self._intent, fcntl.LOCK_EX, deadline)
+            _flock(intent, fcntl.LOCK_EX, deadline)
         except LockTimeout:
             return False
         try:
-            _flock(self._main, fcntl.LOCK_EX, deadline)
+            _flock(main, fcntl.LOCK_EX, deadline)
         except LockTimeout:
-            fcntl.flock(self._intent, fcntl.LOCK_UN)
+            fcntl.flock(intent, fcntl.LOCK_UN)
             return False
         self.mode = "exclusive"
         return True
 
     def downgrade(self) -> None:
         """From exclusive to shared, without letting another recovery in between."""
-        if self.mode != "exclusive":
+        if self._fds is None or self.mode != "exclusive":
             return
-        fcntl.flock(self._main, fcntl.LOCK_SH)  # the intent lock still keeps others out
-        fcntl.flock(self._intent, fcntl.LOCK_UN)
+        main, intent = self._fds
+        fcntl.flock(main, fcntl.LOCK_SH)  # the intent lock still keeps others out
+        fcntl.flock(intent, fcntl.LOCK_UN)
         self.mode = "shared"
 
     def release(self) -> None:
-        if self.available and self.mode is not None:
-            fcntl.flock(self._main, fcntl.LOCK_UN)
+        if self._fds is not None and self.mode is not None:
+            main, intent = self._fds
+            fcntl.flock(main, fcntl.LOCK_UN)
             if self.mode == "exclusive":
-                fcntl.flock(self._intent, fcntl.LOCK_UN)
+                fcntl.flock(intent, fcntl.LOCK_UN)
         self.mode = None
 
     def close(self) -> None:
         self.release()
-        for fd in (self._main, self._intent):
-            if fd is not None:
+        if self._fds is not None:
+            for fd in self._fds:
                 os.close(fd)
-        self._main = self._intent = None
+        self._fds = None
