@@ -104,3 +104,24 @@ def test_ask_with_such_a_config_warns_and_answers(tmp_path, line):
     warning = f"llamachat: warning: {paths.config_file()}: line 1: {line.split()[0]} must be at most"
     assert warning in done.stderr
     assert json.loads(done.stderr.strip().splitlines()[-1])["tokens_generated"] > 0
+
+
+def test_a_context_llama_cpp_cannot_allocate_is_a_plain_error(capsys, monkeypatch):
+    """Within the bounds, a context can still be too large for this machine's memory:
+    llama.cpp then refuses it, and the engine's sentence is shown as it is."""
+    import types
+
+    from sessions.cli import commands as command_registry
+    from sessions.engine.context import DecodeError
+
+    def add_parser(subparsers):
+        return subparsers.add_parser("big")
+
+    def run_big(args, ctx):
+        raise DecodeError(f"llama.cpp could not create a context of {ctx.config.n_ctx} tokens (out of memory?)")
+
+    module = types.SimpleNamespace(add_parser=add_parser, run=run_big)
+    monkeypatch.setattr(command_registry, "COMMANDS", [*command_registry.COMMANDS, module])
+    code, out, err = run(capsys, "-c", str(MAX_CONTEXT), "big")
+    assert_one_line_error(code, out, err, f"could not create a context of {MAX_CONTEXT} tokens (out of memory?)")
+    assert "unexpected" not in err

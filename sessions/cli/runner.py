@@ -45,6 +45,9 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         found.append(ExchangeError)
     except ImportError:
         pass
+    engine = sys.modules.get("sessions.engine.context")  # loaded only if the engine ran
+    if engine is not None:
+        found.append(engine.DecodeError)  # "could not create a context of N tokens (out of memory?)"
     return tuple(found)
 
 
