@@ -12,14 +12,46 @@ good, and they cannot be the tokens of the text anyway.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from sessions.engine.chat_template import ChatMessage
 from sessions.engine.message_tokens import freeze_message_tokens
+from sessions.engine.protocol import ChatEngine
+from sessions.store import SessionStore
 from sessions.tree import Message
 
+Known = Callable[[Message], "list[int] | None"]
 
-def branch_tokens(store, engine, path: Sequence[Message]) -> tuple[list[int], list[int], list[bool]]:
+
+def _unknown(_message: Message) -> list[int] | None:
+    return None
+
+
+def freeze_branch(engine: ChatEngine, path: Sequence[Message],
+                  known: Known = _unknown) -> Iterator[tuple[Message, list[int], bool]]:
+    """``(message, tokens, computed)`` for each message of ``path``, root first.
+
+    ``known`` gives a message's tokens already frozen for this model (None: compute them
+    now, as the part of the template's rendering of the branch that belongs to it).
+    """
+    history: list[ChatMessage] = []
+    for message in path:
+        chat = ChatMessage(role=message.role, content=message.text)
+        frozen = known(message)
+        if frozen is None:
+            yield message, freeze_message_tokens(engine.template, engine.tokenize, history, chat), True
+        else:
+            yield message, frozen, False
+        history.append(chat)
+
+
+def freeze_all(engine: ChatEngine, messages: Sequence[Message]) -> list[list[int]]:
+    """Each message's tokens when ``messages`` are a whole branch, all computed afresh."""
+    return [tokens for _, tokens, _ in freeze_branch(engine, messages)]
+
+
+def branch_tokens(store: SessionStore, engine: ChatEngine,
+                  path: Sequence[Message]) -> tuple[list[int], list[int], list[bool]]:
     """Return (tokens, message end positions, stepped) for ``path`` (root first).
 
     ``stepped[i]`` is true for a reply this model generated: its tokens were first
@@ -28,22 +60,21 @@ def branch_tokens(store, engine, path: Sequence[Message]) -> tuple[list[int], li
     """
     fingerprint = engine.info.fingerprint
     n_vocab = getattr(engine.info, "n_vocab", None)
-    known = store.session_tokens(path[0].session_id) if path else {}
+    stored = store.session_tokens(path[0].session_id) if path else {}
+
+    def known(message: Message) -> list[int] | None:
+        frozen = stored.get(message.id, {}).get(fingerprint)
+        if frozen and n_vocab and not 0 <= min(frozen) <= max(frozen) < n_vocab:
+            return None
+        return frozen
+
     tokens: list[int] = []
     ends: list[int] = []
     stepped: list[bool] = []
-    history: list[ChatMessage] = []
-    for message in path:
-        frozen = known.get(message.id, {}).get(fingerprint)
-        if frozen and n_vocab and not 0 <= min(frozen) <= max(frozen) < n_vocab:
-            frozen = None
-        chat = ChatMessage(role=message.role, content=message.text)
-        generated = frozen is not None and message.role == "assistant" and message.stats is not None
-        if frozen is None:
-            frozen = freeze_message_tokens(engine.template, engine.tokenize, history, chat)
+    for message, frozen, computed in freeze_branch(engine, path, known):
+        if computed:
             store.set_tokens(message.id, fingerprint, frozen)
         tokens.extend(frozen)
         ends.append(len(tokens))
-        stepped.append(generated)
-        history.append(chat)
+        stepped.append(not computed and message.role == "assistant" and message.stats is not None)
     return tokens, ends, stepped

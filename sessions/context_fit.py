@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sessions.engine.chat_template import ChatMessage
-from sessions.engine.message_tokens import freeze_message_tokens
+from sessions.branch_tokens import freeze_all
 from sessions.tree import Message
 
 
@@ -35,17 +34,6 @@ class TrimPlan:
     @property
     def total(self) -> int:
         return sum(len(t) for t in self.tokens)
-
-
-def freeze_all(engine, messages: Sequence[Message]) -> list[list[int]]:
-    """Each message's tokens when ``messages`` are a whole branch (see ``branch_tokens``)."""
-    history: list[ChatMessage] = []
-    frozen: list[list[int]] = []
-    for message in messages:
-        chat = ChatMessage(role=message.role, content=message.text)
-        frozen.append(freeze_message_tokens(engine.template, engine.tokenize, history, chat))
-        history.append(chat)
-    return frozen
 
 
 def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,

@@ -9,6 +9,7 @@ next reply continues from: usually a leaf, but after a rewind it can sit inside 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
@@ -45,9 +46,6 @@ class Conversation:
     def active_path(self) -> list[Message]:
         return [] if self._head_id is None else self._tree.path_to(self._head_id)
 
-    def leaves(self) -> list[Message]:
-        return self._tree.leaves()
-
     # -- growing the tree ------------------------------------------------------------
 
     def append(
@@ -60,38 +58,20 @@ class Conversation:
         tokens: Mapping[str, Sequence[int]] | None = None,
     ) -> Message:
         """Add a message (under the head unless told otherwise); it becomes the head."""
-        parent = self._head_id if parent_id is _HEAD else parent_id
+        parent = self._head_id if parent_id is _HEAD else cast("int | None", parent_id)
         if parent is not None and parent not in self._tree:
             raise TreeError(f"no message {parent} in this conversation")
         message = self._store.add_message(
-            self.session_id, parent, role, text, stats=stats, tokens=tokens  # type: ignore[arg-type]
+            self.session_id, parent, role, text, stats=stats, tokens=tokens
         )
         self._tree.add(message)
         self._move_head(message.id)
         return message
 
-    def fork(
-        self,
-        at_id: int | None,
-        role: Role,
-        text: str,
-        *,
-        stats: GenerationStats | None = None,
-        tokens: Mapping[str, Sequence[int]] | None = None,
-    ) -> Message:
-        """A new child of any node (``None`` starts a new top-level branch)."""
-        return self.append(role, text, parent_id=at_id, stats=stats, tokens=tokens)
-
     def edit(self, message_id: int, text: str) -> Message:
         """A new sibling with the same parent and role; the original stays."""
         original = self._tree.get(message_id)
         return self.append(original.role, text, parent_id=original.parent_id)
-
-    def set_stats(self, message_id: int, stats: GenerationStats | None) -> Message:
-        self._tree.get(message_id)
-        message = self._store.set_stats(message_id, stats)
-        self._tree.replace(message)
-        return message
 
     # -- moving around ---------------------------------------------------------------
 

@@ -18,9 +18,9 @@ The points, each one line in its module:
   after each prompt batch has been decoded.
 - ``generate.token``: ``sessions/engine/branch_engine.py``, ``generate``, after each reply
   token has been decoded.
-- ``checkpoint.before_rename``: ``sessions/checkpoints/atomic_file.py``,
-  ``write_atomically``, the temp file written and fsynced but not yet renamed.
-- ``checkpoint.after_rename``: the same function, right after the rename.
+- ``checkpoint.before_rename``: ``sessions/durable.py``, ``replacing``, when a checkpoint
+  file is written: the temp file written and fsynced but not yet renamed.
+- ``checkpoint.after_rename``: the same place, right after the rename.
 - ``store.before_commit`` / ``store.after_commit``: ``sessions/store/database.py``,
   ``Database.transaction``, just before and just after the ``COMMIT`` of a transaction
   opened with ``crash_label="store"``, which ``SessionStore.add_message`` does.

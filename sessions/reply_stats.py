@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from sessions.stop_reason import StopReason
 from sessions.tree import GenerationStats
 
 
@@ -16,9 +17,9 @@ def reply_stats(prep, result, t_request: float, *, room: int, wanted: int) -> Ge
     t_end = time.perf_counter()
     first = result.first_token_at
     n = len(result.tokens)
-    reason = result.stop_reason
-    if reason == "length" and room < wanted and n >= room:
-        reason = "context_full"  # the reply was cut by the context, not by its length limit
+    reason = StopReason(result.stop_reason)
+    if reason is StopReason.LENGTH and room < wanted and n >= room:
+        reason = StopReason.CONTEXT_FULL  # the reply was cut by the context, not by its length limit
     return GenerationStats(
         tokens_restored=prep.tokens_restored,
         tokens_evaluated=prep.tokens_evaluated,

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
+from sessions.stop_reason import StopReason
+
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
 
@@ -37,8 +39,7 @@ class GenerationStats:
     ttft_seconds: float = 0.0
     """From the request to the first generated token, model loading excluded."""
     generation_tps: float = 0.0
-    stop_reason: str = ""
-    """``"eog"``, ``"length"``, ``"cancelled"`` or ``"error"``."""
+    stop_reason: StopReason = StopReason.UNKNOWN
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,7 +53,8 @@ class GenerationStats:
         for field in fields(cls):
             if field.name in data and data[field.name] is not None:
                 kind = type(getattr(cls(), field.name))
-                values[field.name] = kind(data[field.name])
+                parse = StopReason.parse if kind is StopReason else kind
+                values[field.name] = parse(data[field.name])
         return cls(**values)
 
 
@@ -101,6 +103,14 @@ class ConversationTree:
         for parent_id, child_id in (remembered or {}).items():
             if parent_id in self._children and child_id in self._children[parent_id]:
                 self._remembered[parent_id] = child_id
+
+    def copy(self) -> ConversationTree:
+        """An independent tree with the same messages and remembered branches."""
+        twin = ConversationTree()
+        twin._nodes = dict(self._nodes)
+        twin._children = {parent: list(kids) for parent, kids in self._children.items()}
+        twin._remembered = dict(self._remembered)
+        return twin
 
     # -- lookups ---------------------------------------------------------------------
 
@@ -173,11 +183,6 @@ class ConversationTree:
         return found
 
     # -- remembered branches ---------------------------------------------------------
-
-    def remembered_child(self, parent_id: int | None) -> int | None:
-        if parent_id is not None:
-            self.get(parent_id)
-        return self._remembered.get(parent_id)
 
     def remembered(self) -> dict[int | None, int]:
         """A copy of the whole remembered-child map."""

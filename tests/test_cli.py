@@ -15,7 +15,8 @@ import sessions
 from sessions import paths
 from sessions.cli import build_parser
 from sessions.cli import commands as command_registry
-from sessions.config import Config
+from sessions.cli.launch_options import LaunchOptions
+from sessions.config import CheckpointConfig
 from tests.cli_support import assert_one_line_error, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,24 +70,33 @@ def test_no_command_starts_the_app_with_flags_applied(capsys, shared_dir):
     model = shared_dir / "models" / "stories260K.gguf"
     calls = []
 
-    def fake_app(args, config):
-        calls.append((args, config))
+    def fake_app(options):
+        calls.append(options)
         return 0
 
     code, _, err = run(capsys, "-m", str(model), "-c", "1024", "-ngl", "2", "-t", "3",
                        "--seed", "5", "--demo", "--session", "4", run_app=fake_app)
     assert code == 0 and err == ""
-    [(args, config)] = calls
-    assert isinstance(config, Config)
+    [options] = calls
+    assert isinstance(options, LaunchOptions)
+    config = options.config
     assert (config.model, config.n_ctx, config.n_gpu_layers, config.threads, config.seed) == \
         (str(model), 1024, 2, 3, 5)
     assert config.n_batch == 64 and config.theme == "from-file"
-    assert args.demo and args.session == 4 and args.command is None
-    assert args.config_problems == [] and args.config_path == paths.config_file()
+    assert config.checkpoints.enabled
+    assert options.demo and options.session_id == 4 and options.model_path == model
+    assert options.config_problems == () and options.config_path == paths.config_file()
+
+
+def test_no_checkpoints_turns_the_checkpoint_store_off(capsys):
+    calls = []
+    assert run(capsys, "--no-checkpoints", run_app=calls.append)[0] == 0
+    assert calls[0].config.checkpoints.enabled is False
+    assert calls[0].config.checkpoints.ram_mb == CheckpointConfig().ram_mb  # the rest as configured
 
 
 def test_app_exit_status_is_passed_on(capsys):
-    assert run(capsys, "--theme", "x", run_app=lambda args, config: 3)[0] == 3
+    assert run(capsys, "--theme", "x", run_app=lambda options: 3)[0] == 3
 
 
 def test_missing_model_fails_before_the_app_starts(capsys, tmp_path):

@@ -57,17 +57,17 @@ def test_edit_adds_a_sibling_and_keeps_the_original(chat):
 def test_regenerate_is_a_fork_under_the_question(chat):
     q = chat.append("user", "Tell a joke")
     first = chat.append("assistant", "joke one")
-    second = chat.fork(q.id, "assistant", "joke two")
+    second = chat.append("assistant", "joke two", parent_id=q.id)
     assert chat.tree.sibling_index(second.id) == (2, 2)
     assert chat.head == second
-    assert [m.id for m in chat.leaves()] == [first.id, second.id]
+    assert [m.id for m in chat.tree.leaves()] == [first.id, second.id]
 
 
 def test_select_resumes_the_branch_last_seen(chat):
     q = chat.append("user", "Q")
     a1 = chat.append("assistant", "A1")
     deep = chat.append("user", "follow-up on A1")
-    a2 = chat.fork(q.id, "assistant", "A2")
+    a2 = chat.append("assistant", "A2", parent_id=q.id)
     assert chat.head == a2
     assert chat.select(a1.id) == deep  # back to A1 resumes its follow-up
     assert chat.head == deep
@@ -82,8 +82,8 @@ def test_sibling_paging_is_clamped_and_selects_the_branch(chat):
     q = chat.append("user", "Q")
     a1 = chat.append("assistant", "A1")
     a1_more = chat.append("user", "more")
-    a2 = chat.fork(q.id, "assistant", "A2")
-    a3 = chat.fork(q.id, "assistant", "A3")
+    a2 = chat.append("assistant", "A2", parent_id=q.id)
+    a3 = chat.append("assistant", "A3", parent_id=q.id)
     assert chat.sibling(a3.id, -1) == a2 and chat.head == a2
     assert chat.sibling(a2.id, -5) == a1 and chat.head == a1_more
     assert chat.sibling(a1.id, +10) == a3 and chat.head == a3
@@ -112,7 +112,7 @@ def test_delete_subtree_moves_the_head_to_the_remembered_branch(chat):
     q = chat.append("user", "Q")
     a1 = chat.append("assistant", "A1")
     a1_more = chat.append("user", "A1 follow-up")
-    a2 = chat.fork(q.id, "assistant", "A2")
+    a2 = chat.append("assistant", "A2", parent_id=q.id)
     a2_more = chat.append("user", "A2 follow-up")
     chat.select(a1.id)
     chat.select(a2.id)  # q now remembers A2
@@ -125,7 +125,7 @@ def test_delete_subtree_moves_the_head_to_the_remembered_branch(chat):
 def test_delete_outside_the_active_branch_keeps_the_head(chat):
     q = chat.append("user", "Q")
     a1 = chat.append("assistant", "A1")
-    a2 = chat.fork(q.id, "assistant", "A2")
+    a2 = chat.append("assistant", "A2", parent_id=q.id)
     assert chat.delete_subtree(a1.id) == 1
     assert chat.head == a2
 
@@ -138,15 +138,6 @@ def test_delete_to_the_parent_when_nothing_is_left_below(chat):
     assert chat.delete_subtree(q.id) == 1
     assert chat.head is None and chat.session.active_leaf_id is None
     assert len(reopened(chat).tree) == 0
-
-
-def test_set_stats_updates_tree_and_store(chat):
-    chat.append("user", "Q")
-    a = chat.append("assistant", "A")
-    stats = GenerationStats(tokens_evaluated=9, stop_reason="length")
-    chat.set_stats(a.id, stats)
-    assert chat.tree.get(a.id).stats == stats
-    assert reopened(chat).tree.get(a.id).stats == stats
 
 
 def test_session_without_a_head_resumes_the_newest_branch(store):

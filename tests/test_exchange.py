@@ -14,7 +14,7 @@ from sessions.exchange import (
     export_json,
     export_markdown,
     import_file,
-    write_json,
+    write_export,
 )
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore, StoreError
@@ -42,8 +42,8 @@ def branching_session(store: SessionStore) -> int:
     chat.append("assistant", "A1: a camelid.", stats=GenerationStats(0, 3, 4, 0.1, 0.2, 20.0, "eog"))
     chat.append("user", "Q2: how tall?")
     chat.append("assistant", "A3: about 1.8 m.", tokens={"fp1": [9], "fp2": [8, 7]})
-    chat.fork(None, "user", "R: unrelated question")
-    chat.fork(q.id, "assistant", "A2: a South American animal.",
+    chat.append("user", "R: unrelated question", parent_id=None)
+    chat.append("assistant", "A2: a South American animal.", parent_id=q.id,
               stats=GenerationStats(3, 0, 6, 0.0, 0.05, 33.3, "length"))
     chat.append("assistant", "A2 follow-up")
     chat.rewind(chat.tree.parent(chat.head.id).id)  # head inside the tree, not at a leaf
@@ -86,7 +86,7 @@ def test_json_export_is_marked_and_serialisable(store):
 
 def test_json_round_trip_keeps_everything_but_token_ids(store, tmp_path):
     original = branching_session(store)
-    path = write_json(store, original, tmp_path / "export.json")
+    path = write_export(store, original, tmp_path / "export.json", "json")
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert any(m["tokens"] for m in json.loads(path.read_text())["messages"])  # exported, for reference
     [copy] = import_file(store, path)
@@ -94,6 +94,20 @@ def test_json_round_trip_keeps_everything_but_token_ids(store, tmp_path):
     assert shape(store, copy) == shape(store, original, with_tokens=False)
     assert store.session_tokens(copy) == {}  # computed again from the text when the chat is used
     assert Conversation(store, copy).head.text == "A2: a South American animal."
+
+
+def test_an_export_over_a_readable_file_is_private_and_whole(store, tmp_path):
+    session_id = branching_session(store)
+    path = tmp_path / "exports" / "chat.md"
+    path.parent.mkdir()
+    path.write_text("an older, longer file that everyone can read\n" * 100)
+    path.chmod(0o644)
+    write_export(store, session_id, path, "markdown")
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert path.read_text() == export_markdown(store, session_id)
+    assert [p.name for p in path.parent.iterdir()] == ["chat.md"]  # no temp file left
+    with pytest.raises(ExchangeError, match="does not exist"):
+        write_export(store, session_id, tmp_path / "missing" / "chat.md", "markdown")
 
 
 def test_markdown_active_branch(store):

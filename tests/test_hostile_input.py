@@ -45,22 +45,26 @@ def ask(*argv: str, env: dict | None = None) -> tuple[str, dict]:
     return done.stdout, json.loads(done.stderr.strip().splitlines()[-1])
 
 
-def real_controller(n_ctx: int, max_tokens: int, listener=lambda event: None) -> SessionController:
+@pytest.fixture
+def real_controller():
+    """``real_controller(n_ctx, max_tokens, listener)``: a controller over llama.cpp, closed after the test."""
     from sessions.engine.factory import llama_engine_factory
 
-    return SessionController(SessionStore.open(), engine_factory=llama_engine_factory(None),
-                             settings=EngineSettings(n_ctx=n_ctx, n_batch=64, threads=1),
-                             sampling=SamplingSettings(temperature=0.0, max_tokens=max_tokens), listener=listener)
+    made: list[tuple[SessionController, SessionStore]] = []
 
+    def make(n_ctx: int, max_tokens: int, listener=lambda event: None) -> SessionController:
+        store = SessionStore.open()
+        controller = SessionController(store, engine_factory=llama_engine_factory(None),
+                                       settings=EngineSettings(n_ctx=n_ctx, n_batch=64, threads=1),
+                                       sampling=SamplingSettings(temperature=0.0, max_tokens=max_tokens),
+                                       listener=listener)
+        made.append((controller, store))
+        return controller
 
-@pytest.fixture
-def closing():
-    made: list[SessionController] = []
-    yield made.append
-    for controller in made:
-        if controller.engine is not None:
-            controller.engine.close()
-        controller.store.close()
+    yield make
+    for controller, store in made:
+        controller.close()
+        store.close()
 
 
 # -- terminal escapes ----------------------------------------------------------------------------
@@ -128,12 +132,11 @@ def test_markdown_exported_to_a_terminal_is_inert(capsys, monkeypatch):
 # -- a hostile chat template ---------------------------------------------------------------------
 
 @pytest.mark.engine
-def test_a_template_reaching_for_python_internals_is_refused_and_the_chat_goes_on(closing):
+def test_a_template_reaching_for_python_internals_is_refused_and_the_chat_goes_on(real_controller):
     MARKER.unlink(missing_ok=True)
     model = make_model("llama", "tiny", chat_template=HOSTILE_TEMPLATE)
     notices: list[NoticeRaised] = []
     controller = real_controller(512, 8, lambda e: notices.append(e) if isinstance(e, NoticeRaised) else None)
-    closing(controller)
     controller.load_model(model)
     assert controller.engine.info.chat_template == HOSTILE_TEMPLATE
     assert len(notices) == 1 and "forbidden" in notices[0].text and "ChatML" in notices[0].text
@@ -151,24 +154,23 @@ def test_a_template_reaching_for_python_internals_is_refused_and_the_chat_goes_o
 # -- longer than the context ---------------------------------------------------------------------
 
 @pytest.mark.engine
-def test_a_reply_reaching_n_ctx_is_kept_and_the_next_turn_continues_in_a_trimmed_branch(closing):
+def test_a_reply_reaching_n_ctx_is_kept_and_the_next_turn_continues_in_a_trimmed_branch(real_controller):
     controller = real_controller(256, 1000)
-    closing(controller)
     controller.load_model(make_model("llama", "tiny"))
     controller.new_session(system_prompt="Be brief.")
     controller.send(" ".join(["word"] * 95))
     reply = controller.generate_reply()
     assert reply.stats.stop_reason == "context_full"
     assert reply.stats.tokens_evaluated + reply.stats.tokens_generated == 256  # stopped exactly at the end
-    assert controller.conversation.head.id == reply.id and reply.text  # kept and stored
+    assert controller.snapshot().head.id == reply.id and reply.text  # kept and stored
     old = controller.send("And then?")
-    old_ids = [m.id for m in controller.conversation.active_path()]
+    old_ids = [m.id for m in controller.snapshot().path]
     with pytest.raises(ContextOverflow, match="context holds 256") as overflow:
         controller.generate_reply()
     assert overflow.value.tokens > 256 and overflow.value.n_ctx == 256
 
     head = controller.trim_to_fit()
-    tree = controller.conversation.tree
+    tree = controller.snapshot().tree
     new_path = tree.path_to(head.id)
     assert [(m.role, m.text) for m in new_path] == [("system", "Be brief."), ("user", "And then?")]
     assert new_path[0].parent_id is None and len(tree.roots()) == 2
@@ -178,9 +180,8 @@ def test_a_reply_reaching_n_ctx_is_kept_and_the_next_turn_continues_in_a_trimmed
 
 
 @pytest.mark.engine
-def test_trimming_keeps_the_latest_turns_that_fit_and_refuses_a_message_alone_too_long(closing):
+def test_trimming_keeps_the_latest_turns_that_fit_and_refuses_a_message_alone_too_long(real_controller):
     controller = real_controller(256, 24)
-    closing(controller)
     controller.load_model(make_model("llama", "tiny"))
     controller.new_session(system_prompt="Be brief.")
     texts = []
@@ -193,9 +194,9 @@ def test_trimming_keeps_the_latest_turns_that_fit_and_refuses_a_message_alone_to
             break
     else:
         pytest.fail("the conversation never outgrew the context")
-    old_path = controller.conversation.active_path()
+    old_path = list(controller.snapshot().path)
     head = controller.trim_to_fit()
-    new_path = controller.conversation.tree.path_to(head.id)
+    new_path = controller.snapshot().tree.path_to(head.id)
     assert new_path[0].role == "system" and head.text == texts[-1]
     assert [m.text for m in new_path[1:]] == [m.text for m in old_path[len(old_path) - len(new_path) + 1:]]
     assert 2 < len(new_path) < len(old_path)

@@ -233,8 +233,10 @@ def test_every_parameter_changes_the_file_name():
         make_model("gemma3", swa_window=24),
         make_model("gemma3", n_ctx_train=4096),
         make_model("llama"),
+        make_model("gemma3", markers="gemma"),
+        make_model("gemma3", chat_template=""),
     ]
-    assert len({base, *variants}) == 5
+    assert len({base, *variants}) == 7
     assert base.name.startswith("gemma3-tiny-") and base.suffix == ".gguf"
 
 
@@ -277,6 +279,34 @@ def test_chat_template_and_control_tokens(load):
     assert ids["<|im_start|>"] in tokenize(vocab, rendered, special=True)
 
 
+STYLE_MARKERS = {
+    "gemma": ("<bos>", "<end_of_turn>", ("<start_of_turn>", "<end_of_turn>")),
+    "llama3": ("<|begin_of_text|>", "<|eot_id|>", ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>")),
+    "none": ("<|endoftext|>", "<|endoftext|>", ()),
+}
+
+
+@pytest.mark.parametrize("markers", sorted(STYLE_MARKERS))
+def test_marker_styles_have_their_control_tokens_and_no_template(markers, load):
+    model, _ = load(make_model("llama", markers=markers))
+    vocab = L.llama_model_get_vocab(model)
+    assert not L.llama_model_chat_template(model, None)  # no key at all
+    bos, end_of_turn, turn_markers = STYLE_MARKERS[markers]
+    for text in (bos, end_of_turn, *turn_markers):
+        [token] = tokenize(vocab, text, special=True)
+        assert L.llama_vocab_get_attr(vocab, token) & L.LLAMA_TOKEN_ATTR_CONTROL
+    assert L.llama_vocab_bos(vocab) == tokenize(vocab, bos, special=True)[0]
+    assert L.llama_vocab_is_eog(vocab, tokenize(vocab, end_of_turn, special=True)[0])
+    for text in ("<|im_start|>", "<|im_end|>"):
+        assert len(tokenize(vocab, text, special=True)) > 1, f"{text} is a token of the {markers} style"
+
+
+def test_an_empty_template_leaves_the_key_out(load):
+    model, _ = load(make_model("llama", chat_template=""))
+    assert not L.llama_model_chat_template(model, None)
+    assert len(tokenize(L.llama_model_get_vocab(model), "<|im_start|>", special=True)) == 1
+
+
 def test_tokenizer_round_trips_and_merges_common_words(load):
     model, _ = load(make_model("mamba"))
     vocab = L.llama_model_get_vocab(model)
@@ -302,6 +332,7 @@ def test_bench_sizes_are_about_100m_parameters():
         (dict(arch="gemma3", swa_window=0), "sliding window"),
         (dict(arch="llama", seed=-1), "seed"),
         (dict(arch="llama", n_ctx_train=0), "training context"),
+        (dict(arch="llama", markers="vicuna"), "unknown marker style 'vicuna' \\(known: chatml, gemma"),
     ],
 )
 def test_bad_requests_are_refused_in_plain_words(kwargs, words):
@@ -331,8 +362,8 @@ def test_two_processes_making_one_model_never_leave_a_partial_file(tmp_path):
 
 def test_leftovers_of_a_killed_maker_are_swept(tmp_path, monkeypatch):
     monkeypatch.setenv("LLAMACHAT_MODEL_CACHE", str(tmp_path))
-    stem = make_model("mamba").stem
-    old, recent = tmp_path / f".{stem}.old.part", tmp_path / f".{stem}.recent.part"
+    name = make_model("mamba").name
+    old, recent = tmp_path / f".{name}.1.0badc0de.tmp", tmp_path / f".{name}.2.0badc0de.tmp"
     old.write_bytes(b"half a model")
     recent.write_bytes(b"being written")
     os.utime(old, (time.time() - 2 * 3600,) * 2)

@@ -77,8 +77,7 @@ def test_resume_leaf_follows_remembered_children():
     tree = ConversationTree(_all(sample()), {None: 1, 1: 2, 2: 4})
     assert tree.resume_leaf(None).id == 4
     assert tree.resume_leaf(1).id == 4
-    assert tree.remembered_child(2) == 4
-    assert tree.remembered_child(5) is None
+    assert tree.remembered() == {None: 1, 1: 2, 2: 4}
 
 
 def _all(tree: ConversationTree) -> list[Message]:
@@ -146,7 +145,7 @@ def test_unknown_ids_raise_a_clear_tree_error():
     tree = sample()
     for call in (tree.get, tree.parent, tree.path_to, tree.siblings, tree.sibling_index,
                  tree.descendants, tree.subtree_size, tree.resume_leaf, tree.remember_path,
-                 tree.remove_subtree, tree.children, tree.remembered_child):
+                 tree.remove_subtree, tree.children):
         with pytest.raises(TreeError) as caught:
             call(404)
         assert "no message 404" in str(caught.value)

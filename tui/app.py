@@ -2,8 +2,8 @@
 
 Everything a user does happens on ``MainScreen`` (and the screens pushed over it); the
 chat logic is in ``sessions.controller``. The app only owns what is app-wide: the
-themes and the remembered choice of theme, the key overrides from ``[keys]``, the lock
-that keeps two threads out of llama.cpp, and the bridge from core events to messages.
+themes and the remembered choice of theme, the key overrides from ``[keys]``, and the
+bridge from core events to messages.
 
 It is also the one door text comes in and goes out by: notifications, pastes and the
 in-app clipboard pass through ``tui.safe_text`` here, so no widget can put a terminal
@@ -12,10 +12,10 @@ escape from a model, a chat file or a paste on the screen.
 
 from __future__ import annotations
 
-import threading
-
 from textual import events
 from textual.app import App
+from textual.notifications import SeverityLevel
+from textual.theme import Theme
 
 from sessions.config import Config
 from sessions.controller import SessionController
@@ -42,12 +42,11 @@ class LlamaChatApp(App[None]):
         self._notices = list(notices or [])
         """Shown once the app is up: config problems, a database restored from its backup."""
         self.keymap, self._problems = check_overrides(self.config.keys)
-        self.COMMAND_PALETTE_BINDING = self.keymap.get(PALETTE.id, PALETTE.key)
+        # Per app: Textual binds the palette and draws it in the footer from this, before any keymap.
+        self.COMMAND_PALETTE_BINDING = self.keymap.get(PALETTE.id, PALETTE.key)  # type: ignore[misc]
         super().__init__()
         self.controller = controller
         self.startup = startup
-        self.engine_lock = threading.Lock()
-        """Held by every job that drives llama.cpp (see ``tui.workers``)."""
         self.forwarder = Forwarder()
         controller.listener = self.forwarder
 
@@ -61,18 +60,20 @@ class LlamaChatApp(App[None]):
             problems.append(problem)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.set_keymap(self.keymap)
-        self.push_screen(MainScreen(self.controller, config=self.config, startup=self.startup))
+        screen = MainScreen(self.controller, config=self.config, startup=self.startup)
+        self.forwarder.target = screen
+        self.push_screen(screen)
         for text in problems:
             self.notify(text, severity="warning", timeout=10, markup=False)
 
-    def _remember_theme(self, theme) -> None:
+    def _remember_theme(self, theme: Theme) -> None:
         if theme.name != self.config.theme:
             self.config = self.config.with_(theme=theme.name)
             problem = remember_theme(theme.name)
             if problem:
                 self.notify(problem, severity="warning", markup=False)
 
-    def notify(self, message: str, *, title: str = "", severity="information",
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every notification, made inert (they often quote file names and model text)."""
         super().notify(inert(message), title=inert(title), severity=severity, timeout=timeout, markup=markup)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 Place = Literal["input", "screen", "app"]
 
@@ -77,7 +77,7 @@ PALETTE = KeySpec("command-palette", "ctrl+p", "command_palette", "Command palet
 ALL_IDS = frozenset(spec.id for spec in (*KEYS, PALETTE))
 
 
-def bindings_for(place: Place) -> list[Binding]:
+def bindings_for(place: Place) -> list[BindingType]:
     """The ``BINDINGS`` list of the node that owns ``place``."""
     return [spec.binding() for spec in KEYS if spec.place == place]
 

@@ -1,151 +1,97 @@
-"""The core's events as Textual messages, so they cross from worker threads safely.
+"""The core's events as one Textual message, so they cross from worker threads safely.
 
 The controller calls its listener from the thread doing the work; Textual widgets must
 only be touched from the UI thread. ``post_message`` is thread-safe, so the listener
-(``Forwarder``) wraps each core event in one past-tense message class and posts it to the
-screen, whose ``on_...`` handlers then run on the UI thread in order. Model text is made
-inert here, at the boundary, so nothing downstream can forget to.
+(``Forwarder``) wraps each core event (``sessions.events``) in a ``CoreEvent`` and posts
+it to the screen, whose one handler then runs on the UI thread, in order. The events are
+declared once, in the core; nothing here repeats their fields.
+
+Model text is made inert here, at the boundary (every text field of the event itself;
+stored messages are made inert where they are drawn), so nothing downstream can forget to.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+from typing import Any, cast
 
 from textual.message import Message
 from textual.message_pump import MessagePump
+from textual.notifications import SeverityLevel
 
 from sessions import events as core
 from tui.safe_text import inert
 
-
-class ModelLoadProgressed(Message):
-    """A fraction (0-1) of the model file has been read."""
-
-    def __init__(self, fraction: float) -> None:
-        super().__init__()
-        self.fraction = fraction
+_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "information": "information",
+                                       "warning": "warning", "error": "error"}
 
 
-class ModelLoaded(Message):
-    """The model is ready; sending can start."""
-
-    def __init__(self, event: core.ModelLoaded) -> None:
-        super().__init__()
-        self.name = inert(event.name)
-        self.kind = event.kind
-        self.n_ctx = event.n_ctx
-        self.seconds = event.seconds
+def severity(level: str) -> SeverityLevel:
+    """The Textual notification severity for a core notice level (unknown: a warning)."""
+    return _SEVERITY.get(level, "warning")
 
 
-class PromptProgressed(Message):
-    """Prompt tokens evaluated so far (before a reply, or while warming a branch)."""
-
-    def __init__(self, event: core.PromptProgressed) -> None:
-        super().__init__()
-        self.done = event.done
-        self.total = event.total
-        self.tokens_per_second = event.tokens_per_second
-        self.eta_seconds = event.eta_seconds
+def inert_event(event: core.Event) -> core.Event:
+    """``event`` with each of its own text fields made inert."""
+    changes = {f.name: inert(value) for f in dataclasses.fields(event)
+               if isinstance(value := getattr(event, f.name), str)}
+    return dataclasses.replace(cast(Any, event), **changes) if changes else event
 
 
-class TextBuffer:
-    """Reply text from the worker thread, kept until the UI takes it.
+class CoreEvent(Message):
+    """Something the core reported (``event``, already made inert).
 
     A reply can stream hundreds of pieces a second; one message per piece would keep the
-    UI thread busy (and holding the GIL the engine thread needs between tokens). The
-    forwarder posts one ``TextStreamed`` when the buffer goes from empty to non-empty,
-    and its handler takes everything collected by then, so the UI does one update per
-    frame it can draw, however fast the model writes.
+    UI thread busy (and holding the GIL the engine thread needs between tokens). So while
+    a ``CoreEvent`` carrying streamed text waits in the queue, later text is merged into it
+    (``merge``), and the UI takes everything collected when it handles the message.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, event: core.Event) -> None:
+        super().__init__()
+        self._event = event
         self._lock = threading.Lock()
-        self._parts: list[str] = []
+        self._taken = False
 
-    def add(self, text: str) -> bool:
-        """Keep ``text``; True when the buffer was empty (a message must be posted)."""
+    @property
+    def event(self) -> core.Event:
         with self._lock:
-            self._parts.append(text)
-            return len(self._parts) == 1
+            self._taken = True
+            return inert_event(self._event)
 
-    def take(self) -> str:
+    def merge(self, more: core.TextStreamed) -> bool:
+        """Add streamed text to this message if it is text and still unread."""
         with self._lock:
-            text, self._parts = "".join(self._parts), []
-        return text
-
-
-class TextStreamed(Message):
-    """More text of the reply being written; ``take`` returns it made inert."""
-
-    def __init__(self, source: TextBuffer | str) -> None:
-        super().__init__()
-        self._source = source
-
-    def take(self) -> str:
-        source = self._source
-        return inert(source.take() if isinstance(source, TextBuffer) else source)
-
-
-class ReplyFinished(Message):
-    """The reply is stored and is the new head of the branch."""
-
-    def __init__(self, event: core.ReplyFinished) -> None:
-        super().__init__()
-        self.message = event.message
-        self.stats = event.stats
-
-
-class NoticeRaised(Message):
-    """Something the user should read (a template fallback, a checkpoint problem)."""
-
-    def __init__(self, text: str, level: str) -> None:
-        super().__init__()
-        self.text = inert(text)
-        self.level = _SEVERITY.get(level, "warning")
-
-
-_SEVERITY = {"info": "information", "information": "information", "warning": "warning", "error": "error"}
-"""Core notice levels to Textual notification severities."""
-
-
-def to_message(event: core.Event) -> Message | None:
-    """The Textual message for a core event (None for an event this UI does not show)."""
-    if isinstance(event, core.TextStreamed):
-        return TextStreamed(event.text)
-    if isinstance(event, core.PromptProgressed):
-        return PromptProgressed(event)
-    if isinstance(event, core.ModelLoadProgressed):
-        return ModelLoadProgressed(event.fraction)
-    if isinstance(event, core.ModelLoaded):
-        return ModelLoaded(event)
-    if isinstance(event, core.ReplyFinished):
-        return ReplyFinished(event)
-    if isinstance(event, core.NoticeRaised):
-        return NoticeRaised(event.text, event.level)
-    return None
+            if self._taken or not isinstance(self._event, core.TextStreamed):
+                return False
+            self._event = core.TextStreamed(self._event.text + more.text)
+            return True
 
 
 class Forwarder:
     """A core listener that posts to whichever node is set as its target.
 
     The controller is built before any screen exists, so the target is filled in when the
-    main screen mounts; events arriving before that are dropped (there is nothing to
+    app creates its screen; events arriving before that are dropped (there is nothing to
     show them on yet).
     """
 
     def __init__(self) -> None:
         self.target: MessagePump | None = None
-        self.text = TextBuffer()
+        self._lock = threading.Lock()
+        self._text: CoreEvent | None = None
+        """The last streamed-text message posted, which more text may still join."""
 
     def __call__(self, event: core.Event) -> None:
         target = self.target
         if target is None:
             return
-        if isinstance(event, core.TextStreamed):
-            if self.text.add(event.text):
-                target.post_message(TextStreamed(self.text))
-            return
-        message = to_message(event)
-        if message is not None:
+        with self._lock:
+            if isinstance(event, core.TextStreamed):
+                if self._text is not None and self._text.merge(event):
+                    return
+                message = self._text = CoreEvent(event)
+            else:
+                message, self._text = CoreEvent(event), None  # later text must not jump ahead of this
             target.post_message(message)
-

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from sessions.cli.launch_options import LaunchOptions
 
 Start = Literal["demo", "new", "open", "pick"]
 
@@ -27,13 +30,8 @@ class StartupRequest:
     """``--session``: reopen this session."""
 
     @classmethod
-    def from_args(cls, args: Any) -> StartupRequest:
-        model = getattr(args, "model", None)
-        return cls(
-            demo=bool(getattr(args, "demo", False)),
-            model_path=Path(model).expanduser() if model else None,
-            session_id=getattr(args, "session", None),
-        )
+    def from_options(cls, options: LaunchOptions) -> StartupRequest:
+        return cls(demo=options.demo, model_path=options.model_path, session_id=options.session_id)
 
 
 @dataclass(frozen=True)

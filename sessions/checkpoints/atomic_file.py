@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..crashpoints import crashpoint
-from ..durable import fsync_folder
+from .. import durable
+from ..durable import TEMP_SUFFIX as TEMP_SUFFIX
 
-TEMP_SUFFIX = ".tmp"
 STALE_TEMP_SECONDS = 3600.0
 """A temp file this old is a leftover even if its writer's pid is alive (reused pid)."""
 
@@ -28,28 +26,9 @@ _TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
 def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``path`` so that the final name only ever shows a whole file.
 
-    Temp file in the same folder (0600), write, flush, fsync, rename over, fsync the folder.
     A crash at any point leaves at most a temp file, which ``DiskTier`` removes later.
     """
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            os.fchmod(out.fileno(), 0o600)
-            for chunk in chunks:
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        crashpoint("checkpoint.before_rename")
-        os.replace(temp, path)
-        crashpoint("checkpoint.after_rename")
-    except BaseException:
-        try:
-            temp.unlink()
-        except OSError:
-            pass
-        raise
-    fsync_folder(path.parent)
+    durable.write_atomically(path, chunks, crash_label="checkpoint")
 
 
 def is_stale_temp(path: Path, now: float) -> bool:

@@ -42,3 +42,30 @@ context_size = whole_number(0, "context size", MAX_CONTEXT)
 gpu_layers = whole_number(-1, "GPU layers", INT32_MAX)
 threads = whole_number(1, "threads", max_threads())
 seed = whole_number(-1, "seed", UINT32_MAX)
+
+
+def rpc_servers(text: str) -> list[str]:
+    """``--rpc HOST:PORT[,HOST:PORT...]``; an empty text means none (overrides the config)."""
+    from sessions.rpc.endpoints import EndpointError, parse_endpoints
+
+    try:
+        return list(parse_endpoints(text))
+    except EndpointError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+rpc_servers.__name__ = "RPC servers"
+
+
+def proportions(text: str) -> list[float]:
+    """``-ts 3,1``: one non-negative number per device."""
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"tensor split must be numbers separated by commas, not {text!r}") from None
+    if any(value < 0 for value in values):
+        raise argparse.ArgumentTypeError(f"tensor split must not hold negative numbers, not {text!r}")
+    return values
+
+
+proportions.__name__ = "tensor split"

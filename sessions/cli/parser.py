@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from sessions import __version__
 from sessions.cli import commands
-from sessions.cli.arguments import context_size, gpu_layers, seed, session_id, threads
+from sessions.cli.arguments import context_size, gpu_layers, proportions, rpc_servers, seed, session_id, threads
 from sessions.cli.errors import UsageError
 
 PROG = "llamachat"
@@ -24,6 +24,15 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+    def format_help(self) -> str:
+        """The help, and for ``llamachat --help`` this machine's devices (looked up only now)."""
+        text = super().format_help()
+        if self.prog == PROG:
+            from sessions.rpc.report import local_devices_line
+
+            text += "\n" + local_devices_line() + "\n"
+        return text
 
 
 def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -42,6 +51,11 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
                        default=default(None), help="layers to offload to the GPU (-1: all)")
     group.add_argument("-t", "--threads", metavar="N", type=threads,
                        default=default(None), help="CPU threads for generation")
+    group.add_argument("--rpc", metavar="HOST:PORT[,...]", type=rpc_servers, default=default(None),
+                       help="RPC servers (`llamachat rpc-server` on other machines) that take the "
+                            "offloaded layers (-ngl); trusted networks only")
+    group.add_argument("-ts", "--tensor-split", metavar="N0,N1,...", type=proportions, default=default(None),
+                       help="share of the offloaded layers per device, RPC servers first")
     group.add_argument("--seed", metavar="N", type=seed, default=default(None),
                        help="seed of the model context (-1: random)")
     group.add_argument("--demo", action="store_true", default=default(False),
@@ -49,6 +63,10 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("--session", metavar="ID", type=session_id, default=default(None),
                        help="open this session at start")
     group.add_argument("--theme", metavar="NAME", default=default(None), help="colour theme")
+    group.add_argument("--chat-template-file", metavar="FILE", default=default(None),
+                       help="Jinja chat template used instead of the model's own (sandboxed as well)")
+    group.add_argument("--no-checkpoints", action="store_true", default=default(False),
+                       help="keep no model-state checkpoints (every switch re-reads the prompt)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,18 +13,17 @@ import argparse
 import io
 import os
 import sys
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from sessions import paths
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
+from sessions.cli.launch_options import LaunchOptions, RunApp
 from sessions.cli.parser import PROG, build_parser
 from sessions.config import Config, ConfigError, load_config
 from sessions.text_safety import inert
-
-RunApp = Callable[[argparse.Namespace, Config], "int | None"]
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
@@ -59,13 +58,19 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
     ``-c`` smaller than the configured batch brings the batch down with it.
     """
     model = getattr(args, "model", None)
+    template = getattr(args, "chat_template_file", None)
+    no_checkpoints = getattr(args, "no_checkpoints", False)
     applied = config.with_overrides(
         model=str(Path(model).expanduser().absolute()) if model else None,
+        chat_template_file=str(Path(template).expanduser().absolute()) if template else None,
         n_ctx=getattr(args, "ctx_size", None),
         n_gpu_layers=getattr(args, "n_gpu_layers", None),
         threads=getattr(args, "threads", None),
+        rpc=getattr(args, "rpc", None),
+        tensor_split=getattr(args, "tensor_split", None),
         seed=getattr(args, "seed", None),
         theme=getattr(args, "theme", None),
+        checkpoints=replace(config.checkpoints, enabled=False) if no_checkpoints else None,
     )
     if applied.n_ctx and applied.n_batch > applied.n_ctx:
         applied = applied.with_(n_batch=applied.n_ctx)
@@ -108,9 +113,8 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
     loaded = load_config()
     for problem in loaded.problems:
         print(f"{PROG}: warning: {loaded.path}: {inert(str(problem))}", file=err)
-    args.config_problems = loaded.problems
-    args.config_path = loaded.path or paths.config_file()
-    ctx = CommandContext(config=loaded.config, config_path=args.config_path, out=out, err=err)
+    config_path = loaded.path or paths.config_file()
+    ctx = CommandContext(config=loaded.config, config_path=config_path, out=out, err=err)
     try:
         ctx.config = apply_flags(loaded.config, args)
         if args.command is None:
@@ -118,7 +122,8 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
                 raise CliError(f"no command given (the chat app starts from `{PROG}` itself); "
                                f"see `{PROG} --help`")
             _check_model(args)
-            return run_app(args, ctx.config) or 0
+            problems = tuple(f"config.toml: {problem}" for problem in loaded.problems)
+            return run_app(LaunchOptions.from_args(args, ctx.config, config_path, problems)) or 0
         status = args.run(args, ctx)
         out.flush()
         return status

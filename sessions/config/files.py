@@ -11,9 +11,7 @@ the user wrote (unknown keys and, whenever the edit is simple, comments and layo
 from __future__ import annotations
 
 import copy
-import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -25,6 +23,7 @@ from sessions import paths
 from sessions.config.model import Config
 from sessions.config.toml_text import set_value
 from sessions.config.validate import TABLES, TOP_RULES, ConfigProblem, build_config, check_value
+from sessions.durable import write_atomically
 
 
 class ConfigError(Exception):
@@ -89,25 +88,21 @@ def to_toml_dict(config: Config, *, everything: bool = False) -> dict[str, Any]:
                      if everything or getattr(value, sub.name) != getattr(default, sub.name)}
             if table:
                 data[f.name] = table
+        elif f.name == "models":  # [models."NAME"] tables of ModelSettings
+            tables = {name: {sub.name: getattr(settings, sub.name) for sub in fields(settings)
+                             if getattr(settings, sub.name) is not None}
+                      for name, settings in value.items()}
+            if tables:
+                data[f.name] = tables
         elif value is not None and (everything or value != default):
             data[f.name] = copy.deepcopy(value)
     return data
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step; the folder is created private (0700)."""
+def write_config_text(path: Path, text: str) -> None:
+    """Replace the config file ``path`` with ``text`` in one step; its folder is made private (0700)."""
     paths.ensure_private_dir(path.parent)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, 0o600)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text)
 
 
 def save_config(config: Config, path: Path | str | None = None) -> Path:
@@ -117,7 +112,7 @@ def save_config(config: Config, path: Path | str | None = None) -> Path:
     ``update_config`` to change a value in a file the user edits by hand.
     """
     path = _resolve(path)
-    write_atomically(path, tomli_w.dumps(to_toml_dict(config)))
+    write_config_text(path, tomli_w.dumps(to_toml_dict(config)))
     return path
 
 
@@ -139,6 +134,8 @@ def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tup
                     value = _checked(rules[sub.name], value, f"{name}.{sub.name}")
                     is_default = value == getattr(default, sub.name)
                     edits.append(((name, sub.name), None if is_default else value))
+        elif name == "models":
+            raise ConfigError("the [models] tables are edited in the config file itself")
         elif name == "keys":
             for action in sorted(set(old) | set(new)):
                 if old.get(action) != new.get(action):
@@ -214,5 +211,5 @@ def update_config(*, path: Path | str | None = None, **changes: Any) -> Config:
         in_place_ok = False
     if not in_place_ok:
         new_text = tomli_w.dumps(expected)
-    write_atomically(path, new_text)
+    write_config_text(path, new_text)
     return build_config(expected, new_text)[0]

@@ -36,6 +36,22 @@ class CheckpointConfig:
 
 
 @dataclass(frozen=True)
+class ModelSettings:
+    """Settings for the models one ``[models."NAME"]`` table names.
+
+    ``NAME`` is a file name (``*`` and ``?`` match any text, as in ``"gemma-3-*.gguf"``) or
+    a path (it has a ``/``); a path wins over a file name, which wins over a pattern.
+    """
+
+    chat_template: str | None = None
+    """A built-in template's name (``chatml``, ``gemma``, ``llama3``, ...) or Jinja text,
+    used instead of the template inside the model file."""
+    chat_template_file: str | None = None
+    """A Jinja chat template file used instead of the one inside the model file (a path
+    relative to the config file's folder, or absolute)."""
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a user can set in ``config.toml``.
 
@@ -55,6 +71,12 @@ class Config:
     """Layers offloaded to the GPU; 0 runs on the CPU only, -1 offloads every layer."""
     threads: int | None = None
     """CPU threads used for generation; unset uses every core but one (at most 8)."""
+    rpc: list[str] = field(default_factory=list)
+    """RPC servers (``"host:port"``, started with ``llamachat rpc-server``) whose devices take
+    the offloaded layers (``n_gpu_layers``), as llama.cpp's ``--rpc``; empty: this machine only."""
+    tensor_split: list[float] = field(default_factory=list)
+    """Share of the offloaded layers per device, RPC servers first in ``rpc`` order, then
+    local GPUs (llama.cpp's ``--tensor-split``); empty: by each device's free memory."""
     seed: int = -1
     """Seed for sampling replies; -1 picks a new one for every reply. Overrides ``sampling.seed``."""
     system_prompt: str | None = None
@@ -67,6 +89,11 @@ class Config:
     """Key overrides: action id to key string, e.g. ``regenerate = "ctrl+r"`` (``[keys]``)."""
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
     """Model-state checkpoint limits (the ``[checkpoints]`` table)."""
+    chat_template_file: str | None = None
+    """A Jinja chat template file used for every model instead of its own (relative to the
+    config file's folder); ``--chat-template-file`` sets it for one run."""
+    models: dict[str, ModelSettings] = field(default_factory=dict)
+    """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
 
     def with_(self, **changes: Any) -> Config:
         return replace(self, **changes)

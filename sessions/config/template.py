@@ -8,8 +8,17 @@ and checks the result loads to the defaults).
 
 from __future__ import annotations
 
+import textwrap
+
 from sessions.config.model import Config
 from sessions.config.toml_text import render_value as _value
+from sessions.engine.template_families import BY_NAME
+
+
+def _builtin_names() -> str:
+    names = ", ".join(BY_NAME)
+    return textwrap.fill(names, width=90, initial_indent="#   ", subsequent_indent="#   ",
+                         break_on_hyphens=False)
 
 
 def config_template() -> str:
@@ -36,6 +45,12 @@ def config_template() -> str:
 # n_gpu_layers = {c.n_gpu_layers}
 # CPU threads; leave unset to use every core but one (at most 8).
 # threads = 4
+# RPC servers of other machines (`llamachat rpc-server` there) that take the offloaded
+# layers (n_gpu_layers); the protocol has no authentication: trusted networks only.
+# rpc = ["192.168.1.20:50052", "192.168.1.21:50052"]
+# Share of the offloaded layers per device: RPC servers first (in rpc order), then local
+# GPUs; leave empty to split by free memory.
+# tensor_split = [1.0, 1.0]
 # Seed for sampling replies (-1: a new one every reply); --seed sets it for one run.
 # seed = {c.seed}
 
@@ -44,6 +59,11 @@ def config_template() -> str:
 
 # Colour theme: a built-in name or a theme file in the themes/ folder beside this file.
 # theme = {_value(c.theme)}
+
+# A Jinja chat template used for every model instead of the one inside its file (a path
+# relative to this file's folder, or absolute); --chat-template-file sets it for one run.
+# Per-model templates go in the [models] tables below.
+# chat_template_file = "templates/chatml.jinja"
 
 # Default sampling settings for new sessions (each session keeps its own copy).
 [sampling]
@@ -62,6 +82,18 @@ def config_template() -> str:
 # ram_mb = {k.ram_mb}          # memory for checkpoints kept in RAM, in MiB
 # disk_mb = {k.disk_mb}        # disk space for checkpoint files, in MiB
 # interval = {k.interval}        # inside a long message, also save every this many tokens
+
+# Settings for particular models, one entry per model: a file name ("*" and "?" match
+# any text), or a path. chat_template names a built-in template or holds Jinja text;
+# chat_template_file is a Jinja file. Either replaces the template inside the model file,
+# and runs in the same sandbox. The built-in templates:
+{_builtin_names()}
+# Written as tables, an entry reads:
+#   [models."gemma-3-270m-it-Q8_0.gguf"]
+#   chat_template = "gemma"
+[models]
+# "gemma-3-*.gguf" = {{ chat_template = "gemma" }}
+# "~/models/my-finetune.gguf" = {{ chat_template_file = "templates/my-finetune.jinja" }}
 
 # Key overrides: action id = key (the help screen lists the action ids).
 [keys]

@@ -102,7 +102,9 @@ def set_value(text: str, path: tuple[str, ...], value: Any) -> str:
             if value is None:
                 del lines[line.number - 1]
             else:
-                written = _KEY.match(lines[line.number - 1]).group(0)  # indent, key and "="
+                found = _KEY.match(lines[line.number - 1])
+                assert found is not None  # _scan reports only lines that set a key
+                written = found.group(0)  # indent, key and "="
                 lines[line.number - 1] = f"{written} {render_value(value)}"
             return "\n".join(lines) + "\n"
     if value is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sessions.config.model import CheckpointConfig, Config
+from sessions.config.model_tables import check_models
 from sessions.config.toml_text import find_key_line
 from sessions.sampling import SamplingSettings
 
@@ -42,7 +43,8 @@ class Rule:
     """The type and allowed range of one setting."""
 
     kind: str
-    """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``."""
+    """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``,
+    ``endpoints`` (a list of ``host:port``), ``float_list``."""
     minimum: float | None = None
     maximum: float | None = None
     optional: bool = False
@@ -74,10 +76,13 @@ TOP_RULES: dict[str, Rule] = {
     "n_batch": Rule("int", minimum=1, maximum=MAX_BATCH),
     "n_gpu_layers": Rule("int", minimum=-1, maximum=INT32_MAX),
     "threads": Rule("int", minimum=1, maximum=max_threads(), optional=True),
+    "rpc": Rule("endpoints"),
+    "tensor_split": Rule("float_list", minimum=0.0),
     "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
     "system_prompt": Rule("str", optional=True),
     "theme": Rule("str"),
     "keys": Rule("str_map"),
+    "chat_template_file": Rule("str", optional=True),
 }
 
 TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
@@ -112,6 +117,8 @@ _TYPE_WORDS = {
     "str": "a string",
     "str_list": "a list of strings",
     "str_map": "a table of strings",
+    "endpoints": 'a list of "host:port" strings',
+    "float_list": "a list of numbers",
 }
 
 
@@ -130,6 +137,9 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         "str": isinstance(value, str),
         "str_list": isinstance(value, list) and all(isinstance(v, str) for v in value),
         "str_map": isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
+        "endpoints": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "float_list": isinstance(value, list)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
     }[rule.kind]
     if not ok:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {_toml_type(value)} ({value!r})"
@@ -137,6 +147,19 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         value = float(value)
         if not math.isfinite(value):  # TOML writes them as nan and inf
             return None, f"must be a finite number, not {value!r}"
+    if rule.kind == "endpoints":
+        from sessions.rpc.endpoints import EndpointError, parse_endpoints
+
+        try:
+            return list(parse_endpoints(value)), None
+        except EndpointError as error:
+            return None, f"must be a list of \"host:port\" strings: {error}"
+    if rule.kind == "float_list":
+        if not all(math.isfinite(v) for v in value):
+            return None, f"must hold finite numbers, not {value!r}"
+        if any(v < (rule.minimum or 0) for v in value):
+            return None, f"must hold numbers of at least {rule.minimum:g}, not {value!r}"
+        return [float(v) for v in value], None
     if rule.minimum is not None and value < rule.minimum:
         return None, f"must be at least {_bound(rule.minimum)}, not {value!r}"
     if rule.maximum is not None and value > rule.maximum:
@@ -185,7 +208,7 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
     """Build a ``Config`` from parsed TOML, keeping every valid field."""
     checker = _Checker(text)
     defaults = Config()
-    top = {name: value for name, value in data.items() if name not in TABLES}
+    top = {name: value for name, value in data.items() if name not in TABLES and name != "models"}
     values = checker.values(top, TOP_RULES, (), defaults)
     for table, (cls, rules) in TABLES.items():
         if table not in data:
@@ -195,6 +218,8 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
                            f"{_toml_type(data[table])}; using the defaults")
             continue
         values[table] = cls(**checker.values(data[table], rules, (table,), cls()))
+    if "models" in data:  # per-model tables, named by the user: see model_tables
+        values["models"] = check_models(data["models"], checker.report)
     if values.get("model") == "":
         values["model"] = None
     _batch_within_context(values, checker)
@@ -220,4 +245,4 @@ def rules_cover_every_field() -> bool:
     names = {f.name for f in fields(Config)}
     table_fields = all({f.name for f in fields(cls)} == set(rules)
                        for cls, rules in TABLES.values())
-    return names == set(TOP_RULES) | set(TABLES) and table_fields
+    return names == set(TOP_RULES) | set(TABLES) | {"models"} and table_fields

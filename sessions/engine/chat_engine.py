@@ -9,52 +9,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
 
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn, generate
-from sessions.engine.chat_template import ChatTemplate
 from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.model import LlamaModel, ModelInfo
+from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
+from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.sampler import Sampler
-from sessions.sampling import SamplingSettings
-
-
-class ChatEngine(Protocol):
-    info: ModelInfo
-    template: ChatTemplate
-    n_ctx: int
-    load_seconds: float
-
-    def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
-    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan: ...
-    def prepare(
-        self,
-        target: Sequence[int],
-        ends: Sequence[int],
-        stepped: Sequence[bool] | None = None,
-        on_progress: ProgressFn | None = None,
-    ) -> PrepareResult: ...
-    def generate(
-        self,
-        logits: np.ndarray,
-        settings: SamplingSettings,
-        *,
-        max_tokens: int,
-        on_text: Callable[[str], None] | None = None,
-        should_stop: Callable[[], bool] = lambda: False,
-    ) -> GenerateResult: ...
-    def is_saved(self, prefix: str) -> bool: ...
-    def request_abort(self) -> None: ...
-    def clear_abort(self) -> None: ...
-    def close(self) -> None: ...
+from sessions.engine.template_choice import choose_template
+from sessions.engine.template_families import ALL_MARKERS
+from sessions.engine.template_override import TemplateOverride
 
 
 class LlamaChatEngine:
-    """A GGUF model in llama.cpp with branch-aware checkpointing."""
+    """A GGUF model in llama.cpp with branch-aware checkpointing.
+
+    ``rpc`` servers are probed and added to this process's device registry before the
+    model loads (for good: see ``sessions.rpc.backend``); ``n_gpu_layers`` and
+    ``tensor_split`` then place layers on them as llama.cpp does.
+    """
 
     def __init__(
         self,
@@ -62,18 +37,42 @@ class LlamaChatEngine:
         params: ContextParams = ContextParams(),
         *,
         n_gpu_layers: int = 0,
+        tensor_split: Sequence[float] = (),
+        rpc: Sequence[str] = (),
         checkpoints=None,
         interval: int = 2048,
         on_progress: Callable[[float], None] | None = None,
+        template_override: TemplateOverride | None = None,
     ):
         t0 = time.perf_counter()
-        self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, on_progress=on_progress)
-        self.ctx = LlamaContext(self.model, params)
+        if rpc:
+            from sessions.rpc.backend import add_servers
+            from sessions.rpc.endpoints import check_offload
+
+            check_offload(rpc, n_gpu_layers)
+            add_servers(rpc)
+        self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, tensor_split=tensor_split,
+                                on_progress=on_progress)
+        self.placement = self.model.placement
+        if rpc and self.placement is not None and not self.placement.rpc_endpoints:
+            self.model.close()
+            from sessions.rpc.errors import RpcError
+
+            raise RpcError("llama.cpp put no layer on the RPC servers (its device list does not show them)")
+        devices = self.placement.key() if self.placement is not None else (
+            f"ngl={n_gpu_layers};ts={list(tensor_split)};rpc={list(rpc)}" if n_gpu_layers or rpc else "")
+        try:
+            self.ctx = LlamaContext(self.model, replace(params, devices=devices))
+        except BaseException:
+            self.model.close()
+            raise
+        self.ctx.stop_between_batches = bool(rpc)
         self.info = self.model.info
         self.n_ctx = self.ctx.n_ctx
         self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
-        self.template = ChatTemplate.load(
-            self.info.chat_template, bos_token=self.info.bos_text, eos_token=self.info.eos_text
+        self.template = choose_template(
+            self.info.chat_template, self.model.special_tokens(ALL_MARKERS), override=template_override,
+            bos_token=self.info.bos_text, eos_token=self.info.eos_text,
         )
         self.load_seconds = time.perf_counter() - t0
 

@@ -1,11 +1,13 @@
-"""Rendering a model's chat template safely, with ChatML as the fallback.
+"""Rendering a chat template safely; built-in templates stand in for untrusted ones.
 
-The template inside a GGUF is untrusted code, so it runs in the bounded sandbox (no Python
-internals, no endless loops, no runaway strings) with what Hugging Face templates expect:
-``raise_exception``, ``strftime_now`` and an HF-style ``tojson``. A template that cannot even
-render a tiny test conversation is not worth trusting with a real one: ``ChatTemplate.load``
-then falls back to ChatML and says why in plain words, so the app can tell the user instead
-of failing on the first message.
+The template inside a GGUF, and one a user points at, is untrusted code, so it runs in the
+bounded sandbox (no Python internals, no endless loops, no runaway strings) with what
+Hugging Face templates expect: ``raise_exception``, ``strftime_now`` and an HF-style
+``tojson``. A template that cannot even render a tiny test conversation is not worth
+trusting with a real one: ``ChatTemplate.compile`` refuses it with the reason in plain
+words, and a built-in template (``ChatTemplate.builtin``, chosen by ``template_choice``)
+stands in, carrying that reason so the app can tell the user instead of failing on the
+first message.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from jinja2 import Template
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 
+from sessions.engine.template_families import BY_NAME, builtin_source
 from sessions.engine.template_sandbox import (
     BASE_BUILD_CHARS,
     BASE_STEPS,
@@ -26,14 +29,6 @@ from sessions.engine.template_sandbox import (
     RenderLimitError,
     render_bounded,
 )
-
-CHATML_SOURCE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
-"""The built-in template, used when a model has none or its own cannot be trusted."""
 
 MAX_SOURCE_CHARS = 1024 * 1024
 """Real chat templates are a few kilobytes; a megabyte of template is not a chat template."""
@@ -135,17 +130,23 @@ class ChatTemplate:
 
     source: str
     name: str
+    """``model`` (the GGUF's own), ``override`` (the user's), or a built-in's name."""
     bos_token: str = ""
     eos_token: str = ""
     fallback_reason: str | None = None
+    """Why this is not the template asked for (the user's, else the model's), in one
+    sentence that also names the one used; None when it is."""
     variables: Mapping[str, Any] = field(default_factory=dict)
     merges_system: bool = False
     """True when the template has no system role: system text goes into the next user turn."""
     _compiled: Template | None = field(default=None, repr=False)
+    origin: str = "the model file"
+    """Where the template came from, in words: "the model file", "--chat-template-file
+    PATH", "the built-in Gemma template"."""
 
     @property
     def is_fallback(self) -> bool:
-        """True when this is ChatML standing in for the model's own template."""
+        """True when this template stands in for the one asked for (see ``fallback_reason``)."""
         return self.fallback_reason is not None
 
     @classmethod
@@ -154,22 +155,39 @@ class ChatTemplate:
         """Compile ``source`` and try it on a test conversation; ChatML if that fails.
 
         ``variables`` are extra template variables (``enable_thinking``, ``reasoning_effort``,
-        ...) passed to every render.
+        ...) passed to every render. The engine chooses its fallback from the model's
+        vocabulary instead (``template_choice.choose_template``).
+        """
+        options: dict[str, Any] = dict(bos_token=bos_token, eos_token=eos_token, variables=variables)
+        if not source or not source.strip():
+            return cls.builtin("chatml", reason="the model has no chat template", **options)
+        try:
+            return cls.compile(source, **options)
+        except TemplateError as error:
+            return cls.builtin("chatml", reason=f"the model's chat template {error}", **options)
+
+    @classmethod
+    def compile(cls, source: str, *, name: str = "model", origin: str = "the model file",
+                bos_token: str = "", eos_token: str = "",
+                variables: Mapping[str, Any] | None = None) -> ChatTemplate:
+        """Compile ``source`` and try it on a test conversation.
+
+        A template that cannot render a tiny conversation is not worth trusting with a real
+        one: ``TemplateError`` then says what is wrong, as the end of a sentence starting
+        with "the chat template" ("is not valid Jinja (...)").
         """
         extra = dict(variables or {})
-        if not source or not source.strip():
-            return cls._chatml("the model has no chat template", bos_token, eos_token, extra)
+        if not source.strip():
+            raise TemplateError("is empty")
         if len(source) > MAX_SOURCE_CHARS:
-            reason = f"the model's chat template is {len(source):,} characters long"
-            return cls._chatml(reason, bos_token, eos_token, extra)
+            raise TemplateError(f"is {len(source):,} characters long")
         try:
             compiled = _environment().compile_template(source)
         except Exception as exc:  # a syntax error, or a template nested too deeply to compile
-            return cls._chatml(f"the model's chat template {_describe(exc)}",
-                               bos_token, eos_token, extra)
+            raise TemplateError(_describe(exc)) from None
         problem = ""
         for merges in (False, True):
-            candidate = cls(source, "model", bos_token, eos_token, None, extra, merges, compiled)
+            candidate = cls(source, name, bos_token, eos_token, None, extra, merges, compiled, origin)
             try:
                 text = candidate._render_once(_PROBE, add_generation_prompt=True)
             except Exception as exc:  # anything a hostile or broken template does ends here
@@ -180,14 +198,23 @@ class ChatTemplate:
             if all(m.content in text for m in _PROBE if m.role != "assistant"):
                 return candidate
             problem = problem or "leaves out the text of system or user messages"
-        return cls._chatml(f"the model's chat template {problem}", bos_token, eos_token, extra)
+        raise TemplateError(problem)
 
     @classmethod
-    def _chatml(cls, reason: str, bos_token: str, eos_token: str,
-                variables: dict[str, Any]) -> ChatTemplate:
-        compiled = _environment().compile_template(CHATML_SOURCE)
-        return cls(CHATML_SOURCE, "chatml", bos_token, eos_token,
-                   f"{reason}; using the ChatML template instead", variables, False, compiled)
+    def builtin(cls, name: str, *, reason: str | None = None, bos_token: str = "",
+                eos_token: str = "", variables: Mapping[str, Any] | None = None) -> ChatTemplate:
+        """The built-in template ``name`` (see ``template_families``).
+
+        With a ``reason`` it stands in for another template, and its ``fallback_reason``
+        is that reason followed by which template is used instead.
+        """
+        family = BY_NAME[name]
+        compiled = _environment().compile_template(builtin_source(name))
+        origin = f"the built-in {family.title} template"
+        if reason is not None:
+            reason = f"{reason}; using the {family.title} template instead"
+        return cls(builtin_source(name), name, bos_token, eos_token, reason, dict(variables or {}),
+                   False, compiled, origin)
 
     def render(self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool) -> str:
         """The template's text for ``messages``; ``TemplateError`` if it cannot render them.

@@ -66,6 +66,9 @@ class ContextParams:
     arithmetic order is not), so restores would not be bit-exact."""
     type_k: int = 1  # GGML_TYPE_F16
     type_v: int = 1
+    devices: str = ""
+    """Which device holds which layers (``Placement.key()``; empty: all on the CPU). Another
+    split over other hardware computes other last bits, so states never cross splits."""
 
     def threads(self) -> int:
         return self.n_threads or default_threads()
@@ -74,7 +77,7 @@ class ContextParams:
         """Canonical string of the settings a sequence-state blob must match to load."""
         return (
             f"state-v1;fa={self.flash_attn};type_k={self.type_k};type_v={self.type_v};"
-            "n_seq_max=2;kv_unified=1;swa_full=0"
+            "n_seq_max=2;kv_unified=1;swa_full=0" + (f";devices={self.devices}" if self.devices else "")
         )
 
 
@@ -99,6 +102,9 @@ class LlamaContext:
         cp.no_perf = True
         self._abort = AbortFlag(L)
         self._abortable = False
+        self.stop_between_batches = False
+        """Honour ``request_abort`` only between batches: an RPC backend aborts the process
+        when a graph computation is stopped midway."""
         self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
             raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens (out of memory?)")
@@ -136,7 +142,9 @@ class LlamaContext:
         the exact floating-point state, so they are chosen by the caller, not here.
         ``abortable`` lets ``request_abort`` stop it midway (``DecodeCancelled``).
         """
-        self._set_abortable(abortable)
+        if abortable and self.stop_between_batches and self._abort.is_set():
+            raise DecodeCancelled()
+        self._set_abortable(abortable and not self.stop_between_batches)
         n = len(tokens)
         if n == 0 or n > self.params.n_batch:
             raise ValueError(f"batch of {n} tokens (n_batch is {self.params.n_batch})")

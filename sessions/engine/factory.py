@@ -1,36 +1,63 @@
 """Build the real engine for the controller from settings and a checkpoint store.
 
 The controller takes a factory rather than an engine so that it can load another model
-later (``load_model``) and so that the UI tests can hand it a fake.
+later (``load_model``) and so that the UI tests can hand it a fake. With RPC servers the
+engine runs in a child process (``EngineProcess``) that opens its own store on the same
+folder, so that a server that dies ends that process only; ``isolate_rpc=False`` keeps it
+in this process (a benchmark that wants the engine's internals and accepts the risk).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sessions.engine.chat_engine import LlamaChatEngine
-from sessions.engine.context import ContextParams
+from sessions.engine.settings import EngineSettings
+
+if TYPE_CHECKING:
+    from sessions.checkpoints import CheckpointStore
+    from sessions.config import Config
+    from sessions.engine.protocol import ChatEngine, EngineFactory
 
 
-def llama_engine_factory(checkpoints=None) -> Callable:
-    """A factory ``(path, EngineSettings, on_progress) -> LlamaChatEngine``."""
+def llama_engine_factory(
+    checkpoints: CheckpointStore | None = None,
+    *,
+    on_problem: Callable[[str], None] | None = None,
+    isolate_rpc: bool = True,
+) -> EngineFactory:
+    """A factory ``(path, EngineSettings, on_progress) -> LlamaChatEngine`` (or ``EngineProcess``).
 
-    def make(path: Path, settings, on_progress: Callable[[float], None]) -> LlamaChatEngine:
+    ``on_problem`` hears the checkpoint notices of an engine process's own store.
+    """
+
+    def make(path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> ChatEngine:
+        if settings.rpc and isolate_rpc:
+            from sessions.engine.engine_process import EngineProcess
+
+            return EngineProcess(path, settings, checkpoint_dir=checkpoints.directory if checkpoints else None,
+                                 on_progress=on_progress, on_notice=on_problem)
+        from sessions.engine.chat_engine import LlamaChatEngine
+        from sessions.engine.context import ContextParams
+
         params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.threads)
         return LlamaChatEngine(
             path,
             params,
             n_gpu_layers=settings.n_gpu_layers,
+            tensor_split=settings.tensor_split,
+            rpc=settings.rpc,
             checkpoints=checkpoints,
             interval=settings.checkpoint_interval,
             on_progress=on_progress,
+            template_override=settings.template_override(path),
         )
 
     return make
 
 
-def open_checkpoints(config, on_problem: Callable[[str], None] | None = None):
+def open_checkpoints(config: Config, on_problem: Callable[[str], None] | None = None) -> CheckpointStore | None:
     """The RAM + disk checkpoint store the config asks for (None when turned off).
 
     ``on_problem`` hears, in plain words, about checkpoint files that failed verification

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import ctypes
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sessions.engine.fingerprint import model_fingerprint
-from sessions.engine.native import lib
+from sessions.engine.native import lib, log_lines
 from sessions.engine.native import log as native_log
 from sessions.memory_kind import MemoryKind
+from sessions.rpc.devices import Placement, PlacementLog
 
 
 class ModelLoadError(Exception):
@@ -95,16 +96,37 @@ def _memory_kind(L, model) -> MemoryKind:
     return MemoryKind.PLAIN
 
 
-class LlamaModel:
-    """Weights and vocabulary of one GGUF file, loaded once and shared by contexts."""
+def _tensor_split(L, proportions: Sequence[float]):
+    """llama.cpp's ``tensor_split``: one proportion per device (RPC servers first, then GPUs)."""
+    size = int(L.llama_max_devices())
+    if len(proportions) > size:
+        raise ModelLoadError(f"the tensor split lists {len(proportions)} devices; this llama.cpp takes at most {size}")
+    return (ctypes.c_float * size)(*proportions)
 
-    def __init__(self, path: str | Path, *, n_gpu_layers: int = 0, on_progress: ProgressFn | None = None):
+
+class LlamaModel:
+    """Weights and vocabulary of one GGUF file, loaded once and shared by contexts.
+
+    ``placement`` says which device each layer went to (None if llama.cpp did not say).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        n_gpu_layers: int = 0,
+        tensor_split: Sequence[float] = (),
+        on_progress: ProgressFn | None = None,
+    ):
         L = lib()
         self._L = L
         self.path = Path(path).expanduser()
         _check_file(self.path)
         params = L.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
+        split = _tensor_split(L, tensor_split) if tensor_split else None
+        if split is not None:
+            params.tensor_split = split  # llama.cpp copies it while loading
         self._progress_cb = None
         if on_progress is not None:
             @L.llama_progress_callback
@@ -113,12 +135,14 @@ class LlamaModel:
 
             self._progress_cb = _progress
             params.progress_callback = _progress
-        load_log = _LoadLog()
+        load_log, placement_log = _LoadLog(), PlacementLog()
         native_log.addHandler(load_log)
         try:
-            self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+            with log_lines(placement_log):
+                self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
         finally:
             native_log.removeHandler(load_log)
+        self.placement: Placement | None = placement_log.placement() if self._model else None
         if not self._model:
             raise ModelLoadError(
                 f"llama.cpp could not load {self.path.name}: " + (load_log.reason() or
@@ -186,6 +210,12 @@ class LlamaModel:
             buf = ctypes.create_string_buffer(-n)
             n = self._L.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
         return buf.raw[:n]
+
+    def special_tokens(self, candidates: Iterable[str]) -> frozenset[str]:
+        """Which ``candidates`` are single control tokens here (chat markers, for instance)."""
+        from sessions.engine.vocab_markers import special_token_texts
+
+        return special_token_texts(self._L, self.vocab, candidates)
 
     def is_eog(self, token: int) -> bool:
         return bool(self._L.llama_vocab_is_eog(self.vocab, token))

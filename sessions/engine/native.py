@@ -4,14 +4,25 @@ Importing ``llama_cpp`` loads a shared library and initialises ggml, which costs
 shell subcommands should not pay, so every engine module asks for the bindings through
 ``lib()``. llama.cpp also logs every tensor it loads to stderr, which would scribble over
 the terminal UI; ``lib()`` routes that log to Python's ``logging`` (warnings and errors
-only) the first time it runs.
+only) the first time it runs; ``log_lines`` lets a caller read every line for a while
+(the loader reads which device each layer went to that way).
+
+The bindings cover ``llama.h`` only. The ggml backend registry (devices, the RPC backend)
+is reached through ``ggml()``, which opens the ggml libraries that ``llama_cpp`` has
+already loaded: a wheel ships each library under several names as separate copies, and
+opening another copy would give a second, empty registry that llama.cpp never sees.
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
+import os
+import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from types import ModuleType
 
 log = logging.getLogger("llamachat.llama")
@@ -19,6 +30,8 @@ log = logging.getLogger("llamachat.llama")
 _lock = threading.Lock()
 _lib: ModuleType | None = None
 _log_callback = None  # kept alive: llama.cpp holds a raw pointer to it
+_line_listeners: list[Callable[[int, str], None]] = []
+_ggml: Ggml | None = None
 
 
 def lib() -> ModuleType:
@@ -32,6 +45,8 @@ def lib() -> ModuleType:
 
             @L.llama_log_callback
             def _route(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+                for listener in tuple(_line_listeners):
+                    listener(level, text.decode("utf-8", "replace").rstrip() if text else "")
                 # GGML_LOG_LEVEL_WARN = 3, ERROR = 4; the rest is load chatter.
                 if level >= 3 and text:
                     message = text.decode("utf-8", "replace").rstrip()
@@ -43,3 +58,78 @@ def lib() -> ModuleType:
             L.llama_backend_init()
             _lib = L
     return _lib
+
+
+@contextmanager
+def log_lines(listener: Callable[[int, str], None]) -> Iterator[None]:
+    """Call ``listener(level, line)`` for every llama.cpp log line while inside (1 = debug)."""
+    lib()
+    _line_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _line_listeners.remove(listener)
+
+
+@dataclass(frozen=True)
+class Ggml:
+    """The ggml backend registry functions llamachat uses, typed (``ggml-backend.h``)."""
+
+    load_all: Callable[[], None]
+    reg_by_name: Callable[[bytes], int | None]
+    reg_get_proc_address: Callable[[int, bytes], int | None]
+    register: Callable[[int], None]
+    dev_count: Callable[[], int]
+    dev_get: Callable[[int], int]
+    dev_by_name: Callable[[bytes], int | None]
+    dev_name: Callable[[int], bytes]
+    dev_description: Callable[[int], bytes]
+    dev_type: Callable[[int], int]
+    dev_memory: Callable[[int, object, object], None]
+
+
+_SONAMES = {"ggml": ("libggml.so.0", "libggml.0.dylib"), "base": ("libggml-base.so.0", "libggml-base.0.dylib")}
+
+
+def _loaded(names: tuple[str, ...]) -> ctypes.CDLL:
+    """The already-loaded library with one of these sonames (never a fresh copy)."""
+    nowhere = getattr(os, "RTLD_NOLOAD", 0)
+    for name in names:
+        try:
+            return ctypes.CDLL(name, mode=nowhere | getattr(os, "RTLD_GLOBAL", 0))
+        except OSError:
+            continue
+    raise OSError(f"none of {', '.join(names)} is loaded by llama_cpp on {sys.platform}")
+
+
+def ggml() -> Ggml:
+    """The backend registry of the ggml that llama.cpp uses (loads ``llama_cpp`` first)."""
+    global _ggml
+    if _ggml is not None:
+        return _ggml
+    lib()
+    with _lock:
+        if _ggml is None:
+            g, base = _loaded(_SONAMES["ggml"]), _loaded(_SONAMES["base"])
+            p, c_char_p, c_size_t = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+
+            def fn(dll, name, restype, *argtypes):
+                f = getattr(dll, name)
+                f.restype, f.argtypes = restype, list(argtypes)
+                return f
+
+            _ggml = Ggml(
+                load_all=fn(g, "ggml_backend_load_all", None),
+                reg_by_name=fn(g, "ggml_backend_reg_by_name", p, c_char_p),
+                reg_get_proc_address=fn(base, "ggml_backend_reg_get_proc_address", p, p, c_char_p),
+                register=fn(g, "ggml_backend_register", None, p),
+                dev_count=fn(g, "ggml_backend_dev_count", c_size_t),
+                dev_get=fn(g, "ggml_backend_dev_get", p, c_size_t),
+                dev_by_name=fn(g, "ggml_backend_dev_by_name", p, c_char_p),
+                dev_name=fn(base, "ggml_backend_dev_name", c_char_p, p),
+                dev_description=fn(base, "ggml_backend_dev_description", c_char_p, p),
+                dev_type=fn(base, "ggml_backend_dev_type", ctypes.c_int, p),
+                dev_memory=fn(base, "ggml_backend_dev_memory", None, p,
+                              ctypes.POINTER(c_size_t), ctypes.POINTER(c_size_t)),
+            )
+    return _ggml

@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+from sessions.config.model import CheckpointConfig
+from sessions.engine.template_override import (
+    ModelTemplateRule,
+    TemplateOverride,
+    override_for,
+    resolve_file,
+    rules_from_config,
+)
+
+_CHECKPOINTS = CheckpointConfig()
 
 
 @dataclass(frozen=True)
@@ -14,13 +26,42 @@ class EngineSettings:
     n_gpu_layers: int = 0
     threads: int | None = None
     checkpoint_interval: int = 2048
+    rpc: tuple[str, ...] = ()
+    """RPC servers (``host:port``) whose devices take offloaded layers; when set, the model
+    runs in a child process so that a server that dies takes only that process down."""
+    tensor_split: tuple[float, ...] = ()
+    """Share of the offloaded layers per device, RPC servers first (llama.cpp's ``-ts``);
+    empty: by each device's free memory."""
+    checkpoint_ram_mb: int = _CHECKPOINTS.ram_mb
+    """Budgets of the checkpoint store the child process opens (RPC only)."""
+    checkpoint_disk_mb: int = _CHECKPOINTS.disk_mb
+    chat_template_file: Path | None = None
+    """A chat template file used for every model instead of its own (``--chat-template-file``)."""
+    model_templates: tuple[ModelTemplateRule, ...] = ()
+    """Chat templates for the models a ``[models."NAME"]`` config table names."""
+
+    def template_override(self, model: Path) -> TemplateOverride | None:
+        """The chat template the user chose for ``model``, if any (see ``template_override``)."""
+        everywhere = None
+        if self.chat_template_file is not None:
+            everywhere = TemplateOverride("--chat-template-file", file=self.chat_template_file)
+        return override_for(Path(model), everywhere=everywhere, rules=self.model_templates)
 
     @classmethod
     def from_config(cls, config) -> EngineSettings:
+        from sessions import paths
+
+        template_file = getattr(config, "chat_template_file", None)
         return cls(
             n_ctx=config.n_ctx,
             n_batch=config.n_batch,
             n_gpu_layers=config.n_gpu_layers,
             threads=config.threads,
             checkpoint_interval=config.checkpoints.interval,
+            chat_template_file=resolve_file(template_file, paths.config_dir()) if template_file else None,
+            model_templates=rules_from_config(getattr(config, "models", {}), paths.config_dir()),
+            rpc=tuple(config.rpc),
+            tensor_split=tuple(config.tensor_split),
+            checkpoint_ram_mb=config.checkpoints.ram_mb,
+            checkpoint_disk_mb=config.checkpoints.disk_mb,
         )

@@ -160,7 +160,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             f"access to attribute {attribute!r} of a {type(obj).__name__!r} object is forbidden"
         )
 
-    def concat(self, parts: Any) -> str:  # type: ignore[override]
+    def concat(self, parts: Any) -> str:
         """Join output pieces (``~``, macro bodies, ``{% set %}`` blocks) within the limits."""
         parts = [p if isinstance(p, str) else str(p) for p in parts]
         _charge(sum(map(len, parts)), "joining text")
@@ -171,7 +171,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return _guard_call(self.binop_table[operator], est.binop_estimate(operator),
                            f"the '{operator}' operator", (left, right), {})
 
-    def call(  # type: ignore[override]
+    def call(
         self, context: Any, obj: Any, /, *args: Any, **kwargs: Any
     ) -> Any:
         """Run a call from template code, refusing one that would build too much text."""

@@ -82,7 +82,9 @@ def join_estimate(items: Any, separator: Any = "") -> int:
 
 def replace_estimate(s: Any, old: Any, new: Any, count: Any = None) -> int:
     size = text_size(s)
-    if isinstance(s, (str, bytes)) and isinstance(old, type(s)) and old:
+    if isinstance(s, str) and isinstance(old, str) and old:
+        hits = s.count(old)
+    elif isinstance(s, bytes) and isinstance(old, bytes) and old:
         hits = s.count(old)
     else:
         hits = size + 1

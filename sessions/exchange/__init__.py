@@ -9,12 +9,12 @@ every session in the file or, on any problem, none.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from sessions.exchange.builder import ExchangeError
 from sessions.exchange.chatgpt import import_chatgpt, looks_like_chatgpt
+from sessions.exchange.export_file import ExportKind, export_text, write_export
 from sessions.exchange.json_format import FORMAT, export_json, import_json
 from sessions.exchange.llamacpp_webui import import_webui, looks_like_webui
 from sessions.exchange.markdown import export_markdown
@@ -22,12 +22,14 @@ from sessions.store import SessionStore
 
 __all__ = [
     "ExchangeError",
+    "ExportKind",
     "detect_format",
     "export_json",
     "export_markdown",
+    "export_text",
     "import_data",
     "import_file",
-    "write_json",
+    "write_export",
 ]
 
 
@@ -83,12 +85,3 @@ def import_file(store: SessionStore, path: Path | str) -> list[int]:
     except ExchangeError as error:
         raise ExchangeError(f"{path.name}: {error}") from error
 
-
-def write_json(store: SessionStore, session_id: int, path: Path | str) -> Path:
-    """Write ``export_json`` to ``path`` (0600: chats are private) and return the path."""
-    path = Path(path)
-    text = json.dumps(export_json(store, session_id), ensure_ascii=False, indent=1)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text + "\n")
-    return path

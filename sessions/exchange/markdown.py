@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message
 
@@ -26,7 +27,7 @@ def _stats_line(stats: GenerationStats) -> str:
         parts.append(f"{stats.tokens_generated} tokens")
     if stats.generation_tps:
         parts.append(f"{stats.generation_tps:.1f} tokens/s")
-    if stats.stop_reason and stats.stop_reason != "eog":
+    if stats.stop_reason and stats.stop_reason != StopReason.EOG:
         parts.append(f"stopped: {stats.stop_reason}")
     return f"*{', '.join(parts)}*" if parts else ""
 

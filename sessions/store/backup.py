@@ -32,7 +32,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from sessions.durable import fsync_file, fsync_folder
+from sessions.durable import fsync_file, fsync_folder, replacing
 from sessions.store import replay
 from sessions.store.errors import DatabaseDamaged, StoreError
 from sessions.store.salvage import Salvage, salvage_newer
@@ -76,22 +76,13 @@ def write_backup(conn: sqlite3.Connection, db: Path) -> Path:
     """Copy the open database ``conn`` to its backup file, atomically."""
     final = backup_path(db)
     _sweep_temps(db)
-    temp = _temp_name(final)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.close(fd)
-    try:
+    with replacing(final) as temp:
         dest = sqlite3.connect(temp, isolation_level=None)
         try:
             conn.backup(dest)
             dest.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal beside it
         finally:
             dest.close()
-        fsync_file(temp)
-        os.replace(temp, final)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    fsync_folder(final.parent)
     return final
 
 

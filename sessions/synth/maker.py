@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..durable import TEMP_SUFFIX, replacing
 from ..paths import ensure_private_dir, made_models_dir
 from . import tensors
 from .archs import ModelSpec, metadata, model_spec
 from .errors import SynthError
-from .vocab import build_vocab
+from .vocab import build_vocab, marker_style
 
 if TYPE_CHECKING:
     import gguf
@@ -43,36 +42,36 @@ def make_model(
     seed: int = 0,
     n_ctx_train: int = 8192,
     chat_template: str | None = None,
+    markers: str = "chatml",
 ) -> Path:
     """The path of the made model with these parameters, making it if needed.
 
-    ``swa_window`` only matters for ``gemma3``. ``chat_template`` replaces the built-in
-    ChatML template (to test how a model's own, possibly hostile, template is handled).
-    Raises ``SynthError`` for a bad request.
+    ``swa_window`` only matters for ``gemma3``. ``markers`` picks the vocabulary's chat
+    control tokens (``vocab.MARKER_STYLES``: ChatML by default, ``gemma``, ``llama3``, or
+    ``none`` for a base model); only ChatML comes with a template. ``chat_template``
+    replaces the style's template (to test how a model's own, possibly hostile, template is
+    handled), and ``""`` leaves the template out of the file. Raises ``SynthError`` for a
+    bad request.
     """
     spec = model_spec(arch, size, swa_window=swa_window, n_ctx_train=n_ctx_train)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise SynthError(f"the seed must be a whole number of at least 0, not {seed!r}")
-    path = made_models_dir() / f"{spec.arch}-{spec.size}-{model_hash(spec, seed, chat_template)}.gguf"
+    marker_style(markers)
+    digest = model_hash(spec, seed, chat_template, markers)
+    path = made_models_dir() / f"{spec.arch}-{spec.size}-{digest}.gguf"
     if path.is_file():
         return path
     ensure_private_dir(path.parent)
     _sweep_abandoned(path)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".part")
-    os.close(fd)
-    try:
-        _write(spec, seed, Path(temp_name), chat_template)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    with replacing(path) as temp:
+        _write(spec, seed, temp, chat_template, markers)
     return path
 
 
 def _sweep_abandoned(path: Path) -> None:
     """Remove temporary files a killed maker left behind (old enough to be nobody's)."""
     cutoff = time.time() - ABANDONED_AFTER_SECONDS
-    for stale in path.parent.glob(f".{path.stem}.*.part"):
+    for stale in path.parent.glob(f".{path.name}.*{TEMP_SUFFIX}"):
         try:
             if stale.stat().st_mtime < cutoff:
                 stale.unlink()
@@ -80,11 +79,17 @@ def _sweep_abandoned(path: Path) -> None:
             pass
 
 
-def model_hash(spec: ModelSpec, seed: int, chat_template: str | None = None) -> str:
+def model_hash(spec: ModelSpec, seed: int, chat_template: str | None = None,
+               markers: str = "chatml") -> str:
     """A short digest of everything that decides the file's bytes."""
-    fields = {"revision": FORMAT_REVISION, "seed": seed, "spec": asdict(spec)}
-    if chat_template is not None:  # absent by default, so earlier names stay valid
+    fields: dict[str, object] = {"revision": FORMAT_REVISION, "seed": seed, "spec": asdict(spec)}
+    # Each of these is absent at its default, so the names of earlier files stay valid.
+    if chat_template is not None:
         fields["chat_template"] = chat_template
+    if chat_template == "":  # an empty template once meant an empty key; now no key at all
+        fields["template_key"] = "absent"
+    if markers != "chatml":
+        fields["markers"] = markers
     key = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
@@ -94,13 +99,14 @@ def param_count(arch: str, size: str = "tiny", *, swa_window: int = 64) -> int:
     return tensors.param_count(model_spec(arch, size, swa_window=swa_window))
 
 
-def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = None) -> None:
+def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = None,
+           markers: str = "chatml") -> None:
     import gguf
     import numpy as np
 
     from .weights import fill
 
-    vocab = build_vocab(spec.vocab_size)
+    vocab = build_vocab(spec.vocab_size, markers)
     writer = gguf.GGUFWriter(path, spec.arch)
     writer.add_name(f"llamachat made {spec.arch} {spec.size}")
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if spec.weights_f16 else gguf.LlamaFileType.ALL_F32)
@@ -117,7 +123,9 @@ def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = N
     writer.add_eot_token_id(vocab.eot_id)
     writer.add_pad_token_id(vocab.pad_id)
     writer.add_add_bos_token(False)
-    writer.add_chat_template(vocab.chat_template if chat_template is None else chat_template)
+    template = vocab.chat_template if chat_template is None else chat_template
+    if template:
+        writer.add_chat_template(template)
 
     plan = tensors.tensor_plan(spec)
     for tensor in plan:
@@ -131,8 +139,6 @@ def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = N
     for tensor in plan:
         writer.write_tensor_data(fill(tensor, spec, silenced, rng))
     writer.close()
-    with open(path, "rb") as written:
-        os.fsync(written.fileno())
 
 
 def _add_value(writer: gguf.GGUFWriter, key: str, value: object) -> None:

@@ -4,10 +4,15 @@ The made models have random weights, but their tokenizer has to be a working one
 engine tokenizes chat templates, counts tokens per message and parses ChatML control
 tokens, and all of that should behave as it does with a downloaded model. So the vocabulary
 is a GPT-2 style byte-level BPE (the 256 byte tokens in GPT-2's byte-to-unicode mapping)
-whose merges are learned at make time from ``corpus.CORPUS``, followed by the ChatML
-control tokens and then reserved tokens up to the requested size. Learning is
+whose merges are learned at make time from ``corpus.CORPUS``, followed by the control
+tokens of a chat style and then reserved tokens up to the requested size. Learning is
 deterministic (ties go to the lexicographically smallest pair), so every machine builds the
 same vocabulary.
+
+The default style is ChatML with its template, as most small instruct models have. The
+other styles (Gemma's and Llama 3's turn markers, or none at all as in a base model) come
+without a template: they stand for the GGUF files people download that carry none, whose
+fallback template has to be chosen from the markers in the vocabulary.
 """
 
 from __future__ import annotations
@@ -36,6 +41,33 @@ CHATML_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
+
+
+@dataclass(frozen=True)
+class MarkerStyle:
+    """The control tokens of one chat style and which of them play which part."""
+
+    tokens: tuple[str, ...]
+    """Control tokens, in vocabulary order, right after the learned merges."""
+    bos: str
+    eos: str
+    eot: str
+    """Written as the end-of-turn token (llama.cpp ends a reply on it, as on ``eos``)."""
+    template: str | None
+    """The chat template written into the file, None for none."""
+
+
+MARKER_STYLES: dict[str, MarkerStyle] = {
+    "chatml": MarkerStyle(SPECIAL_TOKENS, END_OF_TEXT, IM_END, END_OF_TEXT, CHATML_TEMPLATE),
+    "gemma": MarkerStyle(("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"),
+                         "<bos>", "<eos>", "<end_of_turn>", None),
+    "llama3": MarkerStyle(("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                           "<|end_header_id|>", "<|eot_id|>"),
+                          "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", None),
+    "none": MarkerStyle((END_OF_TEXT,), END_OF_TEXT, END_OF_TEXT, END_OF_TEXT, None),
+}
+"""Chat styles a made model's vocabulary can have; ``chatml`` is the default."""
+
 # GGUF token types (gguf.TokenType), repeated here so this module needs no third-party import.
 TOKEN_NORMAL = 1
 TOKEN_CONTROL = 3
@@ -59,7 +91,8 @@ class Vocab:
     pad_id: int
     n_real: int
     """Tokens before the reserved padding: bytes, merges and the control tokens."""
-    chat_template: str = CHATML_TEMPLATE
+    chat_template: str | None = CHATML_TEMPLATE
+    """The style's template; None when the style comes without one."""
 
     def never_predicted(self) -> list[int]:
         """Ids a made model should (almost) never produce.
@@ -146,13 +179,17 @@ def learn_merges(max_merges: int = MAX_MERGES) -> tuple[tuple[str, str], ...]:
     return tuple(merges)
 
 
-def minimum_vocab_size() -> int:
-    """The smallest vocabulary that holds every learned token (no reserved padding)."""
-    return _base_vocab()[2]
+def marker_style(markers: str) -> MarkerStyle:
+    """The style named ``markers``; ``SynthError`` naming the known ones otherwise."""
+    try:
+        return MARKER_STYLES[markers]
+    except (KeyError, TypeError):
+        known = ", ".join(MARKER_STYLES)
+        raise SynthError(f"unknown marker style {markers!r} (known: {known})") from None
 
 
 @cache
-def _base_vocab() -> tuple[tuple[str, ...], tuple[str, ...], int]:
+def _base_vocab(markers: str = "chatml") -> tuple[tuple[str, ...], tuple[str, ...], int]:
     table = byte_to_unicode()
     tokens = [table[b] for b in range(256)]
     seen = set(tokens)
@@ -162,33 +199,36 @@ def _base_vocab() -> tuple[tuple[str, ...], tuple[str, ...], int]:
         if first + second not in seen:
             seen.add(first + second)
             tokens.append(first + second)
-    tokens.extend(SPECIAL_TOKENS)
+    tokens.extend(marker_style(markers).tokens)
     return tuple(tokens), tuple(f"{a} {b}" for a, b in merges), len(tokens)
 
 
 @cache
-def build_vocab(vocab_size: int) -> Vocab:
-    """The shared tokenizer, padded with reserved tokens up to ``vocab_size`` entries."""
-    tokens, merges, n_real = _base_vocab()
+def build_vocab(vocab_size: int, markers: str = "chatml") -> Vocab:
+    """The shared tokenizer with the control tokens of ``markers``, padded with reserved
+    tokens up to ``vocab_size`` entries."""
+    style = marker_style(markers)
+    tokens, merges, n_real = _base_vocab(markers)
     if vocab_size < n_real:
         raise SynthError(
             f"a vocabulary of {vocab_size} tokens is too small: the made tokenizer needs at "
             f"least {n_real}"
         )
-    first_special = n_real - len(SPECIAL_TOKENS)
+    first_special = n_real - len(style.tokens)
     padded = tokens + tuple(f"<|reserved_{i}|>" for i in range(vocab_size - n_real))
     types = tuple(
         TOKEN_NORMAL if i < first_special else TOKEN_CONTROL if i < n_real else TOKEN_UNUSED
         for i in range(vocab_size)
     )
-    index = {text: first_special + i for i, text in enumerate(SPECIAL_TOKENS)}
+    index = {text: first_special + i for i, text in enumerate(style.tokens)}
     return Vocab(
         tokens=padded,
         token_types=types,
         merges=merges,
-        bos_id=index[END_OF_TEXT],
-        eos_id=index[IM_END],
-        eot_id=index[END_OF_TEXT],
-        pad_id=index[END_OF_TEXT],
+        bos_id=index[style.bos],
+        eos_id=index[style.eos],
+        eot_id=index[style.eot],
+        pad_id=index[style.bos],
         n_real=n_real,
+        chat_template=style.template,
     )

@@ -16,8 +16,8 @@ def disk_use(bench) -> dict:
 
     files = list((bench.root / "checkpoints").rglob("*.ckpt"))
     disk_bytes = sum(f.stat().st_size for f in files)
-    tree = bench.ctl.conversation.tree
-    tokens = bench.store.session_tokens(bench.ctl.conversation.session_id)
+    tree = bench.ctl.snapshot().tree
+    tokens = bench.store.session_tokens(bench.ctl.session_id)
     unique = sum(len(t.get(bench.fingerprint, [])) for t in tokens.values())
     per_branch = [len(branch_tokens(bench.store, bench.ctl.engine, tree.path_to(leaf.id))[0]) for leaf in tree.leaves()]
     live = bench.ctl.engine.branches
@@ -65,7 +65,7 @@ def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
     ):
         with_ck = BranchEngine(model, LlamaContext(model, params), store, interval=s.checkpoint_interval)
         without = BranchEngine(model, LlamaContext(model, params), None, interval=s.checkpoint_interval)
-        path = bench.ctl.conversation.active_path()
+        path = bench.ctl.snapshot().path
         tokens, ends, stepped = branch_tokens(bench.store, bench.ctl.engine, path)
         for engine in (with_ck, without):
             engine.prepare(tokens, ends, stepped=stepped)

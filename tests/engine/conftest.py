@@ -16,6 +16,14 @@ import pytest
 from sessions.synth import make_model
 
 ARCHS = ("llama", "gemma3", "lfm2", "mamba")
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test in this folder loads real models: mark it ``engine`` (``-m "not engine"`` skips them)."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.engine)
 SWA_WINDOW = 32
 
 

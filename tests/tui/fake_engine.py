@@ -18,14 +18,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sessions.engine.branch_engine import GenerateResult, PrepareResult
+from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.chat_template import ChatTemplate
 from sessions.engine.model import ModelInfo
 from sessions.engine.planner import Plan, SegmentInfo, common_prefix
+from sessions.engine.protocol import ChatEngine, EngineFactory
+from sessions.engine.settings import EngineSettings
 from sessions.memory_kind import MemoryKind
+from sessions.sampling import SamplingSettings
+from sessions.stop_reason import StopReason
 
 HOLD_LIMIT_SECONDS = 30.0
 """A held reply gives up after this long, so a broken test fails instead of hanging."""
@@ -69,7 +74,6 @@ class FakeEngine:
         )
         self.template = ChatTemplate.load(None)
         self.n_ctx = n_ctx
-        self.load_seconds = 0.0
         self.script = script
         self.live: list[int] = []
         self.saved: set[tuple[int, ...]] = set()
@@ -90,13 +94,13 @@ class FakeEngine:
             elif end > reach:
                 break
         restore = (SegmentInfo(keep, reach, "ram", True),) if reach > keep else ()
-        source = "segment" if restore and reach == len(target) else "decode"
+        source: Literal["segment", "decode"] = "segment" if restore and reach == len(target) else "decode"
         return Plan(keep=keep, restore=restore, evaluate_from=reach, target_len=len(target),
                     logits_source=source, estimate_seconds=(len(target) - reach) * 1e-4,
                     live_len=len(self.live))
 
-    def prepare(self, target, ends, stepped: Sequence[bool] | None = None,
-                on_progress: Callable[[int, int, float], None] | None = None) -> PrepareResult:
+    def prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
+                on_progress: ProgressFn | None = None) -> PrepareResult:
         """Like the real one, minus the decoding (``stepped`` changes nothing here)."""
         plan = self.plan(target, ends)
         if self.script.prepare_gate is not None:
@@ -110,16 +114,18 @@ class FakeEngine:
             self.saved.add(tuple(self.live[:end]))
         return PrepareResult(np.zeros(4, dtype=np.float32), plan, plan.tokens_restored, todo, 0.001)
 
-    def generate(self, logits, settings, *, max_tokens: int, on_text=None, should_stop=lambda: False) -> GenerateResult:
+    def generate(self, logits: np.ndarray, settings: SamplingSettings, *, max_tokens: int,
+                 on_text: Callable[[str], None] | None = None,
+                 should_stop: Callable[[], bool] = lambda: False) -> GenerateResult:
         start = time.perf_counter()
         parts = chunks(self.script.next_reply())
         written: list[str] = []
-        reason = "eog"
+        reason = StopReason.EOG
         for index, part in enumerate(parts):
             if self.script.hold_after is not None and index >= self.script.hold_after:
                 self._abort.wait(HOLD_LIMIT_SECONDS)
             if should_stop():
-                reason = "cancelled"
+                reason = StopReason.CANCELLED
                 break
             written.append(part)
             if on_text:
@@ -152,7 +158,7 @@ class FakeEngineFactory:
         self.script = script or FakeScript()
         self.engines: list[FakeEngine] = []
 
-    def __call__(self, path: Path, settings, on_progress: Callable[[float], None]) -> FakeEngine:
+    def __call__(self, path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> FakeEngine:
         on_progress(0.5)
         if self.script.load_gate is not None:
             self.script.load_gate.wait(HOLD_LIMIT_SECONDS)
@@ -160,3 +166,8 @@ class FakeEngineFactory:
         engine = FakeEngine(path, self.script, n_ctx=self.script.n_ctx)
         self.engines.append(engine)
         return engine
+
+
+if TYPE_CHECKING:  # mypy (CI) checks that the fake keeps the shape the controller programs against
+    _engine: ChatEngine = FakeEngine(Path(), FakeScript())
+    _factory: EngineFactory = FakeEngineFactory()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from textual.pilot import Pilot
@@ -30,7 +31,7 @@ def main_screen(pilot: Pilot) -> MainScreen:
 async def settle(pilot: Pilot) -> MainScreen:
     """Wait until no engine job runs and nothing waits for one."""
     screen = main_screen(pilot)
-    await wait_for(pilot, lambda: not screen.engine_jobs() and not screen._idle_callbacks, "the engine to be idle")
+    await wait_for(pilot, lambda: screen.jobs.idle, "the engine to be idle")
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     return screen
@@ -70,3 +71,11 @@ def reply_text(screen: MainScreen) -> str:
     """What the reply being written shows so far ("" when none is being written)."""
     view = screen.conversation_view.reply_view
     return (view.body.source or "") if view is not None else ""
+
+
+def shown_cost(screen: MainScreen) -> tuple[int, int]:
+    """(restored, evaluated) of the last reply or switch, as the status bar shows it."""
+    found = re.match(r"restored ([\d,]+) tokens, evaluated ([\d,]+)", screen.status.text_of("last"))
+    assert found, f"no cost in the status bar: {screen.status.text_of('last')!r}"
+    restored, evaluated = (int(group.replace(",", "")) for group in found.groups())
+    return restored, evaluated

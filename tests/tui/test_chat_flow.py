@@ -18,7 +18,7 @@ async def test_three_turns(make_app):
         assert [text for role, text in texts if role == "user"] == ["first question", "second question",
                                                                     "third question"]
         assert texts[-1][1] == "Reply 3 from the fake model: alpha beta gamma."
-        assert len(screen.controller.conversation.tree) == 6
+        assert len(screen.controller.snapshot().tree) == 6
         assert screen.chat_input.text == ""
         assert screen.status.text_of("model") == "Fake Model 1B · plain"
         assert screen.status.text_of("last").startswith("restored ")
@@ -41,7 +41,7 @@ async def test_fork_after_a_reply(make_app):
         assert texts[2] == ("user", "another way")
         assert len(texts) == 4 and texts[3][0] == "assistant"
         assert "‹ 2/2 ›" in headers(screen)[2]
-        assert len(screen.controller.conversation.tree) == 6  # "two" and its reply are still there
+        assert len(screen.controller.snapshot().tree) == 6  # "two" and its reply are still there
 
 
 async def test_edit_makes_a_sibling_and_answers_it(make_app):
@@ -61,7 +61,7 @@ async def test_edit_makes_a_sibling_and_answers_it(make_app):
         assert texts[0] == ("user", "first edited")
         assert len(texts) == 2 and texts[1][0] == "assistant"
         assert "‹ 2/2 ›" in headers(screen)[0]
-        tree = screen.controller.conversation.tree
+        tree = screen.controller.snapshot().tree
         original = tree.roots()[0]
         assert original.text == "first"
         assert tree.subtree_size(original.id) == 4  # the original branch stays whole
@@ -98,7 +98,7 @@ async def test_rewind_moves_the_head_back_and_keeps_the_rest(make_app):
         await pilot.press("ctrl+b")
         await settle(pilot)
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
-        assert len(screen.controller.conversation.tree) == 4
+        assert len(screen.controller.snapshot().tree) == 4
         await send(pilot, "three")
         texts = shown_texts(screen)
         assert texts[2] == ("user", "three") and "‹ 2/2 ›" in headers(screen)[2]
@@ -121,12 +121,12 @@ async def test_delete_asks_with_the_count_then_removes_the_branch(make_app):
         assert "2 messages will be deleted" in question
         await pilot.press("n")  # changed my mind: nothing goes
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "the dialog to close")
-        assert len(screen.controller.conversation.tree) == 4
+        assert len(screen.controller.snapshot().tree) == 4
         await pilot.press("f8")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
         await pilot.press("y")
         await settle(pilot)
-        assert len(screen.controller.conversation.tree) == 2
+        assert len(screen.controller.snapshot().tree) == 2
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
         assert shown_texts(screen)[0] == ("user", "one")
 
@@ -159,7 +159,7 @@ async def test_a_gesture_the_core_refuses_is_reported_and_the_app_goes_on(make_a
         def refuse(message_id):
             raise ControllerError("the reply cannot be regenerated right now")
 
-        monkeypatch.setattr(screen.controller, "regenerate_point", refuse)
+        monkeypatch.setattr(screen.controller, "regenerate", refuse)
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert any("cannot be regenerated" in n.message for n in app._notifications)

@@ -68,7 +68,7 @@ async def test_escape_sequences_from_the_model_and_the_chat_are_shown_inert(make
         script.hold_after = None
         await pilot.press("escape")
         await settle(pilot)
-        assert screen.controller.conversation.head.role == "assistant"
+        assert screen.controller.snapshot().head.role == "assistant"
         assert_inert(app)  # the stored reply, the title, the status bar
         assert "title" in screen.status.text_of("model") and "\x1b" not in screen.status.text_of("model")
 
@@ -141,7 +141,7 @@ async def test_a_megabyte_paste_keeps_the_app_responsive_and_gets_a_clear_answer
         notes = [n.message for n in app._notifications]
         assert any("alone does not fit" in note and "context holds 4,096" in note for note in notes)
         assert not isinstance(app.screen, ConfirmScreen)  # nothing older to leave out: no choice to offer
-        head = screen.controller.conversation.head
+        head = screen.controller.snapshot().head
         assert head.role == "user" and head.text.endswith("The end.") and len(head.text) > len(big)
         view = screen.conversation_view.views[-1]
         assert len(view.body.source) == SHOWN_CHARS and "more characters not shown" in view.cut_note
@@ -161,22 +161,23 @@ async def test_an_overlong_branch_offers_a_new_branch_without_the_oldest_turns(m
         assert "tokens long and the context holds 340" in question and "new branch" in question
         await pilot.press("escape")  # cancel: nothing changes, the message waits
         await settle(pilot)
-        tree = screen.controller.conversation.tree
-        old_path = screen.controller.conversation.active_path()
+        tree = screen.controller.snapshot().tree
+        old_path = list(screen.controller.snapshot().path)
         assert len(tree) == 7 and old_path[-1].text == "q3"
 
         await pilot.press("ctrl+r")  # answer it after all: the choice comes back
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the dialog again")
         await pilot.press("y")
         await settle(pilot)
-        path = screen.controller.conversation.active_path()
+        path = list(screen.controller.snapshot().path)
         assert [m.role for m in path][-2:] == ["user", "assistant"]
         assert path[-2].text == "q3"
         assert path[0].parent_id is None and path[0].id != old_path[0].id  # a new root
         assert [m.text for m in path[:-1]] == [m.text for m in old_path[len(old_path) - len(path) + 1:]]
         assert path[0].text != old_path[0].text  # without the oldest turn
+        tree = screen.controller.snapshot().tree
         assert len(tree.roots()) == 2 and tree.path_to(old_path[-1].id) == old_path  # old branch intact
-        assert screen.context_used() <= 340
+        assert screen.controller.context_used() <= 340
         assert "new branch" in screen.status.text_of("note")
 
 
@@ -202,10 +203,10 @@ async def test_enter_during_the_start_up_load_and_warm_up_is_answered_once_ready
         again = make_app(startup=StartupRequest())  # reopen the last session
         async with again.run_test(size=(100, 30)) as pilot:
             screen = main_screen(pilot)
-            await wait_for(pilot, lambda s=screen, g=group: s.engine_jobs(g) and s.chat_input.has_focus, group)
+            await wait_for(pilot, lambda s=screen, g=group: s.jobs.running(g) and s.chat_input.has_focus, group)
             keys_in_one_read(again, f"sent\nduring {group}\r")
             sent = f"sent\nduring {group}"
-            await wait_for(pilot, lambda s=screen, t=sent: s.controller.conversation.head.text == t, "the message")
+            await wait_for(pilot, lambda s=screen, t=sent: s.controller.snapshot().head.text == t, "the message")
             assert screen.chat_input.text == ""
             gate.set()
             await settle(pilot)

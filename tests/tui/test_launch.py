@@ -22,15 +22,16 @@ def test_main_hands_the_app_runner_to_the_command_line(monkeypatch):
 
     monkeypatch.setattr(sessions.cli, "main", cli_main)
     assert launch.main(["--demo"]) == 7
-    assert seen == {"argv": ["--demo"], "run_app": launch._run_app}
+    assert seen == {"argv": ["--demo"], "run_app": launch.run_app}
 
 
 def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
     ran = {}
 
     def run(self):
-        ran.update(startup=self.startup, settings=self.controller.settings, config=self.config,
-                   store=self.controller.store, sessions=self.controller.store.list_sessions())
+        controller = self.controller
+        ran.update(startup=self.startup, settings=controller.settings, config=self.config,
+                   controller=controller, sessions=controller.list_sessions())
 
     monkeypatch.setattr(LlamaChatApp, "run", run)
     assert launch.main(["--demo", "-c", "2048", "-t", "3"]) == 0
@@ -39,7 +40,41 @@ def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
     assert ran["config"].n_ctx == 2048
     assert ran["sessions"] == []  # nothing is created before the app runs
     with pytest.raises(StoreError, match="closed"):  # the store is closed once the app has ended
-        ran["store"].list_sessions()
+        ran["controller"].list_sessions()
+
+
+def test_the_runtime_opens_checkpoints_as_configured_and_closes_all_in_order(fake_model):
+    from sessions.runtime import open_runtime
+    from tests.tui.fake_engine import FakeEngineFactory
+
+    with open_runtime(Config(checkpoints=CheckpointConfig(enabled=False)), engine_factory=FakeEngineFactory()) as bare:
+        assert bare.checkpoints is None  # --no-checkpoints: the engine runs without a checkpoint store
+    with open_runtime(Config(checkpoints=CheckpointConfig(ram_mb=8, disk_mb=16)),
+                      engine_factory=FakeEngineFactory()) as runtime:
+        runtime.controller.load_model(fake_model)
+        engine = runtime.controller.engine
+        assert runtime.checkpoints is not None
+    assert engine.closed and runtime.controller.engine is None
+    with pytest.raises(StoreError, match="closed"):
+        runtime.store.list_sessions()
+
+
+def test_checkpoint_problems_reach_the_listener_as_notices(monkeypatch):
+    from sessions.engine import factory
+    from sessions.events import NoticeRaised
+    from sessions.runtime import open_runtime
+    from tests.tui.fake_engine import FakeEngineFactory
+
+    reporters = []
+    monkeypatch.setattr(factory, "open_checkpoints", lambda config, on_problem: reporters.append(on_problem))
+    heard, heard_later = [], []
+    with open_runtime(Config(), listener=heard.append, engine_factory=FakeEngineFactory()) as runtime:
+        [report] = reporters  # what the checkpoint store calls, from its writer thread too
+        report("a checkpoint file was damaged and was deleted")
+        runtime.controller.listener = heard_later.append  # as the app does: notices follow the listener
+        report("another one")
+    assert heard == [NoticeRaised("a checkpoint file was damaged and was deleted", "warning")]
+    assert heard_later == [NoticeRaised("another one", "warning")]
 
 
 def test_checkpoints_follow_the_config():

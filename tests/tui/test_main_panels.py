@@ -17,12 +17,12 @@ async def test_choosing_a_message_in_the_tree_switches_to_its_branch(make_app):
         await pilot.press("ctrl+t")
         tree = screen.tree_panel
         assert tree.has_class("-open") and tree.branch_count == 2
-        assert app.focused is tree.tree
+        assert app.focused is tree.message_tree
         await pilot.press("up", "enter")  # from the head (reply 2) up to reply 1
         await settle(pilot)
         assert shown_texts(screen)[1] == first
         assert "‹ 1/2 ›" in headers(screen)[1]
-        assert screen.controller.conversation.head.text == first[1]
+        assert screen.controller.snapshot().head.text == first[1]
         await pilot.press("ctrl+t")
         assert not tree.has_class("-open") and app.focused is screen.chat_input
 

@@ -64,7 +64,7 @@ class PanelApp(App[None]):
 
 
 def nodes_by_id(panel: TreePanel) -> dict:
-    found, stack = {}, list(panel.tree.root.children)
+    found, stack = {}, list(panel.message_tree.root.children)
     while stack:
         node = stack.pop()
         found[node.data.message_id] = node
@@ -82,7 +82,7 @@ async def test_tree_panel_shows_every_branch_nested_by_forks():
         panel.show(sample_tree(), ACTIVE, SAVED, 6)
         nodes = nodes_by_id(panel)
         assert set(nodes) == set(range(1, 9))
-        assert child_ids(panel.tree.root) == [1]
+        assert child_ids(panel.message_tree.root) == [1]
         assert child_ids(nodes[1]) == [2, 7]  # the edit: two versions of the question
         assert child_ids(nodes[2]) == [3, 4]  # the regenerated reply
         assert child_ids(nodes[4]) == [5, 6]  # a run without forks stays flat
@@ -102,7 +102,7 @@ async def test_tree_panel_marks_the_active_path_the_head_and_saved_states():
         assert [i for i, node in nodes.items() if node.data.head] == [6]
         assert nodes[3].data.branch == (1, 2) and nodes[4].data.branch == (2, 2)
         assert nodes[5].data.branch is None
-        render = lambda i: panel.tree.render_label(nodes[i], Style(), Style())  # noqa: E731
+        render = lambda i: panel.message_tree.render_label(nodes[i], Style(), Style())  # noqa: E731
         head = render(6)
         assert HEAD_MARK in head.plain and SAVED_MARK in head.plain
         assert "Only the last few thousand tokens" in head.plain
@@ -151,7 +151,7 @@ async def test_an_empty_tree_shows_a_plain_message():
     panel = TreePanel()
     async with PanelApp(panel).run_test():
         panel.show(ConversationTree(), set(), set(), None)
-        assert len(panel.tree.root.children) == 0
+        assert len(panel.message_tree.root.children) == 0
         assert panel.cursor_message_id is None
         assert "No messages yet" in str(panel.query_one("#tree-summary").render())
 

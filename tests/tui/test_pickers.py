@@ -11,8 +11,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from sessions.config import Config
+from sessions.controller import SessionController
 from sessions.store import SessionStore
 from sessions.synth import expected_kind, make_model
+from tests.tui.fake_engine import FakeEngineFactory
 from tui.fuzzy import fuzzy_match, fuzzy_rank
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
 from tui.screens.model_picker import DEMO_KEY, KIND_NAMES, ModelPicker
@@ -75,19 +77,25 @@ def store():
         yield opened
 
 
+@pytest.fixture
+def controller(store):
+    """What the pickers read sessions through and the export dialog writes through."""
+    return SessionController(store, engine_factory=FakeEngineFactory())
+
+
 def add_session(store: SessionStore, title: str, text: str) -> int:
     session = store.create_session(title=title)
     store.add_message(session.id, None, "user", text)
     return session.id
 
 
-async def test_session_picker_lists_ranks_searches_and_returns_the_id(store):
+async def test_session_picker_lists_ranks_searches_and_returns_the_id(store, controller):
     rust = add_session(store, "Rust lifetimes", "How long does a reference live?")
     python = add_session(store, "Python packaging", "pyproject or setup.py?")
     vague = add_session(store, "Question", "The borrow checker rejects my loop")
     app = HostApp()
     async with app.run_test() as pilot:
-        picker = SessionPicker(store)
+        picker = SessionPicker(controller)
         app.open(picker)
         await settle(pilot)
         assert picker.shown_ids == [vague, python, rust]  # newest first
@@ -103,16 +111,16 @@ async def test_session_picker_lists_ranks_searches_and_returns_the_id(store):
     assert app.results == [vague]
 
 
-async def test_session_picker_arrow_keys_no_match_and_escape(store):
+async def test_session_picker_arrow_keys_no_match_and_escape(store, controller):
     first = add_session(store, "Alpha", "a")
     add_session(store, "Beta", "b")
     app = HostApp()
     async with app.run_test() as pilot:
-        app.open(SessionPicker(store))
+        app.open(SessionPicker(controller))
         await settle(pilot)
         await pilot.press("down", "enter")
         await pilot.pause()
-        picker = SessionPicker(store)
+        picker = SessionPicker(controller)
         app.open(picker)
         await settle(pilot)
         await pilot.press(*"zzzz")
@@ -238,24 +246,27 @@ async def test_text_prompt_returns_the_text_or_none():
 
 
 @pytest.fixture
-def branched_session(store):
+def branched_session(store, controller):
+    """A session with two replies to one question, open in ``controller``."""
     session = store.create_session(title="Fork test")
     question = store.add_message(session.id, None, "user", "Pick a colour")
     store.add_message(session.id, question.id, "assistant", "Blue.")
     red = store.add_message(session.id, question.id, "assistant", "Red.")
     store.set_active_leaf(session.id, red.id)
+    controller.open_session(session.id)
     return session.id
 
 
-async def test_export_writes_markdown_and_json_to_the_default_paths(store, branched_session, tmp_path, monkeypatch):
+async def test_export_writes_markdown_and_json_to_the_default_paths(controller, branched_session, tmp_path,
+                                                                   monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     app = HostApp()
     async with app.run_test(size=(100, 40)) as pilot:
-        app.open(ExportScreen(store, branched_session))
+        app.open(ExportScreen(controller, branched_session))
         await pilot.pause()
         await pilot.click("#dialog-yes")
         await settle(pilot)
-        app.open(ExportScreen(store, branched_session))
+        app.open(ExportScreen(controller, branched_session))
         await pilot.pause()
         await pilot.click("#format-json")
         await pilot.click("#dialog-yes")
@@ -269,10 +280,10 @@ async def test_export_writes_markdown_and_json_to_the_default_paths(store, branc
     assert markdown.stat().st_mode & 0o077 == 0
 
 
-async def test_export_explains_problems_and_asks_before_replacing(store, branched_session, tmp_path):
+async def test_export_explains_problems_and_asks_before_replacing(controller, branched_session, tmp_path):
     app = HostApp()
     async with app.run_test(size=(100, 40)) as pilot:
-        screen = ExportScreen(store, branched_session)
+        screen = ExportScreen(controller, branched_session)
         app.open(screen)
         await pilot.pause()
         path_input = screen.query_one("#export-path", Input)

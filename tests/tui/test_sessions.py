@@ -18,14 +18,14 @@ async def test_a_new_app_reopens_the_last_session_as_it_was_left(make_app):
         await settle(pilot)
         left = shown_texts(screen)
         left_headers = headers(screen)
-        session_id = screen.controller.conversation.session_id
+        session_id = screen.controller.session_id
         await pilot.press("ctrl+q")
     assert app.return_code == 0
 
     again = make_app(startup=StartupRequest())  # no flags: the last session
     async with again.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
-        assert screen.controller.conversation.session_id == session_id
+        assert screen.controller.session_id == session_id
         assert shown_texts(screen) == left
         assert headers(screen) == left_headers
         assert "‹ 1/2 ›" in headers(screen)[-1]
@@ -37,12 +37,12 @@ async def test_new_session_starts_empty_and_keeps_the_old_one(make_app):
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "hello")
-        first = screen.controller.conversation.session_id
+        first = screen.controller.session_id
         await pilot.press("ctrl+n")
         await settle(pilot)
-        assert screen.controller.conversation.session_id != first
+        assert screen.controller.session_id != first
         assert shown_texts(screen) == []
-        assert len(screen.controller.store.list_sessions()) == 2
+        assert len(screen.controller.list_sessions()) == 2
 
 
 async def test_session_flag_opens_that_session(make_app, fake_model):
@@ -50,7 +50,7 @@ async def test_session_flag_opens_that_session(make_app, fake_model):
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "in the first chat")
-        first = screen.controller.conversation.session_id
+        first = screen.controller.session_id
         await pilot.press("ctrl+n")
         await settle(pilot)
         await send(pilot, "in the second chat")
@@ -83,8 +83,8 @@ async def test_with_nothing_to_reopen_the_model_picker_comes_first(make_app, fak
         app.screen.dismiss(fake_model)  # as if the user picked it
         screen = await ready(pilot)
         assert screen.controller.engine.info.path == fake_model
-        assert screen.controller.conversation is not None
-        assert screen.controller.conversation.session.model_path == str(fake_model)
+        assert screen.controller.session_id is not None
+        assert screen.controller.snapshot().session.model_path == str(fake_model)
         await send(pilot, "hello")
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
 
@@ -104,7 +104,7 @@ async def test_rename_and_export_the_chat(make_app, tmp_path):
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, TextPrompt), "the prompt to close")
         await pilot.pause()
-        assert screen.controller.conversation.session.title == "Greetings"
+        assert screen.controller.snapshot().session.title == "Greetings"
         assert screen.conversation_view.border_title == "Greetings"
 
         target = tmp_path / "chat.md"

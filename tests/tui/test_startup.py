@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sessions.cli.launch_options import LaunchOptions
+from sessions.config import Config
 from tui.startup import StartupPlan, StartupRequest, plan_startup, session_model
 
 
@@ -33,10 +35,12 @@ def test_no_flags_and_no_session_uses_the_configured_model_else_the_picker():
     assert plan(StartupRequest()) == StartupPlan("pick")
 
 
-def test_request_from_parsed_flags():
+def test_request_from_the_launch_options():
     args = argparse.Namespace(model="~/m.gguf", demo=False, session=None)
-    assert StartupRequest.from_args(args) == StartupRequest(model_path=Path("~/m.gguf").expanduser())
-    assert StartupRequest.from_args(argparse.Namespace()) == StartupRequest()
+    options = LaunchOptions.from_args(args, Config(), Path("config.toml"))
+    assert StartupRequest.from_options(options) == StartupRequest(model_path=Path("~/m.gguf").expanduser())
+    bare = LaunchOptions.from_args(argparse.Namespace(), Config(), Path("config.toml"))
+    assert StartupRequest.from_options(bare) == StartupRequest()
 
 
 def test_session_model_prefers_the_session_model_when_it_exists(tmp_path):

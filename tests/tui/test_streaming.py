@@ -5,7 +5,17 @@ from __future__ import annotations
 import threading
 
 from sessions import events as core
-from tests.tui.helpers import main_screen, ready, reply_text, send, settle, shown_texts, type_text, wait_for
+from tests.tui.helpers import (
+    main_screen,
+    ready,
+    reply_text,
+    send,
+    settle,
+    shown_cost,
+    shown_texts,
+    type_text,
+    wait_for,
+)
 from tui import events
 from tui.startup import StartupRequest
 
@@ -18,12 +28,12 @@ async def test_escape_stops_a_reply_half_way_and_keeps_what_was_written(make_app
         screen = await ready(pilot)
         await type_text(pilot, "tell me")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: screen.generating and "two" in reply_text(screen), "the reply to start")
+        await wait_for(pilot, lambda: screen.jobs.generating and "two" in reply_text(screen), "the reply to start")
         await type_text(pilot, "typing on")  # the input stays usable while the reply streams
         assert screen.chat_input.text == "typing on"
         await pilot.press("escape")
         await settle(pilot)
-        reply = screen.controller.conversation.head
+        reply = screen.controller.snapshot().head
         assert reply.role == "assistant" and reply.text == "one two "
         assert reply.stats.stop_reason == "cancelled"
         assert shown_texts(screen)[-1] == ("assistant", "one two ")
@@ -37,7 +47,7 @@ async def test_escape_sequences_in_model_output_are_shown_inert(make_app, script
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "say something odd")
-        stored = screen.controller.conversation.head
+        stored = screen.controller.snapshot().head
         assert "\x1b" in stored.text  # the store keeps exactly what the model wrote
         shown = screen.conversation_view.views[-1].body.source
         assert "\x1b" not in shown and "\x07" not in shown
@@ -50,7 +60,7 @@ async def test_a_message_sent_while_the_model_loads_is_answered_after_the_load(m
     app = make_app(startup=StartupRequest(model_path=fake_model))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = main_screen(pilot)
-        await wait_for(pilot, lambda: screen.loading and screen.progress.active, "the load to start")
+        await wait_for(pilot, lambda: screen.jobs.loading and screen.progress.active, "the load to start")
         await type_text(pilot, "early bird")
         await pilot.press("enter")
         await pilot.pause()
@@ -67,7 +77,7 @@ async def test_prompt_progress_shows_tokens_and_time_left(make_app):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
-        screen.post_message(events.PromptProgressed(core.PromptProgressed(250, 1000, 50.0)))
+        screen.post_message(events.CoreEvent(core.PromptProgressed(250, 1000, 50.0)))
         await wait_for(pilot, lambda: screen.progress.active, "the progress bar")
         assert "250/1,000 tokens" in screen.progress.label_text
         assert "about 15 s left" in screen.progress.label_text
@@ -88,14 +98,13 @@ async def test_a_slow_switch_is_announced_before_it_runs(make_app, script):
         engine.live = []
         script.prepare_gate = threading.Event()
         await pilot.press("alt+left")
-        await wait_for(pilot, lambda: screen.engine_jobs("warm"), "the branch to be warmed")
+        await wait_for(pilot, lambda: screen.jobs.running("warm"), "the branch to be warmed")
         assert "switching will evaluate" in screen.status.text_of("note")
         script.prepare_gate.set()
         await settle(pilot)
         assert screen.status.text_of("note") == ""
-        restored, evaluated = screen.last_cost
+        restored, evaluated = shown_cost(screen)
         assert restored == 0 and evaluated > 256
-        assert screen.status.text_of("last").startswith(f"restored 0 tokens, evaluated {evaluated:,}")
 
 
 async def test_paging_while_a_reply_is_written_stops_it_first_then_switches(make_app, script):
@@ -114,10 +123,10 @@ async def test_paging_while_a_reply_is_written_stops_it_first_then_switches(make
                        "the reply to start")
         await pilot.press("ctrl+up", "ctrl+up", "alt+left")  # the first reply, back one version
         await settle(pilot)
-        assert not screen.generating
+        assert not screen.jobs.generating
         assert shown_texts(screen) == [("user", "hello"), first_version]
         assert "‹ 1/2 ›" in screen.conversation_view.views[1].header_plain
-        tree = screen.controller.conversation.tree
+        tree = screen.controller.snapshot().tree
         cut = [m for m in tree.leaves() if m.role == "assistant" and m.stats and m.stats.stop_reason == "cancelled"]
         assert [m.text for m in cut] == ["a long answer "]  # the stopped reply is kept on its branch
 
@@ -134,6 +143,6 @@ async def test_quitting_while_a_reply_is_written_stops_it_and_keeps_it(make_app,
                        "the reply to start")
         await pilot.press("ctrl+q")
     assert app.return_code == 0
-    with app.engine_lock:  # what the launcher waits for before closing the engine
-        head = app.controller.conversation.head
+    app.controller.close()  # what the runtime does once the app has stopped: waits for the job
+    head = app.controller.snapshot().head
     assert (head.role, head.text, head.stats.stop_reason) == ("assistant", "one ", "cancelled")

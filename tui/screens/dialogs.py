@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -20,12 +21,19 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets.button import ButtonVariant
 
-from sessions.exchange import ExchangeError, export_markdown, write_json
-from sessions.store import SessionStore, StoreError
+from sessions.exchange import ExchangeError, ExportKind
+from sessions.store import StoreError
 from tui.safe_text import for_input, inert
 
 EXTENSIONS = {"markdown": ".md", "json": ".json"}
+
+
+class Exporter(Protocol):
+    """Writes the open session to a file (``SessionController.export_session``)."""
+
+    def export_session(self, path: Path, kind: ExportKind, *, whole_tree: bool = False) -> Path: ...
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -37,7 +45,7 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("y", "answer(True)", "Confirm", id="confirm.yes"),
     ]
 
-    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: str = "error") -> None:
+    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: ButtonVariant = "error") -> None:
         super().__init__()
         self._question = question
         self._yes_label = yes_label
@@ -48,7 +56,7 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Static(Text(inert(self._question)), id="dialog-question")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self._yes_label, variant=self._yes_variant, id="dialog-yes")  # type: ignore[arg-type]
+                yield Button(self._yes_label, variant=self._yes_variant, id="dialog-yes")
                 yield Button("Cancel", id="dialog-no")
 
     def on_mount(self) -> None:
@@ -106,15 +114,6 @@ def default_export_path(session_id: int, kind: str) -> str:
     return f"~/llamachat-{session_id}{EXTENSIONS[kind]}"
 
 
-def write_markdown(store: SessionStore, session_id: int, path: Path, whole_tree: bool) -> Path:
-    """Write the Markdown transcript, private (0600) like every file holding a chat."""
-    text = export_markdown(store, session_id, whole_tree=whole_tree)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
-    return path
-
-
 class ExportScreen(ModalScreen[Path | None]):
     """Export one session to a file; returns the written path, or None if cancelled.
 
@@ -133,10 +132,11 @@ class ExportScreen(ModalScreen[Path | None]):
         path: Path | None
         error: str | None = None
 
-    def __init__(self, store: SessionStore, session_id: int) -> None:
+    def __init__(self, exporter: Exporter, session_id: int) -> None:
         super().__init__()
-        self._store = store
+        self._exporter = exporter
         self._session_id = session_id
+        """Names the default file."""
         self._replace_ok: Path | None = None
 
     def compose(self) -> ComposeResult:
@@ -156,7 +156,7 @@ class ExportScreen(ModalScreen[Path | None]):
                 yield Button("Cancel", id="dialog-no")
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> ExportKind:
         return "json" if self.query_one("#format-json", RadioButton).value else "markdown"
 
     @property
@@ -197,12 +197,9 @@ class ExportScreen(ModalScreen[Path | None]):
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False,
           description="exporting the session")
-    def _write(self, path: Path, kind: str, whole_tree: bool) -> None:
+    def _write(self, path: Path, kind: ExportKind, whole_tree: bool) -> None:
         try:
-            if kind == "json":
-                written = write_json(self._store, self._session_id, path)
-            else:
-                written = write_markdown(self._store, self._session_id, path, whole_tree)
+            written = self._exporter.export_session(path, kind, whole_tree=whole_tree)
         except OSError as error:
             self.post_message(self.Written(None, f"Could not write {path}: {error.strerror or error}."))
         except (ExchangeError, StoreError) as error:

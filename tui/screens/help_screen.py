@@ -55,6 +55,6 @@ class HelpScreen(ModalScreen[None]):
                 table.add_row(Text(shown), Text(description), Text(binding_id))
             yield table
 
-    def action_dismiss(self) -> None:
-        self.dismiss(None)
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)
 

@@ -1,246 +1,231 @@
-"""The chat screen: layout, the core's events, and the end of every engine job.
+"""The chat screen: a short handler for every key and click, each asking the controller.
 
-Gestures live in two mixins (``ChatActions`` for the tree, ``SessionActions`` for
-sessions, models and panels), the core's events in ``CoreEvents`` and the engine jobs
-in ``EngineWork``; this file wires them to the widgets. The controller holds all chat logic;
-the screen only decides what to show and when a job may start.
+The layout, the engine jobs and what the core reports are ``ChatScreen``'s; this class
+adds the user's gestures. Anything that changes the branch waits for the engine to be
+idle and stops a reply being written first (``EngineWork.when_idle``): the reply written
+so far is kept as its own version, then the gesture applies.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
-from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
-from textual.timer import Timer
-from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
-from sessions.config import Config
-from sessions.controller import ContextOverflow, SessionController
-from tui import events
+from sessions.tree import Message
 from tui.bindings import bindings_for
-from tui.safe_text import inert
-from tui.screens.chat_actions import ChatActions, InputMode
-from tui.screens.core_events import CoreEvents
-from tui.screens.session_actions import SessionActions
-from tui.startup import StartupRequest
+from tui.engine_work import GESTURE_ERRORS
+from tui.screens import chat_rules
+from tui.screens.chat_rules import InputMode
+from tui.screens.chat_screen import ChatScreen
+from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
+from tui.screens.session_picker import SessionPicker
 from tui.widgets.chat_input import ChatInput
-from tui.widgets.conversation_view import ConversationView
-from tui.widgets.prompt_progress import PromptProgress
 from tui.widgets.session_list import SessionList
-from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
-from tui.workers import ENGINE_GROUPS, GESTURE_ERRORS, EngineWork, describe_failure
-
-DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
-             "It shows how branching works; press F5 to switch to a real model.")
 
 
-class MainScreen(CoreEvents, ChatActions, SessionActions, EngineWork, Screen[None]):
-    """Conversation in the centre, optional session list and tree, input, status."""
+class MainScreen(ChatScreen):
+    """The chat screen with its keys (``tui.bindings``), the input and the panels' choices."""
 
-    CSS_PATH = "main_screen.tcss"
     BINDINGS = bindings_for("screen")
-    AUTO_FOCUS = "#input"
 
-    def __init__(self, controller: SessionController, *, config: Config,
-                 startup: StartupRequest = StartupRequest()) -> None:
-        super().__init__()
-        self.controller = controller
-        self.config = config
-        self.startup = startup
-        self.mode = InputMode()
-        self.reply_wanted = False
-        """A user message waits for the model to finish loading."""
-        self.n_ctx: int | None = None
-        self.last_cost: tuple[int, int] | None = None
-        """(restored, evaluated) of the last reply or branch switch."""
-        self._idle_callbacks = []
-        self._stream_source: events.TextStreamed | None = None
-        self._stream_timer: Timer | None = None
+    def target(self, *roles: str) -> Message | None:
+        return chat_rules.target(self.controller.snapshot(), self.conversation_view.selected_id, *roles)
 
-    def compose(self) -> ComposeResult:
-        with Horizontal(id="body"):
-            yield SessionList(id="sessions", classes="side-panel")
-            with Vertical(id="centre"):
-                yield Static(Text(DEMO_NOTE), id="demo-banner")
-                yield ConversationView(id="conversation")
-                yield PromptProgress(id="progress")
-                yield ChatInput(id="input")
-            yield TreePanel(id="tree", classes="side-panel")
-        yield StatusBar(id="status")
-        yield Footer()
-
-    async def on_mount(self) -> None:
-        self.app.forwarder.target = self  # type: ignore[attr-defined]
-        self.call_after_refresh(self.start)
-
-    # -- parts ------------------------------------------------------------------------
-
-    @property
-    def conversation_view(self) -> ConversationView:
-        return self.query_one(ConversationView)
-
-    @property
-    def chat_input(self) -> ChatInput:
-        return self.query_one(ChatInput)
-
-    @property
-    def status(self) -> StatusBar:
-        return self.query_one(StatusBar)
-
-    @property
-    def progress(self) -> PromptProgress:
-        return self.query_one(PromptProgress)
-
-    @property
-    def tree_panel(self) -> TreePanel:
-        return self.query_one(TreePanel)
-
-    @property
-    def session_list(self) -> SessionList:
-        return self.query_one(SessionList)
-
-    # -- showing the conversation -------------------------------------------------------
-
-    async def refresh_view(self) -> None:
-        """Show the active branch, the panels and the title as the controller has them."""
-        conversation = self.controller.conversation
-        view = self.conversation_view
-        if conversation is None:
-            await view.show([], {})
-            view.border_title = Text("no chat open")
-            self.refresh_panels()
-            return
-        path = conversation.active_path()
-        await view.show(path, {m.id: conversation.tree.sibling_index(m.id) for m in path})
-        view.border_title = Text(inert(conversation.session.title) or "New chat")
-        self.refresh_panels()
-
-    def refresh_panels(self) -> None:
-        conversation = self.controller.conversation
-        tree = self.tree_panel
-        if tree.has_class("-open") and conversation is not None:
-            saved = getattr(self.controller, "saved_message_ids", lambda: set())()
-            head = conversation.head
-            tree.show(conversation.tree, {m.id for m in conversation.active_path()}, saved,
-                      head.id if head else None)
-        sessions = self.session_list
-        if sessions.has_class("-open"):
-            sessions.show(self.controller.store.list_sessions(),
-                          conversation.session_id if conversation else None)
-
-    def show_demo_banner(self, shown: bool) -> None:
-        self.query_one("#demo-banner").set_class(shown, "-visible")
-
-    def context_used(self) -> int | None:
-        """Tokens of the active branch for the loaded model (None if not all known yet)."""
-        engine, conversation = self.controller.engine, self.controller.conversation
-        if engine is None or conversation is None:
-            return None
-        known = self.controller.store.session_tokens(conversation.session_id)
-        total = 0
-        for message in conversation.active_path():
-            tokens = known.get(message.id, {}).get(engine.info.fingerprint)
-            if tokens is None:
-                return None
-            total += len(tokens)
-        return total
-
-    # -- the end of every engine job ---------------------------------------------------
-
-    @on(Worker.StateChanged)
-    async def job_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker.node is not self or worker.group not in ENGINE_GROUPS:
-            return
-        if event.state == WorkerState.RUNNING and worker.group == "load" and not self.progress.active:
-            self.progress.show_fraction(f"{worker.description}…", None)
-        if not worker.is_finished:
-            return
-        if event.state == WorkerState.SUCCESS:
-            await self.job_succeeded(worker.group, worker.result)
-        else:
-            await self.job_failed(worker.group, worker.error)
-        if not self.engine_jobs():
-            self.progress.hide()
-        await self.run_idle_callbacks()
-
-    async def job_succeeded(self, group: str, result: Any) -> None:
-        if group == "load":
-            self.status.set_note("")
-            if self.reply_wanted:
-                self.reply_wanted = False
-                await self.start_reply()
-            elif not self._idle_callbacks:
-                await self.after_switch()
-        elif group == "trim":
-            await self.trimmed(result)
-        elif group == "warm":
-            self.last_cost = (result.tokens_restored, result.tokens_evaluated)
-            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds)
-            self.status.set_context(result.plan.target_len, self.n_ctx)
-            self.status.set_note("")
-
-    async def job_failed(self, group: str, error: BaseException | None) -> None:
-        if group == "generate":
-            self.drop_stream()
-            await self.conversation_view.drop_reply()
-            await self.refresh_view()
-        if group == "load":
-            self.reply_wanted = False
-            if self.controller.engine is None:  # else the model loaded before is back
-                self.status.set_model("no model")
-        if group == "trim":
-            self.status.set_note("")
-        if group == "generate" and isinstance(error, ContextOverflow):
-            self.offer_trim(error)
-            return
-        words = describe_failure(group, error) if error is not None else None
-        if words is not None:
-            self.notify(words[0], severity=words[1], markup=False)  # type: ignore[arg-type]
-
-    # -- sending ------------------------------------------------------------------------
+    # -- sending and replies --------------------------------------------------------------
 
     @on(ChatInput.Submitted)
     async def submitted(self, event: ChatInput.Submitted) -> None:
-        text = event.text
-        if not text.strip():
+        if not event.text.strip():
             return
-        if self.generating:
+        if self.jobs.generating:
             self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
             return
-        mode = self.mode
         try:
-            if self.controller.conversation is None:
+            if self.controller.session_id is None:
                 self.controller.new_session(system_prompt=self.config.system_prompt)
-            if mode.kind == "edit" and mode.target_id is not None:
-                message = self.controller.edit(mode.target_id, text)
+            if self.mode.kind == "edit" and self.mode.target_id is not None:
+                message = self.controller.edit(self.mode.target_id, event.text)
             else:
-                message = self.controller.send(text, parent_id=mode.target_id)
+                message = self.controller.send(event.text, parent_id=self.mode.target_id)
         except GESTURE_ERRORS as error:
-            self.notify(str(error), severity="error", markup=False)
+            self.refused(str(error))
             return
         self.chat_input.clear()
-        self.set_mode(InputMode())
-        self.conversation_view.select(None)
-        await self.refresh_view()
+        await self.show_head(InputMode())
         if message.role == "user":
-            await (self.when_idle(self.start_reply) if self.model_ready else self.start_reply())
+            await (self.jobs.when_idle(self.start_reply) if self.model_ready else self.start_reply())
 
-    async def start_reply(self) -> None:
-        """Write a reply to the user message at the head (once the model is loaded)."""
-        if not self.model_ready:
-            self.reply_wanted = True
-            if self.loading:
-                self.notify("The reply will start once the model has loaded.", timeout=3)
-            else:
-                self.notify("No model is loaded: press F5 to choose one.", severity="warning")
+    # -- gestures on the tree ---------------------------------------------------------------
+
+    def action_select_message(self, delta: int) -> None:
+        snapshot = self.controller.snapshot()
+        ids = [m.id for m in snapshot.path] if snapshot else []
+        self.conversation_view.select(chat_rules.step_selection(ids, self.conversation_view.selected_id, delta))
+
+    async def action_sibling(self, delta: int) -> None:
+        message = self.target()
+        snapshot = self.controller.snapshot()
+        if message is None or snapshot is None:
             return
-        await self.conversation_view.begin_reply()
-        self.controller.reset_cancel()  # the engine is idle here: an old stop must not hit this job
-        self.generate_job()
+        if len(snapshot.tree.siblings(message.id)) < 2:
+            self.notify("This message has no other versions.", timeout=3)
+            return
+
+        async def page() -> None:
+            await self.show_head(selected=self.controller.sibling(message.id, delta).id)
+            await self.after_switch()
+
+        await self.jobs.when_idle(page)
+
+    def action_edit(self) -> None:
+        message = self.target()
+        if message is None:
+            self.notify("There is no message to edit yet.")
+            return
+        self.chat_input.set_draft(message.text)
+        self.set_mode(InputMode("edit", message.id))
+
+    async def action_regenerate(self) -> None:
+        message = self.target()
+        if message is None or message.role == "system":
+            self.notify("Select a reply (or the message it answers) to regenerate.")
+            return
+
+        async def regenerate() -> None:
+            self.controller.regenerate(message.id)
+            await self.show_head()
+            await self.start_reply()
+
+        await self.jobs.when_idle(regenerate)
+
+    def action_fork(self) -> None:
+        message = self.target()
+        if message is None:
+            return
+        if message.role == "user":
+            self.notify("Fork after a reply (select one with Ctrl+Up); to change this message, edit it (F2).")
+            return
+        self.set_mode(InputMode("fork", message.id))
+        self.chat_input.focus()
+
+    async def action_rewind(self) -> None:
+        selected = self.conversation_view.selected_id
+        if selected is None:
+            self.notify("Select the message to go back to first (Ctrl+Up).")
+            return
+
+        async def rewind() -> None:
+            await self.show_head(selected=self.controller.rewind(selected).id)
+            self.status.set_note("rewound: the next message continues from here")
+
+        await self.jobs.when_idle(rewind)
+
+    def action_delete_branch(self) -> None:
+        message = self.target()
+        snapshot = self.controller.snapshot()
+        if message is None or snapshot is None:
+            return
+
+        async def delete() -> None:
+            count = self.controller.delete_subtree(message.id)
+            await self.show_head()
+            self.notify(f"Deleted {chat_rules.plural(count, 'message')}.")
+
+        async def confirmed(yes: bool | None) -> None:
+            if yes:
+                await self.jobs.when_idle(delete)
+
+        question = chat_rules.delete_question(snapshot.tree.subtree_size(message.id))
+        self.app.push_screen(ConfirmScreen(question), confirmed)
+
+    @on(TreePanel.NodeChosen)
+    async def node_chosen(self, message: TreePanel.NodeChosen) -> None:
+        async def choose() -> None:
+            self.controller.select(message.message_id)
+            await self.show_head(selected=message.message_id)
+            await self.after_switch()
+
+        if self.controller.session_id is not None:
+            await self.jobs.when_idle(choose)
+
+    def action_stop(self) -> None:
+        if self.jobs.running("generate", "warm"):
+            self.controller.cancel()
+        elif self.mode.kind != "send":
+            if self.mode.kind == "edit":
+                self.chat_input.clear()
+            self.set_mode(InputMode())
+        else:
+            self.conversation_view.select(None)
+
+    def action_copy_message(self) -> None:
+        message = self.target()
+        if message is not None:
+            self.app.copy_to_clipboard(message.text)
+            self.notify("Copied the message.", timeout=2)
+
+    def action_copy_code(self) -> None:
+        block = chat_rules.last_code_block(self.controller.snapshot(), self.conversation_view.selected_id)
+        if block is None:
+            self.notify("No code block to copy.", timeout=2)
+            return
+        self.app.copy_to_clipboard(block)
+        self.notify("Copied the code block.", timeout=2)
+
+    # -- sessions, models, panels ------------------------------------------------------------
+
+    async def action_new_session(self) -> None:
+        await self.jobs.when_idle(self.new_chat)
+
+    def action_open_session(self) -> None:
+        async def chosen(session_id: int | None) -> None:
+            if session_id is not None:
+                await self.jobs.when_idle(lambda: self.open_chat(session_id))
+
+        self.app.push_screen(SessionPicker(self.controller, current_id=self.controller.session_id), chosen)
+
+    @on(SessionList.SessionChosen)
+    async def session_chosen(self, message: SessionList.SessionChosen) -> None:
+        await self.jobs.when_idle(lambda: self.open_chat(message.session_id))
+
+    def action_rename_session(self) -> None:
+        snapshot = self.controller.snapshot()
+        if snapshot is None:
+            return
+
+        async def renamed(title: str | None) -> None:
+            if title is not None and title.strip():
+                self.controller.rename_session(title.strip())
+                await self.refresh_view()
+
+        self.app.push_screen(TextPrompt("Rename this chat", snapshot.session.title), renamed)
+
+    def action_export(self) -> None:
+        session_id = self.controller.session_id
+        if session_id is None:
+            return
+
+        def exported(path: Path | None) -> None:
+            if path is not None:
+                self.notify(f"Exported to {path}", markup=False)
+
+        self.app.push_screen(ExportScreen(self.controller, session_id), exported)
+
+    def action_switch_model(self) -> None:
+        self.choose_model()
+
+    def toggle_panel(self, panel: TreePanel | SessionList) -> None:
+        panel.toggle_class("-open")
+        self.refresh_panels()
+        if panel.has_class("-open"):
+            panel.focus()
+        else:
+            self.chat_input.focus()
+
+    def action_toggle_tree(self) -> None:
+        self.toggle_panel(self.tree_panel)
+
+    def action_toggle_sessions(self) -> None:
+        self.toggle_panel(self.session_list)

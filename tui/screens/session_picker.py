@@ -10,6 +10,7 @@ database run in thread workers, so a large history never freezes the typing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from sessions.store import SearchHit, SessionStore, SessionSummary, StoreError
+from sessions.store import SearchHit, SessionSummary, StoreError
 from tui.fuzzy import fuzzy_rank
 from tui.safe_text import inert
 from tui.widgets.session_list import display_title, option_id, session_id_of, session_prompt
@@ -28,6 +29,14 @@ from tui.widgets.session_list import display_title, option_id, session_id_of, se
 SEARCH_FROM = 3
 """Queries at least this long also search the message text."""
 SNIPPET_LIMIT = 70
+
+
+class SessionSource(Protocol):
+    """Where the picker reads sessions from (``SessionController``); called from worker threads."""
+
+    def list_sessions(self) -> list[SessionSummary]: ...
+
+    def search_sessions(self, query: str) -> list[SearchHit]: ...
 
 
 def snippet_line(hit: SearchHit) -> str:
@@ -61,9 +70,9 @@ class SessionPicker(ModalScreen[int | None]):
         hits: list[SearchHit]
         error: str | None = None
 
-    def __init__(self, store: SessionStore, *, current_id: int | None = None) -> None:
+    def __init__(self, sessions: SessionSource, *, current_id: int | None = None) -> None:
         super().__init__()
-        self._store = store
+        self._sessions = sessions
         self._current_id = current_id
         self._summaries: list[SessionSummary] = []
         self._hits: list[SearchHit] = []
@@ -97,7 +106,7 @@ class SessionPicker(ModalScreen[int | None]):
           description="reading the session list")
     def _load_sessions(self) -> None:
         try:
-            self.post_message(self.SessionsLoaded(self._store.list_sessions()))
+            self.post_message(self.SessionsLoaded(self._sessions.list_sessions()))
         except StoreError as error:
             self.post_message(self.SessionsLoaded([], str(error)))
 
@@ -105,7 +114,7 @@ class SessionPicker(ModalScreen[int | None]):
           description="searching the messages")
     def _search(self, query: str) -> None:
         try:
-            self.post_message(self.HitsFound(query, self._store.search(query)))
+            self.post_message(self.HitsFound(query, self._sessions.search_sessions(query)))
         except StoreError as error:
             self.post_message(self.HitsFound(query, [], str(error)))
 

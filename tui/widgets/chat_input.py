@@ -70,7 +70,7 @@ class ChatInput(TextArea):
         if self.soft_wrap != wrap:
             self.soft_wrap = wrap
 
-    def _on_paste(self, event: events.Paste) -> None:
+    async def _on_paste(self, event: events.Paste) -> None:
         # Runs before ``TextArea._on_paste`` (Textual calls the handler of every class in
         # the MRO, this one first), so a huge paste is never wrapped at all.
         self._fit_wrapping(len(self.text) + len(event.text))

@@ -4,19 +4,31 @@
 (the common prefix of the old and the new branch) and only mounts or removes the rest,
 so paging between versions of the last reply does not re-render the whole chat. The
 reply being written is one extra view at the end that adopts its stored message.
+
+Streamed text is buffered here (``append_text``) and drawn a few times a second:
+redrawing for every token would keep the UI thread busy, and the engine thread needs
+the GIL between tokens. ``finish_stream`` drops what was not drawn yet, since the stored
+reply replaces it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.timer import Timer
 
+from sessions.controller import ChatSnapshot
+from sessions.stop_reason import StopReason
 from sessions.tree import Message
+from tui.safe_text import inert
 from tui.widgets.message_view import MessageView
 
-STOP_NOTES = {"cancelled": "stopped", "length": "cut at the length limit", "context_full": "context full",
-              "error": "failed"}
+STOP_NOTES = {StopReason.CANCELLED: "stopped", StopReason.LENGTH: "cut at the length limit",
+              StopReason.CONTEXT_FULL: "context full"}
+STREAM_INTERVAL = 1 / 12
+"""Seconds between two updates of a reply being written."""
 
 
 def message_note(message: Message) -> str:
@@ -24,7 +36,7 @@ def message_note(message: Message) -> str:
     if message.stats is None or message.role != "assistant":
         return ""
     note = f"{message.stats.tokens_generated} tokens"
-    reason = STOP_NOTES.get(message.stats.stop_reason)
+    reason = STOP_NOTES.get(StopReason.parse(message.stats.stop_reason))
     return f"{note} · {reason}" if reason else note
 
 
@@ -38,6 +50,9 @@ class ConversationView(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.selected_id: int | None = None
+        self._streamed: list[str] = []
+        """Text of the reply being written not drawn yet."""
+        self._flush_timer: Timer | None = None
 
     @property
     def views(self) -> list[MessageView]:
@@ -51,6 +66,15 @@ class ConversationView(VerticalScroll):
         """The view of the reply being written, if any."""
         views = self.views
         return views[-1] if views and views[-1].message_id is None else None
+
+    async def show_chat(self, snapshot: ChatSnapshot | None) -> None:
+        """Show the active branch of ``snapshot`` and its title (or that no chat is open)."""
+        if snapshot is None:
+            await self.show([], {})
+            self.border_title = Text("no chat open")
+            return
+        await self.show(snapshot.path, snapshot.positions())
+        self.border_title = Text(inert(snapshot.session.title) or "New chat")
 
     async def show(self, path: Sequence[Message], positions: Mapping[int, tuple[int, int]]) -> None:
         """Display ``path``; ``positions`` maps message ids to ``(i, n)`` among siblings."""
@@ -86,8 +110,35 @@ class ConversationView(VerticalScroll):
         self.anchor()
         return view
 
+    def append_text(self, text: str) -> None:
+        """More text of the reply being written; drawn at most ``STREAM_INTERVAL`` later."""
+        self._streamed.append(text)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(STREAM_INTERVAL, self._flush)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        text, self._streamed = "".join(self._streamed), []
+        view = self.reply_view
+        if view is not None and text:
+            await view.write(text)
+
+    def _forget_streamed(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._streamed = []
+
+    async def finish_stream(self, final: Message) -> None:
+        """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""
+        self._forget_streamed()
+        view = self.reply_view
+        if view is not None:
+            await view.end_stream(final)
+
     async def drop_reply(self) -> None:
         """Remove the reply view when no reply was stored (an error or an early stop)."""
+        self._forget_streamed()
         view = self.reply_view
         if view is not None:
             await view.end_stream(None)

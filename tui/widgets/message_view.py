@@ -93,10 +93,6 @@ class MessageView(Vertical):
         return None if self.message is None else self.message.id
 
     @property
-    def streaming(self) -> bool:
-        return self._stream is not None
-
-    @property
     def header_plain(self) -> str:
         """The header as plain text (``You  ‹ 2/2 ›``)."""
         return header_text(self.role, self.position, self.note).plain

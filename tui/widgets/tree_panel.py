@@ -92,7 +92,8 @@ class MessageTree(Tree[NodeInfo]):
             prefix = (toggle, base_style + Style.from_meta({"toggle": True}))
         else:
             prefix = ("  ", base_style)
-        body = node.label.copy()
+        label = node.label
+        body = label.copy() if isinstance(label, Text) else Text(label)
         if info.active:
             body.stylize(part("message-tree--active"))
         text = Text.assemble(
@@ -155,18 +156,18 @@ class TreePanel(Widget):
             self.show(*self._pending)
 
     @property
-    def tree(self) -> MessageTree:
+    def message_tree(self) -> MessageTree:
         return self.query_one(MessageTree)
 
     @property
     def cursor_message_id(self) -> int | None:
         """The message under the cursor, if any."""
-        node = self.tree.cursor_node if self._ready else None
+        node = self.message_tree.cursor_node if self._ready else None
         return None if node is None or node.data is None else node.data.message_id
 
     def focus(self, scroll_visible: bool = True) -> TreePanel:
         """Focus the tree inside (the panel itself takes no keys)."""
-        self.tree.focus(scroll_visible)
+        self.message_tree.focus(scroll_visible)
         return self
 
     def show(self, tree: ConversationTree, active_ids: set[int], saved_ids: set[int],
@@ -180,7 +181,7 @@ class TreePanel(Widget):
             self._pending = (tree, set(active_ids), set(saved_ids), head_id)
             return
         self._pending = None
-        widget = self.tree
+        widget = self.message_tree
         was_on = self.cursor_message_id
         target = was_on if was_on is not None and was_on != self._head_id and was_on in tree else None
         if target is None and head_id is not None and head_id in tree:

@@ -19,6 +19,7 @@ from sessions.cli.commands import (
     list_sessions,
     models,
     rename,
+    rpc_server,
     show,
 )
 
@@ -32,4 +33,5 @@ COMMANDS: list[ModuleType] = [
     delete,
     models,
     config_cmd,
+    rpc_server,
 ]

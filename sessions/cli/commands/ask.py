@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING, Any
 
 from sessions.cli.arguments import session_id, whole_number
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError, UsageError
 
+if TYPE_CHECKING:
+    from sessions.controller import SessionController
+    from sessions.store import Session
+    from sessions.tree import Message
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "ask",
         help="send a message and stream the reply (no UI)",
@@ -31,7 +37,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--at", type=session_id, metavar="MSG", help="fork: put TEXT under message MSG")
     where.add_argument("--edit", type=session_id, metavar="MSG", help="TEXT replaces user message MSG as a sibling")
-    where.add_argument("--regenerate", type=session_id, metavar="MSG", help="answer again: a sibling of reply MSG")
+    where.add_argument("--regenerate", type=session_id, metavar="MSG",
+                       help="answer again: a new version of reply MSG, or a new reply to your message MSG")
     parser.add_argument("--system", metavar="TEXT", help="system prompt of a new session")
     parser.add_argument("--temp", type=float, metavar="T", help="sampling temperature (0: greedy)")
     parser.add_argument("--max-tokens", type=whole_number(1, "max tokens"), metavar="N", help="longest reply")
@@ -44,7 +51,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _model_path(args, ctx: CommandContext, session) -> str:
+def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session | None) -> str:
     if getattr(args, "demo", False):
         from sessions.synth import make_model
 
@@ -55,15 +62,8 @@ def _model_path(args, ctx: CommandContext, session) -> str:
     return path
 
 
-def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.controller import ContextOverflow, ControllerError, EngineSettings, SessionController
-    from sessions.engine.factory import llama_engine_factory, open_checkpoints
-    from sessions.engine.model import ModelLoadError
-    from sessions.events import NoticeRaised, TextStreamed
-    from sessions.text_safety import InertStream
-    from sessions.tree import TreeError
-
-    text = " ".join(args.text).strip()
+def _check(args: argparse.Namespace, text: str) -> bool:
+    """Refuse contradictory flags; True when the message left waiting is to be answered."""
     if args.regenerate is not None and text:
         raise UsageError("--regenerate takes no TEXT")
     session_arg = getattr(args, "session", None)
@@ -75,81 +75,95 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError("--system applies to a new session only")
     if session_arg is None and (args.at or args.edit or args.regenerate):
         raise UsageError("--at, --edit and --regenerate need --session ID")
+    return answer_waiting
 
-    store = ctx.store()
-    session = store.get_session(session_arg) if session_arg is not None else None
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from sessions.controller import ContextOverflow, ControllerError
+    from sessions.engine.model import ModelLoadError
+    from sessions.events import Event, NoticeRaised, TextStreamed
+    from sessions.runtime import open_runtime
+    from sessions.text_safety import InertStream
+    from sessions.tree import TreeError
+
+    text = " ".join(args.text).strip()
+    answer_waiting = _check(args, text)
+    session_arg = getattr(args, "session", None)
     sampling = ctx.config.effective_sampling()  # --seed is applied to the config already
     if args.temp is not None:
         sampling = sampling.with_(temperature=args.temp)
-
     shown = InertStream()
 
-    def listen(event) -> None:
+    def listen(event: Event) -> None:
         if isinstance(event, TextStreamed):
             ctx.out.write(shown.push(event.text))
             ctx.out.flush()
         elif isinstance(event, NoticeRaised):
             ctx.note(f"{event.level}: {event.text}")
 
-    checkpoints = open_checkpoints(ctx.config)
-    controller = SessionController(
-        store,
-        engine_factory=llama_engine_factory(checkpoints),
-        settings=EngineSettings.from_config(ctx.config),
-        sampling=sampling,
-        listener=listen,
-    )
-    try:
-        controller.load_model(_model_path(args, ctx, session))
-        if session is None:
-            controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
-        else:
-            controller.open_session(session.id)
-        if answer_waiting:
-            head = controller.conversation.head
-            if head is None or head.role != "user":
-                raise CliError(f"no message of session {session.id} waits for an answer")
-        elif args.regenerate is not None:
-            controller.regenerate_point(args.regenerate)
-        elif args.edit is not None:
-            if controller.conversation.tree.get(args.edit).role != "user":
-                raise CliError(f"message {args.edit} is not a user message")
-            controller.edit(args.edit, text)
-        else:
-            controller.send(text, parent_id=args.at)
+    with open_runtime(ctx.config, listener=listen, sampling=sampling) as runtime:
+        for notice in runtime.notices:
+            ctx.note(f"warning: {notice}")
+        controller = runtime.controller
+        session = runtime.store.get_session(session_arg) if session_arg is not None else None
         try:
-            reply = controller.generate_reply(max_tokens=args.max_tokens)
-        except ContextOverflow as error:
-            if not args.trim:
-                raise CliError(f"{error}; `llamachat ask --session {controller.conversation.session_id} "
-                               "--trim` answers it in a new branch without the oldest turns "
-                               "(this branch stays)") from None
-            controller.trim_to_fit()
-            reply = controller.generate_reply(max_tokens=args.max_tokens)
-        ctx.out.write(shown.finish() + "\n")
-        ctx.out.flush()
-    except TreeError as error:
-        raise CliError(str(error).strip("'\"")) from None
-    except (ControllerError, ModelLoadError) as error:
-        raise CliError(str(error)) from None
-    finally:
-        if controller.engine is not None:
-            controller.engine.close()
-        if checkpoints is not None:
-            checkpoints.close()  # waits for the disk writes: the next run restores from them
-    if args.stats:
-        stats = reply.stats
-        line = {
-            "session": reply.session_id,
-            "message": reply.id,
-            "parent": reply.parent_id,
-            "tokens_restored": stats.tokens_restored,
-            "tokens_evaluated": stats.tokens_evaluated,
-            "tokens_generated": stats.tokens_generated,
-            "prompt_seconds": round(stats.prompt_seconds, 6),
-            "ttft_seconds": round(stats.ttft_seconds, 6),
-            "generation_tps": round(stats.generation_tps, 3),
-            "stop_reason": stats.stop_reason,
-        }
-        print(json.dumps(line), file=ctx.err)
+            controller.load_model(_model_path(args, ctx, session))
+            if session is None:
+                controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
+            else:
+                controller.open_session(session.id)
+            _place_message(controller, args, text, answer_waiting)
+            try:
+                reply = controller.generate_reply(max_tokens=args.max_tokens)
+            except ContextOverflow as error:
+                if not args.trim:
+                    raise CliError(f"{error}; `llamachat ask --session {controller.session_id} "
+                                   "--trim` answers it in a new branch without the oldest turns "
+                                   "(this branch stays)") from None
+                controller.trim_to_fit()
+                reply = controller.generate_reply(max_tokens=args.max_tokens)
+            ctx.out.write(shown.finish() + "\n")
+            ctx.out.flush()
+        except TreeError as error:
+            raise CliError(str(error).strip("'\"")) from None
+        except (ControllerError, ModelLoadError) as error:
+            raise CliError(str(error)) from None
+    if args.stats and reply.stats is not None:
+        print(json.dumps(_stats_line(reply)), file=ctx.err)
     return 0
+
+
+def _place_message(controller: SessionController, args: argparse.Namespace, text: str, answer_waiting: bool) -> None:
+    """Put the message to answer at the head: new, forked, edited, or the one waiting."""
+    if answer_waiting:
+        snapshot = controller.snapshot()
+        head = snapshot.head if snapshot is not None else None
+        if head is None or head.role != "user":
+            raise CliError(f"no message of session {controller.session_id} waits for an answer")
+    elif args.regenerate is not None:
+        controller.regenerate(args.regenerate)
+    elif args.edit is not None:
+        snapshot = controller.snapshot()
+        edited = snapshot.message(args.edit) if snapshot is not None else None
+        if edited is not None and edited.role != "user":
+            raise CliError(f"message {args.edit} is not a user message")
+        controller.edit(args.edit, text)
+    else:
+        controller.send(text, parent_id=args.at)
+
+
+def _stats_line(reply: Message) -> dict[str, object]:
+    stats = reply.stats
+    assert stats is not None
+    return {
+        "session": reply.session_id,
+        "message": reply.id,
+        "parent": reply.parent_id,
+        "tokens_restored": stats.tokens_restored,
+        "tokens_evaluated": stats.tokens_evaluated,
+        "tokens_generated": stats.tokens_generated,
+        "prompt_seconds": round(stats.prompt_seconds, 6),
+        "ttft_seconds": round(stats.ttft_seconds, 6),
+        "generation_tps": round(stats.generation_tps, 3),
+        "stop_reason": str(stats.stop_reason),
+    }

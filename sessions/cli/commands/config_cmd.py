@@ -25,10 +25,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.print(path)
         return 0
     from sessions.config import config_template
-    from sessions.config.files import write_atomically
+    from sessions.config.files import write_config_text
 
     if path.exists():
         raise CliError(f"{path} already exists; not overwriting it")
-    write_atomically(path, config_template())
+    write_config_text(path, config_template())
     ctx.print(f"wrote {path}")
     return 0

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
-from sessions.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from sessions.exchange import ExportKind
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,22 +27,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def write_private(path: Path, text: str) -> None:
-    """Replace ``path`` in one step with a file only the user can read (chats are private)."""
-    if not path.parent.is_dir():
-        raise CliError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise CliError(f"cannot write {path}: it is a folder")
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def _for_stdout(text: str, fmt: str, out) -> str:
     """JSON stays the same value with C1 controls escaped; Markdown on a terminal is made
     inert (piped into a file it stays exactly the text of the chat)."""
@@ -55,21 +39,17 @@ def _for_stdout(text: str, fmt: str, out) -> str:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.exchange import export_json, export_markdown
+    from sessions.exchange import export_text, write_export
 
     fmt = args.format
     if fmt is None:
         fmt = "json" if args.output and args.output.lower().endswith(".json") else "md"
+    kind: ExportKind = "json" if fmt == "json" else "markdown"
     store = ctx.store()
-    if fmt == "json":
-        text = json.dumps(export_json(store, args.id), ensure_ascii=False, indent=1) + "\n"
-    else:
-        text = export_markdown(store, args.id, whole_tree=args.tree)
-        text = text if text.endswith("\n") else text + "\n"
     if not args.output or args.output == "-":
+        text = export_text(store, args.id, kind, whole_tree=args.tree)
         ctx.out.write(_for_stdout(text, fmt, ctx.out))
         return 0
-    path = Path(args.output).expanduser()
-    write_private(path, text)
+    path = write_export(store, args.id, Path(args.output).expanduser(), kind, whole_tree=args.tree)
     ctx.print(f"exported session {args.id} to {path}")
     return 0

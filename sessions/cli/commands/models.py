@@ -1,4 +1,8 @@
-"""``llamachat models``: every GGUF model found, with its memory kind and size."""
+"""``llamachat models``: every GGUF model found, with its memory kind and size, and the devices.
+
+After the table, on stderr (not with ``--json``): this machine's devices, each RPC server's (asked
+now, so a wrong address shows before a model loads) and where ``-ngl`` puts layers.
+"""
 
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not cards:
         searched = ", ".join(str(root.path) for root in search_roots(ctx.config.model_dirs))
         ctx.note(f"no models found; searched {searched} (add folders to model_dirs in config.toml)")
+        _print_devices(ctx)
         return 0
     rows = [["NAME", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "MEMORY", "PATH"]]
     for card in cards:
@@ -57,4 +62,18 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ])
     for line in table(rows):
         ctx.print(line)
+    _print_devices(ctx)
     return 0
+
+
+def _print_devices(ctx: CommandContext) -> None:
+    """This machine's devices, each RPC server's (asked now), and where -ngl puts layers.
+
+    On stderr, like the other remarks: stdout stays the table a script reads.
+    """
+    from sessions.rpc.report import local_devices_line, offload_line, server_lines
+
+    ctx.note(local_devices_line())
+    for line in server_lines(ctx.config.rpc):
+        ctx.note(line)
+    ctx.note(offload_line(ctx.config.rpc, ctx.config.n_gpu_layers))

@@ -14,6 +14,7 @@ import argparse
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import iso_time, local_time, one_line
+from sessions.tree import ConversationTree, Message
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -25,13 +26,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _labelled(messages: list) -> list[tuple[object, str]]:
+def _labelled(messages: list[Message]) -> list[tuple[Message, str]]:
     if len(messages) < 2:
         return [(m, "") for m in messages]
     return [(m, f"[{i}/{len(messages)}] ") for i, m in enumerate(messages, 1)]
 
 
-def tree_lines(tree, active: set[int]) -> list[str]:
+def tree_lines(tree: ConversationTree, active: set[int]) -> list[str]:
     """The outline of ``tree``, depth first in creation order (iterative: chats are deep).
 
     Alternatives are indented two columns under the message they branch from; the

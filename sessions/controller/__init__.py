@@ -1,0 +1,19 @@
+"""The one door into the core: ``SessionController`` and what it hands out or raises.
+
+``job_control`` holds the engine lock and the stop protocol, ``model_loading`` swaps
+models, ``reply`` writes one reply, ``snapshot`` is what the UI reads.
+"""
+
+from sessions.controller.session_controller import SessionController
+from sessions.controller.snapshot import ChatSnapshot
+from sessions.engine.settings import EngineSettings
+from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
+
+__all__ = [
+    "ChatSnapshot",
+    "ContextOverflow",
+    "ControllerError",
+    "EngineSettings",
+    "GenerationCancelled",
+    "SessionController",
+]

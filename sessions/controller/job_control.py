@@ -1,0 +1,69 @@
+"""Who may drive llama.cpp, and how a job is stopped: the engine lock and the stop flag.
+
+One llama.cpp context must never be used by two threads at once, so every blocking
+engine method of the controller (load, warm, reply, trim, close) runs inside ``job``,
+which holds the engine lock. Stopping uses two signals: a flag the controller checks
+between steps, and llama.cpp's abort flag, which interrupts a decode in the middle of
+a batch.
+
+The order of events the protocol has to survive: the UI schedules a job, the user
+presses stop, and only then does the worker thread start. That stop must not be lost,
+so the flags are cleared when a job *ends*, not when it starts. A stop pressed while
+nothing ran must not hit the next job either, so whoever schedules a job calls
+``begin`` first (on the scheduling thread, while the engine is idle).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from sessions.engine.protocol import ChatEngine
+
+
+class JobControl:
+    """The engine lock and the stop flags of one controller."""
+
+    def __init__(self, engine: Callable[[], ChatEngine | None]) -> None:
+        self._engine = engine
+        """The engine loaded now (it changes when another model is loaded)."""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
+    def begin(self) -> None:
+        """Forget a stop that came while no job ran (call before scheduling a job)."""
+        self._clear()
+
+    def cancel(self) -> None:
+        """Stop the running job, or else the next one to start, as soon as possible (any thread)."""
+        self._stop.set()
+        engine = self._engine()
+        if engine is not None:
+            engine.request_abort()
+
+    def resume_decoding(self) -> None:
+        """Let llama.cpp decode again once a prompt is in: from here on, stops are
+        checked between tokens (``stop_requested``), and the reply so far is kept."""
+        engine = self._engine()
+        if engine is not None:
+            engine.clear_abort()
+
+    @contextmanager
+    def job(self) -> Iterator[None]:
+        """Hold the engine for one blocking job; the stop is used up when it ends."""
+        with self._lock:
+            try:
+                yield
+            finally:
+                self._clear()
+
+    def _clear(self) -> None:
+        self._stop.clear()
+        engine = self._engine()
+        if engine is not None:
+            engine.clear_abort()

@@ -1,0 +1,49 @@
+"""Swapping the loaded model for another, without ever leaving the chat with none.
+
+Two models may not fit in memory together, so the current one is closed first. When the
+new one fails to load (a bad file, too little memory), the previous one is loaded again
+before the error is reported, so a bad pick in the model picker costs a reload, never
+the chat.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from sessions.engine.protocol import ChatEngine, EngineFactory
+from sessions.engine.settings import EngineSettings
+from sessions.events import Listener, ModelLoaded, ModelLoadProgressed, NoticeRaised
+
+
+def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: Listener,
+                current: ChatEngine | None, path: Path) -> tuple[ChatEngine | None, Exception | None]:
+    """Close ``current`` and load ``path``: ``(engine now loaded, why the new one failed)``."""
+    t0 = time.perf_counter()
+    previous = current.info.path if current is not None else None
+    if current is not None:
+        current.close()
+
+    def progress(fraction: float) -> None:
+        listener(ModelLoadProgressed(fraction))
+
+    try:
+        engine = factory(path, settings, progress)
+    except Exception as error:
+        if previous is None or previous == path:
+            return None, error
+        try:
+            back = factory(previous, settings, progress)
+        except Exception:
+            return None, error
+        _announce(back, listener, time.perf_counter() - t0)
+        return back, error
+    if engine.template.is_fallback and engine.template.fallback_reason:
+        listener(NoticeRaised(engine.template.fallback_reason))
+    _announce(engine, listener, time.perf_counter() - t0)
+    return engine, None
+
+
+def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
+    info = engine.info
+    listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, seconds))

@@ -1,0 +1,75 @@
+"""Writing one reply: make the branch live, sample, and measure what it cost.
+
+Kept apart from the controller, which decides *which* branch and stores the result; this
+is the blocking part in between, run by a worker thread holding the engine lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sessions.errors import ContextOverflow, GenerationCancelled
+from sessions.reply_stats import reply_stats
+from sessions.sampling import SamplingSettings
+from sessions.stop_reason import StopReason
+from sessions.tree import GenerationStats
+
+if TYPE_CHECKING:
+    from sessions.engine.branch_engine import GenerateResult, ProgressFn
+    from sessions.engine.protocol import ChatEngine
+
+
+@dataclass(frozen=True)
+class BranchTokens:
+    """A branch as the engine takes it (see ``sessions.branch_tokens``)."""
+
+    tokens: list[int]
+    ends: list[int]
+    stepped: list[bool]
+
+
+@dataclass(frozen=True)
+class WrittenReply:
+    result: GenerateResult
+    stats: GenerationStats
+
+
+def write_reply(
+    engine: ChatEngine,
+    branch: BranchTokens,
+    settings: SamplingSettings,
+    *,
+    t_request: float,
+    max_tokens: int | None,
+    on_progress: ProgressFn,
+    on_text: Callable[[str], None],
+    should_stop: Callable[[], bool],
+    resume_decoding: Callable[[], None],
+) -> WrittenReply:
+    """Answer the branch; raises ``GenerationCancelled`` when stopped before any token.
+
+    The reply gets ``max_tokens`` (default: the sampling limit) or what is left of the
+    context, whichever is less; a reply cut by the context says so (``context_full``).
+    ``t_request`` (``perf_counter``) is when the reply was asked for: the time to the
+    first token counts from there.
+    """
+    from sessions.engine.context import DecodeCancelled
+
+    if should_stop():
+        raise GenerationCancelled("stopped before the reply started")
+    if len(branch.tokens) >= engine.n_ctx:
+        raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
+    wanted = max_tokens or settings.max_tokens
+    room = engine.n_ctx - len(branch.tokens)
+    try:
+        prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, on_progress)
+    except DecodeCancelled:
+        raise GenerationCancelled("stopped before the reply started") from None
+    resume_decoding()
+    result = engine.generate(prep.logits, settings, max_tokens=min(wanted, room), on_text=on_text,
+                             should_stop=should_stop)
+    if not result.tokens and result.stop_reason == StopReason.CANCELLED:
+        raise GenerationCancelled("stopped before the reply started")
+    return WrittenReply(result, reply_stats(prep, result, t_request, room=room, wanted=wanted))

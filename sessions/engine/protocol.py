@@ -1,0 +1,80 @@
+"""The engine as the session controller sees it: one model, one context, its checkpoints.
+
+``SessionController`` programs against ``ChatEngine`` only. ``LlamaChatEngine`` is the
+real one over llama.cpp; the UI tests drive the controller with an in-memory fake of the
+same shape (a test compares the two signatures, so the fake cannot drift). Types from the
+engine modules are named for the type checker only: importing this module loads no
+llama.cpp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
+    from sessions.engine.chat_template import ChatTemplate
+    from sessions.engine.model import ModelInfo
+    from sessions.engine.planner import Plan
+    from sessions.engine.settings import EngineSettings
+    from sessions.sampling import SamplingSettings
+
+
+class ChatEngine(Protocol):
+    info: ModelInfo
+    template: ChatTemplate
+    n_ctx: int
+
+    def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
+
+    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
+        """What making ``target`` live would cost; no work is done."""
+        ...
+
+    def prepare(
+        self,
+        target: Sequence[int],
+        ends: Sequence[int],
+        stepped: Sequence[bool] | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> PrepareResult:
+        """Make ``target`` the live sequence (restore, then decode what is new); blocking."""
+        ...
+
+    def generate(
+        self,
+        logits: np.ndarray,
+        settings: SamplingSettings,
+        *,
+        max_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> GenerateResult:
+        """Sample a reply after the live sequence; blocking."""
+        ...
+
+    def is_saved(self, prefix: str) -> bool:
+        """Whether the state after the token prefix with this hash is checkpointed."""
+        ...
+
+    def request_abort(self) -> None:
+        """Make a running decode stop soon (any thread)."""
+        ...
+
+    def clear_abort(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class EngineFactory(Protocol):
+    """Makes an engine for a model file (blocking: it loads the model).
+
+    The controller takes a factory rather than an engine so that it can load another
+    model later, and so that tests can hand it a fake.
+    """
+
+    def __call__(self, path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> ChatEngine: ...

@@ -1,0 +1,51 @@
+"""Devices in words, for ``llamachat --help`` and ``llamachat models``.
+
+``--help`` lists this machine's devices and whether the RPC backend is built in (no
+network); ``models`` also asks each configured RPC server for its devices, with a short
+timeout, so a mistyped address shows up before a model is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sessions.rpc.errors import REBUILD, RpcError
+
+
+def _gib(n: int | None) -> str:
+    return f"{(n or 0) / (1 << 30):.1f} GiB"
+
+
+def local_devices_line() -> str:
+    """``devices: CPU (AMD EPYC, 23.5 GiB free); RPC backend built in``."""
+    try:
+        from sessions.rpc.backend import devices, rpc_compiled_in
+
+        local = [d for d in devices() if not d.is_rpc]
+        rpc = rpc_compiled_in()
+    except (ImportError, OSError) as error:
+        return f"devices: unknown (llama.cpp could not be loaded: {error})"
+    shown = "; ".join(f"{d.name} ({d.description}, {_gib(d.free_bytes)} free)" for d in local)
+    built = "RPC backend built in" if rpc else f"no RPC backend (rebuild: {REBUILD})"
+    return f"devices: {shown}; {built}"
+
+
+def server_lines(endpoints: Sequence[str], timeout: float = 2.0) -> list[str]:
+    """One line per RPC server: its devices and memory, or why it cannot be used."""
+    from sessions.rpc.probe import probe
+
+    lines = []
+    for endpoint in endpoints:
+        try:
+            lines.append(f"RPC server {probe(endpoint, timeout).describe()}")
+        except RpcError as error:
+            lines.append(str(error))
+    return lines
+
+
+def offload_line(endpoints: Sequence[str], n_gpu_layers: int) -> str:
+    """Where the layers would go with these settings (before anything is loaded)."""
+    layers = "every layer" if n_gpu_layers < 0 else f"{n_gpu_layers} layers" if n_gpu_layers else "no layer"
+    targets = f"{len(endpoints)} RPC server{'s' if len(endpoints) != 1 else ''}, then local GPUs" if endpoints \
+        else "local GPUs"
+    return f"offload (-ngl {n_gpu_layers}): {layers} to {targets}; the rest on the CPU"

@@ -1,0 +1,146 @@
+"""Blocking engine work in thread workers, one job at a time, never on the UI thread.
+
+Loading a model, warming a branch, writing a reply and trimming a branch all drive the
+same llama.cpp context. The controller's engine lock already keeps two threads out of
+it; this object keeps the *screen* from piling jobs up behind that lock: a job starts
+only when the engine is idle, and a gesture that changes the branch while a job runs
+waits in ``when_idle`` (stopping a reply or a warm-up first), then runs in order.
+Results and failures come back to the screen as ``Worker.StateChanged`` messages.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from textual.dom import DOMNode
+from textual.worker import Worker
+
+from sessions.controller import ControllerError, GenerationCancelled, SessionController
+from sessions.store import StoreError
+from sessions.tree import TreeError
+
+ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
+GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
+"""What the core raises, with a message written for the user, when a gesture cannot be done."""
+
+IdleCallback = Callable[[], Awaitable[None] | None]
+
+
+def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None:
+    """Plain words and a severity for a failed job; None when it needs no message."""
+    from sessions.engine.context import DecodeCancelled
+
+    if isinstance(error, GenerationCancelled):
+        return "Stopped before the reply started.", "information"
+    if isinstance(error, DecodeCancelled):
+        return None  # a warm-up interrupted by the next gesture
+    if isinstance(error, ControllerError):
+        return str(error), "error"
+    what = {"load": "Could not load the model", "warm": "Could not prepare this branch",
+            "generate": "Could not write the reply",
+            "trim": "Could not make the shorter branch"}.get(group, "Something failed")
+    return f"{what}: {error}", "error"
+
+
+class EngineWork:
+    """The engine jobs a screen runs, and the gestures waiting for them to end."""
+
+    def __init__(self, node: DOMNode, controller: SessionController,
+                 refused: Callable[[str], None]) -> None:
+        self._node = node
+        """Runs the workers and gets their ``Worker.StateChanged`` messages."""
+        self._controller = controller
+        self._refused = refused
+        """Shows a gesture the core refused (its message is written for the user)."""
+        self._waiting: list[IdleCallback] = []
+
+    # -- the jobs ---------------------------------------------------------------------
+
+    def load(self, path: Path | None, *, demo: bool = False) -> None:
+        """Load ``path`` (or make the demo model first, then load it)."""
+
+        def job() -> object:
+            model = path
+            if demo:
+                from sessions.synth import make_model
+
+                model = make_model("llama", "tiny")
+            if model is None:
+                raise ControllerError("no model was chosen")
+            return self._controller.load_model(model)
+
+        self._start("load", "loading the model", job)
+
+    def reply(self) -> None:
+        self._start("generate", "writing the reply", self._controller.generate_reply)
+
+    def warm(self, leaf_id: int) -> None:
+        self._start("warm", "preparing the branch", lambda: self._controller.warm(leaf_id))
+
+    def trim(self, leaf_id: int) -> None:
+        self._start("trim", "making a branch without the oldest turns", lambda: self._controller.trim_to_fit(leaf_id))
+
+    def _start(self, group: str, description: str, job: Callable[[], Any]) -> None:
+        self._controller.begin_job()  # the engine is idle here: an old stop must not hit this job
+        self._node.run_worker(job, thread=True, exclusive=True, group=group, exit_on_error=False,
+                              description=description)
+
+    # -- state ------------------------------------------------------------------------
+
+    def owns(self, worker: Worker[Any]) -> bool:
+        return worker.node is self._node and worker.group in ENGINE_GROUPS
+
+    def running(self, *groups: str) -> list[Worker[Any]]:
+        """Unfinished engine jobs (of ``groups`` when given)."""
+        wanted = set(groups) or ENGINE_GROUPS
+        return [w for w in self._node.app.workers
+                if w.node is self._node and w.group in wanted and not w.is_finished]
+
+    @property
+    def idle(self) -> bool:
+        """No job runs and no gesture waits for one."""
+        return not self.running() and not self._waiting
+
+    @property
+    def gestures_waiting(self) -> bool:
+        return bool(self._waiting)
+
+    @property
+    def generating(self) -> bool:
+        return bool(self.running("generate"))
+
+    @property
+    def loading(self) -> bool:
+        return bool(self.running("load"))
+
+    # -- gestures that wait ---------------------------------------------------------------
+
+    async def when_idle(self, callback: IdleCallback, *, stop: bool = True) -> None:
+        """Run ``callback`` now if the engine is idle, else after the running job.
+
+        With ``stop`` a reply being written or a branch being warmed is stopped first (a
+        model load is never interrupted). The reply written so far is kept.
+        """
+        if not self.running():
+            await self._run_gesture(callback)
+            return
+        self._waiting.append(callback)
+        if stop and self.running("generate", "warm"):
+            self._controller.cancel()
+
+    async def run_waiting(self) -> None:
+        """Called when an engine job ends: run what was waiting, in order."""
+        while self._waiting and not self.running():
+            await self._run_gesture(self._waiting.pop(0))
+
+    async def _run_gesture(self, callback: IdleCallback) -> None:
+        """Run a gesture; a refusal from the core becomes a notification, not a crash."""
+        try:
+            result = callback()
+            if inspect.isawaitable(result):
+                await result
+        except GESTURE_ERRORS as error:
+            self._refused(str(error))

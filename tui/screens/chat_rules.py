@@ -1,0 +1,106 @@
+"""The chat screen's decisions that need no widget: which message a key applies to,
+what the next send does, and the words of its questions and notes.
+
+Each tree action works on the *selected* message (moved with ctrl+up/down), or on the
+last fitting message of the branch when nothing is selected, so the common case needs
+no selection at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from sessions.controller import ChatSnapshot
+from sessions.tree import Message
+from tui.widgets.message_view import code_blocks
+
+if TYPE_CHECKING:
+    from sessions.engine.planner import Plan
+
+SLOW_SWITCH_TOKENS = 256
+SLOW_SWITCH_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class InputMode:
+    """What the next send does: a normal message, a new version of one, or a fork."""
+
+    kind: Literal["send", "edit", "fork"] = "send"
+    target_id: int | None = None
+
+    @property
+    def title(self) -> str | None:
+        """The input box's title while the mode is special."""
+        return {"edit": "Editing: Enter saves a new version (the original stays), Esc cancels",
+                "fork": "Forking: the next message starts a new branch here, Esc cancels"}.get(self.kind)
+
+
+def target(snapshot: ChatSnapshot | None, selected_id: int | None, *roles: str) -> Message | None:
+    """The selected message, else the last message of the branch with one of ``roles``."""
+    if snapshot is None:
+        return None
+    selected = snapshot.message(selected_id)
+    if selected is not None:
+        return selected if not roles or selected.role in roles else None
+    return next((m for m in reversed(snapshot.path) if not roles or m.role in roles), None)
+
+
+def step_selection(path_ids: list[int], current: int | None, delta: int) -> int | None:
+    """The message ``delta`` steps from ``current`` (None: no selection, past the end)."""
+    if not path_ids:
+        return None
+    if current not in path_ids:
+        return path_ids[-1] if delta < 0 else None
+    index = path_ids.index(current) + delta
+    return None if index >= len(path_ids) else path_ids[max(0, index)]
+
+
+def seconds_words(seconds: float) -> str:
+    return "under 1 s" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def switch_note(plan: Plan) -> str | None:
+    """A note when making a branch live will take noticeable time (None when it will not)."""
+    if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
+        return None
+    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens (~{seconds_words(plan.estimate_seconds)})"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def delete_question(count: int) -> str:
+    """``count``: the message and everything below it."""
+    return (f"Delete this message and the {plural(count - 1, 'message')} below it "
+            f"on every branch? {plural(count, 'message')} will be deleted.")
+
+
+def trim_offer(snapshot: ChatSnapshot, error: Exception) -> tuple[str, bool]:
+    """What to say when the branch no longer fits: ``(words, whether a trim can help)``.
+
+    When nothing precedes the message but a system prompt there is nothing to leave out,
+    so offering a shorter branch would only fail later.
+    """
+    words = str(error)
+    words = words[:1].upper() + words[1:]
+    earlier = [m for m in snapshot.path[:-1] if m.role != "system"]
+    if not earlier:
+        return (f"{words}: this message alone does not fit. Edit it (F2) to shorten it, "
+                "or use a larger context (n_ctx in config.toml)."), False
+    return (f"{words}. Continue in a new branch without the oldest turns? "
+            "This branch stays as it is; you can page back to it."), True
+
+
+def last_code_block(snapshot: ChatSnapshot | None, selected_id: int | None) -> str | None:
+    """The last code block of the selected message, else of the newest message that has one."""
+    if snapshot is None:
+        return None
+    selected = snapshot.message(selected_id)
+    candidates = [selected] if selected is not None else list(reversed(snapshot.path))
+    for message in candidates:
+        blocks = code_blocks(message.text)
+        if blocks:
+            return blocks[-1]
+    return None

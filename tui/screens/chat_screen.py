@@ -1,0 +1,328 @@
+"""The chat screen's foundation: the layout, what it shows, and the engine's jobs.
+
+``ChatScreen`` shows the open chat as the controller (``sessions.controller``, the one
+door into the core) has it, runs the blocking work as engine jobs (``tui.engine_work``)
+and handles how they end (``Worker.StateChanged``) and what the core reports on the way
+(``CoreEvent``). It also opens the first chat and loads its model. The keys and clicks
+of the user are ``MainScreen``'s, built on this.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from sessions import events as core
+from sessions.config import Config
+from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
+from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
+from tui.events import CoreEvent, severity
+from tui.screens import chat_rules
+from tui.screens.chat_rules import InputMode
+from tui.screens.dialogs import ConfirmScreen
+from tui.screens.model_picker import ModelPicker
+from tui.startup import StartupRequest, plan_startup, session_model
+from tui.widgets.chat_input import ChatInput
+from tui.widgets.conversation_view import ConversationView
+from tui.widgets.prompt_progress import PromptProgress
+from tui.widgets.session_list import SessionList
+from tui.widgets.status_bar import StatusBar
+from tui.widgets.tree_panel import TreePanel
+
+if TYPE_CHECKING:
+    from sessions.engine.branch_engine import PrepareResult
+
+DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
+             "It shows how branching works; press F5 to switch to a real model.")
+
+
+class ChatScreen(Screen[None]):
+    """Conversation in the centre, optional session list and tree, input, status."""
+
+    CSS_PATH = "main_screen.tcss"
+    AUTO_FOCUS = "#input"
+
+    def __init__(self, controller: SessionController, *, config: Config,
+                 startup: StartupRequest = StartupRequest()) -> None:
+        super().__init__()
+        self.controller = controller
+        self.config = config
+        self.startup = startup
+        self.mode = InputMode()
+        self.reply_wanted = False
+        """A user message waits for the model to finish loading."""
+        self.jobs = EngineWork(self, controller, refused=self.refused)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            yield SessionList(id="sessions", classes="side-panel")
+            with Vertical(id="centre"):
+                yield Static(Text(DEMO_NOTE), id="demo-banner")
+                yield ConversationView(id="conversation")
+                yield PromptProgress(id="progress")
+                yield ChatInput(id="input")
+            yield TreePanel(id="tree", classes="side-panel")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.start)
+
+    @property
+    def conversation_view(self) -> ConversationView:
+        return self.query_one(ConversationView)
+
+    @property
+    def chat_input(self) -> ChatInput:
+        return self.query_one(ChatInput)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def progress(self) -> PromptProgress:
+        return self.query_one(PromptProgress)
+
+    @property
+    def tree_panel(self) -> TreePanel:
+        return self.query_one(TreePanel)
+
+    @property
+    def session_list(self) -> SessionList:
+        return self.query_one(SessionList)
+
+    @property
+    def model_ready(self) -> bool:
+        return self.controller.model_info is not None and not self.jobs.loading
+
+    def refused(self, words: str) -> None:
+        self.notify(words, severity="error", markup=False)
+
+    # -- showing the chat ----------------------------------------------------------------
+
+    async def refresh_view(self) -> None:
+        """Show the active branch, the panels and the title as the controller has them."""
+        snapshot = self.controller.snapshot()
+        await self.conversation_view.show_chat(snapshot)
+        self.refresh_panels(snapshot)
+
+    def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
+        """Redraw the open side panels (from ``snapshot`` when the caller has one)."""
+        snapshot = snapshot or self.controller.snapshot()
+        if self.tree_panel.has_class("-open") and snapshot is not None:
+            head = snapshot.head
+            self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
+                                 head.id if head else None)
+        if self.session_list.has_class("-open"):
+            self.session_list.show(self.controller.list_sessions(), self.controller.session_id)
+
+    def set_mode(self, mode: InputMode) -> None:
+        self.mode = mode
+        self.chat_input.set_class(mode.kind != "send", "-special")
+        self.chat_input.border_title = mode.title
+
+    # -- the core's events and the end of every engine job -------------------------------
+
+    @on(CoreEvent)
+    async def core_event(self, message: CoreEvent) -> None:
+        match message.event:
+            case core.ModelLoadProgressed(fraction):
+                self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
+            case core.ModelLoaded(name, kind, n_ctx):
+                self.status.set_model(name, kind)
+                self.status.set_context(self.controller.context_used(), n_ctx)
+                self.progress.hide()
+            case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
+                self.progress.show_prompt(done, total, progress.eta_seconds)
+            case core.PromptProgressed():
+                self.progress.hide()
+            case core.TextStreamed(text):
+                self.progress.hide()
+                self.conversation_view.append_text(text)
+            case core.ReplyFinished(reply, stats):
+                await self.conversation_view.finish_stream(reply)
+                self.status.set_speed(stats.generation_tps)
+                self.status.set_cost(stats.tokens_restored, stats.tokens_evaluated, stats.prompt_seconds)
+                await self.refresh_view()
+                self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
+            case core.NoticeRaised(text, level):
+                self.notify(text, severity=severity(level), markup=False)
+
+    @on(Worker.StateChanged)
+    async def job_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if not self.jobs.owns(worker):
+            return
+        if event.state == WorkerState.RUNNING and worker.group == "load" and not self.progress.active:
+            self.progress.show_fraction(f"{worker.description}…", None)
+        if not worker.is_finished:
+            return
+        if event.state == WorkerState.SUCCESS:
+            await self.job_succeeded(worker.group, worker.result)
+        else:
+            await self.job_failed(worker.group, worker.error)
+        if not self.jobs.running():
+            self.progress.hide()
+        await self.jobs.run_waiting()
+
+    async def job_succeeded(self, group: str, result: Any) -> None:
+        if group == "load":
+            self.status.set_note("")
+            if self.reply_wanted:
+                self.reply_wanted = False
+                await self.start_reply()
+            elif not self.jobs.gestures_waiting:
+                await self.after_switch()
+        elif group == "trim":
+            self.conversation_view.select(None)
+            await self.refresh_view()
+            self.status.set_note("continued in a new branch without the oldest turns")
+            await self.start_reply()
+        elif group == "warm":
+            result = cast("PrepareResult", result)
+            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds)
+            self.status.set_context(result.plan.target_len, self.controller.n_ctx)
+            self.status.set_note("")
+
+    async def job_failed(self, group: str, error: BaseException | None) -> None:
+        if group == "generate":
+            await self.conversation_view.drop_reply()
+            await self.refresh_view()
+            if isinstance(error, ContextOverflow):
+                self.offer_trim(error)
+                return
+        if group == "load":
+            self.reply_wanted = False
+            if self.controller.model_info is None:  # else the model loaded before is back
+                self.status.set_model("no model")
+        if group == "trim":
+            self.status.set_note("")
+        words = describe_failure(group, error) if error is not None else None
+        if words is not None:
+            self.notify(words[0], severity=severity(words[1]), markup=False)
+
+    # -- replies and branch switches ---------------------------------------------------------
+
+    async def show_head(self, mode: InputMode | None = None, selected: int | None = None) -> None:
+        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw."""
+        if mode is not None:
+            self.set_mode(mode)
+        self.conversation_view.select(selected)
+        await self.refresh_view()
+
+    async def start_reply(self) -> None:
+        """Write a reply to the user message at the head (once the model is loaded)."""
+        if not self.model_ready:
+            self.reply_wanted = True
+            if self.jobs.loading:
+                self.notify("The reply will start once the model has loaded.", timeout=3)
+            else:
+                self.notify("No model is loaded: press F5 to choose one.", severity="warning")
+            return
+        await self.conversation_view.begin_reply()
+        self.jobs.reply()
+
+    async def after_switch(self) -> None:
+        """After the branch changed: say what making it live costs, then do it in the background."""
+        snapshot = self.controller.snapshot()
+        head = snapshot.head if snapshot is not None else None
+        if not self.model_ready or head is None or self.jobs.running():
+            return
+        try:
+            note = chat_rules.switch_note(self.controller.plan_for(head.id))
+        except Exception as error:  # a template that fails on this branch, a store error
+            self.notify(f"Cannot prepare this branch: {error}", severity="error", markup=False)
+            return
+        if note:
+            self.status.set_note(note)
+            self.notify(note, timeout=4)
+        self.jobs.warm(head.id)
+
+    def offer_trim(self, error: ContextOverflow) -> None:
+        """The branch no longer fits: offer to go on in a new branch without the oldest turns."""
+        snapshot = self.controller.snapshot()
+        head = snapshot.head if snapshot is not None else None
+        if snapshot is None or head is None or head.role != "user":
+            return
+        words, helps = chat_rules.trim_offer(snapshot, error)
+        if not helps:
+            self.notify(words, severity="error", timeout=10, markup=False)
+            return
+
+        async def chosen(yes: bool | None) -> None:
+            if yes:
+                await self.jobs.when_idle(lambda: self.start_trim(head.id))
+
+        self.app.push_screen(ConfirmScreen(words, "Continue in a new branch", yes_variant="primary"), chosen)
+
+    def start_trim(self, leaf_id: int) -> None:
+        self.status.set_note("making a branch without the oldest turns…")
+        self.jobs.trim(leaf_id)
+
+    # -- the first chat, and models ----------------------------------------------------------
+
+    async def start(self) -> None:
+        """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
+        plan = plan_startup(self.startup, last_session_id=self.controller.last_session_id(),
+                            configured_model=self.config.model)
+        if plan.start == "demo":
+            await self.new_chat()
+            self.show_demo_banner(True)
+            self.progress.show_fraction("making the demo model (random weights, made once)…", None)
+            self.jobs.load(None, demo=True)
+        elif plan.start == "new":
+            await self.new_chat()
+            self.jobs.load(plan.model_path)
+        elif plan.start == "open" and plan.session_id is not None:
+            await self.open_chat(plan.session_id)
+        else:
+            self.choose_model()
+
+    async def new_chat(self) -> None:
+        self.controller.new_session(system_prompt=self.config.system_prompt)
+        await self.show_head(InputMode())
+
+    async def open_chat(self, session_id: int) -> None:
+        """Show a stored session; load its model when another one (or none) is loaded."""
+        try:
+            session = self.controller.open_session(session_id)
+        except GESTURE_ERRORS as error:
+            self.refused(str(error))
+            return
+        await self.show_head(InputMode())
+        wanted = session_model(session.model_path, self.config.model)
+        info = self.controller.model_info
+        if info is not None and (wanted is None or Path(info.path) == wanted):
+            await self.after_switch()
+        elif wanted is not None:
+            self.jobs.load(wanted)
+        else:
+            self.notify("The model of this chat is not on disk any more: choose one.", severity="warning")
+            self.choose_model()
+
+    def choose_model(self) -> None:
+        async def chosen(path: Path | None) -> None:
+            if path is not None:
+                await self.jobs.when_idle(lambda: self.switch_to_model(Path(path)))
+            elif self.controller.model_info is None:
+                self.status.set_note("no model loaded: press F5 to choose one")
+
+        self.app.push_screen(ModelPicker(self.config), chosen)
+
+    async def switch_to_model(self, path: Path) -> None:
+        if self.controller.session_id is None:
+            await self.new_chat()
+        self.show_demo_banner(False)
+        self.jobs.load(path)
+
+    def show_demo_banner(self, shown: bool) -> None:
+        self.query_one("#demo-banner").set_class(shown, "-visible")
