@@ -92,7 +92,9 @@ def insert_message(conn: sqlite3.Connection, session: Session, parent_id: int | 
         (session.id, parent_id, role, text, created_at if created_at is not None else time.time(),
          stats_to_json(stats)),
     )
-    message_id = int(cursor.lastrowid)
+    message_id = cursor.lastrowid
+    if message_id is None:  # SQLite sets it after every INSERT; this keeps the type exact
+        raise StoreError("the message could not be saved")
     for fingerprint, sequence in (tokens or {}).items():
         put_tokens(conn, message_id, fingerprint, sequence)
     if role == "user" and not session.title:
