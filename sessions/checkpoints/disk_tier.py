@@ -9,6 +9,7 @@ once from the headers alone, so ``has`` and eviction never touch the disk.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -37,6 +38,7 @@ from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 
 def _read_payload(src, length: int) -> np.ndarray:
     """``length`` bytes from ``src`` into a new buffer (read straight into it)."""
@@ -84,6 +86,7 @@ class DiskTier:
         self._disabled = False
         self._writes_failing = False
         self._told_too_large = False
+        self._told_full = False
         self.writes = 0
         self.skipped = 0
         self.evictions = 0
@@ -195,15 +198,17 @@ class DiskTier:
         chunks = [memoryview(encode_header(segment)), as_view(segment.state)]
         if segment.logits is not None:
             chunks.append(as_view(segment.logits))
-        try:
-            ensure_private_dir(path.parent)
-            write_atomically(path, chunks, sync=False)
-        except OSError as error:
+        error = self._write(path, chunks)
+        if error is not None and error.errno in _DISK_FULL and self._make_room(size):
+            error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
+        if error is not None:
             self.write_errors += 1
             if not self._writes_failing:
+                full = error.errno in _DISK_FULL
                 self._report(
-                    f"checkpoint {path.name} could not be written ({error.strerror or error}); "
-                    "checkpoints stay in memory only until writing works again"
+                    f"checkpoint {path.name} could not be written ({error.strerror or error})"
+                    + ("; no checkpoint of ours was left to delete for room" if full else "")
+                    + "; checkpoints stay in memory only until writing works again"
                 )
             self._writes_failing = True
             return
@@ -215,6 +220,32 @@ class DiskTier:
             victims = self._index.pop_victims(self.budget, self._is_active)
             self.evictions += len(victims)
         self._delete_evicted(victims)
+
+    def _write(self, path: Path, chunks) -> OSError | None:
+        try:
+            ensure_private_dir(path.parent)
+            write_atomically(path, chunks, sync=False)
+        except OSError as error:
+            return error
+        return None
+
+    def _make_room(self, size: int) -> bool:
+        """The disk is full: delete our own least useful files (abandoned leaves first) to
+        free twice ``size``. False when nothing was left to delete."""
+        with self._lock:
+            assert self._index is not None
+            target = max(0, self._index.total_bytes - 2 * size)
+            victims = self._index.pop_victims(target, self._is_active)
+            self.evictions += len(victims)
+        self._delete_evicted(victims)
+        if victims and not self._told_full:
+            self._told_full = True
+            freed = sum(entry.size for _key, entry in victims)
+            self._report(
+                f"the checkpoint disk is full: {len(victims)} older checkpoints "
+                f"({freed / _MB:.1f} MB) were deleted to make room"
+            )
+        return bool(victims)
 
     def _tell_too_large(self, size: int) -> None:
         if not self._told_too_large:
