@@ -5,7 +5,9 @@ as sampled for a generated reply) and stored with the message. A branch is the
 concatenation of its messages' tokens, so re-rendering a template that rewrites history
 can never change tokens the model has already seen. Messages that have no tokens for
 this model yet (an imported chat, or one made with another model) get them computed here,
-root first, and stored.
+root first, and stored. Stored ids outside this model's vocabulary (which only a damaged
+or forged database could hold) are treated as missing: llama.cpp would fail on them for
+good, and they cannot be the tokens of the text anyway.
 """
 
 from __future__ import annotations
@@ -57,11 +59,19 @@ def branch_tokens(store: SessionStore, engine: ChatEngine,
     rebuild bit-identical to the state the conversation had.
     """
     fingerprint = engine.info.fingerprint
+    n_vocab = getattr(engine.info, "n_vocab", None)
     stored = store.session_tokens(path[0].session_id) if path else {}
+
+    def known(message: Message) -> list[int] | None:
+        frozen = stored.get(message.id, {}).get(fingerprint)
+        if frozen and n_vocab and not 0 <= min(frozen) <= max(frozen) < n_vocab:
+            return None
+        return frozen
+
     tokens: list[int] = []
     ends: list[int] = []
     stepped: list[bool] = []
-    for message, frozen, computed in freeze_branch(engine, path, lambda m: stored.get(m.id, {}).get(fingerprint)):
+    for message, frozen, computed in freeze_branch(engine, path, known):
         if computed:
             store.set_tokens(message.id, fingerprint, frozen)
         tokens.extend(frozen)

@@ -29,13 +29,16 @@ def temp_name(final: Path) -> Path:
 
 
 @contextmanager
-def replacing(path: Path, *, crash_label: str | None = None) -> Iterator[Path]:
+def replacing(path: Path, *, crash_label: str | None = None, sync: bool = True) -> Iterator[Path]:
     """Yield a new, empty, private temp path; when the block ends, it replaces ``path``.
 
     The caller writes the temp file by path (SQLite's backup, the GGUF writer) or through
     ``write_atomically``. On an exception the temp file is removed and ``path`` is left as
     it was. ``crash_label`` names the crash points ``<label>.before_rename`` and
-    ``<label>.after_rename`` (see ``sessions.crashpoints``).
+    ``<label>.after_rename`` (see ``sessions.crashpoints``). ``sync=False`` skips both
+    fsyncs, for files whose reader checks every byte anyway (checkpoints carry checksums):
+    a power cut can then leave a damaged file under the final name, which the reader
+    deletes; a crashed process cannot, since its writes are in the page cache.
     """
     temp = temp_name(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE)
@@ -43,7 +46,8 @@ def replacing(path: Path, *, crash_label: str | None = None) -> Iterator[Path]:
     try:
         yield temp
         os.chmod(temp, PRIVATE)  # a writer that recreated the file may have widened it
-        fsync_file(temp)
+        if sync:
+            fsync_file(temp)
         if crash_label:
             crashpoint(f"{crash_label}.before_rename")
         os.replace(temp, path)
@@ -52,19 +56,23 @@ def replacing(path: Path, *, crash_label: str | None = None) -> Iterator[Path]:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    fsync_folder(path.parent)
+    if sync:
+        fsync_folder(path.parent)
 
 
-def write_atomically(path: Path, data: str | bytes | Iterable[bytes], *, crash_label: str | None = None) -> None:
+def write_atomically(
+    path: Path, data: str | bytes | Iterable[bytes | memoryview], *, crash_label: str | None = None,
+    sync: bool = True,
+) -> None:
     """Replace ``path`` with ``data`` (text is written as UTF-8) in one durable step (0600)."""
-    chunks: Iterable[bytes]
+    chunks: Iterable[bytes | memoryview]
     if isinstance(data, str):
         chunks = (data.encode("utf-8"),)
     elif isinstance(data, bytes | bytearray | memoryview):
         chunks = (bytes(data),)
     else:
         chunks = data
-    with replacing(path, crash_label=crash_label) as temp, open(temp, "wb") as out:
+    with replacing(path, crash_label=crash_label, sync=sync) as temp, open(temp, "wb") as out:
         for chunk in chunks:
             out.write(chunk)
 

@@ -10,11 +10,17 @@ so tests (and users with unusual set-ups) never touch the real user directories:
 
 Nothing is created at import time; ``ensure_private_dir`` creates a directory (0700) when
 a caller is about to write into it.
+
+A folder given through a variable may be shared (``/tmp``, a team folder, a synced
+drive). llamachat never changes the permissions of a folder it did not make: when the
+given folder exists and is open to others (or belongs to someone else), llamachat keeps
+its files in a private ``llamachat`` folder of its own inside it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import platformdirs
@@ -35,11 +41,14 @@ def config_dir() -> Path:
     return config_file().parent
 
 
+DATABASE_NAME = "sessions.sqlite3"
+
+
 def data_dir() -> Path:
     """Where the session database lives."""
     override = os.environ.get("LLAMACHAT_DATA_DIR")
     if override:
-        return Path(override).expanduser()
+        return _own_folder(Path(override).expanduser(), DATABASE_NAME)
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
@@ -47,12 +56,27 @@ def cache_dir() -> Path:
     """Root of everything that can be rebuilt: made models and checkpoints."""
     override = os.environ.get("LLAMACHAT_CACHE_DIR")
     if override:
-        return Path(override).expanduser()
+        return _own_folder(Path(override).expanduser(), "checkpoints")
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def _own_folder(given: Path, marker: str) -> Path:
+    """``given`` if llamachat may keep private files right in it, else its ``llamachat``
+    subfolder: a folder that exists, is open to others or is someone else's, and does not
+    already hold llamachat's files (``marker``) from an earlier run."""
+    try:
+        info = given.stat()
+    except OSError:
+        return given  # made by llamachat itself (0700) when first needed
+    if not stat.S_ISDIR(info.st_mode) or (given / marker).exists():
+        return given
+    if info.st_uid == os.geteuid() and not info.st_mode & 0o077:
+        return given
+    return given / APP_NAME
+
+
 def database_file() -> Path:
-    return data_dir() / "sessions.sqlite3"
+    return data_dir() / DATABASE_NAME
 
 
 def made_models_dir() -> Path:
@@ -76,12 +100,24 @@ def checkpoints_dir() -> Path:
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) readable only by the user, and return it.
 
-    Conversations are private: the directories holding them are 0700 even when the
-    user's umask is permissive. An existing directory is tightened too.
+    Conversations are private: the directories llamachat makes are 0700 even when the
+    user's umask is permissive. A directory that already exists keeps its permissions
+    (it may be a folder others use; see ``data_dir``), but one that belongs to another
+    user is refused: whoever owns it could read everything written into it.
     """
+    missing = []
+    step = path
+    while not step.exists() and step != step.parent:
+        missing.append(step)
+        step = step.parent
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        os.chmod(path, 0o700)
-    except OSError:
-        pass
+    for made in missing:
+        try:
+            os.chmod(made, 0o700)
+        except OSError:
+            pass
+    info = path.stat()
+    if info.st_uid != os.geteuid():
+        raise PermissionError(f"{path} belongs to another user; llamachat keeps its files only in "
+                              "folders of its own")
     return path

@@ -7,6 +7,13 @@ line both print such text, so both go through this one module: control character
 replaced by the visible Unicode "control pictures" (``␛``, ``␇``...), so the user can still
 see that the model produced them; newline and tab are kept because they are ordinary text.
 
+Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) are
+executed too, by the terminal's text layout: U+202E makes what follows read backwards, so
+a message can show one thing while holding another ("Trojan Source"). They are shown as
+U+FFFD. The left-to-right and right-to-left marks stay: they only place neutral characters
+such as punctuation in right-to-left text, and cannot reorder a span. Lone surrogates
+(bytes that were not UTF-8) cannot be written to a terminal at all and become U+FFFD.
+
 Files are not terminals: exports keep the text exactly, and JSON output only needs the
 C1 controls and DEL escaped (``json.dumps`` already escapes the rest), which changes no
 value a JSON reader gets back.
@@ -17,10 +24,11 @@ from __future__ import annotations
 import re
 
 _KEPT = {"\n", "\t"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x80-\x9f]")
-_JSON_RAW_CONTROL = re.compile(r"[\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x80-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_JSON_RAW_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _REPLACEMENT = "\ufffd"
-"""Shown for C1 controls (U+0080-U+009F), which have no control picture."""
+"""Shown for C1 controls (U+0080-U+009F), bidirectional controls and lone surrogates,
+which have no control picture."""
 
 
 def _picture(match: re.Match[str]) -> str:
@@ -53,8 +61,9 @@ def is_inert(text: str) -> bool:
 
 
 def json_for_terminal(json_text: str) -> str:
-    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) with C1 controls and DEL
-    written as ``\\u`` escapes: the same JSON value, nothing a terminal would act on.
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) with C1 controls, DEL,
+    bidirectional controls and lone surrogates written as ``\\u`` escapes: the same JSON
+    value, nothing a terminal would act on.
 
     Safe to apply to the whole document: outside strings JSON holds no such character.
     """

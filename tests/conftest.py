@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.cli_support", "tests.gguf_support"]
-"""Fixtures shared by several test files (``store``, ``chat``, ``home``)."""
+pytest_plugins = ["tests.cli_support", "tests.fs_support", "tests.gguf_support"]
+"""Fixtures shared by several test files (``store``, ``chat``, ``home``, ``small_disk``)."""
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("LLAMACHAT_SHARED", REPO.parent / "shared"))

@@ -66,3 +66,32 @@ def home(tmp_path, monkeypatch):
     for name in TOOL_ENV:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+def rewrite_gguf(source: Path, target: Path, values: dict | None = None, remove: tuple[str, ...] = ()) -> Path:
+    """A copy of ``source`` with metadata set (``{key: (GGUFValueType name, value)}``) or removed."""
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+    reader = gguf.GGUFReader(source)
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE)
+    writer = gguf.GGUFWriter(str(target), arch.contents(), endianess=reader.endianess)
+    details = {key: MetadataDetails(gguf.GGUFValueType[kind], value) for key, (kind, value) in (values or {}).items()}
+    copy_with_new_metadata(reader, writer, details, list(remove))
+    return target
+
+
+def with_duplicate_token(source: Path, target: Path) -> Path:
+    """A copy of ``source`` whose vocabulary holds one token string twice (same length, in place)."""
+    import shutil
+
+    shutil.copyfile(source, target)
+    reader = gguf.GGUFReader(target, "r+")
+    field = reader.fields["tokenizer.ggml.tokens"]
+    first_of_length: dict[int, bytes] = {}
+    for index in field.data:
+        token = bytes(field.parts[index])
+        if len(token) in first_of_length and first_of_length[len(token)] != token:
+            field.parts[index][:] = np.frombuffer(first_of_length[len(token)], dtype=np.uint8)
+            return target
+        first_of_length.setdefault(len(token), token)
+    raise AssertionError("no two tokens of the same length")

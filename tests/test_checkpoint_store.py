@@ -278,3 +278,56 @@ def test_concurrent_puts_and_gets_lose_nothing(tmp_path, problems) -> None:
         assert all(store.get(COMPAT, s.prefix) == s for s in segments)
         assert store.stats().disk_count == len(segments)
     assert problems == []
+
+
+def snapshot(end: int, *, state: bytes = b"w" * 512, logits: bytes | None = bytes(8)) -> Segment:
+    return Segment(COMPAT, prefix_hash(TOKENS[:end]), None, end, end, state, logits, kind="snapshot")
+
+
+def test_snapshots_and_cells_of_one_prefix_are_two_checkpoints(store, tmp_path) -> None:
+    (cells,) = chain([0, 30])
+    snap = snapshot(30)
+    store.put(cells)
+    store.put(snap)
+    assert store.flush(WAIT)
+    assert (tmp_path / address(COMPAT, cells.prefix)).is_file()
+    assert (tmp_path / address(COMPAT, snap.prefix, "snapshot")).is_file()
+    meta = store.peek(COMPAT, snap.prefix, "snapshot")
+    assert (meta.kind, meta.start, meta.end, meta.has_logits, meta.has_state) == ("snapshot", 30, 30, True, True)
+    assert store.get(COMPAT, snap.prefix, "snapshot") == snap
+    assert store.get(COMPAT, snap.prefix) == cells
+
+
+def test_a_snapshot_kept_in_ram_only_never_reaches_the_disk(store, tmp_path) -> None:
+    snap = snapshot(40)
+    store.put(snap, persist=False)
+    assert store.flush(WAIT)
+    assert store.where(COMPAT, snap.prefix, "snapshot") == "ram"
+    assert not store.persisted(COMPAT, snap.prefix, "snapshot")
+    assert not list(tmp_path.glob("*/*.snap"))
+
+
+def test_dropping_from_disk_deletes_the_file_and_keeps_the_ram_copy(store, tmp_path) -> None:
+    snap = snapshot(50)
+    store.put(snap)
+    assert store.flush(WAIT)
+    path = tmp_path / address(COMPAT, snap.prefix, "snapshot")
+    assert path.is_file() and store.persisted(COMPAT, snap.prefix, "snapshot")
+    store.drop_from_disk(COMPAT, snap.prefix, "snapshot")
+    assert store.flush(WAIT)
+    assert not path.exists() and not store.persisted(COMPAT, snap.prefix, "snapshot")
+    assert store.get(COMPAT, snap.prefix, "snapshot") == snap
+
+
+def test_a_drop_queued_behind_its_write_leaves_no_file(tmp_path, monkeypatch) -> None:
+    disk = SlowDisk(monkeypatch)
+    with disk, CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24) as store:
+        first, second = snapshot(60), snapshot(70)
+        store.put(first)
+        assert disk.entered.wait(WAIT)  # the first write is in flight
+        store.put(second)
+        store.drop_from_disk(COMPAT, second.prefix, "snapshot")  # still queued: never written
+        store.drop_from_disk(COMPAT, first.prefix, "snapshot")  # deleted once written
+        disk.release.set()
+        assert store.flush(WAIT)
+        assert not list(tmp_path.glob("*/*.snap"))

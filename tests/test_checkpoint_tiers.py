@@ -91,7 +91,7 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
     names = {}
 
     def add(name: str, parent: str | None, last_use: float) -> None:
-        names[name] = (c, name.ljust(32, "0"))
+        names[name] = (c, name.ljust(32, "0"), "cells")
         parent_prefix = names[parent][1] if parent else None
         index.add(names[name], entry(name, parent_prefix, 10, last_use))
 
@@ -108,7 +108,7 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
 
 def test_disk_index_tracks_children_through_removals() -> None:
     index = DiskIndex()
-    root, child = ("c", "1" * 32), ("c", "2" * 32)
+    root, child = ("c", "1" * 32, "cells"), ("c", "2" * 32, "cells")
     index.add(root, entry("r", None, 5, 1.0))
     index.add(child, entry("x", root[1], 5, 2.0))
     assert not index.is_leaf(root) and index.is_leaf(child)
@@ -173,3 +173,38 @@ def test_index_rebuilt_after_restart_keeps_the_tree_shape(tmp_path, problems) ->
         assert files_of(tmp_path, root, a1, a2, b1, b2) == [True, False, False, True, True]
         assert store.stats().evictions == 2
     assert problems == []
+
+
+def test_a_full_disk_makes_room_from_abandoned_checkpoints_then_writes(small_disk, problems) -> None:
+    """The disk fills before the budget does: the oldest of our own files go, the write goes on."""
+    small_disk.need_mount()
+    cuts = [0, *range(10, 130, 10)]
+    tokens = list(range(1000))
+    segments = [seg(tokens, a, b, 300_000) for a, b in zip(cuts, cuts[1:], strict=False)]  # 12 x 300 KB, 2 MiB disk
+    folder = small_disk.folder / "ck"
+    with CheckpointStore(folder, ram_bytes=1 << 30, disk_bytes=1 << 30, on_problem=problems.append) as store:
+        for segment in segments:
+            store.put(segment)
+            assert store.flush(30)
+        assert files_of(folder, segments[-1]) == [True]  # the newest always made it
+        assert not all(files_of(folder, *segments))  # older ones made room
+        assert store.stats().write_errors == 0
+    full = [p for p in problems if "disk is full" in p]
+    assert len(full) == 1 and "deleted to make room" in full[0]
+
+
+def test_a_disk_full_of_other_files_is_reported_once_and_writing_resumes(small_disk, problems) -> None:
+    small_disk.need_mount()
+    folder = small_disk.folder / "ck"
+    filler = small_disk.fill()
+    first, second, third = (seg(BRANCH_A, a, b, 100_000) for a, b in ((0, 10), (10, 20), (20, 30)))
+    with CheckpointStore(folder, ram_bytes=1 << 30, disk_bytes=1 << 30, on_problem=problems.append) as store:
+        store.put(first)
+        store.put(second)
+        assert store.flush(30)
+        assert store.stats().write_errors == 2 and len(problems) == 1
+        assert "no checkpoint of ours was left to delete" in problems[0]
+        filler.unlink()  # space again
+        store.put(third)
+        assert store.flush(30)
+        assert files_of(folder, third) == [True] and len(problems) == 1

@@ -99,6 +99,26 @@ def test_show_sessions_and_export_keep_escapes_off_the_terminal(capsys, tmp_path
     assert EVIL in capsys.readouterr().out  # nor is a pipe...
 
 
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_bidi_overrides_never_reach_the_terminal(capsys):
+    """U+202E makes what follows read backwards: the screen would show another text than the
+    one stored ("Trojan Source"). Titles and messages show them as U+FFFD."""
+    spoof = "access granted \u202e\u2066 // check later\u2069 \u2066"
+    with SessionStore.open() as store:
+        session = store.create_session(title="pay \u202eteg.exe")
+        store.add_message(session.id, None, "user", spoof + BIDI)
+    for argv in (["show", str(session.id)], ["sessions"], ["sessions", "--json"],
+                 ["show", str(session.id), "--json"]):
+        assert cli.main(argv) == 0
+        out = capsys.readouterr().out
+        assert not any(char in out for char in BIDI), argv
+    assert cli.main(["show", str(session.id), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["messages"][0]["text"] == spoof + BIDI  # data stays exact
+    assert inert("a\u202eb\u200fc") == "a\ufffdb\u200fc"  # marks only place punctuation: kept
+
+
 def test_markdown_exported_to_a_terminal_is_inert(capsys, monkeypatch):
     with SessionStore.open() as store:
         session = store.create_session(title="chat")

@@ -115,14 +115,14 @@ def test_message_fields_round_trip(store):
     stats = GenerationStats(5, 17, 9, 0.5, 0.75, 31.25, "eog")
     root = store.add_message(session.id, None, "user", "Hi 👋", created_at=1000.5)
     reply = store.add_message(session.id, root.id, "assistant", "Hello!", stats=stats,
-                              tokens={"fp-a": [1, -2, 2**31 - 1], "fp-b": []})
+                              tokens={"fp-a": [1, 0, 2**31 - 1], "fp-b": []})
     assert store.get_message(reply.id) == reply
     assert (reply.parent_id, reply.role, reply.text, reply.stats) == (root.id, "assistant", "Hello!", stats)
     assert store.get_message(root.id).created_at == 1000.5
-    assert store.get_tokens(reply.id, "fp-a") == [1, -2, 2**31 - 1]
+    assert store.get_tokens(reply.id, "fp-a") == [1, 0, 2**31 - 1]
     assert store.get_tokens(reply.id, "fp-b") == []
     assert store.get_tokens(reply.id, "other") is None
-    assert store.session_tokens(session.id) == {reply.id: {"fp-a": [1, -2, 2**31 - 1], "fp-b": []}}
+    assert store.session_tokens(session.id) == {reply.id: {"fp-a": [1, 0, 2**31 - 1], "fp-b": []}}
     new_stats = GenerationStats(tokens_generated=1, stop_reason="cancelled")
     assert store.set_stats(reply.id, new_stats).stats == new_stats
     store.set_tokens(reply.id, "fp-a", [7, 8])

@@ -118,7 +118,8 @@ def test_garbage_file_is_refused_and_untouched(tmp_path):
         SessionStore.open(path)
     assert "left untouched" in str(caught.value)
     assert path.read_bytes() == garbage and path.stat().st_mtime_ns == stamp
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions.sqlite3"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "sessions.sqlite3", "sessions.sqlite3.lock", "sessions.sqlite3.lock-intent"]  # the locks stay
 
 
 def test_damaged_database_is_refused(tmp_path):

@@ -6,7 +6,7 @@ blobs are opaque here, so nothing in this package imports llama.cpp.
 """
 
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
-from .keys import PrefixHasher, StateCompat, prefix_hash
+from .keys import Kind, PrefixHasher, StateCompat, prefix_hash
 from .segment import Segment, SegmentMeta
 from .store import CheckpointStore, StoreStats
 
@@ -14,6 +14,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointStore",
     "InvalidSegmentError",
+    "Kind",
     "PrefixHasher",
     "Segment",
     "SegmentMeta",

@@ -23,12 +23,15 @@ STALE_TEMP_SECONDS = 3600.0
 _TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
 
 
-def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+def write_atomically(path: Path, chunks: Iterable[bytes | memoryview], *, sync: bool = True) -> None:
     """Write ``chunks`` to ``path`` so that the final name only ever shows a whole file.
 
     A crash at any point leaves at most a temp file, which ``DiskTier`` removes later.
+    ``sync=False`` skips both fsyncs, for files whose reader checks every byte anyway
+    (checkpoints carry checksums): a power cut can then leave a damaged file under the
+    final name, which the reader deletes; a crashed process cannot.
     """
-    durable.write_atomically(path, chunks, crash_label="checkpoint")
+    durable.write_atomically(path, chunks, crash_label="checkpoint", sync=sync)
 
 
 def is_stale_temp(path: Path, now: float) -> bool:

@@ -33,6 +33,7 @@ class DiskEntry:
     start: int
     end: int
     has_logits: bool
+    has_state: bool = True
 
 
 class UseClock:
@@ -65,7 +66,7 @@ class DiskIndex:
         self._entries[key] = entry
         self.total_bytes += entry.size
         if entry.parent is not None:
-            self._children[(key[0], entry.parent)] += 1
+            self._children[(key[0], entry.parent, "cells")] += 1
 
     def remove(self, key: Key) -> DiskEntry | None:
         entry = self._entries.pop(key, None)
@@ -73,7 +74,7 @@ class DiskIndex:
             return None
         self.total_bytes -= entry.size
         if entry.parent is not None:
-            parent = (key[0], entry.parent)
+            parent: Key = (key[0], entry.parent, "cells")
             self._children[parent] -= 1
             if self._children[parent] <= 0:
                 del self._children[parent]

@@ -9,6 +9,7 @@ once from the headers alone, so ``has`` and eviction never touch the disk.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -16,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
@@ -30,11 +33,24 @@ from .file_format import (
     expected_address,
     parse_header,
 )
-from .keys import Key, StateCompat, address, is_model_folder, key_of, parse_address
-from .segment import Segment
+from .keys import Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
+from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+def _read_payload(src, length: int) -> np.ndarray:
+    """``length`` bytes from ``src`` into a new buffer (read straight into it)."""
+    buf = np.empty(length, dtype=np.uint8)
+    view, done = buf.data, 0
+    while done < length:
+        n = src.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return buf[:done]
+
 
 def _read_header(path: Path) -> tuple[Header, int, float]:
     with open(path, "rb") as src:
@@ -44,7 +60,8 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
 
 def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
     return DiskEntry(
-        path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None
+        path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
+        len(segment.state) > 0,
     )
 
 
@@ -69,6 +86,7 @@ class DiskTier:
         self._disabled = False
         self._writes_failing = False
         self._told_too_large = False
+        self._told_full = False
         self.writes = 0
         self.skipped = 0
         self.evictions = 0
@@ -127,7 +145,8 @@ class DiskTier:
                     continue
                 self._clock.seen(mtime)
                 index.add(parsed.key, DiskEntry(
-                    path, header.parent, size, mtime, header.start, header.end, header.has_logits
+                    path, header.parent, size, mtime, header.start, header.end, header.has_logits,
+                    header.state_len > 0,
                 ))
 
     def known(self, key: Key) -> bool:
@@ -174,20 +193,22 @@ class DiskTier:
         if size > self.budget:
             self._tell_too_large(size)
             return
-        rel = address(segment.compat, segment.prefix)
+        rel = address(segment.compat, segment.prefix, segment.kind)
         path = self.directory / rel
-        chunks = [encode_header(segment), segment.state]
-        if segment.logits:
-            chunks.append(segment.logits)
-        try:
-            ensure_private_dir(path.parent)
-            write_atomically(path, chunks)
-        except OSError as error:
+        chunks = [memoryview(encode_header(segment)), as_view(segment.state)]
+        if segment.logits is not None:
+            chunks.append(as_view(segment.logits))
+        error = self._write(path, chunks)
+        if error is not None and error.errno in _DISK_FULL and self._make_room(size):
+            error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
+        if error is not None:
             self.write_errors += 1
             if not self._writes_failing:
+                full = error.errno in _DISK_FULL
                 self._report(
-                    f"checkpoint {path.name} could not be written ({error.strerror or error}); "
-                    "checkpoints stay in memory only until writing works again"
+                    f"checkpoint {path.name} could not be written ({error.strerror or error})"
+                    + ("; no checkpoint of ours was left to delete for room" if full else "")
+                    + "; checkpoints stay in memory only until writing works again"
                 )
             self._writes_failing = True
             return
@@ -200,6 +221,32 @@ class DiskTier:
             self.evictions += len(victims)
         self._delete_evicted(victims)
 
+    def _write(self, path: Path, chunks) -> OSError | None:
+        try:
+            ensure_private_dir(path.parent)
+            write_atomically(path, chunks, sync=False)
+        except OSError as error:
+            return error
+        return None
+
+    def _make_room(self, size: int) -> bool:
+        """The disk is full: delete our own least useful files (abandoned leaves first) to
+        free twice ``size``. False when nothing was left to delete."""
+        with self._lock:
+            assert self._index is not None
+            target = max(0, self._index.total_bytes - 2 * size)
+            victims = self._index.pop_victims(target, self._is_active)
+            self.evictions += len(victims)
+        self._delete_evicted(victims)
+        if victims and not self._told_full:
+            self._told_full = True
+            freed = sum(entry.size for _key, entry in victims)
+            self._report(
+                f"the checkpoint disk is full: {len(victims)} older checkpoints "
+                f"({freed / _MB:.1f} MB) were deleted to make room"
+            )
+        return bool(victims)
+
     def _tell_too_large(self, size: int) -> None:
         if not self._told_too_large:
             self._told_too_large = True
@@ -207,6 +254,14 @@ class DiskTier:
                 f"a checkpoint of {size / _MB:.1f} MB does not fit the disk budget of "
                 f"{self.budget / _MB:.1f} MB; checkpoints that large stay in memory only"
             )
+
+    def remove(self, key: Key) -> None:
+        """Delete the file of ``key`` if there is one (writer thread)."""
+        self.ensure_index()
+        with self._lock:
+            entry = self._index.remove(key) if self._index is not None else None
+        if entry is not None:
+            self._delete_evicted([(key, entry)])
 
     def _delete_evicted(self, victims: list[tuple[Key, DiskEntry]]) -> None:
         for _key, entry in victims:
@@ -217,20 +272,20 @@ class DiskTier:
 
     # ----- reading ----------------------------------------------------------------------
 
-    def load(self, compat: StateCompat, prefix: str) -> Segment | None:
+    def load(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
         """The verified segment on disk, or None (missing or deleted as corrupt)."""
         self.ensure_index()
         if self._disabled:
             return None
-        key = key_of(compat, prefix)
-        path = self.directory / address(compat, prefix)
+        key = key_of(compat, prefix, kind)
+        path = self.directory / address(compat, prefix, kind)
         try:
-            with open(path, "rb") as src:
+            with open(path, "rb", buffering=0) as src:
                 size = os.fstat(src.fileno()).st_size
                 header = parse_header(src.read(HEADER_SIZE))
-                check_header(header, expected_address(compat, prefix), size)
-                state = src.read(header.state_len)
-                logits = src.read(header.logits_len)
+                check_header(header, expected_address(compat, prefix, kind), size)
+                state = _read_payload(src, header.state_len)
+                logits = _read_payload(src, header.logits_len)
             segment = build_segment(compat, header, state, logits)
         except FileNotFoundError:
             with self._lock:

@@ -16,19 +16,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import PurePath
+from typing import Literal
 
 from .errors import InvalidSegmentError
 
 HASH_BYTES = 16
 """Size of every digest used in keys (prefix hashes, fingerprint and params ids)."""
 
-FILE_SUFFIX = ".ckpt"
+Kind = Literal["cells", "snapshot"]
+"""What a checkpoint holds: the attention cells of a token range, or the state at a point."""
+KINDS: tuple[Kind, ...] = ("cells", "snapshot")
+SUFFIXES: dict[str, Kind] = {".ckpt": "cells", ".snap": "snapshot"}
+FILE_SUFFIX = {kind: suffix for suffix, kind in SUFFIXES.items()}
 
-Key = tuple[str, str]
-"""(compat digest, prefix hash): the identity of a checkpoint in every tier."""
+Key = tuple[str, str, Kind]
+"""(compat digest, prefix hash, kind): the identity of a checkpoint in every tier."""
 
 _HEX = re.compile(f"[0-9a-f]{{{2 * HASH_BYTES}}}")
-_FILE_NAME = re.compile(f"([0-9a-f]{{{2 * HASH_BYTES}}})-([0-9a-f]{{{2 * HASH_BYTES}}})\\.ckpt")
+_FILE_NAME = re.compile(f"([0-9a-f]{{{2 * HASH_BYTES}}})-([0-9a-f]{{{2 * HASH_BYTES}}})(\\.ckpt|\\.snap)")
 
 if array("i").itemsize != 4:  # pragma: no cover - every platform CPython supports today
     raise ImportError("sessions.checkpoints needs a 4-byte C int for token hashing")
@@ -133,13 +138,14 @@ class StateCompat:
         return self._ids[2]
 
 
-def key_of(compat: StateCompat, prefix: str) -> Key:
-    return (compat.digest(), prefix)
+def key_of(compat: StateCompat, prefix: str, kind: Kind = "cells") -> Key:
+    return (compat.digest(), prefix, kind)
 
 
-def address(compat: StateCompat, prefix: str) -> PurePath:
-    """Relative path of a checkpoint file: ``<model id>/<params id>-<prefix>.ckpt``."""
-    return PurePath(compat.fingerprint_id.hex(), f"{compat.params_digest.hex()}-{prefix}{FILE_SUFFIX}")
+def address(compat: StateCompat, prefix: str, kind: Kind = "cells") -> PurePath:
+    """Relative path of a checkpoint file: ``<model id>/<params id>-<prefix>.ckpt|.snap``."""
+    name = f"{compat.params_digest.hex()}-{prefix}{FILE_SUFFIX[kind]}"
+    return PurePath(compat.fingerprint_id.hex(), name)
 
 
 @dataclass(frozen=True)
@@ -149,10 +155,11 @@ class ParsedAddress:
     fingerprint_id: bytes
     params_digest: bytes
     prefix: str
+    kind: Kind = "cells"
 
     @property
     def key(self) -> Key:
-        return (compat_digest(self.fingerprint_id, self.params_digest), self.prefix)
+        return (compat_digest(self.fingerprint_id, self.params_digest), self.prefix, self.kind)
 
 
 def is_model_folder(name: str) -> bool:
@@ -160,8 +167,9 @@ def is_model_folder(name: str) -> bool:
 
 
 def parse_address(folder: str, name: str) -> ParsedAddress | None:
-    """Parse ``<model id>/<params id>-<prefix>.ckpt``; None for any other name."""
+    """Parse ``<model id>/<params id>-<prefix>.ckpt|.snap``; None for any other name."""
     match = _FILE_NAME.fullmatch(name)
     if match is None or not is_model_folder(folder):
         return None
-    return ParsedAddress(bytes.fromhex(folder), bytes.fromhex(match.group(1)), match.group(2))
+    kind = SUFFIXES[match.group(3)]
+    return ParsedAddress(bytes.fromhex(folder), bytes.fromhex(match.group(1)), match.group(2), kind)

@@ -19,7 +19,8 @@ from typing import Literal
 from .. import paths
 from .disk_tier import DiskTier
 from .errors import InvalidSegmentError, StoreClosedError
-from .keys import Key, StateCompat, key_of
+from .file_format import HEADER_SIZE
+from .keys import Key, Kind, StateCompat, key_of
 from .ram_tier import RamTier
 from .segment import Segment, SegmentMeta
 from .writer import BackgroundWriter
@@ -88,6 +89,7 @@ class CheckpointStore:
         self._disk = DiskTier(self.directory, disk_bytes, self._report, self._is_active)
         self._writer = BackgroundWriter(
             self._disk.save,
+            remove=self._disk.remove,
             startup=self._disk.ensure_index,
             report=self._report,
             max_items=queue_items,
@@ -97,25 +99,41 @@ class CheckpointStore:
 
     # ----- the engine's API -------------------------------------------------------------
 
-    def put(self, segment: Segment) -> None:
-        """Keep ``segment`` in RAM now and queue its disk write; never waits on disk I/O."""
+    def put(self, segment: Segment, *, persist: bool = True) -> None:
+        """Keep ``segment`` in RAM now and (with ``persist``) queue its disk write.
+
+        Never waits on disk I/O. A segment kept in RAM only is gone once the RAM tier
+        evicts it (the engine decides which snapshots are worth the disk).
+        """
         if not isinstance(segment, Segment):
             raise InvalidSegmentError(f"put() takes a Segment, not {type(segment).__name__}")
         if self._closed:
             raise StoreClosedError()
         self._ram.put(segment)
-        if not self._disk.known(segment.key):
+        if persist and not self._disk.known(segment.key):
             self._writer.submit(segment)
 
-    def get(self, compat: StateCompat, prefix: str) -> Segment | None:
+    def drop_from_disk(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> None:
+        """Delete a checkpoint's file (its RAM copy stays); never waits on disk I/O."""
+        if not self._closed:
+            self._writer.discard(key_of(compat, prefix, kind))
+
+    def persisted(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:
+        """Whether the checkpoint is on disk or on its way there (no disk I/O)."""
+        key = key_of(compat, prefix, kind)
+        if self._writer.pending(key) is not None:
+            return True
+        return not self._writer.deleting(key) and self._disk.known(key)
+
+    def get(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
         """The segment for ``prefix``: from RAM, else the write queue, else disk (verified)."""
-        key = key_of(compat, prefix)
+        key = key_of(compat, prefix, kind)
         segment = self._ram.get(key) or self._writer.pending(key)
         if segment is not None:
             self._disk.touch(key)
             self._count(ram=1)
             return segment
-        segment = self._disk.load(compat, prefix)
+        segment = self._disk.load(compat, prefix, kind)
         if segment is None:
             self._count(miss=1)
             return None
@@ -123,28 +141,31 @@ class CheckpointStore:
         self._count(disk=1)
         return segment
 
-    def has(self, compat: StateCompat, prefix: str) -> bool:
+    def has(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:
         """Whether ``get`` would likely succeed; no disk I/O once the index is built."""
-        return self.where(compat, prefix) is not None
+        return self.where(compat, prefix, kind) is not None
 
-    def where(self, compat: StateCompat, prefix: str) -> Literal["ram", "disk"] | None:
-        key = key_of(compat, prefix)
+    def where(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Literal["ram", "disk"] | None:
+        key = key_of(compat, prefix, kind)
         if key in self._ram or self._writer.pending(key) is not None:
             return "ram"
         if self._disk.contains(key):
             return "disk"
         return None
 
-    def peek(self, compat: StateCompat, prefix: str) -> SegmentMeta | None:
+    def peek(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> SegmentMeta | None:
         """Range, parent, logits and tier of a stored segment; no payload is read."""
-        key = key_of(compat, prefix)
+        key = key_of(compat, prefix, kind)
         segment = self._ram.peek(key) or self._writer.pending(key)
         if segment is not None:
             return segment.meta("ram")
         entry = self._disk.describe(key)
         if entry is None:
             return None
-        return SegmentMeta(prefix, entry.parent, entry.start, entry.end, entry.has_logits, "disk")
+        return SegmentMeta(
+            prefix, entry.parent, entry.start, entry.end, entry.has_logits, "disk",
+            kind, entry.size - HEADER_SIZE, entry.has_state,
+        )
 
     def set_active(self, compat: StateCompat, prefixes: Iterable[str]) -> None:
         """Replace the set of ``compat``'s prefixes on branches the user is on.

@@ -1,12 +1,23 @@
-"""Argument types with plain-words errors, shared by the parser and the subcommands."""
+"""Argument types with plain-words errors, shared by the parser and the subcommands.
+
+The bounds of the llama.cpp-style flags are those of the config file (``-c`` is
+``n_ctx``, ``-t`` is ``threads``...): a value llama.cpp would wrap, abort or crash on is
+refused here with the flag's name, before anything is loaded.
+"""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 
+from sessions.config.validate import INT32_MAX, MAX_CONTEXT, UINT32_MAX, max_threads
 
-def whole_number(minimum: int | None = None, what: str = "value") -> Callable[[str], int]:
+LARGEST_ID = 2**63 - 1
+"""The largest row id SQLite can hold."""
+
+
+def whole_number(minimum: int | None = None, what: str = "value",
+                 maximum: int | None = None) -> Callable[[str], int]:
     """An argparse ``type`` for integers: ``-c abc`` says "context size must be a whole number"."""
 
     def parse(text: str) -> int:
@@ -17,13 +28,20 @@ def whole_number(minimum: int | None = None, what: str = "value") -> Callable[[s
             raise argparse.ArgumentTypeError(message) from None
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"{what} must be at least {minimum}, not {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{what} must be at most {maximum}, not {value}")
         return value
 
     parse.__name__ = what
     return parse
 
 
-session_id = whole_number(1, "session id")
+session_id = whole_number(1, "session id", LARGEST_ID)
+message_id = whole_number(1, "message id", LARGEST_ID)
+context_size = whole_number(0, "context size", MAX_CONTEXT)
+gpu_layers = whole_number(-1, "GPU layers", INT32_MAX)
+threads = whole_number(1, "threads", max_threads())
+seed = whole_number(-1, "seed", UINT32_MAX)
 
 
 def rpc_servers(text: str) -> list[str]:

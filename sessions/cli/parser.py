@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from sessions import __version__
 from sessions.cli import commands
-from sessions.cli.arguments import proportions, rpc_servers, session_id, whole_number
+from sessions.cli.arguments import context_size, gpu_layers, proportions, rpc_servers, seed, session_id, threads
 from sessions.cli.errors import UsageError
 
 PROG = "llamachat"
@@ -45,18 +45,18 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group = parser.add_argument_group("model and app options (before or after the command)")
     group.add_argument("-m", "--model", metavar="PATH", default=default(None),
                        help="GGUF model to load (overrides `model` in config.toml)")
-    group.add_argument("-c", "--ctx-size", metavar="N", type=whole_number(0, "context size"),
+    group.add_argument("-c", "--ctx-size", metavar="N", type=context_size,
                        default=default(None), help="context size in tokens (0: the model's own)")
-    group.add_argument("-ngl", "--n-gpu-layers", metavar="N", type=whole_number(-1, "GPU layers"),
+    group.add_argument("-ngl", "--n-gpu-layers", metavar="N", type=gpu_layers,
                        default=default(None), help="layers to offload to the GPU (-1: all)")
-    group.add_argument("-t", "--threads", metavar="N", type=whole_number(1, "threads"),
+    group.add_argument("-t", "--threads", metavar="N", type=threads,
                        default=default(None), help="CPU threads for generation")
     group.add_argument("--rpc", metavar="HOST:PORT[,...]", type=rpc_servers, default=default(None),
                        help="RPC servers (`llamachat rpc-server` on other machines) that take the "
                             "offloaded layers (-ngl); trusted networks only")
     group.add_argument("-ts", "--tensor-split", metavar="N0,N1,...", type=proportions, default=default(None),
                        help="share of the offloaded layers per device, RPC servers first")
-    group.add_argument("--seed", metavar="N", type=whole_number(-1, "seed"), default=default(None),
+    group.add_argument("--seed", metavar="N", type=seed, default=default(None),
                        help="seed of the model context (-1: random)")
     group.add_argument("--demo", action="store_true", default=default(False),
                        help="start with the built-in demo model (no download needed)")

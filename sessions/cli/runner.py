@@ -44,16 +44,24 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         found.append(ExchangeError)
     except ImportError:
         pass
+    engine = sys.modules.get("sessions.engine.context")  # loaded only if the engine ran
+    if engine is not None:
+        found.append(engine.DecodeError)  # "could not create a context of N tokens (out of memory?)"
     return tuple(found)
 
 
 def apply_flags(config: Config, args: argparse.Namespace) -> Config:
-    """The config with the global flags given on the command line applied."""
+    """The config with the global flags given on the command line applied.
+
+    A relative ``-m`` is made absolute here: the path is stored with the session, and
+    must still name the file when the session is reopened from another directory. A
+    ``-c`` smaller than the configured batch brings the batch down with it.
+    """
     model = getattr(args, "model", None)
     template = getattr(args, "chat_template_file", None)
     no_checkpoints = getattr(args, "no_checkpoints", False)
-    return config.with_overrides(
-        model=str(Path(model).expanduser()) if model else None,
+    applied = config.with_overrides(
+        model=str(Path(model).expanduser().absolute()) if model else None,
         chat_template_file=str(Path(template).expanduser().absolute()) if template else None,
         n_ctx=getattr(args, "ctx_size", None),
         n_gpu_layers=getattr(args, "n_gpu_layers", None),
@@ -64,17 +72,18 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
         theme=getattr(args, "theme", None),
         checkpoints=replace(config.checkpoints, enabled=False) if no_checkpoints else None,
     )
+    if applied.n_ctx and applied.n_batch > applied.n_ctx:
+        applied = applied.with_(n_batch=applied.n_ctx)
+    return applied
 
 
 def _check_model(args: argparse.Namespace) -> None:
     """Fail before the app starts when ``-m`` names a file that cannot be a model."""
     if not getattr(args, "model", None):
         return
-    from sessions.discovery import ModelFileError, read_model_card
+    from sessions.discovery import check_before_load
 
-    card = read_model_card(args.model)
-    if card.error:
-        raise ModelFileError(f"{card.path.name}: {card.error}")
+    check_before_load(args.model)  # what would make llama.cpp abort the app, too
 
 
 def _silence_stdout() -> None:

@@ -9,6 +9,8 @@ so the message tells the user exactly what to fix.
 from __future__ import annotations
 
 import difflib
+import math
+import os
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -49,16 +51,34 @@ class Rule:
     """The field may be absent (None); TOML has no null, so absence is the only way."""
 
 
+INT32_MAX = 2**31 - 1
+UINT32_MAX = 2**32 - 1
+MAX_CONTEXT = 2**24
+"""16,777,216 tokens: above any trained context (10M is the longest), far below the
+uint32 that llama.cpp keeps it in (4294967296 wraps silently to 0, the model's own)."""
+MAX_BATCH = 2**16
+"""Tokens per decode call; llama.cpp allocates its batch for this many up front (a
+value past uint32 wraps, and a huge one aborts it inside the allocation)."""
+GGML_MAX_THREADS = 512
+"""llama.cpp's own limit; its thread pool crashes past it (threads = 100000: SIGSEGV)."""
+
+
+def max_threads(cpus: int | None = None) -> int:
+    """Threads worth asking for on this machine: four per core, within llama.cpp's limit."""
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    return min(GGML_MAX_THREADS, max(8, 4 * cpus))
+
+
 TOP_RULES: dict[str, Rule] = {
     "model": Rule("str", optional=True),
     "model_dirs": Rule("str_list"),
-    "n_ctx": Rule("int", minimum=0),
-    "n_batch": Rule("int", minimum=1),
-    "n_gpu_layers": Rule("int", minimum=-1),
-    "threads": Rule("int", minimum=1, optional=True),
+    "n_ctx": Rule("int", minimum=0, maximum=MAX_CONTEXT),
+    "n_batch": Rule("int", minimum=1, maximum=MAX_BATCH),
+    "n_gpu_layers": Rule("int", minimum=-1, maximum=INT32_MAX),
+    "threads": Rule("int", minimum=1, maximum=max_threads(), optional=True),
     "rpc": Rule("endpoints"),
     "tensor_split": Rule("float_list", minimum=0.0),
-    "seed": Rule("int", minimum=-1, maximum=2**32 - 1),
+    "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
     "system_prompt": Rule("str", optional=True),
     "theme": Rule("str"),
     "keys": Rule("str_map"),
@@ -69,22 +89,22 @@ TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
     "sampling": (
         SamplingSettings,
         {
-            "temperature": Rule("float", minimum=0.0),
-            "top_k": Rule("int", minimum=0),
+            "temperature": Rule("float", minimum=0.0, maximum=100.0),
+            "top_k": Rule("int", minimum=0, maximum=INT32_MAX),
             "top_p": Rule("float", minimum=0.0, maximum=1.0),
             "min_p": Rule("float", minimum=0.0, maximum=1.0),
-            "repeat_penalty": Rule("float", minimum=0.0),
-            "repeat_last_n": Rule("int", minimum=-1),
-            "seed": Rule("int", minimum=-1, maximum=2**32 - 1),
-            "max_tokens": Rule("int", minimum=1),
+            "repeat_penalty": Rule("float", minimum=0.0, maximum=100.0),
+            "repeat_last_n": Rule("int", minimum=-1, maximum=INT32_MAX),
+            "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
+            "max_tokens": Rule("int", minimum=1, maximum=INT32_MAX),
         },
     ),
     "checkpoints": (
         CheckpointConfig,
         {
-            "ram_mb": Rule("int", minimum=0),
-            "disk_mb": Rule("int", minimum=0),
-            "interval": Rule("int", minimum=1),
+            "ram_mb": Rule("int", minimum=0, maximum=2**40),
+            "disk_mb": Rule("int", minimum=0, maximum=2**40),
+            "interval": Rule("int", minimum=1, maximum=INT32_MAX),
             "enabled": Rule("bool"),
         },
     ),
@@ -125,6 +145,8 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {_toml_type(value)} ({value!r})"
     if rule.kind == "float":
         value = float(value)
+        if not math.isfinite(value):  # TOML writes them as nan and inf
+            return None, f"must be a finite number, not {value!r}"
     if rule.kind == "endpoints":
         from sessions.rpc.endpoints import EndpointError, parse_endpoints
 
@@ -133,14 +155,20 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         except EndpointError as error:
             return None, f"must be a list of \"host:port\" strings: {error}"
     if rule.kind == "float_list":
+        if not all(math.isfinite(v) for v in value):
+            return None, f"must hold finite numbers, not {value!r}"
         if any(v < (rule.minimum or 0) for v in value):
             return None, f"must hold numbers of at least {rule.minimum:g}, not {value!r}"
         return [float(v) for v in value], None
     if rule.minimum is not None and value < rule.minimum:
-        return None, f"must be at least {rule.minimum:g}, not {value!r}"
+        return None, f"must be at least {_bound(rule.minimum)}, not {value!r}"
     if rule.maximum is not None and value > rule.maximum:
-        return None, f"must be at most {rule.maximum:g}, not {value!r}"
+        return None, f"must be at most {_bound(rule.maximum)}, not {value!r}"
     return value, None
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 class _Checker:
@@ -194,7 +222,22 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
         values["models"] = check_models(data["models"], checker.report)
     if values.get("model") == "":
         values["model"] = None
+    _batch_within_context(values, checker)
     return Config(**values), checker.problems
+
+
+def _batch_within_context(values: dict[str, Any], checker: _Checker) -> None:
+    """``n_batch`` no larger than a fixed ``n_ctx``: llama.cpp would cut it down on its own
+    while the engine kept splitting prompts at the larger size. A batch left at its
+    default simply follows a small context; one the user set is reported."""
+    defaults = Config()
+    n_ctx = values.get("n_ctx", defaults.n_ctx)
+    n_batch = values.get("n_batch", defaults.n_batch)
+    if n_ctx and n_batch > n_ctx:
+        if "n_batch" in values:
+            checker.report(("n_batch",), f"n_batch ({n_batch}) must not be larger than n_ctx ({n_ctx}); "
+                                         f"using {n_ctx}")
+        values["n_batch"] = n_ctx
 
 
 def rules_cover_every_field() -> bool:

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.events import Listener, ModelLoaded, ModelLoadProgressed, NoticeRaised
+
+if TYPE_CHECKING:
+    from sessions.engine.model import ModelInfo
+    from sessions.store import SessionStore
 
 
 def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: Listener,
@@ -47,3 +52,21 @@ def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: List
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
     info = engine.info
     listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, seconds))
+
+
+def carry_legacy_tokens(store: SessionStore, info: ModelInfo) -> int:
+    """Refile the frozen tokens that sessions made by earlier versions keep for this model.
+
+    Those carry the model's old identity, a hash of the whole file. Only when a session
+    that used this file still records such an identity is the whole file hashed (once:
+    afterwards the session records the new identity), and tokens move only when that
+    hash is the old identity of this very file.
+    """
+    from sessions.engine.fingerprint import is_legacy, legacy_fingerprint
+
+    path = Path(info.path)
+    olds = {f for f in store.fingerprints_used_with(str(path), str(path.resolve())) if is_legacy(f)}
+    if not olds:
+        return 0
+    old = legacy_fingerprint(path)
+    return store.refile_tokens(old, info.fingerprint) if old in olds else 0

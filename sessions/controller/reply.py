@@ -64,7 +64,7 @@ def write_reply(
     wanted = max_tokens or settings.max_tokens
     room = engine.n_ctx - len(branch.tokens)
     try:
-        prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, on_progress)
+        prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, on_progress, reply_follows=True)
     except DecodeCancelled:
         raise GenerationCancelled("stopped before the reply started") from None
     resume_decoding()

@@ -21,7 +21,7 @@ from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.continuation import check_continuable, write_continuation
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
-from sessions.controller.model_loading import swap_engine
+from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
 from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.conversation import Conversation, SessionDraft
@@ -75,6 +75,7 @@ class SessionController:
             if error is not None:
                 raise error
             info = self._engine().info
+            carry_legacy_tokens(self._store, info)
         with self._lock:
             if self._conversation is not None:
                 self._conversation.record_model(str(info.path), info.fingerprint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
+from sessions.discovery.load_check import check_before_load
 from sessions.discovery.model_card import (
     ModelCard,
     memory_kind_for,
@@ -20,6 +21,7 @@ from sessions.discovery.search_paths import SearchRoot, gguf_files, search_roots
 
 __all__ = [
     "GGUFHeader",
+    "check_before_load",
     "ModelCard",
     "ModelFileError",
     "SearchRoot",

@@ -1,11 +1,16 @@
 """Put any branch's tokens into the live sequence exactly, evaluating only what is new.
 
 ``BranchEngine`` owns the live sequence of one context and knows the tokens it holds.
-``prepare`` plans a route (``planner.plan_route``), cuts or clears the live sequence,
-restores checkpoint segments root first, then decodes the rest in batches that end at
-segment boundaries, saving a segment at each boundary as it goes. ``generate`` samples a
-reply one token at a time and saves its segments too, so the next turn, a regenerate or a
-switch back finds them.
+``prepare`` plans a route (``planner.plan_route``), cuts, rewinds or clears the live
+sequence, restores checkpoints root first, then decodes the rest in batches that end at
+segment boundaries. ``generate`` samples a reply one token at a time.
+
+Nothing on the way to the first token waits for checkpoint bookkeeping: the decode loop
+only notes which ranges it passed (``Captures``); their attention cells are read out
+after the reply (or after a switch), when the user is reading, and the disk writes happen
+on the store's own thread. The one thing that cannot wait is a recurrent state, which the
+next token overwrites; a sliding window waits too, since its cells stay in the ring for a
+while (``swa_ring``).
 """
 
 from __future__ import annotations
@@ -16,14 +21,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, StateCompat, prefix_hash
+from sessions.checkpoints import CheckpointStore, Kind, StateCompat
 from sessions.crashpoints import crashpoint
-from sessions.engine.context import DecodeCancelled, LlamaContext
+from sessions.engine.captures import Captures, prefix_hashes
+from sessions.engine.context import ContextFull, DecodeCancelled, LlamaContext
 from sessions.engine.model import LlamaModel
-from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, cut_allowed, plan_route
+from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, SnapshotInfo, plan_route
+from sessions.engine.restore import RouteRunner
 from sessions.engine.segments import batches, segment_boundaries
-from sessions.engine.swa_layout import canonicalize_window
+from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.memory_kind import MemoryKind
+from sessions.stop_reason import StopReason
 
 ProgressFn = Callable[[int, int, float], None]
 """(tokens done, tokens to do, tokens per second)"""
@@ -36,10 +44,40 @@ class PrepareResult:
     tokens_restored: int
     tokens_evaluated: int
     seconds: float
+    bytes_restored: int = 0
+    """Checkpoint bytes put back into the context."""
+    decode_seconds: float = 0.0
+    """Of ``seconds``, the time inside ``llama_decode``; the rest is this engine's own work."""
+
+    @property
+    def overhead_seconds(self) -> float:
+        return max(0.0, self.seconds - self.decode_seconds)
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    tokens: list[int]
+    text: str
+    stop_reason: StopReason
+    first_token_at: float | None
+    """perf_counter() when the first token was sampled (None if none was)."""
+    seconds: float
+
+
+CONTINUABLE = frozenset({StopReason.LENGTH, StopReason.CANCELLED, StopReason.CONTEXT_FULL})
+"""Replies that may be continued later: the logits after their last token are kept."""
 
 
 class BranchEngine:
-    def __init__(self, model: LlamaModel, ctx: LlamaContext, store: CheckpointStore | None, *, interval: int = 2048):
+    def __init__(
+        self,
+        model: LlamaModel,
+        ctx: LlamaContext,
+        store: CheckpointStore | None,
+        *,
+        interval: int = 2048,
+        policy: SnapshotPolicy | None = None,
+    ):
         self.model = model
         self.ctx = ctx
         self.store = store
@@ -50,28 +88,49 @@ class BranchEngine:
         self.live: list[int] = []
         self.live_logits: np.ndarray | None = None
         self.cost = CostModel()
+        self.policy = policy or SnapshotPolicy()
+        self.captures = Captures(self, store, self.policy)
+        self.runner = RouteRunner(self, self.captures)
+        self.deferred_seconds = 0.0
+        """Time spent reading checkpoints out after the replies (off the path to a token)."""
 
     # -- planning ---------------------------------------------------------------------
 
     def _live_state(self) -> LiveState:
         pos_min = self.ctx.pos_min() if self.live else -1
+        ring = self.captures.ring
+        if ring is not None and self.live:
+            pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
         return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
-
-    def _lookup(self, target: Sequence[int]) -> Callable[[int], SegmentInfo | None]:
-        def lookup(b: int) -> SegmentInfo | None:
-            if self.store is None:
-                return None
-            meta = self.store.peek(self.compat, prefix_hash(target[:b]))
-            if meta is None or meta.end != b:
-                return None
-            return SegmentInfo(start=meta.start, end=meta.end, tier=meta.tier, has_logits=meta.has_logits)
-
-        return lookup
 
     def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
         """What ``prepare`` would do for this branch, without doing it."""
         bounds = segment_boundaries(ends, self.interval)
-        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, self._lookup(target), self.cost)
+        return self._plan(target, bounds, prefix_hashes(target, bounds))
+
+    def _plan(self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str]) -> Plan:
+        store, compat = self.store, self.compat
+
+        def cells(b: int) -> SegmentInfo | None:
+            meta = store.peek(compat, prefixes[b], "cells") if store is not None else None
+            if meta is None or meta.end != b:
+                return None
+            return SegmentInfo(meta.start, meta.end, meta.tier, meta.nbytes)
+
+        def snapshot(b: int) -> SnapshotInfo | None:
+            meta = store.peek(compat, prefixes[b], "snapshot") if store is not None else None
+            if meta is None or meta.end != b:
+                return None
+            return SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
+
+        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, self.cost)
+
+    def is_saved(self, prefix: str) -> bool:
+        """Whether a branch ending after the tokens with this hash restores without decoding."""
+        if self.store is None:
+            return False
+        kind: Kind = "cells" if self.kind is MemoryKind.PLAIN else "snapshot"
+        return self.store.has(self.compat, prefix, kind)
 
     # -- running ----------------------------------------------------------------------
 
@@ -82,93 +141,68 @@ class BranchEngine:
         *,
         stepped: Sequence[bool] | None = None,
         on_progress: ProgressFn | None = None,
+        reply_follows: bool = False,
     ) -> PrepareResult:
         """Make the live sequence hold ``target`` and return the logits after its last token.
 
         ``ends`` are the message end positions; ``stepped[i]`` says message i was a reply
         generated (and so first decoded) one token at a time, which is how it is replayed.
+        With ``reply_follows`` the checkpoints of what was decoded are read out after the
+        reply (``generate``) instead of now, so the first token does not wait for them.
         """
         target = list(target)
+        t0, d0 = time.perf_counter(), self.ctx.decode_seconds
+        self.captures.flush()  # whatever an interrupted job left, before the live sequence changes
         stepped_ranges = [
-            (a, b) for a, b, step in zip([0, *ends[:-1]], ends, stepped or [False] * len(ends), strict=True) if step
+            (a, b)
+            for a, b, step in zip([0, *ends[:-1]], ends, stepped or [False] * len(ends), strict=True)
+            if step
         ]
-        t0 = time.perf_counter()
-        plan = self.plan(target, ends)
         bounds = segment_boundaries(ends, self.interval)
-        message_ends = set(ends)
-        self._cut(plan.keep)
-        logits = self.live_logits if plan.logits_source == "live" else None
-        for info in plan.restore:
-            segment = self.store.get(self.compat, prefix_hash(target[: info.end])) if self.store else None
-            if segment is None or segment.start != len(self.live) and self.kind is not MemoryKind.RECURRENT:
-                break  # vanished or failed verification: decode from here instead
-            if not self.ctx.append_snapshot(segment.state):
-                self._reset()  # a failed restore may leave a sub-cache cleared
-                break
-            self.live = target[: segment.end]
-            self.live_logits = None
-            if segment.logits is not None:
-                logits = np.frombuffer(segment.logits, dtype=np.float32).copy()
-                self.live_logits = logits
-        self.settle()
+        prefixes = prefix_hashes(target, bounds)
+        plan = self._plan(target, bounds, prefixes)
+        logits, restored_bytes = self.runner.run(plan, target, prefixes)
         restored = len(self.live) - plan.keep if self.live else 0
+        restored = max(0, restored)
         evaluated = len(target) - len(self.live)
         if evaluated:
-            logits = self._decode_to(target, bounds, message_ends, stepped_ranges, on_progress)
+            logits = self._decode_to(target, bounds, stepped_ranges, prefixes, on_progress)
         elif logits is None:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
-        self._mark_active(target, bounds)
+        self.live_logits = logits
+        self.captures.note_end(len(target), prefixes[len(target)], logits, tip=not reply_follows)
+        self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
-        if evaluated:
-            self.cost = CostModel(
-                eval_per_token=seconds / evaluated,
-                restore_ram_per_token=self.cost.restore_ram_per_token,
-                restore_disk_per_token=self.cost.restore_disk_per_token,
-            )
-        return PrepareResult(logits, plan, restored, evaluated, seconds)
+        decode = self.ctx.decode_seconds - d0
+        self._learn(plan, evaluated, decode, restored_bytes, seconds - decode)
+        if not reply_follows:
+            self.captures.flush()
+        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode)
 
-    def settle(self) -> None:
-        """At a segment boundary: give a sliding-window cache its canonical cell order.
+    def _learn(self, plan: Plan, evaluated: int, decode: float, restored_bytes: int, other: float) -> None:
+        eval_per_token = decode / evaluated if evaluated else self.cost.eval_per_token
+        ram, disk = self.cost.ram_seconds_per_byte, self.cost.disk_seconds_per_byte
+        if restored_bytes >= 1 << 20 and not evaluated:
+            per_byte = other / restored_bytes
+            if all(part.tier == "ram" for part in plan.restore):
+                ram = per_byte
+            else:
+                disk = per_byte
+        self.cost = CostModel(eval_per_token, ram, disk)
 
-        Every route calls this at every boundary it passes, so the buffer order that the
-        next tokens' attention sums over is the same whichever route built the state
-        (see ``swa_layout``). Other memory kinds have no ring and need nothing.
-        """
-        if self.kind is not MemoryKind.SWA or not self.live:
-            return
-        try:
-            canonicalize_window(self.ctx)
-        except RuntimeError:
-            self._reset()  # the window is gone: the next plan rebuilds from checkpoints
-
-    def _mark_active(self, target: Sequence[int], bounds: Sequence[int]) -> None:
-        """Tell the store which segments the user is on: evicted last, after abandoned leaves."""
-        if self.store is None:
-            return
-        hasher, prefixes, pos = PrefixHasher(), [], 0
-        for b in bounds:
-            prefixes.append(hasher.extend(target[pos:b]).hexdigest())
-            pos = b
-        self.store.set_active(self.compat, prefixes)
-
-    def _cut(self, keep: int) -> None:
-        if keep == len(self.live):
-            return
-        if keep == 0:
-            self._reset()
-            return
-        if not cut_allowed(self.kind, self.n_swa, self._live_state(), keep) or not self.ctx.seq_rm(0, keep, -1):
-            self._reset()
-            return
-        self.live = self.live[:keep]
-        self.live_logits = None
+    def _mark_active(self, prefixes: dict[int, str]) -> None:
+        """Tell the store which checkpoints the user is on: evicted last, after abandoned leaves."""
+        if self.store is not None:
+            self.store.set_active(self.compat, prefixes.values())
 
     def _reset(self) -> None:
         self.ctx.clear()
         self.live = []
         self.live_logits = None
+        if self.captures.ring is not None:
+            self.captures.ring.real_from = 0
 
-    def _decode_to(self, target, bounds, message_ends, stepped_ranges, on_progress) -> np.ndarray:
+    def _decode_to(self, target, bounds, stepped_ranges, prefixes, on_progress) -> np.ndarray:
         start = len(self.live)
         total = len(target) - start
         t0 = time.perf_counter()
@@ -177,8 +211,9 @@ class BranchEngine:
         for end in (b for b in bounds if b > start):
             step = any(a <= seg_start < b for a, b in stepped_ranges)
             for a, b in batches(len(self.live), end, self.ctx.params.n_batch, stepped=step):
+                self.captures.before_decode(b)
                 try:
-                    logits = self.ctx.decode(target[a:b], a, want_logits=(b == end), abortable=True)
+                    logits = self.ctx.decode(target[a:b], a, want_logits=(b == len(target)), abortable=True)
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise
@@ -188,115 +223,85 @@ class BranchEngine:
                 if on_progress:
                     done = b - start
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
-            self.live_logits = logits
-            self._save(target, seg_start, end, logits if end in message_ends else None)
-            self.settle()
+            self.captures.note_range(seg_start, end, prefixes)
+            if end < len(target):
+                self.captures.maybe_snapshot(end, prefixes[end])
             seg_start = end
         assert logits is not None
         return logits
 
     def _recover_to_boundary(self, boundary: int) -> None:
-        """After a cancelled decode, fall back to the last boundary (or clear)."""
+        """After a cancelled decode, keep what was complete and fall back to a boundary."""
         self.ctx.clear_abort()
-        if boundary and self.kind in (MemoryKind.PLAIN,) and self.ctx.seq_rm(0, boundary, -1):
+        self.captures.flush()  # ranges before the stopped batch are intact
+        if boundary and self.kind is MemoryKind.PLAIN and self.ctx.seq_rm(0, boundary, -1):
             self.live = self.live[:boundary]
             self.live_logits = None
         else:
             self._reset()
 
-    def _save(self, tokens: Sequence[int], start: int, end: int, logits: np.ndarray | None) -> None:
-        if self.store is None or end <= start:
-            return
-        prefix = prefix_hash(tokens[:end])
-        if self.store.has(self.compat, prefix):
-            return
-        state = self.ctx.snapshot_range(start, end)
-        self.store.put(
-            Segment(
-                compat=self.compat,
-                prefix=prefix,
-                parent=prefix_hash(tokens[:start]) if start else None,
-                start=start,
-                end=end,
-                state=state,
-                logits=logits.astype(np.float32).tobytes() if logits is not None else None,
-            )
-        )
+    # -- generating -------------------------------------------------------------------
 
+    def generate(
+        self,
+        logits: np.ndarray,
+        sampler,
+        *,
+        max_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> GenerateResult:
+        """Sample a reply after the live sequence; every non-final token is decoded.
 
-@dataclass(frozen=True)
-class GenerateResult:
-    tokens: list[int]
-    text: str
-    stop_reason: str
-    """"eog" (the model ended its turn), "length" (max tokens), "cancelled", or "context_full"."""
-    first_token_at: float | None
-    """perf_counter() when the first token was sampled (None if none was)."""
-    seconds: float
+        The end-of-generation token that stops the reply is not decoded: what the chat
+        template puts after a reply belongs to the next message. Afterwards the
+        checkpoints of the prompt and the reply are read out (``Captures.flush``).
+        """
+        from sessions.engine.detokenizer import Detokenizer
 
-
-def generate(
-    engine: BranchEngine,
-    logits: np.ndarray,
-    sampler,
-    *,
-    max_tokens: int,
-    on_text: Callable[[str], None] | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
-) -> GenerateResult:
-    """Sample a reply after the live sequence; every non-final token is decoded.
-
-    The end-of-generation token that stops the reply is not decoded: what the chat
-    template puts after a reply belongs to the next message. Segments are saved every
-    ``interval`` tokens and at the end, with the final logits, so a regenerate of the
-    *next* turn or a continuation restores without decoding.
-    """
-    from sessions.engine.context import ContextFull
-    from sessions.engine.detokenizer import Detokenizer
-
-    t0 = time.perf_counter()
-    seg_start = len(engine.live)
-    tokens: list[int] = []
-    detok = Detokenizer(engine.model.piece)
-    first: float | None = None
-    reason = "length"
-    for _ in range(max_tokens):
-        if should_stop():
-            reason = "cancelled"
-            break
-        token = sampler.sample(logits)
-        if first is None:
-            first = time.perf_counter()
-        if engine.model.is_eog(token):
-            reason = "eog"
-            break
+        t0 = time.perf_counter()
+        seg_start = len(self.live)
+        tokens: list[int] = []
+        detok = Detokenizer(self.model.piece)
+        first: float | None = None
+        reason = StopReason.LENGTH
         try:
-            logits = engine.ctx.decode([token], len(engine.live))
-        except ContextFull:
-            reason = "context_full"
-            break
-        except DecodeCancelled:
-            # The reply so far stays (its tokens were decoded), but the cache may hold half
-            # a token: start clean; the next turn restores from the saved segments.
-            engine.ctx.clear_abort()
-            engine._reset()
-            reason = "cancelled"
-            break
-        engine.live.append(token)
-        engine.live_logits = logits
-        tokens.append(token)
-        crashpoint("generate.token")
-        text = detok.push(token)
-        if text and on_text:
-            on_text(text)
-        if len(engine.live) - seg_start >= engine.interval:
-            engine._save(engine.live, seg_start, len(engine.live), None)
-            engine.settle()
-            seg_start = len(engine.live)
-    tail = detok.finish()
-    if tail and on_text:
-        on_text(tail)
-    if len(engine.live) > seg_start and engine.live_logits is not None:
-        engine._save(engine.live, seg_start, len(engine.live), engine.live_logits)
-        engine.settle()
-    return GenerateResult(tokens, detok.text, reason, first, time.perf_counter() - t0)
+            for _ in range(max_tokens):
+                if should_stop():
+                    reason = StopReason.CANCELLED
+                    break
+                token = sampler.sample(logits)
+                if first is None:
+                    first = time.perf_counter()
+                if self.model.is_eog(token):
+                    reason = StopReason.EOG
+                    break
+                self.captures.before_decode(len(self.live) + 1)
+                try:
+                    step = self.ctx.decode([token], len(self.live))
+                except ContextFull:
+                    reason = StopReason.CONTEXT_FULL
+                    break
+                assert step is not None  # logits are asked for
+                logits = step
+                self.live.append(token)
+                self.live_logits = logits
+                tokens.append(token)
+                crashpoint("generate.token")
+                text = detok.push(token)
+                if text and on_text:
+                    on_text(text)
+                if len(self.live) - seg_start >= self.interval:
+                    self.captures.note_reply_range(seg_start, self.live, last=False)
+                    seg_start = len(self.live)
+            tail = detok.finish()
+            if tail and on_text:
+                on_text(tail)
+        finally:
+            if len(self.live) > seg_start:
+                self.captures.note_reply_range(seg_start, self.live, last=True)
+            if len(self.live) > seg_start or tokens:
+                keep_logits = reason in CONTINUABLE
+                self.captures.note_tip(self.live, self.live_logits if keep_logits else None)
+            self.captures.flush()
+        return GenerateResult(tokens, detok.text, reason, first, time.perf_counter() - t0)

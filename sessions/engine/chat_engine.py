@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn, generate
+from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
@@ -62,7 +62,7 @@ class LlamaChatEngine:
         devices = self.placement.key() if self.placement is not None else (
             f"ngl={n_gpu_layers};ts={list(tensor_split)};rpc={list(rpc)}" if n_gpu_layers or rpc else "")
         try:
-            self.ctx = LlamaContext(self.model, replace(params, devices=devices))
+            self.ctx = LlamaContext(self.model, replace(params, devices=devices, n_gpu_layers=n_gpu_layers))
         except BaseException:
             self.model.close()
             raise
@@ -82,22 +82,25 @@ class LlamaChatEngine:
     def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
         return self.branches.plan(target, ends)
 
-    def prepare(self, target, ends, stepped=None, on_progress: ProgressFn | None = None) -> PrepareResult:
-        return self.branches.prepare(target, ends, stepped=stepped, on_progress=on_progress)
+    def prepare(
+        self, target, ends, stepped=None, on_progress: ProgressFn | None = None, *, reply_follows: bool = False
+    ) -> PrepareResult:
+        return self.branches.prepare(
+            target, ends, stepped=stepped, on_progress=on_progress, reply_follows=reply_follows
+        )
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False) -> GenerateResult:
         sampler = Sampler(settings, self.info.n_vocab)
         try:
-            return generate(
-                self.branches, logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop
+            return self.branches.generate(
+                logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop
             )
         finally:
             sampler.close()
 
     def is_saved(self, prefix: str) -> bool:
         """Whether the state after the token prefix with this hash is checkpointed."""
-        store = self.branches.store
-        return store is not None and store.has(self.branches.compat, prefix)
+        return self.branches.is_saved(prefix)
 
     def request_abort(self) -> None:
         self.ctx.request_abort()

@@ -10,8 +10,8 @@ dangerous and checkpoints necessary.
 
 from __future__ import annotations
 
-import ctypes
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from sessions.engine.abort_flag import AbortFlag
 from sessions.engine.model import LlamaModel
 from sessions.engine.native import lib
+from sessions.engine.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
 
 LIVE = 0
 SPARE = 1
@@ -66,6 +67,8 @@ class ContextParams:
     arithmetic order is not), so restores would not be bit-exact."""
     type_k: int = 1  # GGML_TYPE_F16
     type_v: int = 1
+    n_gpu_layers: int = 0
+    """Layers offloaded by the model this context belongs to (part of ``compat``)."""
     devices: str = ""
     """Which device holds which layers (``Placement.key()``; empty: all on the CPU). Another
     split over other hardware computes other last bits, so states never cross splits."""
@@ -74,9 +77,17 @@ class ContextParams:
         return self.n_threads or default_threads()
 
     def compat(self) -> str:
-        """Canonical string of the settings a sequence-state blob must match to load."""
+        """Canonical string of the settings a saved state depends on, bit for bit.
+
+        Some of these only change whether a state loads at all (flash attention, the
+        K/V types, the stream layout); the others change the arithmetic, so a state
+        made under another value loads and then gives other logits than a recompute:
+        the batch and micro-batch sizes decide how tokens are grouped into one matrix
+        product, and the layers offloaded decide which backend computes each layer.
+        """
         return (
-            f"state-v1;fa={self.flash_attn};type_k={self.type_k};type_v={self.type_v};"
+            f"state-v2;fa={self.flash_attn};type_k={self.type_k};type_v={self.type_v};"
+            f"n_batch={self.n_batch};n_ubatch={self.n_batch};n_gpu_layers={self.n_gpu_layers};"
             "n_seq_max=2;kv_unified=1;swa_full=0" + (f";devices={self.devices}" if self.devices else "")
         )
 
@@ -110,8 +121,15 @@ class LlamaContext:
             raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens (out of memory?)")
         self._mem = L.llama_get_memory(self._ctx)
         self.n_ctx = int(L.llama_n_ctx(self._ctx))
+        self.n_ubatch = int(L.llama_n_ubatch(self._ctx))
+        self.n_seq_max = int(L.llama_n_seq_max(self._ctx))
         self.n_vocab = model.info.n_vocab
         self._batch = L.llama_batch_init(params.n_batch, 0, 1)
+        self.decode_seconds = 0.0
+        """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
+        self.empty_state = self.state_read(SPARE, FLAGS_FULL)
+        """llama.cpp's state of a sequence that holds nothing: its sections are the
+        "no cells" form of every memory part, used to write one part alone."""
 
     # -- decoding ---------------------------------------------------------------------
 
@@ -159,7 +177,9 @@ class LlamaContext:
             b.logits[i] = 0
         b.logits[n - 1] = 1 if want_logits else 0
         b.n_tokens = n
+        t0 = time.perf_counter()
         rc = self._L.llama_decode(self._ctx, b)
+        self.decode_seconds += time.perf_counter() - t0
         if rc == 2:
             raise DecodeCancelled()
         if rc == 1:
@@ -188,35 +208,60 @@ class LlamaContext:
     def clear(self) -> None:
         self._L.llama_memory_clear(self._mem, True)
 
-    def state_get(self, seq: int, flags: int = 0) -> bytes:
-        size = self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags)
-        buf = (ctypes.c_uint8 * size)()
-        n = self._L.llama_state_seq_get_data_ext(self._ctx, buf, size, seq, flags)
-        return ctypes.string_at(buf, n)
+    def state_size(self, seq: int, flags: int = FLAGS_FULL) -> int:
+        return int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags))
 
-    def state_set(self, blob: bytes, seq: int, flags: int = 0) -> bool:
-        if seq >= 2:
+    def state_read(self, seq: int, flags: int = FLAGS_FULL) -> np.ndarray:
+        """The state of ``seq`` in a new buffer (llama.cpp writes straight into it)."""
+        size = self.state_size(seq, flags)
+        buf = np.empty(size, dtype=np.uint8)
+        n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
+        return buf[:n]
+
+    def state_write(self, blob: Buffer, seq: int, flags: int = FLAGS_FULL) -> bool:
+        """Load a state into ``seq`` (which llama.cpp empties first); False if refused.
+
+        On a refusal only a part of the memory may have been emptied: the caller must
+        treat the sequence as lost.
+        """
+        if not 0 <= seq < self.n_seq_max:
             raise ValueError("sequence id out of range")  # llama.cpp aborts the process otherwise
-        src = ctypes.cast(ctypes.c_char_p(blob), ctypes.POINTER(ctypes.c_uint8))
-        n = self._L.llama_state_seq_set_data_ext(self._ctx, src, len(blob), seq, flags)
+        data = as_array(blob)
+        n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq, flags)
         return n != 0
 
-    def snapshot_range(self, start: int, end: int) -> bytes:
-        """Serialise the live tokens [start, end) plus the window/recurrent state at ``end``.
+    def cells_only(self, blob: Buffer) -> np.ndarray:
+        """A full state with only its attention cells: the other parts say "no cells".
 
-        Valid only right after a decode that ended exactly at ``end``. The spare sequence
-        is dropped at once: on sliding-window caches it would otherwise pin cells.
+        The checkpoint of a token range keeps the attention cells of that range; the
+        window or recurrent state at its end is saved apart (and only where needed).
+        """
+        data = as_array(blob)
+        section = read_attention(data, HEADER.size)
+        empty = read_attention(self.empty_state, HEADER.size)
+        tail = self.empty_state[empty.end :]
+        out = np.empty(section.end + len(tail), dtype=np.uint8)
+        out[: section.end] = data[: section.end]
+        out[section.end :] = tail
+        return out
+
+    def read_range(self, start: int, end: int) -> np.ndarray:
+        """The attention cells of live positions [start, end), and nothing else.
+
+        They are copied to the spare sequence and read from there; the spare sequence
+        is dropped at once (on a sliding-window cache it would otherwise pin cells).
         """
         self.seq_cp(LIVE, SPARE, start, end)
         try:
-            return self.state_get(SPARE)
+            blob = self.state_read(SPARE, FLAGS_FULL)
         finally:
             self.seq_rm(SPARE)
+        return self.cells_only(blob)
 
-    def append_snapshot(self, blob: bytes) -> bool:
-        """Restore a segment made by ``snapshot_range`` on top of the live sequence."""
+    def append_cells(self, blob: Buffer) -> bool:
+        """Add saved attention cells (from ``read_range``) to the live sequence."""
         self.seq_rm(SPARE)
-        if not self.state_set(blob, SPARE):
+        if not self.state_write(blob, SPARE, FLAGS_FULL):
             self.seq_rm(SPARE)
             return False
         self.seq_cp(SPARE, LIVE)

@@ -118,9 +118,9 @@ class _Worker:
     def _is_saved(self, prefix: str) -> bool:
         return self.engine.is_saved(prefix)
 
-    def _prepare(self, target, ends, stepped):
+    def _prepare(self, target, ends, stepped, reply_follows=False):
         progress = lambda done, total, rate: self.channel.send("progress", done, total, rate)  # noqa: E731
-        return self.engine.prepare(target, ends, stepped, progress)
+        return self.engine.prepare(target, ends, stepped, progress, reply_follows=reply_follows)
 
     def _generate(self, logits, settings, max_tokens: int):
         return self.engine.generate(logits, settings, max_tokens=max_tokens,

@@ -217,11 +217,16 @@ class EngineProcess:
     def plan(self, target: Sequence[int], ends: Sequence[int]):
         return self._call("plan", list(target), list(ends))
 
-    def prepare(self, target, ends, stepped=None, on_progress=None):
+    def prepare(self, target, ends, stepped=None, on_progress=None, *, reply_follows: bool = False):
         return self._call("prepare", list(target), list(ends), list(stepped) if stepped is not None else None,
-                          on_progress=on_progress)
+                          reply_follows, on_progress=on_progress)
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
+        if should_stop():  # stopped before it began: the child would race the stop to a first token
+            from sessions.engine.branch_engine import GenerateResult
+            from sessions.stop_reason import StopReason
+
+            return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
 
     def is_saved(self, prefix: str) -> bool:

@@ -1,40 +1,59 @@
-"""A model file's identity, for checkpoint files.
+"""A model file's identity, for checkpoints and frozen tokens, in milliseconds.
 
 A llama.cpp state blob carries no model identity: a different GGUF of the same shape
-restores silently and then produces garbage. Every checkpoint therefore records the
-fingerprint of the file it was made with, and a file replaced on disk gets a new one.
+restores silently and then produces garbage. Every checkpoint (and every message's frozen
+token ids) is therefore filed under a fingerprint of the model file.
 
-Hashing a multi-gigabyte file takes seconds, so the digest of the whole content is
-computed once and remembered in a small cache keyed by (path, size, mtime, inode,
-ctime): a file replaced by a rename has a new inode, one rewritten in place a new mtime,
-and even a copy that restores the old mtime (``cp -p``) changes the ctime, which no
-program can set back. Any of them means hashing again.
+Hashing all of a multi-gigabyte file takes seconds at every load. The fingerprint hashes
+what tells two models apart instead: the file size, the first ``HEAD_BYTES`` (the GGUF
+header: architecture, hyperparameters, the whole vocabulary and chat template, the tensor
+table with every tensor's name, shape, type and offset, and the first weights) and
+``SAMPLES`` blocks spread evenly over the rest. Two files of the same shape with other
+weights (another fine-tune, another quantisation, a re-download of a different revision)
+differ in every block, so a swapped model is always noticed; a file edited in a few
+bytes outside the sampled blocks would not be, which no model update does.
+
+Nothing is cached on disk: at a few milliseconds there is nothing to save, and a cache
+file would be one more thing that can hand out a wrong identity.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import threading
 from pathlib import Path
 
-from sessions import paths
-
-_CHUNK = 8 * 1024 * 1024
-_lock = threading.Lock()
-
-
-def _cache_file() -> Path:
-    return paths.cache_dir() / "fingerprints.json"
+VERSION = "gguf-sampled-1"
+HEAD_BYTES = 8 << 20
+SAMPLES = 64
+SAMPLE_BYTES = 64 << 10
+_CHUNK = 8 << 20
 
 
-def _stat_key(path: Path) -> str:
-    st = path.stat()
-    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}"
+def model_fingerprint(path: Path | str) -> str:
+    """The identity of a model file (``VERSION:`` then 40 hex digits)."""
+    digest = hashlib.blake2b(digest_size=20)
+    with open(path, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        digest.update(f"{VERSION};{size};".encode())
+        digest.update(handle.read(min(size, HEAD_BYTES)))
+        rest = size - HEAD_BYTES
+        if rest > 0:
+            step = max(1, rest // SAMPLES)
+            for i in range(SAMPLES):
+                offset = HEAD_BYTES + i * step
+                if offset >= size:
+                    break
+                digest.update(os.pread(handle.fileno(), SAMPLE_BYTES, offset))
+    return f"{VERSION}:{digest.hexdigest()}"
 
 
-def _hash_file(path: Path) -> str:
+def legacy_fingerprint(path: Path | str) -> str:
+    """The identity earlier versions gave a file: a digest of all of its bytes.
+
+    Only computed to carry the frozen tokens of sessions made then over to
+    ``model_fingerprint`` (once per file), never at a normal load.
+    """
     digest = hashlib.blake2b(digest_size=20)
     with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
@@ -42,28 +61,5 @@ def _hash_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def model_fingerprint(path: Path) -> str:
-    """Digest of the model file's bytes (remembered while the file is unchanged)."""
-    path = Path(path)
-    key = _stat_key(path)
-    with _lock:
-        cache: dict[str, str] = {}
-        try:
-            cache = json.loads(_cache_file().read_text())
-        except (OSError, ValueError):
-            cache = {}
-        if isinstance(cache, dict) and isinstance(cache.get(key), str):
-            return cache[key]
-        value = _hash_file(path)
-        if _stat_key(path) != key:  # changed while we read it: do not remember
-            return value
-        cache = {k: v for k, v in cache.items() if isinstance(v, str)} if isinstance(cache, dict) else {}
-        cache[key] = value
-        try:
-            paths.ensure_private_dir(_cache_file().parent)
-            tmp = _cache_file().with_suffix(".tmp")
-            tmp.write_text(json.dumps(cache))
-            os.replace(tmp, _cache_file())
-        except OSError:
-            pass  # a cache is an optimisation; never fail a load over it
-        return value
+def is_legacy(fingerprint: str) -> bool:
+    return ":" not in fingerprint and len(fingerprint) == 40

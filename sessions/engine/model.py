@@ -42,7 +42,8 @@ class ModelInfo:
     size_bytes: int
 
 
-ProgressFn = Callable[[float], "bool | None"]
+LoadProgressFn = Callable[[float], "bool | None"]
+"""Fraction of the file loaded; returning False stops the load."""
 
 
 def _check_file(path: Path) -> None:
@@ -52,18 +53,16 @@ def _check_file(path: Path) -> None:
     file is as long as its tensor table says (a partly downloaded file is the usual
     case); llama.cpp itself would only say it failed.
     """
-    from sessions.discovery import ModelFileError, read_model_card
+    from sessions.discovery import ModelFileError, check_before_load
 
     if not path.exists():
         raise ModelLoadError(f"model file not found: {path}")
     if not path.is_file():
         raise ModelLoadError(f"not a file: {path}")
     try:
-        card = read_model_card(path)
+        check_before_load(path)  # also what would make llama.cpp abort the process
     except ModelFileError as error:
         raise ModelLoadError(str(error)) from None
-    if card.error:
-        raise ModelLoadError(f"{path.name}: {card.error}")
 
 
 class _LoadLog(logging.Handler):
@@ -118,7 +117,7 @@ class LlamaModel:
         *,
         n_gpu_layers: int = 0,
         tensor_split: Sequence[float] = (),
-        on_progress: ProgressFn | None = None,
+        on_progress: LoadProgressFn | None = None,
     ):
         L = lib()
         self._L = L

@@ -1,42 +1,58 @@
 """Choose the cheapest exact way to put a branch's tokens into the live sequence.
 
 Pure logic, no llama.cpp: given what the live sequence holds, the target branch's tokens,
-the positions where that branch is cut into segments, and which segments the checkpoint
-store has, return a ``Plan`` the UI can show before anything runs.
+the positions where that branch is cut into segments, and which checkpoints the store
+has, return a ``Plan`` the UI can show before anything runs.
+
+A state at a boundary has two parts: the attention cells of every token before it
+(``cells`` checkpoints, one per range, restored root first) and, for models that keep
+more than attention cells, what they keep besides — the sliding window or the recurrent
+state — which only a ``snapshot`` taken at exactly that boundary can give back. So a
+route is: keep a prefix of the live sequence (cutting it back where the memory kind
+allows, or rewinding it with a snapshot), restore the cells of the ranges after it,
+restore the snapshot at the last of them, and decode the rest.
 
 Exactness rules this encodes (see ``shared/notes/llama-cpp-state.md``):
 
 - The live sequence may be cut back only where the memory kind allows it: always for
-  plain attention; for sliding-window caches only while the window has not slid past the
-  cut (``pos_min <= p - n_swa``); never for hybrid or recurrent memory, which can only be
-  kept whole or cleared.
-- Work starts and stops at segment boundaries only. The floating-point state after a
-  batch depends on where the batch started and ended, so every route (live reuse,
-  restore, from scratch) decodes the same token ranges in the same batches and therefore
-  lands on bit-identical logits.
-- Logits at the very end of the target come from the live context, from a segment saved
+  plain attention; for sliding-window caches while the window still holds the cut
+  (``pos_min <= p - n_swa``), or anywhere with a snapshot there; for hybrid memory only
+  with a snapshot there; recurrent memory only restores whole states.
+- Work starts and stops at segment boundaries only, and every route decodes the same
+  token ranges in the same batches, so every route lands on the same bits.
+- Logits at the very end of the target come from the live context, from a snapshot saved
   with its logits, or from decoding the last segment again: never from a partial decode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from sessions.checkpoints.segment import Tier
 from sessions.memory_kind import MemoryKind
-
-Tier = Literal["ram", "disk"]
 
 
 @dataclass(frozen=True)
 class SegmentInfo:
-    """What the store says about the segment ending at a boundary."""
+    """What the store says about the cells of the range ending at a boundary."""
 
     start: int
     end: int
     tier: Tier
+    nbytes: int = 0
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What the store says about the snapshot at a boundary."""
+
+    end: int
+    tier: Tier
+    has_state: bool
     has_logits: bool
+    nbytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -50,11 +66,11 @@ class LiveState:
 
 @dataclass(frozen=True)
 class CostModel:
-    """Seconds per token, updated from measurements by the engine."""
+    """Seconds per token and per byte restored, updated from measurements by the engine."""
 
     eval_per_token: float = 2e-3
-    restore_ram_per_token: float = 2e-6
-    restore_disk_per_token: float = 2e-5
+    ram_seconds_per_byte: float = 1 / 4e9
+    disk_seconds_per_byte: float = 1 / 1e9
 
 
 @dataclass(frozen=True)
@@ -62,13 +78,17 @@ class Plan:
     keep: int
     """Live tokens kept; the live sequence is cut back to this (0 = cleared)."""
     restore: tuple[SegmentInfo, ...]
-    """Segments restored after ``keep``, root first."""
+    """Cells restored after ``keep``, root first."""
     evaluate_from: int
     """Tokens ``target[evaluate_from:]`` are decoded."""
     target_len: int
-    logits_source: Literal["live", "segment", "decode"]
+    logits_source: Literal["live", "snapshot", "decode"]
     estimate_seconds: float = 0.0
     live_len: int = 0
+    rewind: SnapshotInfo | None = None
+    """A snapshot at ``keep`` that puts the window or recurrent state back after a cut."""
+    snapshot: SnapshotInfo | None = None
+    """The snapshot restored at ``evaluate_from`` (its state and/or its logits)."""
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -77,8 +97,15 @@ class Plan:
 
     @property
     def tokens_restored(self) -> int:
-        """Tokens whose state comes from checkpoints (contiguous after ``keep``)."""
-        return self.restore[-1].end - self.keep if self.restore else 0
+        """Tokens whose state comes from checkpoints rather than the live sequence."""
+        if self.restore or (self.snapshot is not None and self.snapshot.has_state):
+            return self.evaluate_from - self.keep
+        return 0
+
+    @property
+    def bytes_restored(self) -> int:
+        extra = [s.nbytes for s in (self.rewind, self.snapshot) if s is not None]
+        return sum(s.nbytes for s in self.restore) + sum(extra)
 
     @property
     def tokens_to_evaluate(self) -> int:
@@ -98,7 +125,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def cut_allowed(kind: MemoryKind, n_swa: int, live: LiveState, p: int) -> bool:
-    """May the live sequence be cut back to length ``p`` and stay exact?"""
+    """May the live sequence be cut back to length ``p`` and stay exact, with no snapshot?"""
     if p == len(live.tokens) or p == 0:
         return True
     if kind is MemoryKind.PLAIN:
@@ -110,87 +137,112 @@ def cut_allowed(kind: MemoryKind, n_swa: int, live: LiveState, p: int) -> bool:
     return False  # hybrid and recurrent state cannot go back
 
 
+CellsLookup = Callable[[int], SegmentInfo | None]
+SnapshotLookup = Callable[[int], SnapshotInfo | None]
+
+
 def plan_route(
     kind: MemoryKind,
     n_swa: int,
     live: LiveState,
     target: Sequence[int],
     boundaries: Sequence[int],
-    lookup: Callable[[int], SegmentInfo | None],
+    cells: CellsLookup,
+    snapshot: SnapshotLookup,
     cost: CostModel = CostModel(),
 ) -> Plan:
-    """Return the plan that evaluates the fewest tokens (then restores the fewest)."""
+    """Return the plan that evaluates the fewest tokens (then costs the least)."""
     if not boundaries or boundaries[-1] != len(target):
         raise ValueError("boundaries must end at the target's length")
-    c = common_prefix(live.tokens, target)
-    starts = [0] + [b for b in boundaries if b <= c]
-    keeps = [k for k in dict.fromkeys(starts) if k <= c and cut_allowed(kind, n_swa, live, k)]
-    later = {k: [b for b in boundaries if b > k] for k in keeps}
-
     best: Plan | None = None
-    for keep in keeps:
-        chain = _chain(kind, keep, later[keep], lookup)
-        if kind is MemoryKind.RECURRENT and chain:
-            keep = 0  # a recurrent restore replaces the whole state
-        reach = chain[-1].end if chain else keep
-        source: Literal["live", "segment", "decode"] = "decode"
-        if reach == len(target):
-            if chain and chain[-1].has_logits:
-                source = "segment"
-            elif not chain and keep == len(live.tokens) and live.has_logits:
-                source = "live"
-            else:  # no logits at the end: decode the last segment again
-                while chain and reach == len(target):
-                    chain.pop()
-                    reach = chain[-1].end if chain else keep
-                if reach == len(target):
-                    continue  # this keep point cannot give logits; a shorter one will
-        plan = Plan(
-            keep=keep,
-            restore=tuple(chain),
-            evaluate_from=reach,
-            target_len=len(target),
-            logits_source=source,
-            live_len=len(live.tokens),
-        )
+    for plan in _candidates(kind, n_swa, live, target, boundaries, cells, snapshot):
         plan = _with_estimate(plan, cost)
-        if best is None or _better(plan, best):
+        if best is None or _key(plan) < _key(best):
             best = plan
-    assert best is not None  # keep = 0 with nothing restored always qualifies
+    assert best is not None  # clearing and decoding everything always qualifies
     return best
 
 
-def _chain(kind: MemoryKind, keep: int, later: list[int], lookup) -> list[SegmentInfo]:
-    if kind is MemoryKind.RECURRENT:
-        # The recurrent state at a boundary stands for everything before it: only the
-        # deepest saved segment is needed.
-        for b in reversed(later):
-            info = lookup(b)
-            if info is not None:
-                return [info]
-        return []
-    chain: list[SegmentInfo] = []
-    pos = keep
-    for b in later:
-        info = lookup(b)
-        if info is None or info.start != pos:
-            break
-        chain.append(info)
-        pos = b
-    return chain
+def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot):
+    n_live, n = len(live.tokens), len(target)
+    c = common_prefix(live.tokens, target)
+    def plan(keep: int, restore: tuple[SegmentInfo, ...], evaluate_from: int, *,
+             rewind: SnapshotInfo | None = None, snapshot: SnapshotInfo | None = None) -> Plan:
+        return Plan(keep=keep, restore=restore, evaluate_from=evaluate_from, target_len=n,
+                    logits_source="decode", live_len=n_live, rewind=rewind, snapshot=snapshot)
+
+    starts: list[tuple[int, SnapshotInfo | None]] = [(0, None)]  # (keep, rewind snapshot)
+    if c == n_live and n_live:
+        starts.append((n_live, None))
+    for k in boundaries:
+        if 0 < k <= c and k < n_live:
+            if kind is not MemoryKind.RECURRENT and cut_allowed(kind, n_swa, live, k):
+                starts.append((k, None))
+            elif kind in (MemoryKind.SWA, MemoryKind.HYBRID):
+                snap = snapshot(k)
+                if snap is not None and snap.has_state:
+                    starts.append((k, snap))
+    for keep, rewind in starts:
+        if kind is MemoryKind.RECURRENT:
+            yield from _recurrent(keep, live, boundaries, snapshot, plan)
+            continue
+        chain: list[SegmentInfo] = []
+        reach = keep
+        points = [(keep, None)]  # (end of restored cells, snapshot restored there)
+        for b in boundaries:
+            if b <= keep:
+                continue
+            info = cells(b)
+            if info is None or info.start != reach:
+                break
+            chain.append(info)
+            reach = b
+            snap = snapshot(b)
+            if kind is MemoryKind.PLAIN:
+                points.append((b, snap if snap is not None and snap.has_logits else None))
+            elif snap is not None and snap.has_state:
+                points.append((b, snap))
+        for end, snap in points:
+            restored = tuple(s for s in chain if s.end <= end)
+            finished = _finish(plan(keep, restored, end, rewind=rewind, snapshot=snap), live)
+            if finished is not None:
+                yield finished
+
+
+def _recurrent(keep, live, boundaries, snapshot, plan):
+    """A recurrent state at a boundary stands for everything before it: one restore."""
+    candidates = [plan(keep, (), keep)]
+    for b in boundaries:
+        snap = snapshot(b)
+        if snap is not None and snap.has_state:
+            candidates.append(plan(0, (), b, snapshot=snap))
+    for candidate in candidates:
+        finished = _finish(candidate, live)
+        if finished is not None:
+            yield finished
+
+
+def _finish(plan: Plan, live: LiveState) -> Plan | None:
+    """Settle where the logits come from; None when this route cannot give them."""
+    if plan.evaluate_from < plan.target_len:
+        return plan
+    snap = plan.snapshot
+    if snap is not None and snap.has_logits:
+        return replace(plan, logits_source="snapshot")
+    untouched = not plan.restore and plan.rewind is None and snap is None
+    if untouched and plan.keep == len(live.tokens) and live.has_logits:
+        return replace(plan, logits_source="live")
+    return None  # a shorter route decodes the last segment again
 
 
 def _with_estimate(plan: Plan, cost: CostModel) -> Plan:
-    restore = 0.0
-    pos = plan.keep
-    for s in plan.restore:
-        per_token = cost.restore_ram_per_token if s.tier == "ram" else cost.restore_disk_per_token
-        restore += (s.end - pos) * per_token
-        pos = s.end
-    seconds = restore + plan.tokens_to_evaluate * cost.eval_per_token
-    return Plan(**{**plan.__dict__, "estimate_seconds": seconds})
+    seconds = plan.tokens_to_evaluate * cost.eval_per_token
+    for part in (*plan.restore, plan.rewind, plan.snapshot):
+        if part is not None:
+            rate = cost.ram_seconds_per_byte if part.tier == "ram" else cost.disk_seconds_per_byte
+            seconds += part.nbytes * rate
+    return replace(plan, estimate_seconds=seconds)
 
 
-def _better(a: Plan, b: Plan) -> bool:
-    key = lambda p: (p.tokens_to_evaluate, p.estimate_seconds, -p.keep)  # noqa: E731
-    return key(a) < key(b)
+def _key(plan: Plan) -> tuple[int, float, int]:
+    return (plan.tokens_to_evaluate, plan.estimate_seconds, -plan.keep)

@@ -41,8 +41,14 @@ class ChatEngine(Protocol):
         ends: Sequence[int],
         stepped: Sequence[bool] | None = None,
         on_progress: ProgressFn | None = None,
+        *,
+        reply_follows: bool = False,
     ) -> PrepareResult:
-        """Make ``target`` the live sequence (restore, then decode what is new); blocking."""
+        """Make ``target`` the live sequence (restore, then decode what is new); blocking.
+
+        With ``reply_follows`` the checkpoints of what was decoded are read out after the
+        reply (``generate``), so the first token does not wait for them.
+        """
         ...
 
     def generate(

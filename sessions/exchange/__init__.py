@@ -76,6 +76,10 @@ def import_file(store: SessionStore, path: Path | str) -> list[int]:
         raise ExchangeError(
             f"{path.name} is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
         ) from error
+    except ValueError as error:  # a number of thousands of digits
+        raise ExchangeError(f"{path.name} is not valid JSON ({error})") from error
+    except RecursionError:
+        raise ExchangeError(f"{path.name} is nested too deeply to be a chat export") from None
     try:
         return import_data(store, data)
     except ExchangeError as error:

@@ -3,15 +3,21 @@
 Each reader (our JSON, the llama.cpp web UI, ChatGPT) only translates its file into
 ``ImportedSession`` values; this module checks the tree they describe and writes it inside
 one store transaction, so a file that fails halfway leaves no half-made session behind.
+
+An imported file comes from anywhere, so nothing in it is trusted: every text must be
+valid Unicode, every time a real time, and no token ids are taken from it (the tokens a
+model sees are computed from the text when the session is first used; a file's ids
+could make the model read something other than what the screen shows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from sessions.sampling import SamplingSettings
-from sessions.store import SessionStore
+from sessions.store import InvalidValue, SessionStore
+from sessions.store.values import check_text, check_time
 from sessions.tree import ROLES, GenerationStats, Role
 
 
@@ -32,7 +38,6 @@ class ImportedMessage:
     text: str
     created_at: float | None = None
     stats: GenerationStats | None = None
-    tokens: Mapping[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +69,8 @@ def parents_first(messages: list[ImportedMessage], where: str) -> list[ImportedM
             raise ExchangeError(f"{where}: message {message.key!r} has unknown role {message.role!r}")
         if not isinstance(message.text, str):
             raise ExchangeError(f"{where}: message {message.key!r} has no text")
+        checked(check_text, message.text, f"{where}: the text of message {message.key!r}")
+        checked(check_time, message.created_at, f"{where}: the time of message {message.key!r}")
         by_key[message.key] = message
         children.setdefault(message.key, [])
     for message in messages:
@@ -83,8 +90,27 @@ def parents_first(messages: list[ImportedMessage], where: str) -> list[ImportedM
     return ordered
 
 
+def checked(check, value, what: str):
+    """``check(value, what)`` with the store's refusal turned into this module's error."""
+    try:
+        return check(value, what)
+    except InvalidValue as error:
+        raise ExchangeError(str(error)) from None
+
+
+def _check_session(session: ImportedSession, where: str) -> None:
+    for value, name in ((session.title, "title"), (session.model_path, "model path"),
+                        (session.model_fingerprint, "model fingerprint"),
+                        (session.system_prompt, "system prompt")):
+        if value is not None:
+            checked(check_text, value, f"{where}: the {name}")
+    checked(check_time, session.created_at, f"{where}: the session's creation time")
+
+
 def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str) -> list[int]:
     """Write every session in one transaction; returns the new session ids in order."""
+    for session in sessions:
+        _check_session(session, where)
     plans = [(session, parents_first(session.messages, where)) for session in sessions]
     created: list[int] = []
     with store.transaction():
@@ -109,8 +135,7 @@ def _save_one(
     for message in ordered:
         parent = None if message.parent is None else ids[message.parent]
         added = store.add_message(
-            record.id, parent, message.role, message.text,
-            stats=message.stats, tokens=message.tokens, created_at=message.created_at,
+            record.id, parent, message.role, message.text, stats=message.stats, created_at=message.created_at,
         )
         ids[message.key] = added.id
         parent_of[added.id] = parent

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessions.exchange import fields
 from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
 from sessions.store import SessionStore
 
@@ -34,20 +35,22 @@ def _part_text(part: Any) -> str:
     return ""
 
 
-def message_text(message: Any) -> str | None:
+def message_text(message: Any, where: str = "a node") -> str | None:
     """The visible text of a node's message, or None when the node should be skipped."""
-    if not isinstance(message, dict):
+    if message is None:
         return None
-    role = (message.get("author") or {}).get("role")
-    metadata = message.get("metadata") or {}
-    content = message.get("content") or {}
+    message = fields.mapping(message, where, "message", optional=False)
+    role = fields.mapping(message.get("author"), where, "author").get("role")
+    metadata = fields.mapping(message.get("metadata"), where, "metadata")
+    content = fields.mapping(message.get("content"), where, "content")
     if role not in _ROLES or metadata.get("is_visually_hidden_from_conversation"):
         return None
     if message.get("recipient", "all") not in ("all", None):
         return None  # a call to a tool, not a reply to the user
     if content.get("content_type", "text") not in _TEXT_TYPES:
         return None
-    text = "\n".join(p for p in (_part_text(part) for part in content.get("parts") or []) if p)
+    parts = fields.listing(content.get("parts"), where, "content.parts")
+    text = "\n".join(p for p in (_part_text(part) for part in parts) if p)
     return text if text.strip() else None
 
 
@@ -61,53 +64,64 @@ def _kept_ancestor(mapping: dict[str, Any], key: str | None, kept: set[str]) -> 
     return key
 
 
+def _node(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    node = mapping[key]
+    if not isinstance(node, dict):
+        raise ExchangeError(f"{where}: node {key!r} is not an object")
+    parent = node.get("parent")
+    if parent is not None and not isinstance(parent, str):
+        raise ExchangeError(f"{where}: node {key!r}: 'parent' should be a node id, found {fields.kind_of(parent)}")
+    children = fields.listing(node.get("children"), f"{where}: node {key!r}", "children")
+    if not all(isinstance(child, str) for child in children):
+        raise ExchangeError(f"{where}: node {key!r}: 'children' should be a list of node ids")
+    return node
+
+
 def read_conversation(data: dict[str, Any], where: str) -> ImportedSession:
     mapping = data["mapping"]
     order: list[str] = []
     texts: dict[str, str] = {}
-    for key, node in mapping.items():
-        if not isinstance(node, dict):
-            raise ExchangeError(f"{where}: node {key!r} is not an object")
+    times: dict[str, float | None] = {}
+    fallback_time = fields.number(_plain(data.get("create_time")), where, "create_time")
+    for key in mapping:
+        node = _node(mapping, key, where)
         order.append(key)
-        text = message_text(node.get("message"))
+        text = message_text(node.get("message"), f"{where}: node {key!r}")
         if text is not None:
             texts[key] = text
+            stamp = fields.number(_plain(node["message"].get("create_time")), f"{where}: node {key!r}",
+                                  "create_time")
+            times[key] = stamp if stamp is not None else fallback_time
     kept = set(texts)
     position = {key: i for i, key in enumerate(order)}
     for node in mapping.values():  # the parent's own list gives the sibling order
         for i, child in enumerate(node.get("children") or []):
             if child in position:
                 position[child] = i
-    messages: list[ImportedMessage] = []
-    fallback_time = data.get("create_time")
-    for key in sorted(kept, key=lambda k: (_time(mapping[k]["message"], fallback_time), position[k])):
-        message = mapping[key]["message"]
-        messages.append(
-            ImportedMessage(
-                key=key,
-                parent=_kept_ancestor(mapping, mapping[key].get("parent"), kept),
-                role=message["author"]["role"],
-                text=texts[key],
-                created_at=_time(message, fallback_time) or None,
-            )
+    messages = [
+        ImportedMessage(
+            key=key,
+            parent=_kept_ancestor(mapping, mapping[key].get("parent"), kept),
+            role=mapping[key]["message"]["author"]["role"],
+            text=texts[key],
+            created_at=times[key] or None,
         )
+        for key in sorted(kept, key=lambda k: (times[k] or 0.0, position[k]))
+    ]
     current = data.get("current_node")
     active = _kept_ancestor(mapping, current, kept) if isinstance(current, str) else None
     title = data.get("title")
-    created = data.get("create_time")
     return ImportedSession(
         title=title if isinstance(title, str) else "",
         messages=messages,
         active=active,
-        created_at=float(created) if isinstance(created, (int, float)) else None,
+        created_at=fallback_time,
     )
 
 
-def _time(message: dict[str, Any], fallback: Any) -> float:
-    value = message.get("create_time")
-    if isinstance(value, (int, float)):
-        return float(value)
-    return float(fallback) if isinstance(fallback, (int, float)) else 0.0
+def _plain(value: Any) -> Any:
+    """A time as ChatGPT writes it (a number), anything else taken as absent."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def import_chatgpt(store: SessionStore, data: Any) -> list[int]:

@@ -4,6 +4,11 @@ Everything the store knows about a session travels: settings, every branch, gene
 stats, the frozen tokens per model fingerprint, the remembered branches and the head. The
 file carries a ``format`` marker and a ``format_version`` so that a file from a newer
 llamachat is refused with a clear message instead of being half understood.
+
+Importing takes everything but the token ids. Anyone can compute the fingerprint of a
+public model, so a shared file could carry ids that make the model read a different
+question from the one on screen, or ids out of the vocabulary that break the session;
+the tokens are computed again from the text when the session is first used.
 """
 
 from __future__ import annotations
@@ -11,10 +16,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sessions.exchange import fields
 from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
-from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
-from sessions.tree import GenerationStats
 
 FORMAT = "llamachat-session"
 FORMAT_VERSION = 1
@@ -67,32 +71,20 @@ def _field(data: dict[str, Any], name: str, kinds: tuple[type, ...], where: str)
     return value
 
 
-def _tokens(value: Any, where: str) -> dict[str, list[int]]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, list) and all(type(t) is int for t in v)
-        for k, v in value.items()
-    ):
-        raise ExchangeError(f"{where}: 'tokens' should map model fingerprints to lists of integers")
-    return value
-
-
 def _message(data: Any, index: int) -> ImportedMessage:
     where = f"message {index + 1}"
     if not isinstance(data, dict):
         raise ExchangeError(f"{where} is not an object")
     stats = _field(data, "stats", (dict, type(None)), where)
-    created = _field(data, "created_at", (int, float, type(None)), where)
+    _field(data, "created_at", (int, float, type(None)), where)
     return ImportedMessage(
         key=_field(data, "id", (int,), where),
         parent=_field(data, "parent", (int, type(None)), where),
         role=_field(data, "role", (str,), where),
         text=_field(data, "text", (str,), where),
-        created_at=None if created is None else float(created),
-        stats=None if stats is None else GenerationStats.from_dict(stats),
-        tokens=_tokens(data.get("tokens"), where),
-    )
+        created_at=fields.number(data.get("created_at"), where, "created_at"),
+        stats=fields.stats(stats, where),
+    )  # "tokens" is not read: see the module's docstring
 
 
 def read_json(data: dict[str, Any]) -> ImportedSession:
@@ -115,21 +107,18 @@ def read_json(data: dict[str, Any]) -> ImportedSession:
             entry, "child", (int,), "remembered child"
         )
     sampling = _field(session, "sampling", (dict, type(None)), "session")
-    created = _field(session, "created_at", (int, float, type(None)), "session")
-    try:
-        settings = SamplingSettings.from_dict(sampling)
-    except (TypeError, ValueError) as error:
-        raise ExchangeError(f"session: the sampling settings are not valid ({error})") from error
+    _field(session, "created_at", (int, float, type(None)), "session")
+    created = fields.number(session.get("created_at"), "session", "created_at")
     return ImportedSession(
         title=_field(session, "title", (str, type(None)), "session") or "",
         messages=[_message(item, i) for i, item in enumerate(raw_messages)],
         active=_field(data, "active_leaf", (int, type(None)), "the file"),
         remembered=remembered,
-        created_at=None if created is None else float(created),
+        created_at=created,
         model_path=_field(session, "model_path", (str, type(None)), "session"),
         model_fingerprint=_field(session, "model_fingerprint", (str, type(None)), "session"),
         system_prompt=_field(session, "system_prompt", (str, type(None)), "session"),
-        sampling=settings,
+        sampling=fields.sampling(sampling, "session"),
     )
 
 

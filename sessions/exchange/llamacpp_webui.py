@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessions.exchange import fields
 from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats
@@ -30,10 +31,16 @@ def looks_like_webui(data: Any) -> bool:
     return any(isinstance(i, dict) and "conv" in i and "messages" in i for i in items)
 
 
-def _stats(timings: Any) -> GenerationStats | None:
+def _stats(timings: Any, where: str) -> GenerationStats | None:
     if not isinstance(timings, dict):
         return None
-    number = lambda name: float(timings.get(name) or 0)  # noqa: E731
+
+    def number(name: str) -> float:
+        value = fields.number(timings.get(name) or 0, where, f"timings.{name}") or 0.0
+        if not 0 <= value < 2**63:
+            raise ExchangeError(f"{where}: 'timings.{name}' is out of range ({timings.get(name)!r})")
+        return value
+
     generated, generation_ms = number("predicted_n"), number("predicted_ms")
     return GenerationStats(
         tokens_restored=int(number("cache_n")),
@@ -49,7 +56,7 @@ def _with_attachments(content: str, extras: Any) -> str:
     for extra in extras if isinstance(extras, list) else []:
         if not isinstance(extra, dict):
             continue
-        name = extra.get("name") or "attachment"
+        name = str(extra.get("name") or "attachment")
         kind = str(extra.get("type") or "file").lower()
         body = extra.get("content")
         if isinstance(body, str) and body.strip():
@@ -78,6 +85,7 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
             raise ExchangeError(f"{where}: a message has no 'id'")
         if not isinstance(message.get("content", ""), str):
             raise ExchangeError(f"{where}: message {key!r} has content that is not text")
+        fields.listing(message.get("extra"), f"{where}: message {key!r}", "extra")
         by_id[key] = message
     kept = {key for key, message in by_id.items() if _kept(message)}
 
@@ -90,7 +98,9 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
 
     def when(message: dict[str, Any]) -> float:
         stamp = message.get("timestamp")
-        return float(stamp) / 1000.0 if isinstance(stamp, (int, float)) else 0.0
+        if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
+            return 0.0
+        return (fields.number(stamp, f"{where}: message {message['id']!r}", "timestamp") or 0.0) / 1000.0
 
     ordered = sorted(kept, key=lambda k: (when(by_id[k]), k))
     messages = [
@@ -100,7 +110,8 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
             role=by_id[key]["role"],
             text=_with_attachments(by_id[key].get("content") or "", by_id[key].get("extra")),
             created_at=when(by_id[key]) or None,
-            stats=_stats(by_id[key].get("timings")) if by_id[key]["role"] == "assistant" else None,
+            stats=(_stats(by_id[key].get("timings"), f"{where}: message {key!r}")
+                   if by_id[key]["role"] == "assistant" else None),
         )
         for key in ordered
     ]

@@ -4,19 +4,43 @@ Import from here: ``SessionStore`` does the work, the records are frozen snapsho
 every failure is a ``StoreError`` with a message fit to show the user.
 """
 
-from sessions.store.errors import MessageNotFound, SessionNotFound, StoreError
+from sessions.store.errors import (
+    ChatChanged,
+    DatabaseBusy,
+    DatabaseFull,
+    DatabaseInUse,
+    DatabaseReadOnly,
+    DatabaseReplaced,
+    HeadMoved,
+    InvalidValue,
+    MessageNotFound,
+    ParentGone,
+    SessionNotFound,
+    StoreError,
+    SubtreeChanged,
+)
 from sessions.store.records import SearchHit, Session, SessionSummary, title_from_text
 from sessions.store.schema import SCHEMA_VERSION
 from sessions.store.session_store import SessionStore
 
 __all__ = [
     "SCHEMA_VERSION",
+    "ChatChanged",
+    "DatabaseBusy",
+    "DatabaseFull",
+    "DatabaseInUse",
+    "DatabaseReadOnly",
+    "DatabaseReplaced",
+    "HeadMoved",
+    "InvalidValue",
     "MessageNotFound",
+    "ParentGone",
     "SearchHit",
     "Session",
     "SessionNotFound",
     "SessionStore",
     "SessionSummary",
     "StoreError",
+    "SubtreeChanged",
     "title_from_text",
 ]

@@ -13,8 +13,12 @@ the store keeps ``sessions.sqlite3.bak`` beside it:
 - When opening finds the database damaged and the backup checks out, the damaged file
   (with its ``-wal``) is kept as ``sessions.sqlite3.corrupt-<time>`` (never deleted), the
   backup takes its place, ``salvage`` copies in what it can still read of newer
-  sessions and messages, and the caller gets a plain-words notice of what happened and
-  of what could not be recovered. Without a usable backup the file is refused, as before.
+  sessions and messages and repeats the deletions made since, and the caller gets a
+  plain-words notice of what came back and of what could not be recovered. Without a
+  usable backup the file is refused, as before.
+
+Recovery replaces the database file, so its caller must hold the database's lock
+exclusively (``file_lock``): no other process may have the file open meanwhile.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import time
 from pathlib import Path
 
 from sessions.durable import fsync_file, fsync_folder, replacing
-from sessions.store.errors import StoreError
+from sessions.store import replay
+from sessions.store.errors import DatabaseDamaged, StoreError
 from sessions.store.salvage import Salvage, salvage_newer
 from sessions.store.schema import SCHEMA_VERSION
 
@@ -39,14 +44,6 @@ BACKUP_SUFFIX = ".bak"
 BACKUP_EVERY_SECONDS = 15 * 60.0
 STALE_TEMP_SECONDS = 3600.0
 _TEMP = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
-
-
-class DatabaseDamaged(StoreError):
-    """A refusal that a backup may cure: the file is damaged or is not a database."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def backup_path(db: Path) -> Path:
@@ -112,8 +109,9 @@ def backup_problem(path: Path) -> str | None:
 def recover(db: Path, damage: DatabaseDamaged) -> str:
     """Replace the damaged ``db`` by its backup; returns the notice for the user.
 
-    Raises ``damage`` itself when there is no backup, and a ``StoreError`` naming both
-    files when the backup is unusable too; in both cases nothing is moved.
+    The caller holds the database's lock exclusively. Raises ``damage`` itself when there
+    is no backup, and a ``StoreError`` naming both files when the backup is unusable too;
+    in both cases nothing is moved.
     """
     backup = backup_path(db)
     if not backup.is_file():
@@ -135,19 +133,37 @@ def recover(db: Path, damage: DatabaseDamaged) -> str:
     os.replace(temp, db)
     fsync_folder(db.parent)
     salvage = salvage_newer(aside, db)
-    return recovery_notice(damage.reason, taken, aside, salvage)
+    return recovery_notice(damage.reason, taken, aside, salvage, _contents(db))
 
 
-def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage) -> str:
-    """What recovery did and what is missing, in words a user can act on."""
+def _contents(db: Path) -> tuple[int, int] | None:
+    """(sessions, messages) in the restored database, None if it cannot be counted."""
+    try:
+        conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            return (conn.execute("SELECT count(*) FROM sessions").fetchone()[0],
+                    conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage,
+                    contents: tuple[int, int] | None = None) -> str:
+    """What recovery did, what came back and what is missing, in words a user can act on."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(taken))
     reason = " ".join(reason.split())  # SQLite's integrity report spans several lines
     parts = [f"the session database could not be used ({reason}), so it was replaced by its "
              f"backup of {when}; the damaged file is kept as {aside}."]
+    if contents is not None:
+        parts.append(f"It now holds {contents[0]} session(s) and {contents[1]} message(s).")
     recovered = salvage.messages_recovered
     if salvage.error is not None and salvage.messages_found is None:
         parts.append(f"Changes made after {when} could not be read from the damaged file "
-                     f"({salvage.error}) and are not in the restored database.")
+                     f"({salvage.error}) and are not in the restored database: new messages are "
+                     "missing, and what you deleted since may be back.")
+        return " ".join(parts)
     else:
         if recovered or salvage.sessions_recovered:
             parts.append(f"{recovered} message(s) and {salvage.sessions_recovered} session(s) "
@@ -159,6 +175,7 @@ def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage) ->
             parts.append("Nothing newer than the backup was found in the damaged file.")
         if salvage.error is not None:
             parts.append(f"Part of the damaged file could not be read ({salvage.error}).")
+    parts.extend(replay.describe(salvage.deletions, salvage.heads, when))
     return " ".join(parts)
 
 

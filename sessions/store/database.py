@@ -1,13 +1,16 @@
-"""Opening the session database safely, and the one way changes are committed.
+"""An open session database: one connection, its lock file, and the one way changes commit.
 
-Losing a chat is the worst thing this program could do, so opening is careful: the file
-is created private (0600, in a 0700 folder) before SQLite touches it; a file that is not
-an SQLite database, a damaged one, or one written by a newer llamachat is refused with a
-plain-words error and left exactly as it was, never "repaired" by starting afresh. Once
-open, the database runs in WAL mode with ``synchronous=FULL``: a change that a method
-reported as done survives a crash or power cut. What a crash cannot do, a disk can: a
-damaged file is replaced by its verified backup when there is one (``backup``), the
-damaged file kept aside, and ``Database.recovery_notice`` says what happened.
+Opening (with its checks and its recovery) lives in ``opening``; this is what the store
+works with afterwards. Three promises hold here:
+
+- A change reported as done is committed (WAL, ``synchronous=FULL``), and one that
+  failed says why in words: busy (another program held the file longer than we wait),
+  a full disk, read-only media, damage. None of them is ever mistaken for another.
+- Reads that must agree with each other (a session's tree and its head) run in one read
+  transaction (``snapshot``), so a commit from another process cannot land between them.
+- Nothing is written into a file that is no longer the database: before each write the
+  file at the path is compared with the one that was opened (device and inode), and a
+  replaced or moved file stops all writing with ``DatabaseReplaced``.
 """
 
 from __future__ import annotations
@@ -20,14 +23,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sessions.crashpoints import crashpoint
-from sessions.paths import ensure_private_dir
-from sessions.store import backup
-from sessions.store.backup import DatabaseDamaged
-from sessions.store.errors import StoreError
-from sessions.store.schema import SCHEMA_VERSION, apply_migrations, current_version
+from sessions.store.errors import DatabaseBusy, DatabaseFull, DatabaseReadOnly, DatabaseReplaced, StoreError
+from sessions.store.file_lock import DatabaseLock
+from sessions.store.sqlite_errors import Cause, cause_of
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-BUSY_TIMEOUT_MS = 30_000
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class Database:
@@ -39,13 +45,46 @@ class Database:
     many store calls in one all-or-nothing unit.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, lock: DatabaseLock | None = None,
+                 read_only: str | None = None) -> None:
         self.conn = conn
         self.path = path
+        self.file_lock = lock
+        self.read_only = read_only
+        """Why the database was opened for reading only (None: it is writable)."""
+        self._identity = file_identity(path)
+        self._replaced = False
         self._lock = threading.RLock()
         self._depth = 0
         self.recovery_notice: str | None = None
         """Set when opening replaced a damaged file by its backup: what happened, in words."""
+
+    # -- errors ----------------------------------------------------------------------
+
+    def failure(self, error: BaseException, *, saving: bool) -> StoreError:
+        """The store error that tells the user what ``error`` means for them."""
+        cause = cause_of(error, self.path.parent)
+        if cause is Cause.BUSY:
+            return DatabaseBusy(self.path, str(error), saving=saving)
+        if cause is Cause.FULL:
+            return DatabaseFull(self.path, str(error))
+        if cause is Cause.READ_ONLY:
+            return DatabaseReadOnly(self.path, str(error))
+        if cause is Cause.DAMAGED:
+            return StoreError(f"the session database {self.path} is damaged ({error}); close llamachat and "
+                              "start it again to restore it from its backup")
+        if saving:
+            return StoreError(f"the session database could not save the change: {error}")
+        return StoreError(f"the session database could not be read: {error}")
+
+    def check_not_replaced(self) -> None:
+        """Raise ``DatabaseReplaced`` if the path no longer names the file that was opened."""
+        if not self._replaced and file_identity(self.path) != self._identity:
+            self._replaced = True
+        if self._replaced:
+            raise DatabaseReplaced(self.path)
+
+    # -- reading ---------------------------------------------------------------------
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -53,7 +92,23 @@ class Database:
             try:
                 yield self.conn
             except sqlite3.Error as error:
-                raise StoreError(f"the session database could not be read: {error}") from error
+                raise self.failure(error, saving=False) from error
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Reads that see one state of the database, whatever other processes commit."""
+        with self.read() as conn:
+            if conn.in_transaction:  # inside a transaction or another snapshot already
+                yield conn
+                return
+            conn.execute("BEGIN DEFERRED")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    # -- writing ---------------------------------------------------------------------
 
     @contextmanager
     def transaction(self, *, crash_label: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -69,7 +124,7 @@ class Database:
             except sqlite3.Error as error:
                 self._depth = 0
                 self._rollback()
-                raise StoreError(f"the session database could not save the change: {error}") from error
+                raise self.failure(error, saving=True) from error
             except BaseException:
                 self._depth = 0
                 self._rollback()
@@ -81,15 +136,23 @@ class Database:
                 self.conn.execute("COMMIT")
             except sqlite3.Error as error:
                 self._rollback()
-                raise StoreError(f"the session database could not save the change: {error}") from error
+                raise self.failure(error, saving=True) from error
             if crash_label:
                 crashpoint(f"{crash_label}.after_commit")
 
     def _begin(self) -> None:
+        if self.read_only is not None:
+            raise DatabaseReadOnly(self.path, self.read_only)
+        self.check_not_replaced()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
-            raise StoreError(f"the session database is not writable: {error}") from error
+            raise self.failure(error, saving=True) from error
+        try:
+            self.check_not_replaced()  # replaced while this process waited for the write lock
+        except DatabaseReplaced:
+            self._rollback()
+            raise
 
     def _savepoint(self) -> Iterator[sqlite3.Connection]:
         name = f"level{self._depth}"
@@ -107,104 +170,14 @@ class Database:
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolls back by itself after some errors (a full disk)
 
     def close(self) -> None:
         with self._lock:
             self.conn.close()
-
-
-def _refuse(path: Path, why: str, *, damaged: bool = False) -> StoreError:
-    message = (
-        f"cannot open the session database {path}: {why}. The file was left untouched; "
-        "move it aside (or restore a backup) to start with an empty database."
-    )
-    return DatabaseDamaged(message, why) if damaged else StoreError(message)
-
-
-def _check_file(path: Path) -> bool:
-    """Refuse anything but a missing file, an empty file or an SQLite file; True if new."""
-    if not path.exists():
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            return _check_file(path)
-        os.close(fd)
-        os.chmod(path, 0o600)
-        return True
-    if not path.is_file():
-        raise _refuse(path, "it is not a regular file")
-    with open(path, "rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
-    if header and header != SQLITE_HEADER:
-        raise _refuse(path, "it is not an SQLite database", damaged=True)
-    if not header and backup.backup_path(path).is_file() and not _has_wal(path):
-        raise _refuse(path, "it is empty", damaged=True)  # truncated to nothing
-    return False
-
-
-def _has_wal(path: Path) -> bool:
-    """A new database in WAL mode may keep everything in its -wal until a checkpoint."""
-    wal = path.with_name(path.name + "-wal")
-    return wal.is_file() and wal.stat().st_size > 0
-
-
-def _make_private(path: Path) -> None:
-    for name in (path.name, path.name + "-wal", path.name + "-shm"):
-        try:
-            os.chmod(path.with_name(name), 0o600)
-        except FileNotFoundError:
-            pass
-
-
-def open_database(path: Path) -> Database:
-    """Open (creating if needed) and migrate the database at ``path``.
-
-    A damaged file is replaced by its backup when that one checks out (the database's
-    ``recovery_notice`` then says so); otherwise it is refused and left untouched.
-    """
-    try:
-        return _open(path)
-    except DatabaseDamaged as damage:
-        notice = backup.recover(path, damage)  # raises when there is no usable backup
-    database = _open(path)
-    database.recovery_notice = notice
-    return database
-
-
-def _open(path: Path) -> Database:
-    ensure_private_dir(path.parent)
-    created = _check_file(path)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-    conn.row_factory = sqlite3.Row
-    try:
-        try:
-            version = current_version(conn)
-            problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
-        except sqlite3.DatabaseError as error:
-            raise _refuse(path, f"it is damaged or not a database ({error})", damaged=True) from error
-        if problems != ["ok"]:
-            raise _refuse(path, "it is damaged (" + "; ".join(problems) + ")", damaged=True)
-        if version > SCHEMA_VERSION:
-            raise _refuse(
-                path,
-                f"it was written by a newer version of llamachat (schema {version}; "
-                f"this version knows up to {SCHEMA_VERSION}). Upgrade llamachat to open it",
-            )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise _refuse(path, f"it cannot use write-ahead logging (journal mode {mode})")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        apply_migrations(conn)
-        if not created:
-            backup.backup_if_due(conn, path)  # a copy of a file that just passed its check
-    except StoreError:
-        conn.close()
-        raise
-    except sqlite3.Error as error:
-        conn.close()
-        raise _refuse(path, f"it could not be prepared ({error})") from error
-    _make_private(path)
-    return Database(conn, path)
+            if self.file_lock is not None:
+                self.file_lock.close()
+                self.file_lock = None

@@ -1,20 +1,24 @@
 """Copy what can still be read of a damaged database into the backup that replaced it.
 
-A backup is older than the damage: the messages written since are only in the damaged
-file. Damage is usually local (a torn or overwritten page), so most rows can still be
-read. This reads the sessions and messages newer than the backup one id at a time (a
-lookup walks from the root, so one bad leaf page loses only the rows on it) and inserts
-the ones whose session and parent exist, with their frozen tokens. Session heads and
-titles are brought up to date, remembered branches copied. Everything goes in one
-transaction of the restored file; the damaged file is only ever read.
+A backup is older than the damage: what the user did since is only in the damaged file.
+Damage is usually local (a torn or overwritten page), so most rows can still be read.
+This reads the sessions, messages and deletions newer than the backup one id at a time
+(a lookup walks from the root, so one bad leaf page loses only the rows on it), inserts
+the sessions and messages whose session and parent exist, with their frozen tokens, and
+repeats the deletions (``replay``), so nothing the user deleted comes back. Then each
+session's title and head are brought up to date, remembered branches copied. Everything
+goes in one transaction of the restored file; the damaged file is only ever read.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from sessions.store import replay
+from sessions.store.schema import apply_migrations
 
 MAX_LOOKUPS = 1_000_000
 """Past this many ids to try, read the table in one scan instead (stops at the damage)."""
@@ -32,6 +36,8 @@ class Salvage:
     sessions_recovered: int
     error: str | None
     """The first read error met, in SQLite's words."""
+    deletions: replay.Deletions = field(default_factory=replay.Deletions)
+    heads: replay.Heads = field(default_factory=replay.Heads)
 
 
 def salvage_newer(damaged: Path, restored: Path) -> Salvage:
@@ -39,9 +45,11 @@ def salvage_newer(damaged: Path, restored: Path) -> Salvage:
     try:
         src = _open_damaged(damaged)
     except sqlite3.Error as error:
-        return Salvage(None, 0, 0, 0, str(error))
+        return Salvage(None, 0, 0, 0, str(error), replay.Deletions(unknown=True))
     dst = sqlite3.connect(restored, isolation_level=None)
     try:
+        apply_migrations(dst)  # the backup may predate a migration the damaged file had
+        dst.execute("PRAGMA foreign_keys = ON")
         dst.execute("BEGIN IMMEDIATE")
         result = _Copier(src, dst).run()
         dst.execute("COMMIT")
@@ -49,7 +57,7 @@ def salvage_newer(damaged: Path, restored: Path) -> Salvage:
     except sqlite3.Error as error:
         if dst.in_transaction:
             dst.execute("ROLLBACK")
-        return Salvage(None, 0, 0, 0, str(error))
+        return Salvage(None, 0, 0, 0, str(error), replay.Deletions(unknown=True))
     finally:
         src.close()
         dst.close()
@@ -82,12 +90,15 @@ class _Copier:
         old_sessions = sorted(self.sessions)
         new_sessions = self._copy_rows("sessions", max(self.sessions, default=0), self._add_session)[1]
         found, recovered = self._copy_rows("messages", max(self.messages, default=0), self._add_message)
+        deletions = self._replay_deletions()
+        heads = replay.Heads()
         for session_id in old_sessions + new_sessions:
-            self._update_session(session_id)
+            if session_id in self.sessions:
+                self._update_session(session_id, set(recovered), heads)
         lost = (found - len(recovered)) if found is not None else 0
-        return Salvage(found, len(recovered), lost, len(new_sessions), self.error)
+        return Salvage(found, len(recovered), lost, len(new_sessions), self.error, deletions, heads)
 
-    def _note(self, error: sqlite3.Error) -> None:
+    def note(self, error: sqlite3.Error) -> None:
         if self.error is None:
             self.error = str(error)
 
@@ -96,11 +107,11 @@ class _Copier:
         try:
             theirs = {row[1] for row in self.src.execute(f"PRAGMA table_info({table})")}
         except sqlite3.DatabaseError as error:
-            self._note(error)
+            self.note(error)
             return mine
         return [name for name in mine if name in theirs]
 
-    def _copy_rows(self, table: str, after: int, add) -> tuple[int | None, list[int]]:
+    def _copy_rows(self, table: str, after: int, add: Callable[[dict], bool]) -> tuple[int | None, list[int]]:
         """(ids found or unreadable beyond ``after`` — None if unknown, ids added)."""
         columns = self._columns(table)
         found: int | None = 0
@@ -124,7 +135,7 @@ class _Copier:
                 try:
                     row = self.src.execute(f"{select} WHERE id = ?", (row_id,)).fetchone()
                 except sqlite3.DatabaseError as error:
-                    self._note(error)
+                    self.note(error)
                     yield row_id
                     continue
                 if row is not None:
@@ -134,7 +145,7 @@ class _Copier:
             for row in self.src.execute(f"{select} WHERE id > ? ORDER BY id", (after,)):
                 yield dict(zip(columns, row, strict=True))
         except sqlite3.DatabaseError as error:
-            self._note(error)
+            self.note(error)
         yield None  # the scan cannot say how many rows it missed
 
     def _last_id(self, table: str) -> int | None:
@@ -143,7 +154,7 @@ class _Copier:
             try:
                 row = self.src.execute(query, (table,) if "?" in query else ()).fetchone()
             except sqlite3.DatabaseError as error:
-                self._note(error)
+                self.note(error)
                 continue
             return int(row[0]) if row is not None and row[0] is not None else 0
         return None
@@ -169,14 +180,26 @@ class _Copier:
                 "SELECT model_fingerprint, tokens FROM message_tokens WHERE message_id = ?", (row["id"],)
             ).fetchall()
         except sqlite3.DatabaseError as error:
-            self._note(error)  # the message stays; its tokens are derived again from the text
+            self.note(error)  # the message stays; its tokens are derived again from the text
             tokens = []
         for fingerprint, blob in tokens:
             self._insert("message_tokens", {"message_id": row["id"], "model_fingerprint": fingerprint,
                                             "tokens": blob}, "INSERT OR REPLACE")
         return True
 
-    def _update_session(self, session_id: int) -> None:
+    def _replay_deletions(self) -> replay.Deletions:
+        """Repeat what was deleted after the backup; ``unknown`` when that cannot be read."""
+        if set(self._columns("deletions")) != {"id", "kind", "target", "deleted_at"}:
+            return replay.Deletions(unknown=True)  # the damaged file's table is unreadable
+        after = self.dst.execute("SELECT coalesce(max(id), 0) FROM deletions").fetchone()[0]
+        done = replay.Deletions()
+        found, repeated = self._copy_rows("deletions", after, lambda row: replay.repeat_deletion(self.dst, row, done))
+        done.unknown = found is None or found > len(repeated)
+        self.sessions = {row[0] for row in self.dst.execute("SELECT id FROM sessions")}
+        self.messages = {row[0] for row in self.dst.execute("SELECT id FROM messages")}
+        return done
+
+    def _update_session(self, session_id: int, recovered: set[int], heads: replay.Heads) -> None:
         """Newer title, update time and head, and remembered branches, when readable."""
         try:
             row = self.src.execute(
@@ -186,7 +209,8 @@ class _Copier:
                 "SELECT parent_key, child_id FROM remembered_children WHERE session_id = ?", (session_id,)
             ).fetchall()
         except sqlite3.DatabaseError as error:
-            self._note(error)
+            self.note(error)
+            replay.head_unreadable(self.dst, session_id, recovered, heads)
             return
         if row is None:
             return
@@ -195,8 +219,7 @@ class _Copier:
         if mine is not None and updated_at is not None and updated_at >= mine[0]:
             self.dst.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
                              (title, updated_at, session_id))
-            if leaf is None or leaf in self.messages:
-                self.dst.execute("UPDATE sessions SET active_leaf_id = ? WHERE id = ?", (leaf, session_id))
+            replay.restore_head(self.src, self.dst, session_id, leaf, self.messages, heads, self.note)
         for parent_key, child_id in remembered:
             if child_id in self.messages:
                 self._insert("remembered_children", {"session_id": session_id, "parent_key": parent_key,

@@ -118,10 +118,24 @@ def _full_text_search(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# What the user deleted, in the same transaction as the deletion. A backup is older than
+# the damage it cures; replaying these rows from the damaged file keeps a recovery from
+# bringing back sessions and branches the user deleted after the backup was taken.
+_DELETIONS = _run(
+    """CREATE TABLE deletions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL CHECK (kind IN ('session', 'subtree')),
+        target INTEGER NOT NULL,
+        deleted_at REAL NOT NULL
+    )""",
+)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: sessions, messages, remembered branches", _CORE),
     Migration(2, "generation stats and frozen tokens per model", _STATS_AND_TOKENS),
     Migration(3, "full-text search over messages and titles", _full_text_search),
+    Migration(4, "deletions, so a recovery from the backup keeps them deleted", _DELETIONS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -135,9 +149,12 @@ def apply_migrations(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> 
 
     Each migration runs in its own transaction together with the version bump, so a crash
     leaves the database at the previous version, never in between. The connection must
-    be in autocommit mode (``isolation_level=None``).
+    be in autocommit mode (``isolation_level=None``). An up-to-date database takes no
+    write lock at all: opening must not wait behind another process's long transaction.
     """
     applied: list[str] = []
+    if current_version(conn) >= target:
+        return applied
     for migration in MIGRATIONS:
         if migration.version > target:
             break

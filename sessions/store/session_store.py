@@ -4,13 +4,21 @@ One SQLite file holds it all. Each public method is one transaction that has com
 by the time the method returns ("every change is committed before it is reported as
 done"), and ``transaction()`` lets a caller group several calls into one unit, as the
 importers do so that a failed import leaves nothing behind.
+
+Several processes may use one database at once (the app in one terminal, ``ask`` in
+another). The gestures that act on what a user saw therefore take what the caller saw
+and check it inside their write transaction: ``append_message`` fails with ``HeadMoved``
+when the session's head is no longer the one the caller built on, ``delete_subtree``
+with ``SubtreeChanged`` when the branch holds other messages than those the user was
+asked about; both are ``ChatChanged``, and nothing is written. ``load_session_tree``
+reads a session and its tree in one read transaction, so the head is always in the tree.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,9 +27,10 @@ from sessions import paths
 from sessions.sampling import SamplingSettings
 from sessions.store import lookups
 from sessions.store import search as search_queries
-from sessions.store.database import Database, open_database
-from sessions.store.errors import StoreError
+from sessions.store.database import Database
+from sessions.store.errors import HeadMoved, MessageNotFound, ParentGone, SubtreeChanged
 from sessions.store.lookups import MESSAGE_COLUMNS
+from sessions.store.opening import BUSY_TIMEOUT, open_database
 from sessions.store.records import (
     SearchHit,
     Session,
@@ -29,10 +38,10 @@ from sessions.store.records import (
     message_from_row,
     session_from_row,
     stats_to_json,
-    title_from_text,
 )
-from sessions.store.tokens import unpack_tokens
-from sessions.tree import ROLES, ConversationTree, GenerationStats, Message
+from sessions.store.token_store import FrozenTokens
+from sessions.store.values import check_text, check_time
+from sessions.tree import ConversationTree, GenerationStats, Message
 
 _UNSET: Any = object()
 _SUMMARY_QUERY = (
@@ -42,7 +51,7 @@ _SUMMARY_QUERY = (
 )
 
 
-class SessionStore:
+class SessionStore(FrozenTokens):
     """All persistent chat data, behind methods that validate and commit."""
 
     def __init__(self, database: Database) -> None:
@@ -50,12 +59,24 @@ class SessionStore:
         self.recovery_notice: str | None = database.recovery_notice  # show it to the user
 
     @classmethod
-    def open(cls, path: Path | None = None) -> SessionStore:
-        return cls(open_database(Path(path) if path is not None else paths.database_file()))
+    def open(cls, path: Path | None = None, *, busy_timeout: float = BUSY_TIMEOUT) -> SessionStore:
+        """Open the database (the default one without ``path``).
+
+        ``busy_timeout`` is how long a statement waits for another program's lock before
+        failing with ``DatabaseBusy``.
+        """
+        database = open_database(Path(path) if path is not None else paths.database_file(),
+                                 busy_timeout=busy_timeout)
+        return cls(database)
 
     @property
     def path(self) -> Path:
         return self._db.path
+
+    @property
+    def read_only(self) -> str | None:
+        """Why the database could only be opened for reading; None when it is writable."""
+        return self._db.read_only
 
     def close(self) -> None:
         self._db.close()
@@ -86,6 +107,11 @@ class SessionStore:
     ) -> Session:
         now = time.time()
         settings = sampling or SamplingSettings()
+        check_text(title, "the title")
+        for value, what in ((system_prompt, "the system prompt"), (model_path, "the model path")):
+            if value is not None:
+                check_text(value, what)
+        created_at = check_time(created_at, "the session's creation time")
         with self._db.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO sessions(title, created_at, updated_at, model_path,"
@@ -93,7 +119,8 @@ class SessionStore:
                 (title, created_at if created_at is not None else now, now, model_path,
                  model_fingerprint, system_prompt, json.dumps(settings.to_dict())),
             )
-            return lookups.session(conn, int(cursor.lastrowid))
+            assert cursor.lastrowid is not None  # an INSERT always sets it
+            return lookups.session(conn, cursor.lastrowid)
 
     def get_session(self, session_id: int) -> Session:
         with self._db.read() as conn:
@@ -117,6 +144,7 @@ class SessionStore:
             return None if row is None else session_from_row(row)
 
     def rename_session(self, session_id: int, title: str) -> Session:
+        check_text(title, "the title")
         with self._db.transaction() as conn:
             lookups.session(conn, session_id)
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
@@ -151,7 +179,7 @@ class SessionStore:
     def delete_session(self, session_id: int) -> None:
         with self._db.transaction() as conn:
             lookups.session(conn, session_id)
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            lookups.delete_session(conn, session_id)
 
     def set_active_leaf(
         self,
@@ -184,30 +212,48 @@ class SessionStore:
         tokens: Mapping[str, Sequence[int]] | None = None,
         created_at: float | None = None,
     ) -> Message:
-        if role not in ROLES:
-            raise StoreError(f"unknown role {role!r}: expected one of {', '.join(ROLES)}")
-        if not isinstance(text, str):
-            raise StoreError(f"message text must be a string, not {type(text).__name__}")
-        now = time.time()
+        """Add a message under ``parent_id``; the head does not move (see ``append_message``)."""
+        lookups.check_message(role, text)
+        created_at = check_time(created_at, "the message's time")
         with self._db.transaction(crash_label="store") as conn:
             session = lookups.session(conn, session_id)
             if parent_id is not None:
                 lookups.message_in(conn, session_id, parent_id)
-            cursor = conn.execute(
-                "INSERT INTO messages(session_id, parent_id, role, text, created_at, stats)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, parent_id, role, text, created_at if created_at is not None else now,
-                 stats_to_json(stats)),
-            )
-            message_id = int(cursor.lastrowid)
-            for fingerprint, sequence in (tokens or {}).items():
-                lookups.put_tokens(conn, message_id, fingerprint, sequence)
-            if role == "user" and not session.title:
-                conn.execute(
-                    "UPDATE sessions SET title = ? WHERE id = ?", (title_from_text(text), session_id)
-                )
-            lookups.touch(conn, session_id)
-            return lookups.message(conn, message_id)
+            return lookups.insert_message(conn, session, parent_id, role, text, stats, tokens, created_at)
+
+    def append_message(
+        self,
+        session_id: int,
+        parent_id: int | None,
+        role: str,
+        text: str,
+        *,
+        expected_head: int | None,
+        stats: GenerationStats | None = None,
+        tokens: Mapping[str, Sequence[int]] | None = None,
+    ) -> Message:
+        """Add a message and make it the session's head, if the chat is as the caller saw it.
+
+        ``expected_head`` is the head the caller's gesture was made on (what the user saw).
+        In one write transaction: the session's head must still be ``expected_head``
+        (``HeadMoved`` otherwise) and ``parent_id`` must still exist (``ParentGone``); then
+        the message goes in, becomes the head, and every step of its path is remembered as
+        the branch shown under its parent. Nothing is written when a check fails.
+        """
+        lookups.check_message(role, text)
+        with self._db.transaction(crash_label="store") as conn:
+            session = lookups.session(conn, session_id)
+            if session.active_leaf_id != expected_head:
+                raise HeadMoved(session_id, expected_head, session.active_leaf_id)
+            if parent_id is not None:
+                try:
+                    lookups.message_in(conn, session_id, parent_id)
+                except MessageNotFound:
+                    raise ParentGone(session_id, parent_id) from None
+            message = lookups.insert_message(conn, session, parent_id, role, text, stats, tokens, None)
+            conn.execute("UPDATE sessions SET active_leaf_id = ? WHERE id = ?", (message.id, session_id))
+            lookups.remember_path(conn, session_id, message.id)
+            return message
 
     def get_message(self, message_id: int) -> Message:
         with self._db.read() as conn:
@@ -231,69 +277,49 @@ class SessionStore:
             return {(row[0] or None): row[1] for row in rows}
 
     def load_tree(self, session_id: int) -> ConversationTree:
-        with self._db.read():
-            return ConversationTree(self.messages(session_id), self.remembered_children(session_id))
+        return self.load_session_tree(session_id)[1]
+
+    def load_session_tree(self, session_id: int) -> tuple[Session, ConversationTree]:
+        """The session (and so its head) with its tree, read in one read transaction.
+
+        Another process's commit cannot land between the two reads, so the head, when
+        set, is always a message of the tree.
+        """
+        with self._db.snapshot():
+            session = self.get_session(session_id)
+            tree = ConversationTree(self.messages(session_id), self.remembered_children(session_id))
+            return session, tree
 
     def set_remembered_child(self, session_id: int, parent_id: int | None, child_id: int) -> None:
         with self._db.transaction() as conn:
             lookups.session(conn, session_id)
             lookups.remember(conn, session_id, parent_id, child_id)
 
-    def delete_subtree(self, message_id: int) -> int:
+    def delete_subtree(self, message_id: int, *, expected_ids: Collection[int] | None = None) -> int:
         """Delete a message and everything below it; returns how many messages went.
 
-        A head inside the subtree moves to the deleted message's parent; remembered
-        children that pointed into it are dropped with it.
+        ``expected_ids``, when given, is the set of message ids the user was asked about
+        (the subtree as the caller saw it). The subtree is read again inside the write
+        transaction, and if it holds other messages (another process added or deleted
+        some), nothing is deleted and ``SubtreeChanged`` says how it differs. A head
+        inside the subtree moves to the deleted message's parent; remembered children
+        that pointed into it are dropped with it.
         """
         with self._db.transaction() as conn:
             top = lookups.message(conn, message_id)
-            below = "WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL" \
-                    " SELECT m.id FROM messages m JOIN sub ON m.parent_id = sub.id)"
-            count = conn.execute(f"{below} SELECT count(*) FROM sub", (message_id,)).fetchone()[0]
-            conn.execute(
-                f"{below} UPDATE sessions SET active_leaf_id = ?"
-                " WHERE id = ? AND active_leaf_id IN (SELECT id FROM sub)",
-                (message_id, top.parent_id, top.session_id),
-            )
-            conn.execute(f"{below} DELETE FROM messages WHERE id IN (SELECT id FROM sub)",
-                         (message_id,))
+            if expected_ids is not None:
+                found = lookups.subtree_ids(conn, message_id)
+                if set(found) != set(expected_ids):
+                    raise SubtreeChanged(message_id, set(expected_ids), found)
+            count = lookups.delete_subtree(conn, top.session_id, message_id, top.parent_id)
             lookups.touch(conn, top.session_id)
-            return int(count)
+            return count
 
     def set_stats(self, message_id: int, stats: GenerationStats | None) -> Message:
         with self._db.transaction() as conn:
             lookups.message(conn, message_id)
             conn.execute("UPDATE messages SET stats = ? WHERE id = ?", (stats_to_json(stats), message_id))
             return lookups.message(conn, message_id)
-
-    # -- frozen tokens ---------------------------------------------------------------
-
-    def set_tokens(self, message_id: int, model_fingerprint: str, tokens: Sequence[int]) -> None:
-        with self._db.transaction() as conn:
-            lookups.message(conn, message_id)
-            lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
-
-    def get_tokens(self, message_id: int, model_fingerprint: str) -> list[int] | None:
-        with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT tokens FROM message_tokens WHERE message_id = ? AND model_fingerprint = ?",
-                (message_id, model_fingerprint),
-            ).fetchone()
-            return None if row is None else unpack_tokens(row[0])
-
-    def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]:
-        """Every frozen token list of a session: ``{message_id: {fingerprint: tokens}}``."""
-        with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT t.message_id, t.model_fingerprint, t.tokens FROM message_tokens t"
-                " JOIN messages m ON m.id = t.message_id WHERE m.session_id = ?"
-                " ORDER BY t.message_id, t.model_fingerprint",
-                (session_id,),
-            )
-            found: dict[int, dict[str, list[int]]] = {}
-            for message_id, fingerprint, blob in rows:
-                found.setdefault(message_id, {})[fingerprint] = unpack_tokens(blob)
-            return found
 
     # -- search ----------------------------------------------------------------------
 

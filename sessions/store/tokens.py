@@ -15,10 +15,13 @@ from sessions.store.errors import StoreError
 
 
 def pack_tokens(tokens: Iterable[int]) -> bytes:
+    """Token ids as a blob; a negative id (no vocabulary has one) is refused."""
     try:
         values = array("i", tokens)
     except (TypeError, OverflowError) as error:
         raise StoreError(f"tokens must be 32-bit integers ({error})") from error
+    if values and min(values) < 0:
+        raise StoreError(f"token ids cannot be negative (found {min(values)})")
     if sys.byteorder != "little":
         values.byteswap()
     return values.tobytes()

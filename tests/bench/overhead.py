@@ -1,4 +1,4 @@
-"""Checkpointing cost on a normal turn, generation speed, and disk use of the W1 tree."""
+"""Checkpointing cost on a normal turn, and generation speed against a bare decode loop."""
 
 from __future__ import annotations
 
@@ -10,39 +10,13 @@ from pathlib import Path
 import numpy as np
 
 
-def disk_use(bench) -> dict:
-    """Checkpoint bytes on disk against the tokens the tree holds once and per branch."""
-    from sessions.branch_tokens import branch_tokens
-
-    files = list((bench.root / "checkpoints").rglob("*.ckpt"))
-    disk_bytes = sum(f.stat().st_size for f in files)
-    tree = bench.ctl.snapshot().tree
-    tokens = bench.store.session_tokens(bench.ctl.session_id)
-    unique = sum(len(t.get(bench.fingerprint, [])) for t in tokens.values())
-    per_branch = [len(branch_tokens(bench.store, bench.ctl.engine, tree.path_to(leaf.id))[0]) for leaf in tree.leaves()]
-    live = bench.ctl.engine.branches
-    whole = len(live.ctx.state_get(0))
-    per_token = whole / max(len(live.live), 1)
-    return {
-        "files": len(files),
-        "disk_bytes": disk_bytes,
-        "unique_tokens": unique,
-        "branches": len(per_branch),
-        "sum_of_branch_tokens": sum(per_branch),
-        "disk_bytes_per_unique_token": round(disk_bytes / unique, 1),
-        "whole_state_bytes_per_token_of_live_branch": round(per_token, 1),
-        "one_whole_state_per_branch_bytes": int(per_token * sum(per_branch)),
-    }
-
-
 def _turn(engine, tokens, ends, stepped, settings, n_gen):
-    from sessions.engine.branch_engine import generate
     from sessions.engine.sampler import Sampler
 
     t0 = time.perf_counter()
-    prep = engine.prepare(tokens, ends, stepped=stepped)
+    prep = engine.prepare(tokens, ends, stepped=stepped, reply_follows=True)
     sampler = Sampler(settings, engine.model.info.n_vocab)
-    result = generate(engine, prep.logits, sampler, max_tokens=n_gen)
+    result = engine.generate(prep.logits, sampler, max_tokens=n_gen)
     sampler.close()
     return time.perf_counter() - t0, result
 

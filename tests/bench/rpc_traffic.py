@@ -92,7 +92,7 @@ class RpcTraffic:
 
     def attach(self, bench) -> None:
         """Count the bytes of each ``prepare`` of the bench's engine and of its recomputes."""
-        engine, scratch = bench.ctl.engine, bench.scratch_seconds
+        engine, scratch = bench.ctl.engine, bench.scratch
 
         def prepare(*args, **kwargs):
             before = self.totals()
@@ -101,7 +101,7 @@ class RpcTraffic:
             finally:
                 self.prepare = self.totals() - before
 
-        def scratch_seconds(leaf_id: int) -> float:
+        def recompute(leaf_id: int):
             before = self.totals()
             try:
                 return scratch(leaf_id)
@@ -109,7 +109,7 @@ class RpcTraffic:
                 self.scratch = self.totals() - before
 
         engine.prepare = prepare
-        bench.scratch_seconds = scratch_seconds
+        bench.scratch = recompute
 
     def fields(self) -> dict:
         """What the last reply's prepare and the last recompute sent and received."""

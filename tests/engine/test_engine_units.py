@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
 from sessions.engine.detokenizer import Detokenizer
+from sessions.engine.fingerprint import HEAD_BYTES, SAMPLES, is_legacy, legacy_fingerprint, model_fingerprint
 from sessions.engine.model import LlamaModel, ModelLoadError
 from sessions.engine.segments import batches, segment_boundaries
 from sessions.sampling import SamplingSettings
@@ -33,10 +36,37 @@ def test_model_info_and_progress(model_paths):
         assert fractions and fractions[-1] == pytest.approx(1.0)
         assert model.info.kind.value == "swa" and model.info.n_swa == 32
         assert model.info.chat_template and "<|im_start|>" in model.info.chat_template
-        assert len(model.info.fingerprint) == 40
+        assert model.info.fingerprint == model_fingerprint(model_paths["gemma3"])
         assert model.is_eog(model.tokenize("<|im_end|>")[0])
     finally:
         model.close()
+
+
+def test_fingerprint_tells_same_shaped_models_apart_and_ignores_where_the_file_is(tmp_path):
+    from sessions.synth import make_model
+
+    first, second = make_model("llama", "bench", seed=0), make_model("llama", "bench", seed=1)
+    assert first.stat().st_size == second.stat().st_size  # same shape, other weights
+    assert model_fingerprint(first) != model_fingerprint(second)
+    moved = tmp_path / "renamed.gguf"
+    shutil.copyfile(first, moved)
+    assert model_fingerprint(moved) == model_fingerprint(first)
+    assert model_fingerprint(first).startswith("gguf-sampled-1:")
+    assert is_legacy(legacy_fingerprint(first)) and not is_legacy(model_fingerprint(first))
+
+
+def test_fingerprint_sees_weights_changed_past_the_header(tmp_path):
+    from sessions.synth import make_model
+
+    path = tmp_path / "model.gguf"
+    shutil.copyfile(make_model("llama", "bench", seed=0), path)
+    before = model_fingerprint(path)
+    size = path.stat().st_size
+    with open(path, "r+b") as handle:  # a block that the sampling reads, deep in the weights
+        step = (size - HEAD_BYTES) // SAMPLES
+        handle.seek(HEAD_BYTES + 40 * step + 100)
+        handle.write(b"\x55" * 16)
+    assert model_fingerprint(path) != before
 
 
 def test_greedy_sampler_is_argmax_and_seeded_sampling_repeats(loaded_models):
@@ -103,28 +133,28 @@ def test_abort_flag_is_polled_without_python():
     assert not poll(flag.data)
 
 
-def test_window_cells_are_sorted_by_position_losslessly(loaded_models):
-    """The re-laid window holds the same cells and rows, in position order."""
-    import struct
+def test_tokens_of_sessions_from_before_the_sampled_fingerprint_are_refiled(tmp_path):
+    """A session made when a model's identity was a hash of the whole file keeps its tokens."""
+    from sessions.controller import EngineSettings, SessionController
+    from sessions.engine.factory import llama_engine_factory
+    from sessions.store import SessionStore
+    from sessions.synth import make_model
 
-    from sessions.engine.context import ContextParams, LlamaContext
-    from sessions.engine.swa_layout import PARTIAL_ONLY, LayoutError, sorted_by_position
-
-    model = loaded_models["gemma3"]
-    ctx = LlamaContext(model, ContextParams(n_ctx=1024, n_batch=64, n_threads=1))
-    try:
-        tokens = model.tokenize("the sea and the boats and the stars above the water " * 30)[:272]
-        for a in range(0, len(tokens), 64):
-            ctx.decode(tokens[a : a + 64], a)  # the window straddles the end of the 256-cell ring
-        blob = ctx.state_get(0, PARTIAL_ONLY)
-        ordered = sorted_by_position(blob)
-        assert ordered != blob  # the ring had wrapped: the cells were out of order
-        assert len(ordered) == len(blob) and sorted(ordered) == sorted(blob)
-        count = struct.unpack_from("<I", ordered, 12)[0]
-        positions = [struct.unpack_from("<i", ordered, 16 + 12 * i)[0] for i in range(count)]
-        assert positions == sorted(positions) and positions[-1] == len(tokens) - 1
-        assert sorted_by_position(ordered) == ordered
-        with pytest.raises(LayoutError):
-            sorted_by_position(blob[:-3])
-    finally:
-        ctx.close()
+    path, other = make_model("llama", "tiny"), make_model("llama", "tiny", seed=1)
+    with SessionStore.open(tmp_path / "s.sqlite3") as store:
+        mine = store.create_session(model_path=str(path), model_fingerprint=legacy_fingerprint(path))
+        theirs = store.create_session(model_path=str(path), model_fingerprint=legacy_fingerprint(other))
+        kept = store.add_message(mine.id, None, "user", "hello")
+        store.set_tokens(kept.id, legacy_fingerprint(path), [5, 6, 7])
+        foreign = store.add_message(theirs.id, None, "user", "hello")
+        store.set_tokens(foreign.id, legacy_fingerprint(other), [8, 9])
+        controller = SessionController(store, engine_factory=llama_engine_factory(None),
+                                       settings=EngineSettings(n_ctx=256, n_batch=64, threads=1))
+        try:
+            info = controller.load_model(path)
+        finally:
+            controller.close()
+        assert store.get_tokens(kept.id, info.fingerprint) == [5, 6, 7]
+        assert store.get_session(mine.id).model_fingerprint == info.fingerprint
+        assert store.get_tokens(foreign.id, info.fingerprint) is None  # another file's tokens stay
+        assert store.get_session(theirs.id).model_fingerprint == legacy_fingerprint(other)

@@ -19,6 +19,7 @@ from sessions.checkpoints import CheckpointStore
 from sessions.engine.branch_engine import BranchEngine
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.segments import message_ends
+from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.memory_kind import MemoryKind
 
 from .conftest import ARCHS, greedy_after
@@ -48,8 +49,13 @@ def flat(msgs: list[list[int]]) -> tuple[list[int], list[int]]:
     return [t for m in msgs for t in m], message_ends([len(m) for m in msgs])
 
 
-def engine_for(model, store, interval: int = 2048) -> BranchEngine:
-    return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=interval)
+DENSE = SnapshotPolicy(every_boundary=True)
+"""Snapshots at every boundary, so the tests can count what a route restores. The default
+policy snapshots where it pays on the machine at hand; exactness does not depend on it."""
+
+
+def engine_for(model, store, interval: int = 2048, policy: SnapshotPolicy = DENSE) -> BranchEngine:
+    return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=interval, policy=policy)
 
 
 def reference(model, msgs, interval: int = 2048, stepped=None):
@@ -167,7 +173,6 @@ def test_checkpoint_inside_long_message(loaded_models, store, arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_reply_then_continue(loaded_models, store, arch):
     """A reply decoded token by token, restored later, equals the from-scratch branch."""
-    from sessions.engine.branch_engine import generate
     from sessions.engine.sampler import Sampler
     from sessions.sampling import SamplingSettings
 
@@ -176,7 +181,7 @@ def test_generated_reply_then_continue(loaded_models, store, arch):
     msgs = branch(model, 0, 1)
     result = engine.prepare(*flat(msgs))
     sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
-    reply = generate(engine, result.logits, sampler, max_tokens=40)
+    reply = engine.generate(result.logits, sampler, max_tokens=40)
     sampler.close()
     assert reply.tokens
     with_reply = msgs + [reply.tokens]
@@ -186,31 +191,51 @@ def test_generated_reply_then_continue(loaded_models, store, arch):
     assert res.tokens_evaluated == len(toks(model, 3))
 
 
-def test_hybrid_never_cuts(loaded_models, store):
+def test_hybrid_cuts_back_only_to_a_snapshot(loaded_models, store):
+    """Attention cells can be cut, the recurrent state cannot: it is put back from a snapshot."""
     model = loaded_models["lfm2"]
     engine = engine_for(model, store)
     engine.prepare(*flat(branch(model, 0, 1, 2)))
-    plan = engine.plan(*flat(branch(model, 0, 5)))
-    assert plan.keep in (0, len(engine.live))
-    assert plan.keep == 0 and plan.restore, "a hybrid cache must be rebuilt from checkpoints, not cut"
+    target = branch(model, 0, 5)
+    plan = engine.plan(*flat(target))
+    assert plan.keep == len(toks(model, 0)) and plan.rewind is not None
+    check(engine, model, target)
+
+
+def test_hybrid_without_a_snapshot_is_rebuilt_not_cut(loaded_models, tmp_path):
+    model = loaded_models["lfm2"]
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store, policy=SnapshotPolicy(overhead=0.0))  # ends only
+        engine.prepare(*flat(branch(model, 0, 1, 2)))
+        target = branch(model, 0, 5)
+        plan = engine.plan(*flat(target))
+        assert plan.keep == 0 and plan.rewind is None
+        check(engine, model, target)
 
 
 LONG = {1: 5, 2: 5, 3: 5, 4: 5}  # repeats: about 500 tokens, past the 256-cell window cache
 
 
-def test_swa_slid_window_is_not_cut(loaded_models, store):
-    """Once the window slid past the branch point, a cut would be wrong: restore instead."""
+@pytest.mark.parametrize("snapshots", ["dense", "ends only"])
+def test_swa_slid_window_is_not_cut(loaded_models, tmp_path, snapshots):
+    """Once the window slid past the branch point, a plain cut would be wrong: the window is
+    put back from a snapshot there, or the branch is rebuilt from its checkpoints."""
     model = loaded_models["gemma3"]
     assert model.info.kind is MemoryKind.SWA
-    engine = engine_for(model, store)
-    original = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
-    engine.prepare(*flat(original))
-    cut_at = len(toks(model, 0))
-    assert engine.ctx.pos_min() > cut_at  # the window cache dropped the cells after the cut
-    target = branch(model, 0, 6)
-    plan = engine.plan(*flat(target))
-    assert plan.keep == 0
-    check(engine, model, target)
+    policy = DENSE if snapshots == "dense" else SnapshotPolicy(overhead=0.0)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store, policy=policy)
+        original = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
+        engine.prepare(*flat(original))
+        cut_at = len(toks(model, 0))
+        assert engine.ctx.pos_min() > cut_at  # the window cache dropped the cells after the cut
+        target = branch(model, 0, 6)
+        plan = engine.plan(*flat(target))
+        if snapshots == "dense":
+            assert plan.keep == cut_at and plan.rewind is not None
+        else:
+            assert plan.keep == 0
+        check(engine, model, target)
 
 
 def test_swa_cut_after_slide_is_really_wrong(loaded_models):
@@ -239,3 +264,30 @@ def test_long_branch_past_the_window_cache(loaded_models, store, arch):
     engine.prepare(*flat(branch(model, 0, 1, 2, 6, repeat=LONG)))  # an edit of turn 3
     result = check(engine, model, original + branch(model, 5))  # back, and one more turn
     assert result.tokens_evaluated == len(toks(model, 5))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("snapshots", ["dense", "ends only"])
+def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_path, arch, snapshots):
+    """A restored window has zero filler before it: cutting back must never unmask that.
+
+    Reopen a long branch with a generated reply (everything from disk), then go back to
+    the prompt of that reply, as a regenerate does.
+    """
+    from sessions.engine.sampler import Sampler
+    from sessions.sampling import SamplingSettings
+
+    model = loaded_models[arch]
+    policy = DENSE if snapshots == "dense" else SnapshotPolicy(overhead=0.0)
+    prompt = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store, policy=policy)
+        result = engine.prepare(*flat(prompt), reply_follows=True)
+        sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+        reply = engine.generate(result.logits, sampler, max_tokens=20)
+        sampler.close()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store, policy=policy)
+        whole = prompt + [reply.tokens]
+        check(engine, model, whole, stepped=[False] * len(prompt) + [True])
+        check(engine, model, prompt)

@@ -141,7 +141,8 @@ def test_route_is_bit_identical_to_a_recompute(refs, route, tmp_path):
             engine = refs.engine(ck)
             result = engine.prepare(*flat(refs.abd))
             assert result.tokens_evaluated == len(refs.abd[-1])
-            assert result.plan.restore and all(info.tier == "disk" for info in result.plan.restore)
+            restored = [*result.plan.restore, *filter(None, [result.plan.snapshot])]
+            assert restored and all(info.tier == "disk" for info in restored)
             same(engine, result, refs.logits["abd"])
         elif route == "generated_reply":
             prep = engine.prepare(*flat(refs.ab))

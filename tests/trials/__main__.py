@@ -3,9 +3,9 @@
     python -m tests.trials            # the full form: 200 kills, every corruption
     python -m tests.trials --short    # the form CI runs (a dozen kills), in a minute
 
-It runs the crash trials (``tests.trials.crash``) and the corruption trials
-(``tests.trials.corruption``), prints each report, then one line of
-totals; exit status 1 when any check failed.
+It runs the crash trials (``tests.trials.crash``), the corruption trials
+(``tests.trials.corruption``) and the concurrency trial (``tests.trials.concurrency``),
+prints each report, then one line of totals; exit status 1 when any check failed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from . import crash_plan
+from .concurrency import run_concurrency_trial
 from .corruption import run_corruption_trials, summary
 from .crash import CrashTrials
 
@@ -31,16 +32,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         (work / "crash").mkdir()
         (work / "corruption").mkdir()
+        (work / "concurrency").mkdir()
         crash = CrashTrials(work / "crash", args.seed, dict(os.environ), crash_plan.DEPTH_CAP)
         crash_report = crash.run(12 if args.short else 200)
         print(crash_report.summary())
         corruption = run_corruption_trials(work / "corruption", seed=args.seed)
         print(summary(corruption))
+        workers, rounds = (3, 6) if args.short else (6, 40)
+        concurrency = run_concurrency_trial(work / "concurrency", workers=workers, rounds=rounds, seed=args.seed)
+        print(concurrency.summary())
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    failures = crash_report.failures + corruption["failures"]
+    failures = crash_report.failures + corruption["failures"] + (0 if concurrency.ok else 1)
     print(f"trials: {crash_report.trials} crash trials, {crash_report.kills} kills, "
-          f"{corruption['corruptions']} corruptions, {failures} failures")
+          f"{corruption['corruptions']} corruptions, {concurrency.sent} messages from {workers} processes "
+          f"({concurrency.lost} lost, {concurrency.misplaced} misplaced), {failures} failures")
     return 1 if failures else 0
 
 

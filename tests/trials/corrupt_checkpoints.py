@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sessions.checkpoints import CheckpointStore, prefix_hash
+from sessions.checkpoints import CheckpointStore, Kind, prefix_hash
 from sessions.checkpoints.file_format import HEADER_SIZE, parse_header
 from sessions.checkpoints.keys import address
 from sessions.engine.branch_engine import BranchEngine
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.segments import message_ends
+from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.synth import make_model
 
 from .crash_checks import verify_file
@@ -121,7 +122,9 @@ class CheckpointTrials:
         self.foreign.close()
 
     def _engine(self, model, store) -> BranchEngine:
-        return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=INTERVAL)
+        # Snapshots at every boundary, all on disk: every kind of file a restore reads exists.
+        policy = SnapshotPolicy(every_boundary=True)
+        return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=INTERVAL, policy=policy)
 
     def _save_branch(self, model, folder: Path):
         with CheckpointStore(folder, **BUDGET) as store:
@@ -131,25 +134,28 @@ class CheckpointTrials:
             engine.ctx.close()
         return engine.compat, plan
 
-    def _file(self, folder: Path, compat, end: int) -> Path:
-        return folder / address(compat, prefix_hash(self.tokens[:end]))
+    def _file(self, folder: Path, compat, end: int, kind: Kind) -> Path:
+        return folder / address(compat, prefix_hash(self.tokens[:end]), kind)
 
     def run(self, kind: str) -> CheckpointOutcome:
         folder = self.work / f"{self.arch}-{kind}"
         shutil.rmtree(folder, ignore_errors=True)
         compat, plan = self._save_branch(self.model, folder)
-        choices = [info for info in plan.restore if info.has_logits or kind != "flipped-logits"]
-        victim_info = self.rng.choice(choices)
-        victim = self._file(folder, compat, victim_info.end)
+        read: list[tuple[Kind, int]] = [("cells", info.end) for info in plan.restore]
+        if plan.snapshot is not None and (plan.snapshot.has_state or kind != "flipped-state"):
+            read.append(("snapshot", plan.snapshot.end))
+        with_logits = [("snapshot", plan.snapshot.end)] if plan.snapshot and plan.snapshot.has_logits else []
+        file_kind, end = self.rng.choice(with_logits if kind == "flipped-logits" else read)
+        victim = self._file(folder, compat, end, file_kind)
         original = victim.read_bytes()
         other = b""
         if kind == "swapped":
-            others = [p for p in victim.parent.iterdir() if p != victim]
+            others = [p for p in victim.parent.iterdir() if p != victim and p.suffix == victim.suffix]
             other = self.rng.choice(others).read_bytes()
         elif kind == "foreign-model":
             foreign_folder = self.work / f"{self.arch}-{kind}-other-model"
             foreign_compat, _ = self._save_branch(self.foreign, foreign_folder)
-            other = self._file(foreign_folder, foreign_compat, victim_info.end).read_bytes()
+            other = self._file(foreign_folder, foreign_compat, end, file_kind).read_bytes()
         victim.write_bytes(corrupt_bytes(kind, original, self.rng, other))
         problems: list[str] = []
         with CheckpointStore(folder, on_problem=problems.append, **BUDGET) as store:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from dataclasses import dataclass
-from hashlib import blake2b
 from pathlib import Path
 
 from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.errors import CorruptCheckpointError
-from sessions.checkpoints.file_format import HEADER_SIZE, PAYLOAD_CHECKSUM_BYTES, check_header, parse_header
+from sessions.checkpoints.file_format import HEADER_SIZE, check_header, check_payload, parse_header
 from sessions.checkpoints.keys import parse_address
 from sessions.store import SessionStore, StoreError
 
@@ -105,7 +104,7 @@ class CheckpointScanner:
                              on_problem=result.problems.append) as store:
             store.flush()  # the index is built: bad headers reported, dead writers' temps gone
         result.temp_after = len(self._files(".tmp"))
-        for path in self._files(".ckpt"):
+        for path in self._files(".ckpt") + self._files(".snap"):
             try:
                 info = path.stat()
             except FileNotFoundError:
@@ -132,13 +131,9 @@ def verify_file(path: Path) -> str | None:
             size = os.fstat(src.fileno()).st_size
             header = parse_header(src.read(HEADER_SIZE))
             check_header(header, expected, size)
-            digest = blake2b(digest_size=PAYLOAD_CHECKSUM_BYTES)
-            digest.update(src.read(header.state_len))
-            digest.update(src.read(header.logits_len))
+            check_payload(header, src.read(header.state_len), src.read(header.logits_len))
     except CorruptCheckpointError as error:
         return error.reason
     except OSError as error:
         return f"unreadable: {error.strerror}"
-    if digest.digest() != header.payload_checksum:
-        return "checksum mismatch"
     return None

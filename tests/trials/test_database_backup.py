@@ -41,7 +41,8 @@ def test_no_backup_of_a_new_database_then_one_at_the_next_open(tmp_path):
     bak = backup_path(db)
     assert bak.is_file() and backup_problem(bak) is None
     assert stat.S_IMODE(bak.stat().st_mode) == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions.sqlite3", "sessions.sqlite3.bak"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "sessions.sqlite3", "sessions.sqlite3.bak", "sessions.sqlite3.lock", "sessions.sqlite3.lock-intent"]
 
 
 def test_backup_is_rewritten_only_when_old(tmp_path):

@@ -18,14 +18,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.chat_template import ChatTemplate
 from sessions.engine.model import ModelInfo
-from sessions.engine.planner import Plan, SegmentInfo, common_prefix
+from sessions.engine.planner import Plan, SegmentInfo, SnapshotInfo, common_prefix
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.memory_kind import MemoryKind
@@ -95,14 +95,16 @@ class FakeEngine:
                 reach = end
             elif end > reach:
                 break
-        restore = (SegmentInfo(keep, reach, "ram", True),) if reach > keep else ()
-        source: Literal["segment", "decode"] = "segment" if restore and reach == len(target) else "decode"
+        restore = (SegmentInfo(keep, reach, "ram"),) if reach > keep else ()
+        at_end = bool(restore) and reach == len(target)
+        snapshot = SnapshotInfo(reach, "ram", has_state=False, has_logits=True) if at_end else None
         return Plan(keep=keep, restore=restore, evaluate_from=reach, target_len=len(target),
-                    logits_source=source, estimate_seconds=(len(target) - reach) * 1e-4,
-                    live_len=len(self.live))
+                    logits_source="snapshot" if at_end else "decode",
+                    estimate_seconds=(len(target) - reach) * 1e-4,
+                    live_len=len(self.live), snapshot=snapshot)
 
     def prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
-                on_progress: ProgressFn | None = None) -> PrepareResult:
+                on_progress: ProgressFn | None = None, *, reply_follows: bool = False) -> PrepareResult:
         """Like the real one, minus the decoding (``stepped`` changes nothing here)."""
         plan = self.plan(target, ends)
         if self.script.prepare_gate is not None:

@@ -1,0 +1,156 @@
+"""A trial load in a child process, for what no header check can prove.
+
+llama.cpp has hundreds of ``GGML_ASSERT`` checks on a model's numbers, spread over every
+architecture, and a failed one ends the process (exit status 134) with the app and the
+terminal it had taken over. The header checks (``model_card.header_problem``) catch the
+known ones; for the rest, the file is first loaded by a short-lived child process that
+also decodes one token (some values, a NaN norm epsilon for one, pass loading and abort
+only then). If the child dies of a signal, the file is refused with the assertion
+llama.cpp printed; if it loads, the file is remembered as passed (``probed-models.json``
+in the cache folder, keyed by the file's path, device, inode, size, modification time and
+llama-cpp-python's version), so each file is tried once.
+
+Measured on the project's 2-core machine: 0.5 s for a 3 MB model, 0.7 s for a 200 MB one
+(about 0.25 s of it is the child importing llama-cpp-python), once per file. The models
+llamachat makes itself (the demo model, ``sessions.synth``) are written by this program
+and are not tried.
+
+Run as ``python -m sessions.discovery.probe FILE``: exit status 0 when the file loads and
+decodes, 3 when llama.cpp refuses it (the real load then says why), anything else a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from sessions import paths
+
+PROBE_TIMEOUT = 300.0
+CACHE_NAME = "probed-models.json"
+REFUSED = 3
+
+
+def probe_once(path: Path) -> str | None:
+    """Why llama.cpp cannot be trusted with ``path`` (it crashed a trial load), or None."""
+    if _made_by_llamachat(path):
+        return None
+    key = _identity(path)
+    if key is None:
+        return None  # cannot be looked at: the load itself will say why
+    if key in _passed():
+        return None
+    problem, passed = _try(path)
+    if passed:
+        _remember(key)
+    return problem
+
+
+def _made_by_llamachat(path: Path) -> bool:
+    try:
+        return path.resolve().parent == paths.made_models_dir().resolve()
+    except OSError:
+        return False
+
+
+def _identity(path: Path) -> str | None:
+    try:
+        real = path.resolve()
+        info = real.stat()
+        version = metadata.version("llama_cpp_python")
+    except (OSError, metadata.PackageNotFoundError):
+        return None
+    return f"{real}|{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{version}"
+
+
+def _cache_file() -> Path:
+    return paths.cache_dir() / CACHE_NAME
+
+
+def _passed() -> set[str]:
+    """Files that loaded before; a damaged or foreign cache only means probing again."""
+    try:
+        entries = json.loads(_cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {entry for entry in entries if isinstance(entry, str)} if isinstance(entries, list) else set()
+
+
+def _remember(key: str) -> None:
+    entries = sorted(_passed() | {key})
+    folder = paths.ensure_private_dir(paths.cache_dir())
+    try:
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{CACHE_NAME}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entries, handle)
+        os.replace(temp, _cache_file())
+    except OSError:
+        pass  # not remembered: the file is tried again next time
+
+
+def _try(path: Path) -> tuple[str | None, bool]:
+    """(why the file is refused or None, whether it passed)."""
+    env = dict(os.environ, GGML_NO_BACKTRACE="1")  # no debugger attached to the child
+    try:
+        done = subprocess.run([sys.executable, "-m", "sessions.discovery.probe", str(path)],
+                              stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, False  # a slow disk is no reason to refuse; tried again next time
+    except OSError:
+        return None, False
+    if done.returncode == 0:
+        return None, True
+    if done.returncode == REFUSED:
+        return None, False
+    return _crash(done.returncode, done.stderr.decode("utf-8", "replace")), False
+
+
+def _crash(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        try:
+            how = signal.Signals(-returncode).name
+        except ValueError:
+            how = f"signal {-returncode}"
+    else:
+        how = f"exit status {returncode}"
+    said = next((line.strip() for line in stderr.splitlines() if "GGML_ASSERT" in line or "error" in line.lower()),
+                "")
+    said = re.sub(r"\S*/(?=[^/\s]+:\d+:)", "", said)  # the source file's name, not the build folder
+    detail = f": {said[-200:]}" if said else ""
+    return f"invalid model file: llama.cpp crashed trying to load it ({how}{detail})"
+
+
+def _child(path: str) -> int:
+    """Load ``path``, make a small context, decode one token."""
+    import ctypes
+
+    from sessions.engine.native import lib
+
+    L = lib()
+    params = L.llama_model_default_params()
+    params.n_gpu_layers = 0
+    model = L.llama_model_load_from_file(path.encode(), params)
+    if not model:
+        return REFUSED
+    cp = L.llama_context_default_params()
+    cp.n_ctx, cp.n_batch, cp.n_ubatch = 64, 8, 8
+    cp.n_threads = cp.n_threads_batch = 1
+    ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        return REFUSED
+    token = (ctypes.c_int32 * 1)(0)
+    rc = L.llama_decode(ctx, L.llama_batch_get_one(token, 1))
+    L.llama_free(ctx)
+    L.llama_model_free(model)
+    return 0 if rc == 0 else REFUSED
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1]))

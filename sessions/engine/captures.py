@@ -1,0 +1,235 @@
+"""Checkpoints the decode passed but has not read out yet, and reading them out.
+
+The decode loop only notes what it passed: the token ranges whose attention cells should
+be saved, and the boundaries that deserve a snapshot (``SnapshotPolicy``). Reading them
+out of the context waits until the reply is written (``flush``): attention cells do not
+change once computed, and a sliding window stays in the ring for ``N - n_swa`` tokens,
+so both can still be read then, exactly as they were. Only two things are read at once:
+a recurrent state (the next token overwrites it), and a window the ring is about to
+overwrite (``before_decode``), which a long prompt or reply can reach.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
+from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
+from sessions.engine.swa_ring import LIVE, SwaRing
+from sessions.memory_kind import MemoryKind
+
+if TYPE_CHECKING:
+    from sessions.engine.live import LiveSequence
+
+EMPTY = np.zeros(0, dtype=np.uint8)
+
+
+def prefix_hashes(target: Sequence[int], bounds: Sequence[int]) -> dict[int, str]:
+    """``prefix_hash(target[:b])`` for every boundary ``b``, in one pass."""
+    tokens = array("i", target)
+    hasher, out, pos = PrefixHasher(), {}, 0
+    for b in bounds:
+        out[b] = hasher.extend(tokens[pos:b]).hexdigest()
+        pos = b
+    return out
+
+
+@dataclass
+class _Snapshot:
+    end: int
+    prefix: str
+    state: np.ndarray | None
+    """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
+    logits: np.ndarray | None
+    tip: bool
+    """The end of a reply: where the next turn, or a switch back, starts."""
+
+
+class Captures:
+    """What one engine still has to read out of its context and hand to the store."""
+
+    def __init__(self, engine: LiveSequence, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
+        self.engine = engine
+        self.store = store
+        self.policy = policy
+        self.ring = SwaRing(engine.ctx, engine.n_swa) if engine.kind is MemoryKind.SWA else None
+        self.ranges: list[tuple[int, int, str, str | None]] = []
+        self.snapshots: list[_Snapshot] = []
+        self._mark = 0.0
+        """Decode seconds on the context at the last snapshot (the policy's clock)."""
+        self._mark_pos = 0
+        """Position on the live branch of the last snapshot."""
+        self.anchor = 0
+        """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
+        self.temporary: tuple[int, str] | None = None
+        """(position, prefix) of the reply tip on disk that the next snapshot replaces."""
+        self.cells_bytes_per_token = 0.0
+        """Measured size of saved attention cells per token (for the disk rule)."""
+
+    @property
+    def _has_state(self) -> bool:
+        return self.engine.kind is not MemoryKind.PLAIN
+
+    # -- noting, in the decode loop ---------------------------------------------------------
+
+    def note_range(self, start: int, end: int, prefixes: dict[int, str]) -> None:
+        if self.store is not None and end > start and self.engine.kind is not MemoryKind.RECURRENT:
+            self.ranges.append((start, end, prefixes[end], prefixes[start] if start else None))
+
+    def note_reply_range(self, start: int, live: Sequence[int], *, last: bool) -> None:
+        """A range of a reply (every ``interval`` tokens, and its end when ``last``)."""
+        if self.store is None:
+            return
+        prefix = prefix_hash(live)
+        if self.engine.kind is not MemoryKind.RECURRENT:
+            parent = prefix_hash(live[:start]) if start else None
+            self.ranges.append((start, len(live), prefix, parent))
+        if not last:
+            self.maybe_snapshot(len(live), prefix)
+
+    def maybe_snapshot(self, end: int, prefix: str | None) -> None:
+        """At a boundary inside a prompt or reply: snapshot it if the policy says so."""
+        if self.store is None or not self._has_state:
+            return
+        ctx = self.engine.ctx
+        nbytes = ctx.state_size(LIVE, self._flags())
+        min_tokens = self.engine.n_swa if self.ring is not None else 0
+        if not self.policy.due(ctx.decode_seconds - self._mark, nbytes, tokens_since=end - self._mark_pos,
+                               min_tokens=min_tokens):
+            return
+        self._set_mark(end)
+        prefix = prefix or prefix_hash(self.engine.live[:end])
+        if self.store.has(self.engine.compat, prefix, "snapshot"):
+            return
+        state = None if self.ring is not None else self._read_now()
+        self.snapshots.append(_Snapshot(end, prefix, state, None, tip=False))
+
+    def note_end(self, end: int, prefix: str, logits: np.ndarray, *, tip: bool) -> None:
+        """The end of a prompt: a regenerate or an edit of the next message starts here.
+
+        ``tip`` when no reply follows (a switch to this branch): it is where the user is,
+        and where they come back to after a restart.
+        """
+        store, compat = self.store, self.engine.compat
+        if store is None:
+            return
+        if store.has(compat, prefix, "snapshot"):
+            ram_only = tip and not store.persisted(compat, prefix, "snapshot")
+            kept = store.get(compat, prefix, "snapshot") if ram_only else None
+            if kept is not None:  # kept in RAM only so far: this is now where the user is
+                store.put(kept, persist=True)
+                self._replace_temporary()
+                self.temporary = (end, prefix)
+            return
+        self._set_mark(end)
+        state = self._read_now() if self._has_state and self.ring is None else None
+        self.snapshots.append(_Snapshot(end, prefix, state, logits, tip=tip))
+
+    def note_tip(self, live: Sequence[int], logits: np.ndarray | None) -> None:
+        """The end of a reply (``logits`` only when it may be continued)."""
+        if self.store is None or (not self._has_state and logits is None):
+            return
+        self._set_mark(len(live))
+        self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, tip=True))
+
+    def restored_at(self, end: int) -> None:
+        """A restore put back the state at ``end``: the snapshot clock starts again there."""
+        self._set_mark(end)
+
+    def _set_mark(self, end: int) -> None:
+        self._mark = self.engine.ctx.decode_seconds
+        self._mark_pos = end
+
+    def before_decode(self, next_end: int) -> None:
+        """Read the windows whose cells the tokens up to ``next_end`` would overwrite."""
+        if self.ring is None:
+            return
+        limit = next_end - 1 - self.ring.size  # positions at or below are overwritten
+        for snap in self.snapshots:
+            if snap.state is None and snap.end - self.engine.n_swa <= limit:
+                snap.state = self._read_window(snap.end)
+
+    # -- reading out -------------------------------------------------------------------
+
+    def _flags(self) -> int:
+        return FLAGS_FULL if self.engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
+
+    def _read_now(self) -> np.ndarray:
+        t0 = time.perf_counter()
+        state = self.engine.ctx.state_read(LIVE, self._flags())
+        self.policy.timed(len(state), time.perf_counter() - t0)
+        return state
+
+    def _read_window(self, end: int) -> np.ndarray:
+        assert self.ring is not None
+        t0 = time.perf_counter()
+        window = self.ring.window_at(end)
+        if window is None:
+            return EMPTY
+        self.policy.timed(len(window), time.perf_counter() - t0)
+        return window
+
+    def flush(self) -> None:
+        """Read out everything noted and hand it to the store (after the reply)."""
+        if not self.ranges and not self.snapshots:
+            return
+        t0 = time.perf_counter()
+        store, engine = self.store, self.engine
+        assert store is not None
+        for start, end, prefix, parent in self.ranges:
+            if store.has(engine.compat, prefix, "cells"):
+                continue
+            blob = engine.ctx.read_range(start, end)
+            self.cells_bytes_per_token = len(blob) / (end - start)
+            store.put(Segment(engine.compat, prefix, parent, start, end, blob))
+        for snap in self.snapshots:
+            self._save_snapshot(snap)
+        self.ranges.clear()
+        self.snapshots.clear()
+        engine.deferred_seconds += time.perf_counter() - t0
+
+    def _save_snapshot(self, snap: _Snapshot) -> None:
+        engine, store = self.engine, self.store
+        assert store is not None
+        state = snap.state
+        if state is None:
+            if self.ring is not None:
+                state = self._read_window(snap.end)
+            elif self._has_state and snap.end == len(engine.live):
+                state = self._read_now()
+            else:
+                state = EMPTY if not self._has_state else None
+        if state is None or (self._has_state and len(state) == 0):
+            return  # the state is gone (a window the ring overwrote): a restore re-decodes
+        logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
+        if len(state) == 0 and logits is None:
+            return
+        nbytes = len(state) + (len(logits) if logits is not None else 0)
+        gap = max(0, snap.end - self.anchor) * self.cells_bytes_per_token
+        anchor = self.policy.persist(int(gap), nbytes, tip=False)
+        segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot")
+        store.put(segment, persist=anchor or snap.tip)
+        if anchor or snap.tip:
+            self._replace_temporary()
+        if anchor:
+            self.anchor = snap.end
+        elif snap.tip:
+            self.temporary = (snap.end, snap.prefix)
+
+    def _replace_temporary(self) -> None:
+        """A newer snapshot on this branch is on disk: the previous reply tip leaves the disk.
+
+        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the tip of
+        each branch; an older tip, now inside the branch, would make one per turn.
+        """
+        if self.temporary is not None and self.store is not None:
+            _end, prefix = self.temporary
+            self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")
+        self.temporary = None

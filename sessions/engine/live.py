@@ -1,0 +1,34 @@
+"""What the checkpoint helpers see of the engine: one live sequence and its context.
+
+``Captures`` (reading checkpoints out) and ``RouteRunner`` (putting them back) work on the
+engine's live sequence; they name it through this protocol so that they do not import
+the engine that owns them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sessions.checkpoints import CheckpointStore, StateCompat
+    from sessions.engine.context import LlamaContext
+    from sessions.memory_kind import MemoryKind
+
+
+class LiveSequence(Protocol):
+    ctx: LlamaContext
+    store: CheckpointStore | None
+    compat: StateCompat
+    kind: MemoryKind
+    n_swa: int
+    live: list[int]
+    """The tokens the live sequence holds exactly."""
+    live_logits: np.ndarray | None
+    """The logits after the last live token, when kept."""
+    deferred_seconds: float
+
+    def _reset(self) -> None:
+        """Clear the context: the live sequence holds nothing."""
+        ...

@@ -1,0 +1,192 @@
+"""Sliding-window caches restored cell for cell as the uninterrupted run left them.
+
+llama.cpp keeps a sliding-window cache as a ring of ``N`` cells
+(``N = pad256(min(n_ctx, n_swa * n_seq_max + n_ubatch))``). Decoding a sequence from
+position 0 puts the token at position ``p`` in cell ``p mod N``: the first lap fills
+cells in order, and from then on every new token reuses the cell of the token ``N``
+positions back, which has long left the window. Cells that left the window stay in the
+ring (masked) until that happens.
+
+The exact bits of the next token depend on that layout: llama.cpp's flash attention
+sums over cells in cache order, tile by tile, so the same window laid out in other cells
+gives logits that differ in the last bits (measured: up to 4e-3 on the bench model). A
+restored window must therefore land in the very cells the uninterrupted run has them
+in, with the masked cells around it and the search head where the run left it. Then
+every later token lands where it would have, and the results are bit-identical to a
+plain recompute from token 0; nothing has to be re-laid while the model runs.
+
+``restore`` builds that ring from a window snapshot (the unmasked cells only, as
+``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY`` writes them): each visible cell goes to ``p mod N``,
+the masked ones are zero filler with the positions the run would have left there (they
+are masked, so no attention reads them), and cells are written in index order into an
+emptied ring, which llama.cpp fills from cell 0. The search head then sits after the
+last cell written; when the ring has wrapped it must sit after the newest token instead,
+so the masked cell there is taken out again (its full-attention twin, which shares its
+position, is read first and put back).
+
+The emptied ring starts filling at cell 0 because llama.cpp moves its search head to
+the lowest cell a removal frees, and in a ring laid out this way cell 0 is always in use
+while the sequence has a window (or the head is already 0): restores fill it, the head
+fix never touches it, and a cut that frees it sets the head to 0 itself.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from sessions.engine.state_blob import (
+    FLAGS_FULL,
+    FLAGS_PARTIAL,
+    HEADER,
+    STATE_MAGIC,
+    Buffer,
+    LayoutError,
+    as_array,
+    attention_bytes,
+    read_attention,
+    read_header,
+    write_attention,
+)
+
+log = logging.getLogger(__name__)
+
+LIVE = 0
+SPARE = 1
+
+
+def ring_size(n_ctx: int, n_swa: int, n_seq_max: int, n_ubatch: int) -> int:
+    """Cells of llama.cpp's sliding-window cache for a unified cache (``swa_full`` off)."""
+    cells = min(n_ctx, n_swa * n_seq_max + n_ubatch)
+    return -(-cells // 256) * 256
+
+
+def relabel(blob: np.ndarray, seq: int) -> None:
+    """Write ``seq`` as the sequence a window state belongs to (in place)."""
+    HEADER.pack_into(blob.data, 0, STATE_MAGIC, seq)
+    count = int(np.frombuffer(blob, dtype="<u4", count=1, offset=HEADER.size + 4)[0])
+    meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=HEADER.size + 8).reshape(count, 3)
+    meta[:, 2] = seq
+
+
+def ring_positions(pos_max: int, size: int) -> np.ndarray:
+    """The position each cell holds after an uninterrupted run up to ``pos_max``."""
+    count = min(size, pos_max + 1)
+    index = np.arange(count, dtype=np.int64)
+    return (pos_max - (pos_max - index) % size).astype(np.int32)
+
+
+class SwaRing:
+    """Window snapshots and exact ring restores for the live sequence of one context."""
+
+    def __init__(self, ctx, n_swa: int) -> None:
+        self.ctx = ctx
+        self.n_swa = n_swa
+        self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
+        self.real_from = 0
+        """First position whose window cell holds its real keys and values. A restore fills
+        the masked cells before its window with zeros: masked, they are never read, but a
+        cut back into them would unmask filler, so cuts must stay at or after this."""
+
+    # -- snapshots ------------------------------------------------------------------------
+
+    def window(self) -> np.ndarray | None:
+        """The live window as it stands (None when the ring is not in the run's layout)."""
+        blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL)
+        return blob if self._in_run_order(blob) else None
+
+    def window_at(self, end: int) -> np.ndarray | None:
+        """The window as it stood after token ``end - 1`` of the live sequence.
+
+        Its cells are still in the ring while fewer than ``N - n_swa`` tokens came after
+        ``end``: copying them to the spare sequence and reading that gives exactly the
+        snapshot that would have been taken then. None when they are gone.
+        """
+        pos_max = self.ctx.pos_max(LIVE)
+        if end - 1 > pos_max or pos_max - (end - 1) >= self.size - self.n_swa:
+            return None
+        if end - 1 == pos_max:
+            return self.window()
+        self.ctx.seq_cp(LIVE, SPARE, max(0, end - self.n_swa), end)
+        try:
+            blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL)
+        finally:
+            self.ctx.seq_rm(SPARE)
+        if not self._in_run_order(blob):
+            return None
+        relabel(blob, LIVE)  # byte for byte the snapshot taken back then
+        return blob
+
+    def _in_run_order(self, blob: np.ndarray) -> bool:
+        try:
+            read_header(blob)
+            section = read_attention(blob, HEADER.size)
+        except LayoutError as error:
+            log.warning("sliding-window state not understood (%s); windows are not saved", error)
+            return False
+        cells = section.positions.astype(np.int64) % self.size
+        return bool(np.all(np.diff(cells) > 0))
+
+    # -- restoring ------------------------------------------------------------------------
+
+    def restore(self, window: Buffer, pos_max: int) -> None:
+        """Make the live ring exactly what an uninterrupted run leaves after ``pos_max``.
+
+        The full-attention cells of the live sequence must already be in place (they
+        are not touched, except the one put back by the head fix). Raises
+        ``LayoutError`` for a window that does not fit, ``RuntimeError`` when llama.cpp
+        refuses the state (the live sequence must then be rebuilt).
+        """
+        window = as_array(window)
+        read_header(window)
+        section = read_attention(window, HEADER.size)
+        expected = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
+        order = np.argsort(section.positions, kind="stable")
+        if not np.array_equal(section.positions[order], expected):
+            raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
+        positions = ring_positions(pos_max, self.size)
+        count = len(positions)
+        slots = (section.positions[order].astype(np.int64) % self.size).astype(np.intp)
+        layers = [(kind, row, None) for kind, row, _rows in section.layers]
+        ring = np.zeros(HEADER.size + attention_bytes(positions, section.layers), dtype=np.uint8)
+        HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
+        write_attention(ring, HEADER.size, LIVE, positions, layers)
+        target = read_attention(ring, HEADER.size)
+        for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):
+            dst[slots] = src[order]
+        self.real_from = int(expected[0])
+        if not self.ctx.state_write(ring, LIVE, FLAGS_PARTIAL):
+            raise RuntimeError("llama.cpp refused the sliding-window state")
+        self._fix_head(pos_max, count)
+
+    def _fix_head(self, pos_max: int, written: int) -> None:
+        """Put the search head after the newest token, as the uninterrupted run has it."""
+        head = pos_max % self.size + 1
+        if written < self.size or head == self.size:
+            return  # the ring has not wrapped: the head is already after the last cell
+        oldest = pos_max + 1 - self.size  # the masked cell the next token will reuse
+        ctx = self.ctx
+        ctx.seq_cp(LIVE, SPARE, oldest, oldest + 1)
+        try:
+            twin = ctx.state_read(SPARE, FLAGS_FULL)
+        finally:
+            ctx.seq_rm(SPARE)
+        only_base = ctx.cells_only(twin)
+        if not np.array_equal(read_attention(only_base, HEADER.size).positions, [oldest]):
+            raise LayoutError(f"position {oldest} is not in the full-attention cache")
+        ctx.seq_rm(LIVE, oldest, oldest + 1)
+        if not ctx.state_write(only_base, SPARE, FLAGS_FULL):
+            ctx.seq_rm(SPARE)
+            raise RuntimeError("llama.cpp refused to put a full-attention cell back")
+        ctx.seq_cp(SPARE, LIVE)
+        ctx.seq_rm(SPARE)
+
+    def relay(self) -> None:
+        """After a cut: lay the ring out as an uninterrupted run to the new end has it."""
+        pos_max = self.ctx.pos_max(LIVE)
+        if pos_max < 0:
+            return
+        blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL)
+        self.restore(blob, pos_max)
+

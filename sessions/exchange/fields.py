@@ -1,0 +1,97 @@
+"""Reading single values out of an imported file, with errors that name the field.
+
+Imported files are hand-edited, truncated, produced by other programs or made to do
+harm; a wrong type (an author that is a string, ``children: 5``), a NaN or a number too
+large for anything must end as one sentence that says where, never as a Python error
+deep inside the import.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from sessions.config.validate import TABLES, check_value
+from sessions.exchange.builder import ExchangeError
+from sessions.sampling import SamplingSettings
+from sessions.tree import GenerationStats
+
+_KINDS = {dict: "an object", list: "a list", str: "a string", int: "a whole number", float: "a number",
+          bool: "true or false", type(None): "null"}
+
+
+def kind_of(value: Any) -> str:
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def mapping(value: Any, where: str, name: str, *, optional: bool = True) -> dict[str, Any]:
+    """``value`` when it is an object; ``{}`` for a missing one when ``optional``."""
+    if value is None and optional:
+        return {}
+    if not isinstance(value, dict):
+        raise ExchangeError(f"{where}: '{name}' should be an object, found {kind_of(value)}")
+    return value
+
+
+def listing(value: Any, where: str, name: str) -> list[Any]:
+    """``value`` when it is a list; ``[]`` for a missing one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ExchangeError(f"{where}: '{name}' should be a list, found {kind_of(value)}")
+    return value
+
+
+def number(value: Any, where: str, name: str) -> float | None:
+    """A finite number (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ExchangeError(f"{where}: '{name}' should be a number, found {kind_of(value)}")
+    try:
+        result = float(value)
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        raise ExchangeError(f"{where}: '{name}' is not a usable number ({value!r})")
+    return result
+
+
+def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
+    """Generation stats with every number finite, not negative, of the right kind."""
+    if data is None:
+        return None
+    values: dict[str, Any] = {}
+    for field in fields(GenerationStats):
+        raw = data.get(field.name)
+        if raw is None:
+            continue
+        if field.type == "str" or isinstance(field.default, str):
+            if not isinstance(raw, str):
+                raise ExchangeError(f"{where}: 'stats.{field.name}' should be a string, found {kind_of(raw)}")
+            values[field.name] = raw
+            continue
+        found = number(raw, where, f"stats.{field.name}") or 0.0
+        if found < 0 or found > 2**63:
+            raise ExchangeError(f"{where}: 'stats.{field.name}' is out of range ({raw!r})")
+        values[field.name] = int(found) if isinstance(field.default, int) else found
+    return GenerationStats(**values)
+
+
+def sampling(data: Mapping[str, Any] | None, where: str) -> SamplingSettings | None:
+    """Sampling settings within the same bounds as the config file's ``[sampling]`` table."""
+    if data is None:
+        return None
+    rules = TABLES["sampling"][1]
+    values: dict[str, Any] = {}
+    for name, raw in data.items():
+        rule = rules.get(name)
+        if rule is None:
+            continue  # from a newer llamachat: dropped, as when a session is read
+        value, problem = check_value(rule, raw)
+        if problem:
+            raise ExchangeError(f"{where}: the sampling setting '{name}' {problem}")
+        values[name] = value
+    return SamplingSettings(**values)

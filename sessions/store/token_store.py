@@ -1,0 +1,58 @@
+"""The frozen token lists of messages: the part of the store the engine reads and fills.
+
+Kept apart from ``SessionStore``'s sessions and messages (which it extends) because only
+the engine side uses it: ``branch_tokens`` reads a session's lists and stores the ones
+it computes. Lists come in only from this program's own tokenizer and sampler, never
+from an imported file (see ``sessions.exchange.json_format``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sessions.store import fingerprints, lookups
+from sessions.store.database import Database
+from sessions.store.tokens import unpack_tokens
+
+
+class FrozenTokens:
+    """Token lists per message and model fingerprint; mixed into ``SessionStore``."""
+
+    _db: Database
+
+    def set_tokens(self, message_id: int, model_fingerprint: str, tokens: Sequence[int]) -> None:
+        with self._db.transaction() as conn:
+            lookups.message(conn, message_id)
+            lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
+
+    def get_tokens(self, message_id: int, model_fingerprint: str) -> list[int] | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT tokens FROM message_tokens WHERE message_id = ? AND model_fingerprint = ?",
+                (message_id, model_fingerprint),
+            ).fetchone()
+            return None if row is None else unpack_tokens(row[0])
+
+    def fingerprints_used_with(self, *model_paths: str) -> set[str]:
+        """Model fingerprints recorded by sessions that used one of these model files."""
+        with self._db.read() as conn:
+            return fingerprints.fingerprints_of_sessions(conn, model_paths)
+
+    def refile_tokens(self, old: str, new: str) -> int:
+        """File the frozen tokens kept under fingerprint ``old`` under ``new``; returns how many."""
+        with self._db.transaction() as conn:
+            return fingerprints.refile_tokens(conn, old, new)
+
+    def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]:
+        """Every frozen token list of a session: ``{message_id: {fingerprint: tokens}}``."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT t.message_id, t.model_fingerprint, t.tokens FROM message_tokens t"
+                " JOIN messages m ON m.id = t.message_id WHERE m.session_id = ?"
+                " ORDER BY t.message_id, t.model_fingerprint",
+                (session_id,),
+            )
+            found: dict[int, dict[str, list[int]]] = {}
+            for message_id, fingerprint, blob in rows:
+                found.setdefault(message_id, {})[fingerprint] = unpack_tokens(blob)
+            return found

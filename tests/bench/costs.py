@@ -1,0 +1,146 @@
+"""The engine's own costs, apart from llama_decode: critical path, restore speed, disk, identity.
+
+Each function returns one JSON-ready dict. Budgets (from the project's performance goals):
+- the work outside llama_decode on the way to the first token costs at most 2 ms per
+  1,000 prompt tokens (``critical_path``);
+- reopening a branch from disk restores at least 2 GB/s of its whole state, or within 3x
+  of a plain read plus memcpy of the same bytes, reading at most 1.5x that state
+  (``restore_speed``);
+- a tree's checkpoints take at most 1.5x the attention cells of its unique tokens, plus
+  snapshots at a bounded spacing (``disk_use``);
+- identifying a model file and reading its header take at most 50 ms each (``identity``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+BUDGET_CRITICAL_MS_PER_1000 = 2.0
+BUDGET_RESTORE_GBPS = 2.0
+BUDGET_RESTORE_VS_MEMCPY = 3.0
+BUDGET_BYTES_READ_VS_STATE = 1.5
+BUDGET_DISK_VS_KV = 1.5
+BUDGET_IDENTITY_MS = 50.0
+
+
+def critical_path(result, deferred_seconds: float) -> dict:
+    """A prefill's time outside llama_decode, per 1,000 tokens, and what waited until after."""
+    tokens = max(result.tokens_evaluated, 1)
+    return {
+        "tokens": result.tokens_evaluated,
+        "prefill_seconds": round(result.seconds, 4),
+        "decode_seconds": round(result.decode_seconds, 4),
+        "critical_ms_per_1000_tokens": round(result.overhead_seconds / tokens * 1e6, 3),
+        "budget_critical_ms_per_1000_tokens": BUDGET_CRITICAL_MS_PER_1000,
+        "deferred_ms_per_1000_tokens": round(deferred_seconds / tokens * 1e6, 3),
+    }
+
+
+def _checkpoint_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.suffix in (".ckpt", ".snap")]
+
+
+def memcpy_reference(paths: list[Path]) -> tuple[float, int]:
+    """Seconds to read ``paths`` into memory and copy every byte once more; and the bytes."""
+    t0 = time.perf_counter()
+    total = 0
+    for path in paths:
+        with open(path, "rb", buffering=0) as src:
+            size = os.fstat(src.fileno()).st_size
+            buf = np.empty(size, dtype=np.uint8)
+            src.readinto(memoryview(buf))
+            out = np.empty_like(buf)
+            np.copyto(out, buf)
+            total += size
+    return time.perf_counter() - t0, total
+
+
+def restore_speed(result, whole_state: int, files: list[Path]) -> dict:
+    """A restore from disk against the same bytes read and copied plainly."""
+    reference, reference_bytes = memcpy_reference(files)
+    seconds = max(result.seconds, 1e-9)
+    return {
+        "tokens_restored": result.tokens_restored,
+        "tokens_evaluated": result.tokens_evaluated,
+        "restore_seconds": round(seconds, 5),
+        "whole_state_bytes": whole_state,
+        "restore_gb_per_second": round(whole_state / seconds / 1e9, 3),
+        "budget_restore_gb_per_second": BUDGET_RESTORE_GBPS,
+        "bytes_read": result.bytes_restored,
+        "bytes_read_vs_whole_state": round(result.bytes_restored / max(whole_state, 1), 3),
+        "budget_bytes_read_vs_whole_state": BUDGET_BYTES_READ_VS_STATE,
+        "read_plus_memcpy_seconds": round(reference, 5),
+        "read_plus_memcpy_bytes": reference_bytes,
+        "restore_vs_read_plus_memcpy": round(seconds / max(reference, 1e-9), 2),
+        "budget_restore_vs_read_plus_memcpy": BUDGET_RESTORE_VS_MEMCPY,
+    }
+
+
+def kv_bytes_per_token(ctx, kind, tokens: int) -> float:
+    """Attention-cell bytes per token of the live branch, as llama.cpp serialises them.
+
+    The whole state minus the window or recurrent part (which does not grow with the
+    branch), over its tokens: what a cache of attention cells costs per token.
+    """
+    from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
+    from sessions.memory_kind import MemoryKind
+
+    if kind is MemoryKind.RECURRENT or tokens == 0:
+        return 0.0
+    whole = ctx.state_size(0, FLAGS_FULL)
+    partial = ctx.state_size(0, FLAGS_PARTIAL) if kind is not MemoryKind.PLAIN else 0
+    return (whole - partial) / tokens
+
+
+def disk_use(root: Path, unique_tokens: int, sum_of_branch_tokens: int, branches: int,
+             whole_state: int, live_tokens: int, kv_per_token: float) -> dict:
+    """Checkpoint bytes on disk, by kind, against the attention cells of the unique tokens."""
+    files = _checkpoint_files(root)
+    cells = [p for p in files if p.suffix == ".ckpt"]
+    snaps = [p for p in files if p.suffix == ".snap"]
+    cells_bytes = sum(p.stat().st_size for p in cells)
+    snap_bytes = sum(p.stat().st_size for p in snaps)
+    kv_unique = unique_tokens * kv_per_token
+    return {
+        "unique_tokens": unique_tokens,
+        "branches": branches,
+        "sum_of_branch_tokens": sum_of_branch_tokens,
+        "kv_bytes_per_token": round(kv_per_token, 1),
+        "kv_of_unique_tokens_bytes": int(kv_unique),
+        "cells_files": len(cells),
+        "cells_bytes": cells_bytes,
+        "cells_vs_kv_of_unique_tokens": round(cells_bytes / kv_unique, 3) if kv_unique else None,
+        "budget_cells_vs_kv_of_unique_tokens": BUDGET_DISK_VS_KV,
+        "snapshot_files": len(snaps),
+        "snapshot_bytes": snap_bytes,
+        "snapshot_spacing_tokens": round(unique_tokens / max(len(snaps), 1), 1),
+        "disk_bytes": cells_bytes + snap_bytes,
+        "disk_vs_kv_of_unique_tokens": round((cells_bytes + snap_bytes) / kv_unique, 3) if kv_unique else None,
+        "whole_state_bytes_of_live_branch": whole_state,
+        "one_whole_state_per_branch_bytes": int(whole_state / max(live_tokens, 1) * sum_of_branch_tokens),
+    }
+
+
+def identity(path: Path, repeats: int = 5) -> dict:
+    """Fingerprint and header-reading times for a model file (best of ``repeats``)."""
+    from sessions.discovery import read_model_card
+    from sessions.engine.fingerprint import model_fingerprint
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times) * 1e3
+
+    return {
+        "model_file_bytes": path.stat().st_size,
+        "fingerprint_ms": round(best(lambda: model_fingerprint(path)), 2),
+        "header_read_ms": round(best(lambda: read_model_card(path)), 2),
+        "budget_ms": BUDGET_IDENTITY_MS,
+    }

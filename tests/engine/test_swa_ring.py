@@ -1,0 +1,132 @@
+"""The sliding-window ring restored cell for cell: every restore equals the uninterrupted run.
+
+The tiny gemma3 model has a 32-token window; with 64-token batches and two sequences its
+ring has 256 cells, so a few hundred tokens wrap it several times.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.state_blob import FLAGS_PARTIAL, HEADER, LayoutError, read_attention
+from sessions.engine.swa_ring import LIVE, SwaRing, ring_positions, ring_size
+
+PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=2)
+TEXT = "the sea and the boats and the stars above the water, and a lighthouse by the shore "
+
+
+@pytest.fixture
+def gemma3(loaded_models):
+    return loaded_models["gemma3"]
+
+
+@pytest.fixture
+def tokens(gemma3) -> list[int]:
+    return gemma3.tokenize(TEXT * 40)[:900]
+
+
+def decode(ctx: LlamaContext, tokens: list[int], start: int, end: int) -> np.ndarray:
+    logits = None
+    for a in range(start, end, 64):
+        logits = ctx.decode(tokens[a : min(a + 64, end)], a)
+    assert logits is not None
+    return logits
+
+
+def test_ring_geometry_follows_llama_cpp():
+    assert ring_size(n_ctx=8192, n_swa=512, n_seq_max=2, n_ubatch=512) == 1536
+    assert ring_size(n_ctx=2048, n_swa=32, n_seq_max=2, n_ubatch=64) == 256
+    assert ring_size(n_ctx=300, n_swa=512, n_seq_max=2, n_ubatch=512) == 512  # capped by n_ctx, padded
+    assert ring_positions(5, 8).tolist() == [0, 1, 2, 3, 4, 5]
+    assert ring_positions(10, 8).tolist() == [8, 9, 10, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("boundary", [128, 255, 256, 300, 511, 600])
+def test_restored_ring_continues_bit_identically(gemma3, tokens, boundary):
+    """Cells of [0, boundary) and the window there, put into a fresh context, then 200 more tokens."""
+    whole = LlamaContext(gemma3, PARAMS)
+    source = LlamaContext(gemma3, PARAMS)
+    fresh = LlamaContext(gemma3, PARAMS)
+    try:
+        end = boundary + 200
+        expected = decode(whole, tokens, 0, boundary) if boundary else None
+        expected = decode(whole, tokens, boundary, end)
+        decode(source, tokens, 0, boundary)
+        window = SwaRing(source, gemma3.info.n_swa).window()
+        assert window is not None
+        cells = source.read_range(0, boundary)
+        assert fresh.append_cells(cells)
+        SwaRing(fresh, gemma3.info.n_swa).restore(window, boundary - 1)
+        got = decode(fresh, tokens, boundary, end)
+        assert np.array_equal(got, expected), f"max diff {np.abs(got - expected).max()}"
+        assert fresh.pos_min() == whole.pos_min()
+    finally:
+        for ctx in (whole, source, fresh):
+            ctx.close()
+
+
+def test_window_read_later_is_the_window_of_then(gemma3, tokens):
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, 320)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        then = ring.window()
+        decode(ctx, tokens, 320, 384)
+        later = ring.window_at(320)
+        assert later is not None and np.array_equal(later, then)
+        decode(ctx, tokens, 384, 600)  # now the ring has reused those cells
+        assert ring.window_at(320) is None
+    finally:
+        ctx.close()
+
+
+def test_cut_then_relay_equals_the_uninterrupted_run(gemma3, tokens):
+    whole = LlamaContext(gemma3, PARAMS)
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        other = list(reversed(tokens))
+        expected = decode(whole, tokens, 0, 512)
+        decode(ctx, tokens, 0, 448)
+        decode(ctx, other, 448, 480)  # a different continuation, then cut back to 448
+        assert ctx.seq_rm(LIVE, 448, -1)
+        SwaRing(ctx, gemma3.info.n_swa).relay()
+        got = decode(ctx, tokens, 448, 512)
+        assert np.array_equal(got, expected)
+    finally:
+        whole.close()
+        ctx.close()
+
+
+def test_window_in_other_cells_gives_other_bits(gemma3, tokens):
+    """Why the ring is rebuilt cell for cell: the same window laid out from cell 0 is not exact."""
+    whole = LlamaContext(gemma3, PARAMS)
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        expected = decode(whole, tokens, 0, 704)
+        decode(ctx, tokens, 0, 640)
+        window = ctx.state_read(LIVE, FLAGS_PARTIAL)
+        assert ctx.state_write(window, LIVE, FLAGS_PARTIAL)  # the window alone, from cell 0
+        got = decode(ctx, tokens, 640, 704)
+        assert not np.array_equal(got, expected)
+    finally:
+        whole.close()
+        ctx.close()
+
+
+def test_a_window_that_does_not_fit_is_refused(gemma3, tokens):
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, 300)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        window = ring.window()
+        assert window is not None
+        positions = read_attention(window, HEADER.size).positions
+        assert positions.min() == 300 - gemma3.info.n_swa and positions.max() == 299
+        with pytest.raises(LayoutError):
+            ring.restore(window, 310)  # claims a window it does not hold
+        with pytest.raises(LayoutError):
+            ring.restore(window[:-5], 299)
+    finally:
+        ctx.close()

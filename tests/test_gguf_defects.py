@@ -1,0 +1,173 @@
+"""Malformed GGUF files that made llama.cpp abort the whole process, and the header's speed.
+
+A duplicated token string, a ``block_count`` of 0 or 1000 and a NaN norm epsilon each
+ended llamachat with exit status 134 and a debugger's backtrace on the terminal. Each is
+now refused in one sentence before llama.cpp sees it, by the header checks or, for what
+a header cannot prove (here a MoE expert count llama.cpp asserts on), by a trial load in
+a child process. The files are real made models with one defect each.
+
+The header is read when models are listed and before every load, so it has a budget:
+50 ms for a 262,144-token vocabulary (CPU time, so that other work on the machine counts
+as little as it can). A vocabulary that also carries 262,144 merges, the worst case, has
+twice the strings to step over: about 35 ms on an idle machine, asserted under 100 ms
+(the reader before took 165 ms).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sessions.discovery import ModelFileError, check_before_load, read_model_card
+from sessions.discovery import probe as probe_module
+from sessions.discovery.gguf_header import read_gguf_header, string_array
+from sessions.synth import make_model
+from tests.gguf_support import gguf, np, rewrite_gguf, with_duplicate_token
+from tests.store_child import REPO
+
+VOCAB = 262_144
+HEADER_BUDGET = 0.050
+
+DEFECTS = {
+    "block-count-0": ({"llama.block_count": ("UINT32", 0)}, "llama.block_count is 0 (a model has 1 to 512 layers)"),
+    "block-count-1000": ({"llama.block_count": ("UINT32", 1000)}, "llama.block_count is 1000"),
+    "epsilon-nan": ({"llama.attention.layer_norm_rms_epsilon": ("FLOAT32", float("nan"))},
+                    "llama.attention.layer_norm_rms_epsilon is nan"),
+    "duplicate-token": (None, "twice; llama.cpp would crash on it"),
+    "experts": ({"llama.expert_used_count": ("UINT32", 2)},
+                "llama.cpp crashed trying to load it (SIGABRT: llama-model.cpp:"),
+}
+
+
+@pytest.fixture(scope="module")
+def defective(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("defects")
+    source = make_model("llama", "tiny")
+    made = {}
+    for name, (values, _) in DEFECTS.items():
+        target = folder / f"{name}.gguf"
+        made[name] = (with_duplicate_token(source, target) if values is None
+                      else rewrite_gguf(source, target, values))
+    return made
+
+
+def llamachat(*argv: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", "import sys; from tui.launch import main; sys.exit(main())", *argv]
+    return subprocess.run(command, cwd=REPO, env=os.environ.copy(),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("name", DEFECTS)
+@pytest.mark.parametrize("how", ["ask", "app"])
+def test_a_file_llama_cpp_would_abort_on_is_one_sentence_and_exit_1(defective, name, how):
+    argv = ["ask", "-m", str(defective[name]), "hello"] if how == "ask" else ["-m", str(defective[name])]
+    done = llamachat(*argv)
+    assert done.returncode == 1, (done.returncode, done.stderr[-3000:])
+    assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr[-3000:]
+    assert done.stderr.startswith(f"llamachat: error: {name}.gguf: invalid model file: ")
+    assert DEFECTS[name][1] in done.stderr
+    assert "Traceback" not in done.stderr and "gdb" not in done.stderr
+
+
+def test_the_model_list_names_what_the_header_shows(defective):
+    for name in ("block-count-0", "block-count-1000", "epsilon-nan"):
+        card = read_model_card(defective[name])
+        assert card.error and DEFECTS[name][1] in card.error
+    assert read_model_card(defective["duplicate-token"]).error is None  # checked before a load only
+
+
+@pytest.mark.engine
+def test_a_file_that_passed_its_trial_load_is_not_tried_again(tmp_path, monkeypatch):
+    model = rewrite_gguf(make_model("llama", "tiny"), tmp_path / "fine.gguf", {"general.name": ("STRING", "fine")})
+    tries = []
+    real = probe_module._try
+    monkeypatch.setattr(probe_module, "_try", lambda path: tries.append(path) or real(path))
+    check_before_load(model)
+    assert len(tries) == 1
+    from sessions.discovery import load_check
+
+    load_check._checked.clear()  # a new process
+    check_before_load(model)
+    assert len(tries) == 1, "a file that passed was tried again"
+    os.utime(model, ns=(time.time_ns(), time.time_ns()))  # changed on disk: tried again
+    load_check._checked.clear()
+    check_before_load(model)
+    assert len(tries) == 2
+
+
+def test_a_crashed_trial_is_not_remembered_and_names_the_assertion(defective):
+    for _ in range(2):
+        with pytest.raises(ModelFileError, match="GGML_ASSERT\\(n_expert_used_max <= hparams.n_expert\\)"):
+            check_before_load(defective["experts"])
+
+
+# -- the header's speed ------------------------------------------------------------------
+
+
+def vocabulary_file(path, *, merges: bool):
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("a 256k vocabulary")
+    writer.add_context_length(8192)
+    writer.add_block_count(2)
+    tokens = [f"tok{i}" + "x" * (i % 13) for i in range(VOCAB)]
+    writer.add_tokenizer_model("gpt2" if merges else "llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * VOCAB)
+    writer.add_token_types([1] * VOCAB)
+    if merges:
+        writer.add_token_merges([f"a{i} b{i}" for i in range(VOCAB)])
+    writer.add_chat_template("{{ messages }}")
+    writer.add_tensor("token_embd.weight", np.ones((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def big_vocabulary(tmp_path_factory):
+    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k.gguf", merges=False)
+
+
+@pytest.fixture(scope="module")
+def big_vocabulary_with_merges(tmp_path_factory):
+    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k-merges.gguf", merges=True)
+
+
+def cpu_seconds(work, runs: int = 5) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.process_time()
+        work()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def test_reading_the_header_of_a_256k_vocabulary_takes_at_most_50_ms(big_vocabulary):
+    card = read_model_card(big_vocabulary)
+    assert card.error is None and card.has_chat_template and card.tensor_count == 1
+    seconds = cpu_seconds(lambda: read_model_card(big_vocabulary), runs=7)
+    assert seconds <= HEADER_BUDGET, f"{seconds * 1000:.1f} ms"
+
+
+def test_with_as_many_merges_it_stays_well_under_the_old_reader(big_vocabulary_with_merges):
+    card = read_model_card(big_vocabulary_with_merges)
+    assert card.error is None and card.has_chat_template and card.tensor_count == 1
+    seconds = cpu_seconds(lambda: read_model_card(big_vocabulary_with_merges), runs=7)
+    assert seconds <= 2 * HEADER_BUDGET, f"{seconds * 1000:.1f} ms"
+
+
+def test_the_duplicate_check_reads_every_token_exactly(big_vocabulary):
+    header = read_gguf_header(big_vocabulary)
+    tokens = string_array(big_vocabulary, header.metadata["tokenizer.ggml.tokens"])
+    assert len(tokens) == VOCAB and tokens[5] == b"tok5xxxxx"
+    assert tokens[-1] == f"tok{VOCAB - 1}".encode() + b"x" * ((VOCAB - 1) % 13)
+    seconds = cpu_seconds(lambda: len(set(string_array(big_vocabulary, header.metadata["tokenizer.ggml.tokens"]))),
+                          runs=3)
+    assert seconds < 0.5, f"{seconds * 1000:.1f} ms"

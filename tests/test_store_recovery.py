@@ -1,0 +1,123 @@
+"""Recovery from the backup respects what the user did after the backup was taken.
+
+The backup is older than the damage. Restored on its own it would bring back sessions
+and branches deleted since, and leave each session's current message where it was when
+the backup was taken (the next message would then branch silently from an old turn).
+These tests damage real files after real changes and check that deletions stay done,
+heads come back (or the notice says which could not), and the notice says what the
+restored database holds.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from sessions.store import SessionStore
+from sessions.store.backup import backup_path
+
+PAGE = 4096
+
+
+def overwrite_page_holding(db: Path, marker: bytes, seed: int = 5) -> None:
+    """Replace the page of ``db`` that holds ``marker`` with random bytes."""
+    data = bytearray(db.read_bytes())
+    at = data.find(marker)
+    assert at > 0, f"{marker!r} is not in the file"
+    start = at // PAGE * PAGE
+    data[start:start + PAGE] = random.Random(seed).randbytes(PAGE)
+    db.write_bytes(bytes(data))
+
+
+def build(db: Path) -> dict[str, int]:
+    """Three sessions written before the backup; the backup is taken by the second open."""
+    ids: dict[str, int] = {}
+    with SessionStore.open(db) as store:
+        for name in ("alpha", "beta", "gamma"):
+            session = store.create_session(title=name)
+            ids[name] = session.id
+            head = None
+            for i in range(6):
+                role = "user" if i % 2 == 0 else "assistant"
+                text = f"OLDEST {name} {i} " if i == 0 else f"{name} turn {i} " + "words " * 150
+                head = store.append_message(session.id, head, role, text, expected_head=head).id
+                ids[f"{name}{i}"] = head
+    SessionStore.open(db).close()
+    assert backup_path(db).is_file()
+    return ids
+
+
+def rows(db: Path) -> tuple[set[int], set[int], dict[int, int | None]]:
+    with SessionStore.open(db) as store:
+        sessions = {s.id for s in store.list_sessions()}
+        messages = {m.id for s in sessions for m in store.messages(s)}
+        heads = {s: store.get_session(s).active_leaf_id for s in sessions}
+    return sessions, messages, heads
+
+
+def test_deletions_after_the_backup_stay_deleted(tmp_path):
+    db = tmp_path / "sessions.sqlite3"
+    ids = build(db)
+    with SessionStore.open(db) as store:
+        store.delete_session(ids["beta"])
+        store.delete_subtree(ids["alpha3"], expected_ids={ids[f"alpha{i}"] for i in range(3, 6)})
+        added = store.append_message(ids["gamma"], ids["gamma5"], "user", "written after the backup",
+                                     expected_head=ids["gamma5"]).id
+    sessions_before, messages_before, heads_before = rows(db)
+    overwrite_page_holding(db, b"OLDEST alpha 0")  # damage to data the backup holds
+    with SessionStore.open(db) as store:
+        notice = store.recovery_notice
+    assert "replaced by its backup" in notice
+    sessions, messages, heads = rows(db)
+    assert ids["beta"] not in sessions and ids["alpha3"] not in messages
+    assert (sessions, messages, heads) == (sessions_before, messages_before, heads_before)
+    assert added in messages
+    assert "Deletions made after the backup were done again (1 session(s), 9 message(s))" in notice
+    assert "It now holds 2 session(s) and 10 message(s)" in notice
+
+
+def test_each_head_comes_back_from_the_damaged_file(tmp_path):
+    db = tmp_path / "sessions.sqlite3"
+    ids = build(db)
+    with SessionStore.open(db) as store:  # after the backup: a rewind, an edit, a new turn
+        store.set_active_leaf(ids["alpha"], ids["alpha1"])
+        edit = store.append_message(ids["beta"], ids["beta2"], "user", "edited question",
+                                    expected_head=ids["beta5"]).id
+        turn = store.append_message(ids["gamma"], ids["gamma5"], "user", "one more",
+                                    expected_head=ids["gamma5"]).id
+    overwrite_page_holding(db, b"OLDEST beta 0")
+    with SessionStore.open(db) as store:
+        assert "current message" not in store.recovery_notice  # every head came back exactly
+    _, _, heads = rows(db)
+    assert heads == {ids["alpha"]: ids["alpha1"], ids["beta"]: edit, ids["gamma"]: turn}
+
+
+def test_a_head_whose_message_is_lost_is_named_in_the_notice(tmp_path):
+    db = tmp_path / "sessions.sqlite3"
+    ids = build(db)
+    with SessionStore.open(db) as store:
+        keep = store.append_message(ids["gamma"], ids["gamma5"], "user", "kept " + "x" * 3000,
+                                    expected_head=ids["gamma5"]).id
+        lost = store.append_message(ids["gamma"], keep, "assistant", "LOST REPLY " + "y" * 3000,
+                                    expected_head=keep).id
+    overwrite_page_holding(db, b"LOST REPLY")
+    with SessionStore.open(db) as store:
+        notice = store.recovery_notice
+        head = store.get_session(ids["gamma"]).active_leaf_id
+        messages = {m.id for m in store.messages(ids["gamma"])}
+    assert lost not in messages and head in messages and head != ids["gamma5"]
+    assert f"The current message of session {ids['gamma']} (now at message {head}) could not be" in notice
+    assert "message(s) written after the backup could not be recovered" in notice
+
+
+def test_a_damaged_file_that_cannot_be_read_at_all_says_deletions_may_be_back(tmp_path):
+    db = tmp_path / "sessions.sqlite3"
+    ids = build(db)
+    with SessionStore.open(db) as store:
+        store.delete_session(ids["beta"])
+    db.write_bytes(b"garbage " * 4000)
+    with SessionStore.open(db) as store:
+        notice = store.recovery_notice
+        assert ids["beta"] in {s.id for s in store.list_sessions()}  # nothing could tell otherwise
+    assert "what you deleted since may be back" in notice
+    assert "It now holds 3 session(s) and 18 message(s)" in notice
