@@ -17,7 +17,7 @@ from sessions.stop_reason import StopReason
 from sessions.tree import GenerationStats
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import GenerateResult, ProgressFn
+    from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
 
 
@@ -34,6 +34,8 @@ class BranchTokens:
 class WrittenReply:
     result: GenerateResult
     stats: GenerationStats
+    prep: PrepareResult
+    """How the branch was made live before the reply (what it restored and evaluated)."""
 
 
 def write_reply(
@@ -72,4 +74,4 @@ def write_reply(
                              should_stop=should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:
         raise GenerationCancelled("stopped before the reply started")
-    return WrittenReply(result, reply_stats(prep, result, t_request, room=room, wanted=wanted))
+    return WrittenReply(result, reply_stats(prep, result, t_request, room=room, wanted=wanted), prep)

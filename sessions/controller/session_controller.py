@@ -24,6 +24,7 @@ from sessions.controller.library import SessionLibrary
 from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
 from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
 from sessions.controller.snapshot import ChatSnapshot
+from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -63,6 +64,7 @@ class SessionController:
         self._jobs = JobControl(lambda: self.engine)
         self.library = SessionLibrary(store)
         """The saved sessions: list, search, import."""
+        self._speeds = SwitchSpeeds()
 
     # -- the model (worker thread) --------------------------------------------------
 
@@ -124,8 +126,7 @@ class SessionController:
 
     def open_session(self, session_id: int) -> Session:
         with self._lock:
-            conversation = Conversation(self._store, session_id)
-            self._conversation = conversation
+            self._conversation = Conversation(self._store, session_id)
             return self._store.get_session(session_id)
 
     @property
@@ -205,7 +206,7 @@ class SessionController:
         engine = self._engine()
         with self._lock:
             branch = self._branch(engine, leaf_id)
-        return engine.plan(branch.tokens, branch.ends)
+        return self._speeds.estimate(engine.plan(branch.tokens, branch.ends), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
@@ -221,7 +222,7 @@ class SessionController:
             with self._lock:
                 leaf = self._conv().tree.resume_leaf(message_id)
                 branch = self._branch(engine, leaf.id)
-            return engine.plan(branch.tokens, branch.ends)
+            return self._speeds.estimate(engine.plan(branch.tokens, branch.ends), branch)
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
@@ -285,7 +286,9 @@ class SessionController:
                 branch = self._branch(engine, leaf_id)
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
-            return engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress)
+            prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress)
+            self._speeds.observe(branch, prep)
+            return prep
 
     def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
         """Answer the user message at the head; the reply is stored and becomes the head.
@@ -304,7 +307,7 @@ class SessionController:
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
                                   **self._reply_hooks())
-            return self._store_reply(conversation, head.id, written.result.text, written,
+            return self._store_reply(conversation, branch, head.id, written.result.text, written,
                                      written.result.tokens)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
@@ -328,18 +331,14 @@ class SessionController:
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                            max_tokens=max_tokens, **self._reply_hooks())
-            return self._store_reply(conversation, reply.parent_id, continued.text, continued.written,
+            return self._store_reply(conversation, branch, reply.parent_id, continued.text, continued.written,
                                      continued.tokens)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns.
 
-        The new branch is a new root beside the old one (which stays untouched): the system
-        message if any, then the most recent turns that fit in ``n_ctx - reserve`` tokens
-        (``reserve``, room for the reply, defaults to the reply length limit, at most a
-        quarter of the context), then the user message at ``leaf_id`` (default: the head),
-        which becomes the head. Raises ``ContextOverflow`` when that message alone fills
-        the context. Blocking (it runs the chat template and the tokenizer).
+        See ``context_fit.trim_branch``; ``reserve`` (room for the reply) defaults to the
+        chat's reply length limit, at most a quarter of the context. Blocking.
         """
         from sessions.context_fit import trim_branch
 
@@ -358,9 +357,10 @@ class SessionController:
         return {"on_progress": self._progress, "on_text": lambda text: self.listener(TextStreamed(text)),
                 "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
 
-    def _store_reply(self, conversation: Conversation, parent_id: int | None, text: str, written: WrittenReply,
-                     tokens: list[int]) -> Message:
+    def _store_reply(self, conversation: Conversation, branch: BranchTokens, parent_id: int | None, text: str,
+                     written: WrittenReply, tokens: list[int]) -> Message:
         """Store a reply under ``parent_id`` with the tokens the model sampled, and say so."""
+        self._speeds.observe(branch, written.prep, written.stats)  # what it took teaches the estimates
         engine = self._engine()
         with self._lock:
             reply = conversation.append("assistant", text, parent_id=parent_id, stats=written.stats,
@@ -387,11 +387,8 @@ class SessionController:
     def _branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
         """The tokens of the branch ending at ``leaf_id`` (default: the head); hold the tree lock."""
         conversation = self._conv()
-        if leaf_id is None:
-            head = conversation.head
-            path = conversation.tree.path_to(head.id) if head is not None else []
-        else:
-            path = conversation.tree.path_to(leaf_id)
+        leaf = leaf_id if leaf_id is not None else (conversation.head.id if conversation.head else None)
+        path = conversation.tree.path_to(leaf) if leaf is not None else []
         return BranchTokens(*branch_tokens(self._store, engine, path))
 
     def _progress(self, done: int, total: int, rate: float) -> None:

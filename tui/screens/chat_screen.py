@@ -39,7 +39,8 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
+    from sessions.engine.planner import Plan
+    from tui.engine_work import Warmed
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
@@ -194,10 +195,10 @@ class ChatScreen(Screen[None]):
             self.status.set_note("continued in a new branch without the oldest turns")
             await self.start_reply()
         elif group == "warm":
-            result = cast("PrepareResult", result)
-            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds,
-                                 result.plan.estimate_seconds)
-            self.status.set_context(result.plan.target_len, self.controller.n_ctx)
+            warmed = cast("Warmed", result)
+            done = warmed.result
+            self.status.set_cost(done.tokens_restored, done.tokens_evaluated, done.seconds, warmed.estimate_seconds)
+            self.status.set_context(done.plan.target_len, self.controller.n_ctx)
             self.status.set_note("")
 
     async def job_failed(self, group: str, error: BaseException | None) -> None:
@@ -248,15 +249,14 @@ class ChatScreen(Screen[None]):
         head = snapshot.head if snapshot is not None else None
         if not self.model_ready or head is None or self.jobs.running():
             return
-        try:
-            note = chat_rules.switch_note(self.controller.plan_for(head.id))
-        except Exception as error:  # a template that fails on this branch, a store error
-            self.notify(f"Cannot prepare this branch: {error}", severity="error", markup=False)
-            return
-        if note:
-            self.status.set_note(note)
-            self.notify(note, timeout=4)
-        self.jobs.warm(head.id)
+
+        def planned(plan: Plan) -> None:
+            note = chat_rules.switch_note(plan)
+            if note:
+                self.status.set_note(note)
+                self.notify(note, timeout=4)
+
+        self.jobs.warm(head.id, planned)
 
     def offer_trim(self, error: ContextOverflow) -> None:
         """The branch no longer fits: offer to go on in a new branch without the oldest turns."""
