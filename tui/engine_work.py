@@ -90,6 +90,9 @@ class EngineWork:
     def reply(self) -> None:
         self._start("generate", "writing the reply", self._controller.generate_reply)
 
+    def continue_reply(self, message_id: int) -> None:
+        self._start("generate", "continuing the reply", lambda: self._controller.continue_reply(message_id))
+
     def warm(self, leaf_id: int, on_plan: Callable[[Plan], None]) -> None:
         """Make the branch ending at ``leaf_id`` live; ``on_plan`` hears its cost first (UI thread).
 

@@ -11,11 +11,15 @@ the old one stays, as an edit of any other message would.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sessions.conversation import Conversation
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.tree import Message
+
+if TYPE_CHECKING:
+    from sessions.engine.chat_template import ChatTemplate
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,11 @@ class ChatSettings:
     system_prompt: str | None
     """The system prompt of the branch shown (None: the branch has none)."""
     sampling: SamplingSettings
+
+
+def template_words(template: ChatTemplate) -> str:
+    """``the built-in Gemma template (the model has no chat template; ...)``."""
+    return template.origin + (f" ({template.fallback_reason})" if template.fallback_reason else "")
 
 
 def clean_prompt(text: str | None) -> str | None:

@@ -22,14 +22,14 @@ from sessions.controller.continuation import check_continuable, write_continuati
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
-from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
+from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError
-from sessions.events import Listener, PromptProgressed, ReplyFinished, TextStreamed, ignore
+from sessions.events import Listener, PromptProgressed, ReplyFinished, ignore
 from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import Message
@@ -90,6 +90,11 @@ class SessionController:
     @property
     def n_ctx(self) -> int | None:
         return self.engine.n_ctx if self.engine is not None else None
+
+    @property
+    def template_words(self) -> str | None:
+        """The loaded model's chat template: where it comes from, and why, when it stands in for another."""
+        return chat_settings.template_words(self.engine.template) if self.engine is not None else None
 
     # -- jobs -----------------------------------------------------------------------
 
@@ -167,9 +172,7 @@ class SessionController:
     def set_system_prompt(self, text: str | None) -> Message | None:
         """Continue under another system prompt, in a new branch from the root (the old one stays).
 
-        Returns the new head (the new system message; None when the new branch starts
-        without one, or the chat is not saved yet). Nothing changes when ``text`` is the
-        system prompt of the branch shown.
+        Returns the new head; see ``chat_settings.set_system_prompt``.
         """
         with self._lock:
             return chat_settings.set_system_prompt(self._conv(), self._store, text)
@@ -354,7 +357,7 @@ class SessionController:
 
     def _reply_hooks(self) -> dict[str, Any]:
         """How a reply being written reports back and learns it should stop."""
-        return {"on_progress": self._progress, "on_text": lambda text: self.listener(TextStreamed(text)),
+        return {"on_progress": self._progress, "on_text": streamed_text(self.listener),
                 "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
 
     def _store_reply(self, conversation: Conversation, branch: BranchTokens, parent_id: int | None, text: str,

@@ -77,6 +77,20 @@ def joined_note(stored: Message, typed: str) -> str:
             "(the earlier version stays: Alt+← pages back to it).")
 
 
+def continue_problem(message: Message | None) -> str | None:
+    """Why ``message`` cannot be continued, in words (None: it can)."""
+    from sessions.controller import ControllerError
+    from sessions.controller.continuation import check_continuable
+
+    if message is None:
+        return "Select the reply to continue first (Ctrl+Up)."
+    try:
+        check_continuable(message)
+    except ControllerError as error:
+        return str(error)[:1].upper() + str(error)[1:] + "."
+    return None
+
+
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 

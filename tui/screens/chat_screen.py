@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from sessions import events as core
 from sessions.config import Config
 from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
+from tui.bindings import current_key, spec
 from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
 from tui.events import CoreEvent, severity
 from tui.screens import chat_rules
@@ -77,6 +79,10 @@ class ChatScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        keymap = getattr(self.app, "keymap", {})
+        self.conversation_view.keys = {
+            key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
+            for key_id in ("continue-reply", "toggle-reasoning")}
         self.call_after_refresh(self.start)
 
     @property
@@ -106,6 +112,12 @@ class ChatScreen(Screen[None]):
     @property
     def model_ready(self) -> bool:
         return self.controller.model_info is not None and not self.jobs.loading
+
+    def in_side_panel(self) -> bool:
+        """Whether the tree or the session list has the focus."""
+        focused = self.focused
+        return focused is not None and any(
+            panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
 
     def refused(self, words: str) -> None:
         self.notify(words, severity="error", markup=False)
@@ -150,9 +162,11 @@ class ChatScreen(Screen[None]):
                 self.progress.show_prompt(done, total, progress.eta_seconds)
             case core.PromptProgressed():
                 self.progress.hide()
-            case core.TextStreamed(text):
+            case core.TextStreamed(text) as streamed:
                 self.progress.hide()
                 self.conversation_view.append_text(text)
+                if streamed.tokens_per_second:
+                    self.status.set_speed(streamed.tokens_per_second, streaming=True)
             case core.ReplyFinished(reply, stats):
                 await self.conversation_view.finish_stream(reply)
                 self.status.set_speed(stats.generation_tps)
@@ -240,6 +254,7 @@ class ChatScreen(Screen[None]):
             else:
                 self.notify("No model is loaded: press F5 to choose one.", severity="warning")
             return
+        self.status.set_speed(None)  # the speed shown from here is this reply's
         await self.conversation_view.begin_reply()
         self.jobs.reply()
 

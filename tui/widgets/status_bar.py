@@ -70,8 +70,10 @@ class StatusBar(Horizontal):
     def set_context(self, used: int | None, n_ctx: int | None) -> None:
         self._set("context", context_text(used, n_ctx))
 
-    def set_speed(self, tokens_per_second: float | None) -> None:
-        self._set("speed", Text("– tok/s" if not tokens_per_second else f"{tokens_per_second:.1f} tok/s"))
+    def set_speed(self, tokens_per_second: float | None, *, streaming: bool = False) -> None:
+        """The speed of the last reply; with ``streaming``, of the reply being written so far (``…``)."""
+        shown = "– tok/s" if not tokens_per_second else f"{tokens_per_second:.1f} tok/s"
+        self._set("speed", Text(shown + ("…" if streaming and tokens_per_second else "")))
 
     def set_cost(self, restored: int, evaluated: int, seconds: float | None = None,
                  estimate: float | None = None) -> None:
