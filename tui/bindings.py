@@ -1,7 +1,7 @@
 """Every key of the app in one table: binding ids, default keys, descriptions.
 
 The ids are the names users write in the ``[keys]`` table of ``config.toml``
-(``regenerate = "ctrl+g"``); ``App.set_keymap`` swaps the key of every binding carrying
+(``regenerate = "f11"``); ``App.set_keymap`` swaps the key of every binding carrying
 that id. Keeping the table here, rather than scattered over ``BINDINGS`` lists, is what
 lets the help screen and the command palette list every action with its current key.
 

@@ -155,7 +155,7 @@ class ChatScreen(Screen[None]):
             case core.ModelLoadProgressed(fraction):
                 self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
             case core.ModelLoaded(name, kind, n_ctx):
-                self.status.set_model(name, kind)
+                self.status.set_model(name, kind, self.controller.template_words)
                 self.status.set_context(self.controller.context_used(), n_ctx)
                 self.progress.hide()
             case core.PromptProgressed(done, total) as progress if 0 < total and done < total:

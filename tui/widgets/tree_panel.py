@@ -156,7 +156,9 @@ class TreePanel(Widget):
 
     def compose(self) -> ComposeResult:
         yield Static(self._summary(None), id="tree-summary")
-        yield Static("", id="tree-cost")
+        cost = Static("", id="tree-cost")
+        cost.display = False
+        yield cost
         tree = MessageTree("conversation", id="message-tree")
         tree.show_root = False
         tree.auto_expand = False
@@ -259,7 +261,9 @@ class TreePanel(Widget):
 
     def show_cost(self, words: str) -> None:
         """What making the message under the cursor live would cost ("" clears it)."""
-        self.query_one("#tree-cost", Static).update(Text(words))
+        line = self.query_one("#tree-cost", Static)
+        line.update(Text(words))
+        line.display = bool(words)
 
     def _summary(self, tree: ConversationTree | None) -> Content:
         if tree is None or not len(tree):
