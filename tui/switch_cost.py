@@ -18,7 +18,7 @@ from sessions.controller import ControllerError, SessionController
 from sessions.engine.chat_template import TemplateError
 from sessions.store import StoreError
 from sessions.tree import TreeError
-from tui.screens.chat_rules import seconds_words
+from tui.screens.chat_rules import about
 
 if TYPE_CHECKING:
     from sessions.engine.planner import Plan
@@ -34,10 +34,11 @@ def cost_words(plan: Plan | None, *, live: bool = False) -> str:
         return "going here: nothing to restore or evaluate"
     parts = []
     if plan.tokens_restored:
-        parts.append(f"restore {plan.tokens_restored:,} tokens")
+        size = f" ({plan.bytes_restored / 1e6:.1f} MB)" if plan.bytes_restored >= 100_000 else ""
+        parts.append(f"restore {plan.tokens_restored:,} tokens{size}")
     if plan.tokens_to_evaluate:
         parts.append(f"evaluate {plan.tokens_to_evaluate:,}")
-    return f"going here: {', '.join(parts)} (~{seconds_words(plan.estimate_seconds)})"
+    return f"going here: {', '.join(parts)} ({about(plan.estimate_seconds)})"
 
 
 class SwitchCosts:

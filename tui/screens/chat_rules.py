@@ -62,11 +62,17 @@ def seconds_words(seconds: float) -> str:
     return "under 1 s" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
+def about(seconds: float) -> str:
+    """An estimate in words: ``under 1 s``, ``~5 s``, ``~3 min``."""
+    words = seconds_words(seconds)
+    return words if seconds < 1 else f"~{words}"
+
+
 def switch_note(plan: Plan) -> str | None:
     """A note when making a branch live will take noticeable time (None when it will not)."""
     if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
         return None
-    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens (~{seconds_words(plan.estimate_seconds)})"
+    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens ({about(plan.estimate_seconds)})"
 
 
 def joined_note(stored: Message, typed: str) -> str:
