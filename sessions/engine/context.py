@@ -238,8 +238,7 @@ class LlamaContext:
         """
         data = as_array(blob)
         section = read_attention(data, HEADER.size)
-        empty = read_attention(self.empty_state, HEADER.size)
-        tail = self.empty_state[empty.end :]
+        tail = self.cells_tail()
         out = np.empty(section.end + len(tail), dtype=np.uint8)
         out[: section.end] = data[: section.end]
         out[section.end :] = tail
@@ -257,6 +256,11 @@ class LlamaContext:
         finally:
             self.seq_rm(SPARE)
         return self.cells_only(blob)
+
+    def cells_tail(self) -> np.ndarray:
+        """What follows the attention section in a cells-only state (see ``cells_only``)."""
+        empty = read_attention(self.empty_state, HEADER.size)
+        return self.empty_state[empty.end :]
 
     def append_cells(self, blob: Buffer) -> bool:
         """Add saved attention cells (from ``read_range``) to the live sequence."""

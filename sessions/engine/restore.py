@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.engine.planner import Plan
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError, as_array, join_attention
 from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
@@ -30,6 +30,45 @@ if TYPE_CHECKING:
 
 class RestoreFailed(Exception):
     """A checkpoint could not be put back; the live sequence must be rebuilt."""
+
+
+class CellsBatch:
+    """Consecutive ranges' cells restored with one llama.cpp call (up to ``LIMIT`` bytes).
+
+    One call per range costs a sequence copy and a scan of the cache each time; joined,
+    the cells land in the same cells of the cache in one.
+    """
+
+    LIMIT = 64 << 20
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.segments: list[Segment] = []
+        self.restored = 0
+        self._bytes = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.segments[-1].end - self.segments[0].start if self.segments else 0
+
+    @property
+    def full(self) -> bool:
+        return self._bytes >= self.LIMIT
+
+    def add(self, segment: Segment) -> None:
+        self.segments.append(segment)
+        self._bytes += len(segment.state)
+
+    def write(self) -> bool:
+        segments, self.segments, self._bytes = self.segments, [], 0
+        if len(segments) == 1:
+            blob = as_array(segments[0].state)
+        else:
+            blob = join_attention([as_array(s.state) for s in segments], self.ctx.cells_tail())
+        if not self.ctx.append_cells(blob):
+            return False
+        self.restored += sum(s.nbytes for s in segments)
+        return True
 
 
 class Prefetch:
@@ -116,15 +155,18 @@ class RouteRunner:
             wanted.append((prefixes[plan.evaluate_from], "snapshot"))
         reads = Prefetch(engine.store, engine.compat, wanted)
         try:
-            for info in plan.restore:
+            batch = CellsBatch(ctx)
+            for _ in plan.restore:
                 segment = reads.next()
-                if segment is None or segment.start != len(engine.live) or not ctx.append_cells(segment.state):
+                if segment is None or segment.start != len(engine.live) + batch.tokens:
                     break
-                engine.live = list(target[: info.end])
-                engine.live_logits = None
-                restored += segment.nbytes
-                if engine.kind is MemoryKind.PLAIN:
-                    valid = info.end
+                batch.add(segment)
+                if batch.full and not self._apply_cells(batch, target):
+                    break
+            self._apply_cells(batch, target)
+            restored += batch.restored
+            if engine.kind is MemoryKind.PLAIN:
+                valid = len(engine.live)
             snapshot = reads.last() if plan.snapshot is not None else None
         finally:
             reads.close()
@@ -151,6 +193,17 @@ class RouteRunner:
             self._learn_disk(prefixes, valid)
             self.captures.restored_at(valid)
         return logits, restored
+
+    def _apply_cells(self, batch: CellsBatch, target: Sequence[int]) -> bool:
+        """Append the batch's cells to the live sequence; False when llama.cpp refused them."""
+        if not batch.segments:
+            return True
+        end = batch.segments[-1].end
+        done = batch.write()
+        if done:
+            self.engine.live = list(target[:end])
+            self.engine.live_logits = None
+        return done
 
     def _get(self, prefix: str, kind) -> Segment | None:
         store = self.engine.store
