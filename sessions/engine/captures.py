@@ -15,7 +15,7 @@ import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -48,8 +48,14 @@ class _Snapshot:
     state: np.ndarray | None
     """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
     logits: np.ndarray | None
-    tip: bool
-    """The end of a reply: where the next turn, or a switch back, starts."""
+    role: Role
+
+
+Role = Literal["spaced", "prompt", "tip"]
+"""Why a snapshot was taken: a spacing inside a long prompt, the end of a prompt (where a
+regenerate starts), or the tip of a branch (the end of a reply or of a switch: where the
+next turn, or a switch back, starts). The latest prompt end and tip of the branch the
+user is on stay on disk; older ones leave it when newer ones arrive."""
 
 
 class Captures:
@@ -68,8 +74,8 @@ class Captures:
         """Position on the live branch of the last snapshot."""
         self.anchor = 0
         """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
-        self.temporary: tuple[int, str] | None = None
-        """(position, prefix) of the reply tip on disk that the next snapshot replaces."""
+        self.temporary: dict[Role, str] = {}
+        """Prefix of the latest prompt end and tip on disk, which newer ones replace."""
         self.cells_bytes_per_token = 0.0
         """Measured size of saved attention cells per token (for the disk rule)."""
 
@@ -109,7 +115,7 @@ class Captures:
         if self.store.has(self.engine.compat, prefix, "snapshot"):
             return
         state = None if self.ring is not None else self._read_now()
-        self.snapshots.append(_Snapshot(end, prefix, state, None, tip=False))
+        self.snapshots.append(_Snapshot(end, prefix, state, None, "spaced"))
 
     def note_end(self, end: int, prefix: str, logits: np.ndarray, *, tip: bool) -> None:
         """The end of a prompt: a regenerate or an edit of the next message starts here.
@@ -120,24 +126,24 @@ class Captures:
         store, compat = self.store, self.engine.compat
         if store is None:
             return
+        role: Role = "tip" if tip else "prompt"
         if store.has(compat, prefix, "snapshot"):
-            ram_only = tip and not store.persisted(compat, prefix, "snapshot")
+            ram_only = not store.persisted(compat, prefix, "snapshot")
             kept = store.get(compat, prefix, "snapshot") if ram_only else None
-            if kept is not None:  # kept in RAM only so far: this is now where the user is
+            if kept is not None:  # kept in RAM only so far: now it is worth the disk
                 store.put(kept, persist=True)
-                self._replace_temporary()
-                self.temporary = (end, prefix)
+                self._keep_temporary(role, prefix)
             return
         self._set_mark(end)
         state = self._read_now() if self._has_state and self.ring is None else None
-        self.snapshots.append(_Snapshot(end, prefix, state, logits, tip=tip))
+        self.snapshots.append(_Snapshot(end, prefix, state, logits, role))
 
     def note_tip(self, live: Sequence[int], logits: np.ndarray | None) -> None:
         """The end of a reply (``logits`` only when it may be continued)."""
         if self.store is None or (not self._has_state and logits is None):
             return
         self._set_mark(len(live))
-        self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, tip=True))
+        self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, "tip"))
 
     def restored_at(self, end: int) -> None:
         """A restore put back the state at ``end``: the snapshot clock starts again there."""
@@ -213,23 +219,27 @@ class Captures:
             return
         nbytes = len(state) + (len(logits) if logits is not None else 0)
         gap = max(0, snap.end - self.anchor) * self.cells_bytes_per_token
-        anchor = self.policy.persist(int(gap), nbytes, tip=False)
+        anchor = self.policy.persist(int(gap), nbytes)
         segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot")
-        store.put(segment, persist=anchor or snap.tip)
-        if anchor or snap.tip:
-            self._replace_temporary()
+        store.put(segment, persist=anchor or snap.role != "spaced")
         if anchor:
+            for role in list(self.temporary):
+                self._drop_temporary(role)
             self.anchor = snap.end
-        elif snap.tip:
-            self.temporary = (snap.end, snap.prefix)
+        elif snap.role != "spaced":
+            self._keep_temporary(snap.role, snap.prefix)
 
-    def _replace_temporary(self) -> None:
-        """A newer snapshot on this branch is on disk: the previous reply tip leaves the disk.
+    def _keep_temporary(self, role: Role, prefix: str) -> None:
+        """The latest prompt end or tip is on disk: the previous one of the branch leaves it.
 
-        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the tip of
-        each branch; an older tip, now inside the branch, would make one per turn.
+        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the latest
+        prompt end and tip of each branch; older ones, now inside the branch, would make
+        one or two per turn.
         """
-        if self.temporary is not None and self.store is not None:
-            _end, prefix = self.temporary
+        self._drop_temporary(role)
+        self.temporary[role] = prefix
+
+    def _drop_temporary(self, role: Role) -> None:
+        prefix = self.temporary.pop(role, None)
+        if prefix is not None and self.store is not None:
             self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")
-        self.temporary = None

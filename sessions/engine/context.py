@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +93,29 @@ class ContextParams:
         )
 
 
+class _BatchViews:
+    """numpy views of a ``llama_batch``'s arrays, so a batch is filled without a Python loop.
+
+    Every token of every batch belongs to the live sequence alone, so the sequence ids
+    are written once; tokens, positions and the logits flags are written per batch.
+    """
+
+    def __init__(self, batch, capacity: int) -> None:
+        self.token = np.ctypeslib.as_array(batch.token, shape=(capacity,))
+        self.pos = np.ctypeslib.as_array(batch.pos, shape=(capacity,))
+        self.logits = np.ctypeslib.as_array(batch.logits, shape=(capacity,))
+        np.ctypeslib.as_array(batch.n_seq_id, shape=(capacity,))[:] = 1
+        for i in range(capacity):
+            batch.seq_id[i][0] = LIVE
+
+    def fill(self, tokens: Sequence[int] | np.ndarray, start: int, want_logits: bool) -> None:
+        n = len(tokens)
+        self.token[:n] = tokens
+        self.pos[:n] = np.arange(start, start + n, dtype=self.pos.dtype)
+        self.logits[:n] = 0
+        self.logits[n - 1] = 1 if want_logits else 0
+
+
 class LlamaContext:
     """Decoding and sequence-state operations on one context of a loaded model."""
 
@@ -125,6 +149,7 @@ class LlamaContext:
         self.n_seq_max = int(L.llama_n_seq_max(self._ctx))
         self.n_vocab = model.info.n_vocab
         self._batch = L.llama_batch_init(params.n_batch, 0, 1)
+        self._batch_views = _BatchViews(self._batch, params.n_batch)
         self.decode_seconds = 0.0
         """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
         self.empty_state = self.state_read(SPARE, FLAGS_FULL)
@@ -152,7 +177,7 @@ class LlamaContext:
             self._abortable = on
 
     def decode(
-        self, tokens: list[int], start: int, *, want_logits: bool = True, abortable: bool = False
+        self, tokens: Sequence[int] | np.ndarray, start: int, *, want_logits: bool = True, abortable: bool = False
     ) -> np.ndarray | None:
         """Decode ``tokens`` at positions start.. on the live sequence, in one llama_decode.
 
@@ -169,13 +194,7 @@ class LlamaContext:
         if start + n > self.n_ctx:
             raise ContextFull(f"the conversation needs {start + n} tokens but the context holds {self.n_ctx}")
         b = self._batch
-        for i, token in enumerate(tokens):
-            b.token[i] = token
-            b.pos[i] = start + i
-            b.n_seq_id[i] = 1
-            b.seq_id[i][0] = LIVE
-            b.logits[i] = 0
-        b.logits[n - 1] = 1 if want_logits else 0
+        self._batch_views.fill(tokens, start, want_logits)
         b.n_tokens = n
         t0 = time.perf_counter()
         rc = self._L.llama_decode(self._ctx, b)

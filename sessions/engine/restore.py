@@ -263,4 +263,4 @@ class RouteRunner:
                 on_disk = b
                 break
         self.captures.anchor = on_disk
-        self.captures.temporary = None
+        self.captures.temporary = {}

@@ -16,10 +16,11 @@ So the rule is relative, and measured on this machine:
   one re-decodes at most that many tokens; and, for a sliding window, only once a whole
   window has passed since the previous one, so that no two snapshots hold the same cell
   (snapshots then never weigh more than the window layers' cells of every token);
-- *on disk*: a snapshot is written when the attention cells saved since the previous one
-  on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at most
-  that share to the disk a branch uses; and always at the tip of a reply, where the next
-  turn or a switch back starts.
+- *on disk*: a snapshot stays for good when the attention cells saved since the previous
+  one on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at
+  most that share to the disk a branch uses; besides those, the latest prompt end (where a
+  regenerate starts) and tip (where the next turn or a switch back starts) of each branch
+  are on disk, replaced as the branch grows (``Captures``).
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ class SnapshotPolicy:
             return False
         return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
 
-    def persist(self, cells_bytes_since: int, nbytes: int, *, tip: bool) -> bool:
-        """Should a snapshot of ``nbytes`` go to disk, ``cells_bytes_since`` after the last one?"""
-        return tip or self.every_boundary or cells_bytes_since * self.disk_share >= nbytes
+    def persist(self, cells_bytes_since: int, nbytes: int) -> bool:
+        """Should a snapshot of ``nbytes`` stay on disk for good, ``cells_bytes_since`` after the last?"""
+        return self.every_boundary or cells_bytes_since * self.disk_share >= nbytes
 
     def timed(self, nbytes: int, seconds: float) -> None:
         """Learn the copy speed from one snapshot read."""

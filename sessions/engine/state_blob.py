@@ -58,7 +58,8 @@ def as_array(blob: Buffer) -> np.ndarray:
 
 def pointer(blob: np.ndarray) -> ctypes._Pointer[ctypes.c_uint8]:
     """The address of a numpy buffer as the ``uint8_t *`` llama.cpp's state calls take."""
-    return ctypes.cast(ctypes.c_void_p(blob.ctypes.data), ctypes.POINTER(ctypes.c_uint8))
+    address = blob.__array_interface__["data"][0]  # cheaper than ``blob.ctypes``
+    return ctypes.cast(address, ctypes.POINTER(ctypes.c_uint8))
 
 
 @dataclass(frozen=True)
