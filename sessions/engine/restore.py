@@ -25,6 +25,7 @@ from sessions.memory_kind import MemoryKind
 if TYPE_CHECKING:
     from sessions.checkpoints import CheckpointStore, Kind, Segment, StateCompat
     from sessions.engine.captures import Captures
+    from sessions.engine.context import LlamaContext
     from sessions.engine.live import LiveSequence
 
 
@@ -33,15 +34,15 @@ class RestoreFailed(Exception):
 
 
 class CellsBatch:
-    """Consecutive ranges' cells restored with one llama.cpp call (up to ``LIMIT`` bytes).
+    """Consecutive ranges' cells restored with one llama.cpp call (``join_attention``).
 
-    One call per range costs a sequence copy and a scan of the cache each time; joined,
-    the cells land in the same cells of the cache in one.
+    Batches of about ``LIMIT`` bytes: large enough that the per-call costs vanish, small
+    enough that reading the next batch overlaps with llama.cpp copying this one.
     """
 
-    LIMIT = 64 << 20
+    LIMIT = 8 << 20
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: LlamaContext) -> None:
         self.ctx = ctx
         self.segments: list[Segment] = []
         self.restored = 0
@@ -80,7 +81,7 @@ class Prefetch:
     memory held by checkpoints read but not restored yet.
     """
 
-    AHEAD = 4
+    AHEAD = 8
 
     def __init__(self, store: CheckpointStore | None, compat: StateCompat, wanted: list[tuple[str, Kind]]) -> None:
         self._store, self._compat = store, compat
