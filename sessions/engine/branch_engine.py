@@ -48,6 +48,9 @@ class PrepareResult:
     """Checkpoint bytes put back into the context."""
     decode_seconds: float = 0.0
     """Of ``seconds``, the time inside ``llama_decode``; the rest is this engine's own work."""
+    overhead_cpu_seconds: float = 0.0
+    """CPU time this thread spent outside ``llama_decode``: the engine's own work, as a
+    figure that other programs competing for the CPU do not inflate."""
 
     @property
     def overhead_seconds(self) -> float:
@@ -152,6 +155,7 @@ class BranchEngine:
         """
         target = list(target)
         t0, d0 = time.perf_counter(), self.ctx.decode_seconds
+        c0, dc0 = time.thread_time(), self.ctx.decode_cpu_seconds
         self.captures.flush()  # whatever an interrupted job left, before the live sequence changes
         stepped_ranges = [
             (a, b)
@@ -174,10 +178,11 @@ class BranchEngine:
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
         decode = self.ctx.decode_seconds - d0
+        own_cpu = time.thread_time() - c0 - (self.ctx.decode_cpu_seconds - dc0)
         self._learn(plan, evaluated, decode, restored_bytes, seconds - decode)
         if not reply_follows:
             self.captures.flush()
-        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode)
+        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu)
 
     def _learn(self, plan: Plan, evaluated: int, decode: float, restored_bytes: int, other: float) -> None:
         eval_per_token = decode / evaluated if evaluated else self.cost.eval_per_token

@@ -78,6 +78,9 @@ class Captures:
         """Prefix of the latest prompt end and tip on disk, which newer ones replace."""
         self.cells_bytes_per_token = 0.0
         """Measured size of saved attention cells per token (for the disk rule)."""
+        self._snapshot_bytes = 0
+        """Size of the largest snapshot read so far: a full window or a recurrent state
+        keeps its size, so the policy needs no size query per boundary once it has one."""
 
     @property
     def _has_state(self) -> bool:
@@ -105,7 +108,7 @@ class Captures:
         if self.store is None or not self._has_state:
             return
         ctx = self.engine.ctx
-        nbytes = ctx.state_size(LIVE, self._flags())
+        nbytes = self._snapshot_bytes or ctx.state_size(LIVE, self._flags())
         min_tokens = self.engine.n_swa if self.ring is not None else 0
         if not self.policy.due(ctx.decode_seconds - self._mark, nbytes, tokens_since=end - self._mark_pos,
                                min_tokens=min_tokens):
@@ -170,7 +173,7 @@ class Captures:
     def _read_now(self) -> np.ndarray:
         t0 = time.perf_counter()
         state = self.engine.ctx.state_read(LIVE, self._flags())
-        self.policy.timed(len(state), time.perf_counter() - t0)
+        self._timed(state, t0)
         return state
 
     def _read_window(self, end: int) -> np.ndarray:
@@ -179,8 +182,12 @@ class Captures:
         window = self.ring.window_at(end)
         if window is None:
             return EMPTY
-        self.policy.timed(len(window), time.perf_counter() - t0)
+        self._timed(window, t0)
         return window
+
+    def _timed(self, state: np.ndarray, t0: float) -> None:
+        self.policy.timed(len(state), time.perf_counter() - t0)
+        self._snapshot_bytes = max(self._snapshot_bytes, len(state))
 
     def flush(self) -> None:
         """Read out everything noted and hand it to the store (after the reply)."""

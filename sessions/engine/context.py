@@ -152,6 +152,8 @@ class LlamaContext:
         self._batch_views = _BatchViews(self._batch, params.n_batch)
         self.decode_seconds = 0.0
         """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
+        self.decode_cpu_seconds = 0.0
+        """CPU time of the calling thread inside ``llama_decode`` (it computes too)."""
         self.empty_state = self.state_read(SPARE, FLAGS_FULL)
         """llama.cpp's state of a sequence that holds nothing: its sections are the
         "no cells" form of every memory part, used to write one part alone."""
@@ -196,9 +198,10 @@ class LlamaContext:
         b = self._batch
         self._batch_views.fill(tokens, start, want_logits)
         b.n_tokens = n
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         rc = self._L.llama_decode(self._ctx, b)
         self.decode_seconds += time.perf_counter() - t0
+        self.decode_cpu_seconds += time.thread_time() - c0
         if rc == 2:
             raise DecodeCancelled()
         if rc == 1:
