@@ -30,6 +30,7 @@ from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, Sna
 from sessions.engine.restore import RouteRunner
 from sessions.engine.segments import batches, segment_boundaries
 from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
 
@@ -92,6 +93,7 @@ class BranchEngine:
         self.live_logits: np.ndarray | None = None
         self.cost = CostModel()
         self.policy = policy or SnapshotPolicy()
+        self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self, self.captures)
         self.deferred_seconds = 0.0
@@ -101,7 +103,7 @@ class BranchEngine:
 
     def _live_state(self) -> LiveState:
         pos_min = self.ctx.pos_min() if self.live else -1
-        ring = self.captures.ring
+        ring = self.ring
         if ring is not None and self.live:
             pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
         return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
@@ -204,8 +206,8 @@ class BranchEngine:
         self.ctx.clear()
         self.live = []
         self.live_logits = None
-        if self.captures.ring is not None:
-            self.captures.ring.real_from = 0
+        if self.ring is not None:
+            self.ring.real_from = 0
 
     def _decode_to(self, target, bounds, stepped_ranges, prefixes, on_progress) -> np.ndarray:
         start = len(self.live)

@@ -22,7 +22,7 @@ import numpy as np
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
 from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
-from sessions.engine.swa_ring import LIVE, SwaRing
+from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class Captures:
         self.engine = engine
         self.store = store
         self.policy = policy
-        self.ring = SwaRing(engine.ctx, engine.n_swa) if engine.kind is MemoryKind.SWA else None
+        self.ring = engine.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
         self._mark = 0.0

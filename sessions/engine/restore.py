@@ -223,7 +223,7 @@ class RouteRunner:
         elif not ctx.seq_rm(LIVE, keep, -1):
             raise RestoreFailed("llama.cpp refused the cut")
         elif engine.kind is MemoryKind.SWA:
-            ring = self.captures.ring
+            ring = engine.ring
             assert ring is not None
             if plan.rewind is None:
                 ring.relay()
@@ -244,7 +244,7 @@ class RouteRunner:
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
-            ring = self.captures.ring
+            ring = engine.ring
             assert ring is not None
             ring.restore(snapshot.state, end - 1)
         else:
