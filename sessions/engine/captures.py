@@ -243,7 +243,8 @@ class Captures:
         prompt end and tip of each branch; older ones, now inside the branch, would make
         one or two per turn.
         """
-        self._drop_temporary(role)
+        if self.temporary.get(role) != prefix:
+            self._drop_temporary(role)
         self.temporary[role] = prefix
 
     def _drop_temporary(self, role: Role) -> None:
