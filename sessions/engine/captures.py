@@ -231,7 +231,10 @@ class Captures:
         store.put(segment, persist=anchor or snap.role != "spaced")
         if anchor:
             for role in list(self.temporary):
-                self._drop_temporary(role)
+                if self.temporary[role] == snap.prefix:
+                    del self.temporary[role]  # the same file, now kept for good
+                else:
+                    self._drop_temporary(role)
             self.anchor = snap.end
         elif snap.role != "spaced":
             self._keep_temporary(snap.role, snap.prefix)
