@@ -61,8 +61,9 @@ class StatusBar(Horizontal):
         """The plain text currently shown in one part (``model``, ``context``...)."""
         return self._shown.get(part, "")
 
-    def set_model(self, name: str, kind: str | None = None) -> None:
-        self._set("model", Text(inert(name) + (f" · {kind}" if kind else "")))
+    def set_model(self, name: str, kind: str | None = None, devices: str = "") -> None:
+        parts = [inert(name), *(part for part in (kind, inert(devices)) if part)]
+        self._set("model", Text(" · ".join(parts)))
 
     def set_context(self, used: int | None, n_ctx: int | None) -> None:
         self._set("context", context_text(used, n_ctx))
