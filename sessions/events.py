@@ -24,6 +24,8 @@ class ModelLoaded:
     kind: str
     n_ctx: int
     seconds: float
+    devices: str = ""
+    """Where the layers run, when more than this machine's CPU (``CPU + 2 RPC (...)``)."""
 
 
 @dataclass(frozen=True)

@@ -154,8 +154,8 @@ class ChatScreen(Screen[None]):
         match message.event:
             case core.ModelLoadProgressed(fraction):
                 self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
-            case core.ModelLoaded(name, kind, n_ctx):
-                self.status.set_model(name, kind, self.controller.template_words)
+            case core.ModelLoaded(name, kind, n_ctx, _seconds, devices):
+                self.status.set_model(name, kind, devices, template=self.controller.template_words)
                 self.status.set_context(self.controller.context_used(), n_ctx)
                 self.progress.hide()
             case core.PromptProgressed(done, total) as progress if 0 < total and done < total:

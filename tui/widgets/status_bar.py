@@ -69,9 +69,10 @@ class StatusBar(Horizontal):
         """The plain text currently shown in one part (``model``, ``context``...)."""
         return self._shown.get(part, "")
 
-    def set_model(self, name: str, kind: str | None = None, template: str | None = None) -> None:
-        """The model's name and memory kind; hovering it tells which chat template it uses."""
-        self._set("model", Text(inert(name) + (f" · {kind}" if kind else "")))
+    def set_model(self, name: str, kind: str | None = None, devices: str = "", *, template: str | None = None) -> None:
+        """The model's name, memory kind and devices; hovering it tells which chat template it uses."""
+        parts = [inert(name), *(part for part in (kind, inert(devices)) if part)]
+        self._set("model", Text(" · ".join(parts)))
         self.query_one("#status-model", Label).tooltip = f"Chat template: {inert(template)}" if template else None
 
     def set_context(self, used: int | None, n_ctx: int | None) -> None:
