@@ -97,3 +97,29 @@ def test_message_times_are_as_short_as_is_clear():
     assert message_time(datetime(2025, 6, 15, 9, 5).timestamp(), now) == "09:05"
     assert message_time(datetime(2025, 3, 3, 14, 2).timestamp(), now) == "Mar 3 14:02"
     assert message_time(datetime(2024, 3, 3, 14, 2).timestamp(), now) == "2024-03-03"
+
+
+async def test_a_reply_in_the_middle_of_a_branch_is_continued_in_place(make_app, script):
+    from sessions.sampling import SamplingSettings
+
+    script.replies = ["One two three four five six.", "Seven eight nine ten eleven.", "and more."]
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        screen.controller.set_sampling(SamplingSettings(temperature=0.0, max_tokens=20))
+        await send(pilot, "count")
+        await send(pilot, "go on")
+        first = screen.controller.snapshot().path[1]
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+up")
+        assert screen.conversation_view.selected_id == first.id
+        script.hold_after = 1  # the continuation waits after its first word, until it is stopped
+        await pilot.press("ctrl+g")
+        view = screen.conversation_view
+        await wait_for(pilot, lambda: view.reply_view is not None and "and" in reply_text(screen), "streaming")
+        assert [v.message_id for v in view.views] == [first.parent_id, None]  # in the reply's place
+        assert reply_text(screen).startswith(first.text)
+        await pilot.press("escape")
+        await settle(pilot)
+        texts = shown_texts(screen)
+        assert [role for role, _ in texts] == ["user", "assistant"]
+        assert texts[1][1] == first.text + "and "

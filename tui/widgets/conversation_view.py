@@ -141,13 +141,14 @@ class ConversationView(VerticalScroll):
     async def begin_reply(self, continued: Message | None = None) -> MessageView:
         """Mount the view the next reply streams into and follow it down.
 
-        With ``continued`` the reply goes on from that message: its view (the last) gives
-        way to one that starts with its text.
+        With ``continued`` the reply goes on from that message: its view (and any after it)
+        gives way to one that starts with its text.
         """
         if continued is not None:
-            old = self.view_for(continued.id)
-            if old is not None:
-                await old.remove()
+            views = self.views
+            at = next((i for i, view in enumerate(views) if view.message_id == continued.id), len(views))
+            if views[at:]:
+                await self.remove_children(views[at:])  # the reply, and what followed it on this branch
         view = self._view(None, note="continuing…" if continued else "writing…")
         await self.mount(view)
         view.begin_stream()
