@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from sessions.conversation import Conversation
 from sessions.sampling import SamplingSettings
-from sessions.store import SessionStore
+from sessions.store import Session, SessionStore
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -41,11 +41,12 @@ def clean_prompt(text: str | None) -> str | None:
     return text if text is not None and text.strip() else None
 
 
-def settings_of(conversation: Conversation, default: SamplingSettings) -> ChatSettings:
-    """The settings the next reply of ``conversation`` will be written with."""
+def settings_of(conversation: Conversation, default: SamplingSettings, session: Session | None = None) -> ChatSettings:
+    """The settings the next reply of ``conversation`` will be written with (``session``: its
+    record, when the caller has just read it)."""
     if conversation.draft is not None:
         return ChatSettings(conversation.draft.system_prompt, conversation.draft.sampling)
-    session = conversation.session
+    session = session or conversation.session
     sampling = session.sampling if session is not None else default
     path = conversation.active_path()
     if path:

@@ -185,8 +185,9 @@ class SessionController:
             conversation = self._conversation
             if conversation is None:
                 return None
-            return ChatSnapshot(conversation.session, conversation.tree.copy(), tuple(conversation.active_path()),
-                                chat_settings.settings_of(conversation, self.sampling))
+            session = conversation.session
+            return ChatSnapshot(session, conversation.tree.copy(), tuple(conversation.active_path()),
+                                chat_settings.settings_of(conversation, self.sampling, session))
 
     def context_used(self) -> int | None:
         """Tokens of the active branch for the loaded model (None if not all known yet)."""
