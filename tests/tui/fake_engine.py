@@ -53,6 +53,8 @@ class FakeScript:
     n_ctx: int = 4096
     prepare_gate: threading.Event | None = None
     """When set, reading a prompt waits for this event (to see the screen while it runs)."""
+    template: ChatTemplate | None = None
+    """The chat template of the engines made (default: the ChatML fallback)."""
     made: int = 0
 
     def next_reply(self) -> str:
@@ -72,13 +74,15 @@ class FakeEngine:
             kind=MemoryKind.PLAIN, chat_template=None, bos_text="", eos_text="", add_bos=False,
             size_bytes=1234,
         )
-        self.template = ChatTemplate.load(None)
+        self.template = script.template or ChatTemplate.load(None)
         self.n_ctx = n_ctx
         self.script = script
         self.live: list[int] = []
         self.saved: set[tuple[int, ...]] = set()
         self._abort = threading.Event()
         self.closed = False
+        self.sampled_with: list[SamplingSettings] = []
+        """The settings of every reply written, in order."""
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return list(text.encode("utf-8"))
@@ -120,6 +124,7 @@ class FakeEngine:
                  on_text: Callable[[str], None] | None = None,
                  should_stop: Callable[[], bool] = lambda: False) -> GenerateResult:
         start = time.perf_counter()
+        self.sampled_with.append(settings)
         parts = chunks(self.script.next_reply())
         written: list[str] = []
         reason = StopReason.EOG
@@ -128,6 +133,9 @@ class FakeEngine:
                 self._abort.wait(HOLD_LIMIT_SECONDS)
             if should_stop():
                 reason = StopReason.CANCELLED
+                break
+            if len("".join(written + [part]).encode("utf-8")) > max_tokens:
+                reason = StopReason.LENGTH  # one token per byte: the next word would pass the limit
                 break
             written.append(part)
             if on_text:

@@ -28,6 +28,8 @@ class InputMode:
 
     kind: Literal["send", "edit", "fork"] = "send"
     target_id: int | None = None
+    draft: str = ""
+    """What was typed, unsent, when an edit replaced it in the input: it comes back after."""
 
     @property
     def title(self) -> str | None:
@@ -60,11 +62,39 @@ def seconds_words(seconds: float) -> str:
     return "under 1 s" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
+def about(seconds: float) -> str:
+    """An estimate in words: ``under 1 s``, ``~5 s``, ``~3 min``."""
+    words = seconds_words(seconds)
+    return words if seconds < 1 else f"~{words}"
+
+
 def switch_note(plan: Plan) -> str | None:
     """A note when making a branch live will take noticeable time (None when it will not)."""
     if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
         return None
-    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens (~{seconds_words(plan.estimate_seconds)})"
+    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens ({about(plan.estimate_seconds)})"
+
+
+def joined_note(stored: Message, typed: str) -> str:
+    """What to say when a send did not store ``typed`` as a message of its own (``sessions.turns``)."""
+    if stored.text.strip() == typed.strip():
+        return "Asked again: your message above was still waiting for its answer."
+    return ("Joined to your message above, which was still waiting for its answer "
+            "(the earlier version stays: Alt+← pages back to it).")
+
+
+def continue_problem(message: Message | None) -> str | None:
+    """Why ``message`` cannot be continued, in words (None: it can)."""
+    from sessions.controller import ControllerError
+    from sessions.controller.continuation import check_continuable
+
+    if message is None:
+        return "Select the reply to continue first (Ctrl+Up)."
+    try:
+        check_continuable(message)
+    except ControllerError as error:
+        return str(error)[:1].upper() + str(error)[1:] + "."
+    return None
 
 
 def plural(count: int, word: str) -> str:

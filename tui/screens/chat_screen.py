@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from sessions import events as core
 from sessions.config import Config
 from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
+from tui.bindings import current_key, spec
 from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
 from tui.events import CoreEvent, severity
 from tui.screens import chat_rules
@@ -30,6 +32,7 @@ from tui.screens.chat_rules import InputMode
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.model_picker import ModelPicker
 from tui.startup import StartupRequest, plan_startup, session_model
+from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.prompt_progress import PromptProgress
@@ -38,7 +41,8 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
+    from sessions.engine.planner import Plan
+    from tui.engine_work import Warmed
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
@@ -60,6 +64,7 @@ class ChatScreen(Screen[None]):
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
+        self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -71,9 +76,13 @@ class ChatScreen(Screen[None]):
                 yield ChatInput(id="input")
             yield TreePanel(id="tree", classes="side-panel")
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        keymap = getattr(self.app, "keymap", {})
+        self.conversation_view.keys = {
+            key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
+            for key_id in ("continue-reply", "toggle-reasoning")}
         self.call_after_refresh(self.start)
 
     @property
@@ -104,6 +113,12 @@ class ChatScreen(Screen[None]):
     def model_ready(self) -> bool:
         return self.controller.model_info is not None and not self.jobs.loading
 
+    def in_side_panel(self) -> bool:
+        """Whether the tree or the session list has the focus."""
+        focused = self.focused
+        return focused is not None and any(
+            panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
+
     def refused(self, words: str) -> None:
         self.notify(words, severity="error", markup=False)
 
@@ -114,6 +129,8 @@ class ChatScreen(Screen[None]):
         snapshot = self.controller.snapshot()
         await self.conversation_view.show_chat(snapshot)
         self.refresh_panels(snapshot)
+        if not self.jobs.running():  # a job reports its own figures when it ends
+            self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
 
     def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
         """Redraw the open side panels (from ``snapshot`` when the caller has one)."""
@@ -123,7 +140,7 @@ class ChatScreen(Screen[None]):
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
-            self.session_list.show(self.controller.list_sessions(), self.controller.session_id)
+            self.session_list.show(self.controller.library.list_sessions(), self.controller.session_id)
 
     def set_mode(self, mode: InputMode) -> None:
         self.mode = mode
@@ -138,16 +155,18 @@ class ChatScreen(Screen[None]):
             case core.ModelLoadProgressed(fraction):
                 self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
             case core.ModelLoaded(name, kind, n_ctx, _seconds, devices):
-                self.status.set_model(name, kind, devices)
+                self.status.set_model(name, kind, devices, template=self.controller.template_words)
                 self.status.set_context(self.controller.context_used(), n_ctx)
                 self.progress.hide()
             case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
                 self.progress.show_prompt(done, total, progress.eta_seconds)
             case core.PromptProgressed():
                 self.progress.hide()
-            case core.TextStreamed(text):
+            case core.TextStreamed(text) as streamed:
                 self.progress.hide()
                 self.conversation_view.append_text(text)
+                if streamed.tokens_per_second:
+                    self.status.set_speed(streamed.tokens_per_second, streaming=True)
             case core.ReplyFinished(reply, stats):
                 await self.conversation_view.finish_stream(reply)
                 self.status.set_speed(stats.generation_tps)
@@ -173,6 +192,8 @@ class ChatScreen(Screen[None]):
         if not self.jobs.running():
             self.progress.hide()
         await self.jobs.run_waiting()
+        if not self.jobs.running() and self.tree_panel.has_class("-open"):
+            self.switch_costs.refresh()
 
     async def job_succeeded(self, group: str, result: Any) -> None:
         if group == "load":
@@ -188,9 +209,10 @@ class ChatScreen(Screen[None]):
             self.status.set_note("continued in a new branch without the oldest turns")
             await self.start_reply()
         elif group == "warm":
-            result = cast("PrepareResult", result)
-            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds)
-            self.status.set_context(result.plan.target_len, self.controller.n_ctx)
+            warmed = cast("Warmed", result)
+            done = warmed.result
+            self.status.set_cost(done.tokens_restored, done.tokens_evaluated, done.seconds, warmed.estimate_seconds)
+            self.status.set_context(done.plan.target_len, self.controller.n_ctx)
             self.status.set_note("")
 
     async def job_failed(self, group: str, error: BaseException | None) -> None:
@@ -213,9 +235,13 @@ class ChatScreen(Screen[None]):
     # -- replies and branch switches ---------------------------------------------------------
 
     async def show_head(self, mode: InputMode | None = None, selected: int | None = None) -> None:
-        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw."""
+        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw.
+
+        The note of the gesture before is about a chat that has just changed: it goes.
+        """
         if mode is not None:
             self.set_mode(mode)
+        self.status.set_note("")
         self.conversation_view.select(selected)
         await self.refresh_view()
 
@@ -228,6 +254,7 @@ class ChatScreen(Screen[None]):
             else:
                 self.notify("No model is loaded: press F5 to choose one.", severity="warning")
             return
+        self.status.set_speed(None)  # the speed shown from here is this reply's
         await self.conversation_view.begin_reply()
         self.jobs.reply()
 
@@ -237,15 +264,14 @@ class ChatScreen(Screen[None]):
         head = snapshot.head if snapshot is not None else None
         if not self.model_ready or head is None or self.jobs.running():
             return
-        try:
-            note = chat_rules.switch_note(self.controller.plan_for(head.id))
-        except Exception as error:  # a template that fails on this branch, a store error
-            self.notify(f"Cannot prepare this branch: {error}", severity="error", markup=False)
-            return
-        if note:
-            self.status.set_note(note)
-            self.notify(note, timeout=4)
-        self.jobs.warm(head.id)
+
+        def planned(plan: Plan) -> None:
+            note = chat_rules.switch_note(plan)
+            if note:
+                self.status.set_note(note)
+                self.notify(note, timeout=4)
+
+        self.jobs.warm(head.id, planned)
 
     def offer_trim(self, error: ContextOverflow) -> None:
         """The branch no longer fits: offer to go on in a new branch without the oldest turns."""
@@ -272,7 +298,7 @@ class ChatScreen(Screen[None]):
 
     async def start(self) -> None:
         """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
-        plan = plan_startup(self.startup, last_session_id=self.controller.last_session_id(),
+        plan = plan_startup(self.startup, last_session_id=self.controller.library.last_session_id(),
                             configured_model=self.config.model)
         if plan.start == "demo":
             await self.new_chat()
@@ -283,23 +309,30 @@ class ChatScreen(Screen[None]):
             await self.new_chat()
             self.jobs.load(plan.model_path)
         elif plan.start == "open" and plan.session_id is not None:
-            await self.open_chat(plan.session_id)
+            await self.open_chat(plan.session_id, model_path=plan.model_path)
         else:
             self.choose_model()
 
     async def new_chat(self) -> None:
         self.controller.new_session(system_prompt=self.config.system_prompt)
         await self.show_head(InputMode())
+        self.chat_input.focus()
 
-    async def open_chat(self, session_id: int) -> None:
-        """Show a stored session; load its model when another one (or none) is loaded."""
+    async def open_chat(self, session_id: int, *, model_path: Path | None = None,
+                        message_id: int | None = None) -> None:
+        """Show a stored session; load its model (or ``model_path``) when another one is loaded.
+
+        With ``message_id`` the branch holding that message is shown, the message selected.
+        """
         try:
             session = self.controller.open_session(session_id)
+            if message_id is not None:
+                self.controller.select(message_id)
         except GESTURE_ERRORS as error:
             self.refused(str(error))
             return
-        await self.show_head(InputMode())
-        wanted = session_model(session.model_path, self.config.model)
+        await self.show_head(InputMode(), selected=message_id)
+        wanted = model_path or session_model(session.model_path, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
             await self.after_switch()
@@ -319,7 +352,7 @@ class ChatScreen(Screen[None]):
         self.app.push_screen(ModelPicker(self.config), chosen)
 
     async def switch_to_model(self, path: Path) -> None:
-        if self.controller.session_id is None:
+        if self.controller.snapshot() is None:
             await self.new_chat()
         self.show_demo_banner(False)
         self.jobs.load(path)
