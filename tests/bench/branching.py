@@ -118,7 +118,7 @@ class Bench:
 
         ctl = self.ctl
         texts = w1_texts(ctl.engine.tokenize)
-        session = self.store.create_session(system_prompt=texts["system"])
+        session = self.store.create_session(system_prompt=texts["system"], sampling=self.sampling)
         conv = Conversation(self.store, session.id)  # scripted turns, written straight to the store
         conv.append("system", texts["system"], parent_id=None)
         users = []
