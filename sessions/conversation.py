@@ -4,28 +4,51 @@ The UI thinks in gestures (send, regenerate, edit, page to the next sibling, rew
 delete a branch); this class turns each into tree operations and commits them before
 returning, so what is on screen is always what is on disk. The head is the message the
 next reply continues from: usually a leaf, but after a rewind it can sit inside the tree.
+
+A new chat is a *draft* until its first message: nothing is written for it, so opening
+the app, starting a chat and leaving it unused leaves no empty session behind. The first
+``append`` creates the session (with the draft's settings and system prompt) and the
+message together, in one transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import cast
 
+from sessions.errors import ControllerError
+from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
+from sessions.turns import place_user_message, waiting_twin
 
 _HEAD: object = object()
 """Default ``parent_id`` for ``append``: continue from the head."""
 
 
+@dataclass(frozen=True)
+class SessionDraft:
+    """The settings of a chat not saved yet: they become the session's at its first message."""
+
+    system_prompt: str | None = None
+    """Put as the first message of the chat, before the user's."""
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    model_path: str | None = None
+    model_fingerprint: str | None = None
+
+
 class Conversation:
     """A session's tree plus its head, with every change persisted as it happens."""
 
-    def __init__(self, store: SessionStore, session_id: int) -> None:
+    def __init__(self, store: SessionStore, session_id: int | None, *, draft: SessionDraft | None = None) -> None:
+        """Open session ``session_id``, or with None a draft (see the module docstring)."""
         self._store = store
         self.session_id = session_id
-        self._tree = store.load_tree(session_id)
-        head = store.get_session(session_id).active_leaf_id
+        self.draft = (draft or SessionDraft()) if session_id is None else None
+        """The settings of a chat not saved yet (None once it is saved)."""
+        self._tree = store.load_tree(session_id) if session_id is not None else ConversationTree()
+        head = store.get_session(session_id).active_leaf_id if session_id is not None else None
         if head is None and len(self._tree):
             head = self._tree.resume_leaf(None).id
         self._head_id: int | None = head
@@ -35,9 +58,15 @@ class Conversation:
         return self._tree
 
     @property
-    def session(self) -> Session:
-        """A fresh copy from the store (title and settings may change elsewhere)."""
-        return self._store.get_session(self.session_id)
+    def session(self) -> Session | None:
+        """A fresh copy from the store (title and settings may change elsewhere); None for a draft."""
+        return self._store.get_session(self.session_id) if self.session_id is not None else None
+
+    @property
+    def _saved_id(self) -> int:
+        if self.session_id is None:
+            raise TreeError("this chat has no messages yet")
+        return self.session_id
 
     @property
     def head(self) -> Message | None:
@@ -45,6 +74,13 @@ class Conversation:
 
     def active_path(self) -> list[Message]:
         return [] if self._head_id is None else self._tree.path_to(self._head_id)
+
+    def record_model(self, path: str, fingerprint: str) -> None:
+        """Remember the model the chat goes on with (reopening the chat loads it again)."""
+        if self.draft is not None:
+            self.draft = replace(self.draft, model_path=path, model_fingerprint=fingerprint)
+        else:
+            self._store.update_session(self._saved_id, model_path=path, model_fingerprint=fingerprint)
 
     # -- growing the tree ------------------------------------------------------------
 
@@ -57,20 +93,72 @@ class Conversation:
         stats: GenerationStats | None = None,
         tokens: Mapping[str, Sequence[int]] | None = None,
     ) -> Message:
-        """Add a message (under the head unless told otherwise); it becomes the head."""
+        """Add a message (under the head unless told otherwise); it becomes the head.
+
+        The first message of a draft saves the session first, with the draft's system
+        prompt as its first message (the new message then goes under it).
+        """
         parent = self._head_id if parent_id is _HEAD else cast("int | None", parent_id)
         if parent is not None and parent not in self._tree:
             raise TreeError(f"no message {parent} in this conversation")
-        message = self._store.add_message(
-            self.session_id, parent, role, text, stats=stats, tokens=tokens
-        )
+        if self.session_id is None:
+            return self._save_with(role, text, stats, tokens)
+        message = self._store.add_message(self._saved_id, parent, role, text, stats=stats, tokens=tokens)
         self._tree.add(message)
         self._move_head(message.id)
         return message
 
+    def _save_with(self, role: Role, text: str, stats: GenerationStats | None,
+                   tokens: Mapping[str, Sequence[int]] | None) -> Message:
+        """Save the draft and its first message, all or nothing."""
+        draft = self.draft or SessionDraft()
+        with self._store.transaction():
+            session = self._store.create_session(
+                model_path=draft.model_path, model_fingerprint=draft.model_fingerprint,
+                system_prompt=draft.system_prompt, sampling=draft.sampling)
+            added = []
+            if draft.system_prompt and role != "system":
+                added.append(self._store.add_message(session.id, None, "system", draft.system_prompt))
+            parent = added[-1].id if added else None
+            added.append(self._store.add_message(session.id, parent, role, text, stats=stats, tokens=tokens))
+            tree = ConversationTree(added)
+            tree.remember_path(added[-1].id)
+            self._store.set_active_leaf(session.id, added[-1].id, remember=tree.remembered())
+        self.session_id, self.draft, self._tree, self._head_id = session.id, None, tree, added[-1].id
+        return added[-1]
+
+    def add_user_message(self, text: str, parent_id: int | None = None) -> Message:
+        """Add a message of the user at the head (or under ``parent_id``), keeping roles alternating.
+
+        See ``sessions.turns``: at a message of the user the text is joined to it as a new
+        version, and the same text again moves the head back to it and adds nothing.
+        """
+        head = self.head
+        parent = parent_id if parent_id is not None else (head.id if head else None)
+        placed = place_user_message(self._tree, parent, text)
+        if placed.again is not None:
+            return self.rewind(placed.again.id)
+        return self.append("user", placed.text, parent_id=placed.parent_id)
+
+    def rewind_to_question(self, message_id: int) -> Message:
+        """Move the head to the user message a reply answers (or to this user message)."""
+        message = self._tree.get(message_id)
+        question = self._tree.parent(message_id) if message.role == "assistant" else message
+        if question is None or question.role != "user":
+            raise ControllerError("only a reply, or a message of yours, can be answered again")
+        return self.rewind(question.id)
+
     def edit(self, message_id: int, text: str) -> Message:
-        """A new sibling with the same parent and role; the original stays."""
+        """A new sibling with the same parent and role; the original stays.
+
+        A message of the user edited into the text of a version still waiting for its
+        answer is that version (``sessions.turns``).
+        """
         original = self._tree.get(message_id)
+        if original.role == "user":
+            twin = waiting_twin(self._tree, original.parent_id, text)
+            if twin is not None:
+                return self.rewind(twin.id)
         return self.append(original.role, text, parent_id=original.parent_id)
 
     # -- moving around ---------------------------------------------------------------
@@ -95,6 +183,11 @@ class Conversation:
         self._move_head(message_id)
         return self._tree.get(message_id)
 
+    def leave_branch(self) -> None:
+        """Put the head above the roots: the next message starts a new branch of its own."""
+        self._store.set_active_leaf(self._saved_id, None)
+        self._head_id = None
+
     def delete_subtree(self, message_id: int) -> int:
         """Delete a message and its descendants; returns how many were removed.
 
@@ -115,14 +208,14 @@ class Conversation:
                 self._move_head(self._tree.resume_leaf(None).id)
             else:
                 self._head_id = None
-                self._store.set_active_leaf(self.session_id, None)
+                self._store.set_active_leaf(self._saved_id, None)
         return count
 
     def _move_head(self, message_id: int) -> None:
         changed = self._tree.remember_path(message_id)
         try:
-            self._store.set_active_leaf(self.session_id, message_id, remember=changed)
+            self._store.set_active_leaf(self._saved_id, message_id, remember=changed)
         except Exception:
-            self._tree = self._store.load_tree(self.session_id)  # back to what is on disk
+            self._tree = self._store.load_tree(self._saved_id)  # back to what is on disk
             raise
         self._head_id = message_id

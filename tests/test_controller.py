@@ -71,7 +71,8 @@ def test_refusals_are_plain_words(controller):
     with pytest.raises(ControllerError, match="empty"):
         controller.send("   ")
     with pytest.raises(ControllerError, match="user message"):
-        controller.generate_reply()  # the head is the system message
+        controller.generate_reply()  # nothing to answer in a new chat
+    controller.send("hello")
     system = controller.snapshot().path[0]
     with pytest.raises(ControllerError, match="only a reply, or a message of yours"):
         controller.regenerate(system.id)
@@ -117,8 +118,10 @@ def test_tree_gestures_move_the_head_and_persist(controller, store):
 
 
 def test_a_snapshot_is_a_copy_the_next_gesture_does_not_change(controller):
-    before = controller.snapshot()
     controller.send("hello")
+    controller.generate_reply()
+    before = controller.snapshot()
+    controller.send("more")
     after = controller.snapshot()
     assert len(before.tree) + 1 == len(after.tree)
     assert len(before.path) + 1 == len(after.path)
@@ -128,17 +131,18 @@ def test_sessions_are_listed_searched_renamed_and_exported(controller, tmp_path)
     controller.send("a question about llamas")
     controller.generate_reply()
     assert controller.rename_session("Llamas").title == "Llamas"
-    [summary] = controller.list_sessions()
+    [summary] = controller.library.list_sessions()
     assert (summary.id, summary.title) == (controller.session_id, "Llamas")
-    assert {hit.session_id for hit in controller.search_sessions("llamas")} == {controller.session_id}
-    assert controller.last_session_id() == controller.session_id
+    assert {hit.session_id for hit in controller.library.search_sessions("llamas")} == {controller.session_id}
+    assert controller.library.last_session_id() == controller.session_id
     written = controller.export_session(tmp_path / "chat.md", "markdown")
     assert "a question about llamas" in written.read_text()
 
 
 def test_context_used_counts_the_active_branch_for_the_loaded_model(controller):
-    assert controller.context_used() is None  # the system prompt is not tokenized yet
+    assert controller.context_used() == 0  # a new chat holds nothing yet
     controller.send("hello")
+    assert controller.context_used() is None  # the system prompt and the question are not tokenized yet
     controller.generate_reply()
     snapshot = controller.snapshot()
     assert controller.context_used() == controller.plan_for().target_len  # the branch the reply was written on...

@@ -1,10 +1,10 @@
 """What the app should open first, decided from the command line and the store.
 
 Kept apart from the screen so the rules read in one place and can be tested without a
-terminal: ``--demo`` makes the demo model and starts a new chat with it; ``-m PATH`` starts
-a new chat with that model; ``--session ID`` reopens that session with its model; with no
-flags the last session is reopened, else the configured model starts a new chat, else
-the model picker is shown.
+terminal: ``--demo`` makes the demo model and starts a new chat with it; ``--session ID``
+reopens that session with its model, or with the model ``-m PATH`` names; ``-m PATH``
+alone starts a new chat with that model; with no flags the last session is reopened,
+else the configured model starts a new chat, else the model picker is shown.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class StartupPlan:
 
     start: Start
     model_path: Path | None = None
+    """The model to load (for "open": instead of the session's own)."""
     session_id: int | None = None
 
 
@@ -48,10 +49,10 @@ def plan_startup(request: StartupRequest, *, last_session_id: int | None,
     """Apply the start-up rules (see the module docstring)."""
     if request.demo:
         return StartupPlan("demo")
+    if request.session_id is not None:
+        return StartupPlan("open", session_id=request.session_id, model_path=request.model_path)
     if request.model_path is not None:
         return StartupPlan("new", model_path=request.model_path)
-    if request.session_id is not None:
-        return StartupPlan("open", session_id=request.session_id)
     if last_session_id is not None:
         return StartupPlan("open", session_id=last_session_id)
     if configured_model:

@@ -4,12 +4,14 @@
 models, ``reply`` writes one reply, ``snapshot`` is what the UI reads.
 """
 
+from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
 
 __all__ = [
+    "ChatSettings",
     "ChatSnapshot",
     "ContextOverflow",
     "ControllerError",

@@ -67,3 +67,17 @@ class JobControl:
         engine = self._engine()
         if engine is not None:
             engine.clear_abort()
+
+    @contextmanager
+    def free(self) -> Iterator[bool]:
+        """Hold the engine for a quick read if no job holds it (yields whether it does).
+
+        A plan reads the live state of the context, which a running job changes; rather
+        than wait for the job, the read is skipped and the caller says it cannot tell yet.
+        """
+        got = self._lock.acquire(blocking=False)
+        try:
+            yield got
+        finally:
+            if got:
+                self._lock.release()

@@ -4,7 +4,7 @@ The Textual app and the ``ask`` command drive the core through this class only. 
 locks keep it consistent: the tree lock (every gesture, every read of the tree, and the
 store writes that go with them: quick, safe from the UI thread) and the engine lock of
 ``JobControl`` (the blocking methods, run by a worker thread: ``load_model``, ``warm``,
-``generate_reply``, ``trim_to_fit``, ``close``). A worker takes the tree lock only for
+``generate_reply``, ``continue_reply``, ``trim_to_fit``, ``close``). A worker takes the tree lock only for
 moments, to read a branch or store a reply, so the UI never waits on llama.cpp.
 """
 
@@ -13,20 +13,24 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sessions.branch_tokens import branch_tokens
+from sessions.controller import chat_reads, chat_settings
+from sessions.controller.chat_settings import ChatSettings
+from sessions.controller.continuation import check_continuable, write_continuation
 from sessions.controller.job_control import JobControl
+from sessions.controller.library import SessionLibrary
 from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
-from sessions.controller.reply import BranchTokens, write_reply
+from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
 from sessions.controller.snapshot import ChatSnapshot
-from sessions.conversation import Conversation
+from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError
 from sessions.events import Listener, PromptProgressed, ReplyFinished, TextStreamed, ignore
 from sessions.sampling import SamplingSettings
-from sessions.store import SearchHit, Session, SessionStore, SessionSummary
+from sessions.store import Session, SessionStore
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -48,6 +52,7 @@ class SessionController:
     ):
         self.settings = settings
         self.sampling = sampling
+        """Sampling settings of new chats (an open chat replies with its own)."""
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
         self.engine: ChatEngine | None = None
@@ -56,6 +61,8 @@ class SessionController:
         self._conversation: Conversation | None = None
         self._lock = threading.RLock()
         self._jobs = JobControl(lambda: self.engine)
+        self.library = SessionLibrary(store)
+        """The saved sessions: list, search, import."""
 
     # -- the model (worker thread) --------------------------------------------------
 
@@ -71,8 +78,7 @@ class SessionController:
             carry_legacy_tokens(self._store, info)
         with self._lock:
             if self._conversation is not None:
-                self._store.update_session(self._conversation.session_id, model_path=str(info.path),
-                                           model_fingerprint=info.fingerprint)
+                self._conversation.record_model(str(info.path), info.fingerprint)
         return info
 
     @property
@@ -107,51 +113,65 @@ class SessionController:
 
     # -- sessions -------------------------------------------------------------------
 
-    def new_session(self, *, system_prompt: str | None = None) -> Session:
+    def new_session(self, *, system_prompt: str | None = None, sampling: SamplingSettings | None = None) -> None:
+        """Start a new chat; it is saved with its first message (an unused one leaves nothing)."""
         with self._lock:
             info = self.model_info
-            session = self._store.create_session(
-                model_path=str(info.path) if info else None,
-                model_fingerprint=info.fingerprint if info else None,
-                system_prompt=system_prompt,
-                sampling=self.sampling,
-            )
-            self._conversation = Conversation(self._store, session.id)
-            if system_prompt:
-                self._conversation.append("system", system_prompt, parent_id=None)
-            return self._conversation.session
+            draft = SessionDraft(
+                system_prompt=chat_settings.clean_prompt(system_prompt), sampling=sampling or self.sampling,
+                model_path=str(info.path) if info else None, model_fingerprint=info.fingerprint if info else None)
+            self._conversation = Conversation(self._store, None, draft=draft)
 
     def open_session(self, session_id: int) -> Session:
         with self._lock:
-            self._conversation = Conversation(self._store, session_id)
-            return self._conversation.session
+            conversation = Conversation(self._store, session_id)
+            self._conversation = conversation
+            return self._store.get_session(session_id)
 
     @property
     def session_id(self) -> int | None:
+        """The open session (None when none is open, or the chat is new and not saved yet)."""
         conversation = self._conversation
         return conversation.session_id if conversation is not None else None
 
-    def last_session_id(self) -> int | None:
-        last = self._store.last_session()
-        return last.id if last is not None else None
-
-    def list_sessions(self) -> list[SessionSummary]:
-        """Every saved session (the store serialises its own reads: no lock needed)."""
-        return self._store.list_sessions()
-
-    def search_sessions(self, query: str) -> list[SearchHit]:
-        """Sessions whose title or messages contain the words of ``query``."""
-        return self._store.search(query)
-
     def rename_session(self, title: str) -> Session:
         with self._lock:
-            return self._store.rename_session(self._conv().session_id, title)
+            return self._store.rename_session(self._saved_id(), title)
 
     def export_session(self, path: Path, kind: ExportKind, *, whole_tree: bool = False) -> Path:
         """Write the open session to ``path`` (0600, atomically); safe from a worker thread."""
         from sessions.exchange import write_export
 
-        return write_export(self._store, self._conv().session_id, path, kind, whole_tree=whole_tree)
+        return write_export(self._store, self._saved_id(), path, kind, whole_tree=whole_tree)
+
+    def delete_session(self, session_id: int) -> None:
+        """Delete a saved session for good; deleting the open one leaves a new, empty chat open."""
+        with self._lock:
+            self._store.delete_session(session_id)
+            if self.session_id == session_id:
+                self.new_session()
+
+    # -- the open chat's settings ---------------------------------------------------
+
+    def chat_settings(self) -> ChatSettings:
+        """The system prompt of the branch shown and the sampling settings of the open chat."""
+        with self._lock:
+            return chat_settings.settings_of(self._conv(), self.sampling)
+
+    def set_sampling(self, sampling: SamplingSettings) -> None:
+        """Use ``sampling`` for the open chat's replies from now on (saved with it)."""
+        with self._lock:
+            chat_settings.set_sampling(self._conv(), self._store, sampling)
+
+    def set_system_prompt(self, text: str | None) -> Message | None:
+        """Continue under another system prompt, in a new branch from the root (the old one stays).
+
+        Returns the new head (the new system message; None when the new branch starts
+        without one, or the chat is not saved yet). Nothing changes when ``text`` is the
+        system prompt of the branch shown.
+        """
+        with self._lock:
+            return chat_settings.set_system_prompt(self._conv(), self._store, text)
 
     # -- reading the chat (any thread) ----------------------------------------------
 
@@ -161,7 +181,8 @@ class SessionController:
             conversation = self._conversation
             if conversation is None:
                 return None
-            return ChatSnapshot(conversation.session, conversation.tree.copy(), tuple(conversation.active_path()))
+            return ChatSnapshot(conversation.session, conversation.tree.copy(), tuple(conversation.active_path()),
+                                chat_settings.settings_of(conversation, self.sampling))
 
     def context_used(self) -> int | None:
         """Tokens of the active branch for the loaded model (None if not all known yet)."""
@@ -169,24 +190,15 @@ class SessionController:
         if engine is None or self._conversation is None:
             return None
         with self._lock:
-            conversation = self._conv()
-            known = self._store.session_tokens(conversation.session_id)
-            path = conversation.active_path()
-        counts = [known.get(message.id, {}).get(engine.info.fingerprint) for message in path]
-        return None if any(tokens is None for tokens in counts) else sum(len(t or ()) for t in counts)
+            return chat_reads.context_used(self._conv(), self._store, engine)
 
     def saved_message_ids(self) -> set[int]:
         """Messages whose state at their end is checkpointed (RAM or disk) for this model."""
-        from sessions.saved_marks import saved_message_ids
-
         engine = self.engine
         if engine is None or self._conversation is None:
             return set()
         with self._lock:
-            conversation = self._conv()
-            tree = conversation.tree.copy()
-            frozen = self._store.session_tokens(conversation.session_id)
-        return saved_message_ids(tree, frozen, engine)
+            return chat_reads.saved_message_ids(self._conv(), self._store, engine)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
@@ -195,17 +207,35 @@ class SessionController:
             branch = self._branch(engine, leaf_id)
         return engine.plan(branch.tokens, branch.ends)
 
+    def plan_choice(self, message_id: int) -> Plan | None:
+        """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
+
+        None while a job holds the engine: a plan reads the live state llama.cpp is
+        changing then. Run it in a worker thread: a branch whose tokens are not known yet
+        (an imported chat) is tokenized here first.
+        """
+        with self._jobs.free() as free:
+            if not free:
+                return None
+            engine = self._engine()
+            with self._lock:
+                leaf = self._conv().tree.resume_leaf(message_id)
+                branch = self._branch(engine, leaf.id)
+            return engine.plan(branch.tokens, branch.ends)
+
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
     def send(self, text: str, *, parent_id: int | None = None) -> Message:
-        """Add a user message at the head (or under ``parent_id``: a fork)."""
+        """Add a user message at the head (or under ``parent_id``: a fork); returns it.
+
+        At a message of the user still waiting for its answer the text is joined to it,
+        as a new version, and the same text again answers it (``sessions.turns``): the
+        message returned then holds more than ``text``, or is the waiting one itself.
+        """
         if not text.strip():
             raise ControllerError("the message is empty")
         with self._lock:
-            conversation = self._conv()
-            head = conversation.head
-            parent = parent_id if parent_id is not None else (head.id if head else None)
-            return conversation.append("user", text, parent_id=parent)
+            return self._conv().add_user_message(text, parent_id)
 
     def edit(self, message_id: int, text: str) -> Message:
         """A new sibling of ``message_id`` with ``text``; the original branch stays."""
@@ -239,12 +269,7 @@ class SessionController:
         new reply beside any existing one.
         """
         with self._lock:
-            conversation = self._conv()
-            message = conversation.tree.get(message_id)
-            question = conversation.tree.parent(message_id) if message.role == "assistant" else message
-            if question is None or question.role != "user":
-                raise ControllerError("only a reply, or a message of yours, can be answered again")
-            return conversation.rewind(question.id)
+            return self._conv().rewind_to_question(message_id)
 
     # -- engine work (worker thread, blocking) ---------------------------------------
 
@@ -263,7 +288,10 @@ class SessionController:
             return engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress)
 
     def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
-        """Answer the user message at the head; the reply is stored and becomes the head."""
+        """Answer the user message at the head; the reply is stored and becomes the head.
+
+        ``sampling`` (default: the chat's own settings) applies to this reply only.
+        """
         t_request = time.perf_counter()
         with self._jobs.job():
             engine = self._engine()
@@ -273,16 +301,35 @@ class SessionController:
                 if head is None or head.role != "user":
                     raise ControllerError("a reply needs a user message at the end of the branch")
                 branch = self._branch(engine, head.id)
-            written = write_reply(
-                engine, branch, sampling or self.sampling, t_request=t_request, max_tokens=max_tokens,
-                on_progress=self._progress, on_text=lambda text: self.listener(TextStreamed(text)),
-                should_stop=lambda: self._jobs.stop_requested, resume_decoding=self._jobs.resume_decoding,
-            )
+                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
+            written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
+                                  **self._reply_hooks())
+            return self._store_reply(conversation, head.id, written.result.text, written,
+                                     written.result.tokens)
+
+    def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
+                       sampling: SamplingSettings | None = None) -> Message:
+        """Write more of a reply cut at its length limit (default: the head); blocking.
+
+        The longer reply is stored as a new version of it (see ``continuation``) and
+        becomes the head; only the new tokens are evaluated.
+        """
+        t_request = time.perf_counter()
+        with self._jobs.job():
+            engine = self._engine()
             with self._lock:
-                reply = conversation.append("assistant", written.result.text, parent_id=head.id, stats=written.stats,
-                                            tokens={engine.info.fingerprint: written.result.tokens})
-        self.listener(ReplyFinished(reply, written.stats))
-        return reply
+                conversation = self._conv()
+                head = conversation.head
+                reply = conversation.tree.get(message_id) if message_id is not None else head
+                if reply is None:
+                    raise ControllerError("there is no reply to continue")
+                check_continuable(reply)
+                branch = self._branch(engine, reply.id)
+                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
+            continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
+                                           max_tokens=max_tokens, **self._reply_hooks())
+            return self._store_reply(conversation, reply.parent_id, continued.text, continued.written,
+                                     continued.tokens)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns.
@@ -298,12 +345,34 @@ class SessionController:
 
         with self._jobs.job():
             engine = self._engine()
-            if reserve is None:
-                reserve = min(self.sampling.max_tokens, engine.n_ctx // 4)
             with self._lock:
+                if reserve is None:
+                    limit = chat_settings.settings_of(self._conv(), self.sampling).sampling.max_tokens
+                    reserve = min(limit, engine.n_ctx // 4)
                 return trim_branch(self._conv(), self._store, engine, leaf_id, reserve=reserve)
 
     # -- inside ---------------------------------------------------------------------
+
+    def _reply_hooks(self) -> dict[str, Any]:
+        """How a reply being written reports back and learns it should stop."""
+        return {"on_progress": self._progress, "on_text": lambda text: self.listener(TextStreamed(text)),
+                "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
+
+    def _store_reply(self, conversation: Conversation, parent_id: int | None, text: str, written: WrittenReply,
+                     tokens: list[int]) -> Message:
+        """Store a reply under ``parent_id`` with the tokens the model sampled, and say so."""
+        engine = self._engine()
+        with self._lock:
+            reply = conversation.append("assistant", text, parent_id=parent_id, stats=written.stats,
+                                        tokens={engine.info.fingerprint: tokens})
+        self.listener(ReplyFinished(reply, written.stats))
+        return reply
+
+    def _saved_id(self) -> int:
+        session_id = self._conv().session_id
+        if session_id is None:
+            raise ControllerError("this chat is saved with its first message: there is nothing to keep yet")
+        return session_id
 
     def _engine(self) -> ChatEngine:
         if self.engine is None:

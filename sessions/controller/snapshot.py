@@ -7,23 +7,32 @@ one consistent state, and nothing it does with the snapshot can change the chat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from sessions.controller.chat_settings import ChatSettings
+from sessions.sampling import SamplingSettings
 from sessions.store import Session
 from sessions.tree import ConversationTree, Message
 
 
 @dataclass(frozen=True)
 class ChatSnapshot:
-    session: Session
+    session: Session | None
+    """The saved session; None for a new chat not saved yet (it has no message)."""
     tree: ConversationTree
     """A private copy of the whole tree (every branch)."""
     path: tuple[Message, ...]
     """The active branch, root first; it ends at the head."""
+    settings: ChatSettings = field(default_factory=lambda: ChatSettings(None, SamplingSettings()))
+    """The system prompt of the branch shown and the chat's sampling settings."""
 
     @property
-    def session_id(self) -> int:
-        return self.session.id
+    def session_id(self) -> int | None:
+        return self.session.id if self.session is not None else None
+
+    @property
+    def title(self) -> str:
+        return self.session.title if self.session is not None else ""
 
     @property
     def head(self) -> Message | None:

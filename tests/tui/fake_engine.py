@@ -53,6 +53,8 @@ class FakeScript:
     n_ctx: int = 4096
     prepare_gate: threading.Event | None = None
     """When set, reading a prompt waits for this event (to see the screen while it runs)."""
+    template: ChatTemplate | None = None
+    """The chat template of the engines made (default: the ChatML fallback)."""
     made: int = 0
 
     def next_reply(self) -> str:
@@ -72,7 +74,7 @@ class FakeEngine:
             kind=MemoryKind.PLAIN, chat_template=None, bos_text="", eos_text="", add_bos=False,
             size_bytes=1234,
         )
-        self.template = ChatTemplate.load(None)
+        self.template = script.template or ChatTemplate.load(None)
         self.n_ctx = n_ctx
         self.script = script
         self.live: list[int] = []

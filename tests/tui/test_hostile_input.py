@@ -145,8 +145,13 @@ async def test_a_megabyte_paste_keeps_the_app_responsive_and_gets_a_clear_answer
         assert head.role == "user" and head.text.endswith("The end.") and len(head.text) > len(big)
         view = screen.conversation_view.views[-1]
         assert len(view.body.source) == SHOWN_CHARS and "more characters not shown" in view.cut_note
+        await pilot.press("f8")  # the advice is to shorten or drop it: drop it
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the delete question")
+        await pilot.press("y")
+        await settle(pilot)
         await send(pilot, "still here")  # the app goes on
-        assert shown_texts(screen)[-1] == ("user", "still here")
+        assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
+        assert shown_texts(screen)[0] == ("user", "still here")
 
 
 async def test_an_overlong_branch_offers_a_new_branch_without_the_oldest_turns(make_app, script):

@@ -31,7 +31,7 @@ def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
     def run(self):
         controller = self.controller
         ran.update(startup=self.startup, settings=controller.settings, config=self.config,
-                   controller=controller, sessions=controller.list_sessions())
+                   controller=controller, sessions=controller.library.list_sessions())
 
     monkeypatch.setattr(LlamaChatApp, "run", run)
     assert launch.main(["--demo", "-c", "2048", "-t", "3"]) == 0
@@ -40,7 +40,7 @@ def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
     assert ran["config"].n_ctx == 2048
     assert ran["sessions"] == []  # nothing is created before the app runs
     with pytest.raises(StoreError, match="closed"):  # the store is closed once the app has ended
-        ran["controller"].list_sessions()
+        ran["controller"].library.list_sessions()
 
 
 def test_the_runtime_opens_checkpoints_as_configured_and_closes_all_in_order(fake_model):

@@ -95,7 +95,7 @@ async def test_session_picker_lists_ranks_searches_and_returns_the_id(store, con
     vague = add_session(store, "Question", "The borrow checker rejects my loop")
     app = HostApp()
     async with app.run_test() as pilot:
-        picker = SessionPicker(controller)
+        picker = SessionPicker(controller.library)
         app.open(picker)
         await settle(pilot)
         assert picker.shown_ids == [vague, python, rust]  # newest first
@@ -116,11 +116,11 @@ async def test_session_picker_arrow_keys_no_match_and_escape(store, controller):
     add_session(store, "Beta", "b")
     app = HostApp()
     async with app.run_test() as pilot:
-        app.open(SessionPicker(controller))
+        app.open(SessionPicker(controller.library))
         await settle(pilot)
         await pilot.press("down", "enter")
         await pilot.pause()
-        picker = SessionPicker(controller)
+        picker = SessionPicker(controller.library)
         app.open(picker)
         await settle(pilot)
         await pilot.press(*"zzzz")

@@ -40,9 +40,12 @@ async def test_new_session_starts_empty_and_keeps_the_old_one(make_app):
         first = screen.controller.session_id
         await pilot.press("ctrl+n")
         await settle(pilot)
-        assert screen.controller.session_id != first
+        assert screen.controller.session_id is None  # saved with its first message
         assert shown_texts(screen) == []
-        assert len(screen.controller.list_sessions()) == 2
+        assert [s.id for s in screen.controller.library.list_sessions()] == [first]
+        await send(pilot, "a second chat")
+        assert screen.controller.session_id not in (None, first)
+        assert len(screen.controller.library.list_sessions()) == 2
 
 
 async def test_session_flag_opens_that_session(make_app, fake_model):
@@ -83,10 +86,10 @@ async def test_with_nothing_to_reopen_the_model_picker_comes_first(make_app, fak
         app.screen.dismiss(fake_model)  # as if the user picked it
         screen = await ready(pilot)
         assert screen.controller.engine.info.path == fake_model
-        assert screen.controller.session_id is not None
-        assert screen.controller.snapshot().session.model_path == str(fake_model)
+        assert screen.controller.session_id is None  # a new chat, saved with its first message
         await send(pilot, "hello")
         assert [role for role, _ in shown_texts(screen)] == ["user", "assistant"]
+        assert screen.controller.snapshot().session.model_path == str(fake_model)
 
 
 async def test_rename_and_export_the_chat(make_app, tmp_path):
@@ -116,3 +119,43 @@ async def test_rename_and_export_the_chat(make_app, tmp_path):
         await wait_for(pilot, lambda: not isinstance(app.screen, ExportScreen), "the export to finish")
         assert "hello" in target.read_text()
         assert any(str(target) in n.message for n in app._notifications)
+
+
+async def test_session_and_model_flags_open_that_session_with_that_model(make_app, fake_model):
+    other = fake_model.with_name("other-model.gguf")
+    other.write_bytes(b"GGUF another fake model")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "in the first chat")
+        first = screen.controller.session_id
+    again = make_app(startup=StartupRequest(session_id=first, model_path=other))
+    async with again.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        assert screen.controller.session_id == first
+        assert shown_texts(screen)[0] == ("user", "in the first chat")
+        assert screen.controller.engine.info.path == other
+
+
+async def test_starts_left_unused_save_nothing_and_the_last_real_chat_reopens(make_app, fake_model):
+    from sessions.store import SessionStore
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "a real conversation")
+        real = screen.controller.session_id
+    with SessionStore.open() as store:
+        store.create_session()  # an empty one, as older versions left for every start
+    for _ in range(2):  # -m starts, and a Ctrl+N, left unused
+        unused = make_app()
+        async with unused.run_test(size=(100, 30)) as pilot:
+            await ready(pilot)
+            await pilot.press("ctrl+n")
+            await settle(pilot)
+    again = make_app(startup=StartupRequest())
+    async with again.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        assert screen.controller.session_id == real
+        assert shown_texts(screen)[0] == ("user", "a real conversation")
+        assert len(screen.controller.library.list_sessions()) == 2  # the real one and the old empty one

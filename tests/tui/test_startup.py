@@ -26,6 +26,11 @@ def test_session_flag_reopens_that_session():
     assert plan(StartupRequest(session_id=3), last=9) == StartupPlan("open", session_id=3)
 
 
+def test_session_and_model_flags_reopen_that_session_with_that_model():
+    assert plan(StartupRequest(session_id=3, model_path=Path("m.gguf")), last=9) == StartupPlan(
+        "open", session_id=3, model_path=Path("m.gguf"))
+
+
 def test_no_flags_reopens_the_last_session():
     assert plan(StartupRequest(), last=9, model="conf.gguf") == StartupPlan("open", session_id=9)
 

@@ -28,6 +28,8 @@ class InputMode:
 
     kind: Literal["send", "edit", "fork"] = "send"
     target_id: int | None = None
+    draft: str = ""
+    """What was typed, unsent, when an edit replaced it in the input: it comes back after."""
 
     @property
     def title(self) -> str | None:
@@ -65,6 +67,14 @@ def switch_note(plan: Plan) -> str | None:
     if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
         return None
     return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens (~{seconds_words(plan.estimate_seconds)})"
+
+
+def joined_note(stored: Message, typed: str) -> str:
+    """What to say when a send did not store ``typed`` as a message of its own (``sessions.turns``)."""
+    if stored.text.strip() == typed.strip():
+        return "Asked again: your message above was still waiting for its answer."
+    return ("Joined to your message above, which was still waiting for its answer "
+            "(the earlier version stays: Alt+← pages back to it).")
 
 
 def plural(count: int, word: str) -> str:

@@ -114,6 +114,8 @@ class ChatScreen(Screen[None]):
         snapshot = self.controller.snapshot()
         await self.conversation_view.show_chat(snapshot)
         self.refresh_panels(snapshot)
+        if not self.jobs.running():  # a job reports its own figures when it ends
+            self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
 
     def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
         """Redraw the open side panels (from ``snapshot`` when the caller has one)."""
@@ -123,7 +125,7 @@ class ChatScreen(Screen[None]):
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
-            self.session_list.show(self.controller.list_sessions(), self.controller.session_id)
+            self.session_list.show(self.controller.library.list_sessions(), self.controller.session_id)
 
     def set_mode(self, mode: InputMode) -> None:
         self.mode = mode
@@ -213,9 +215,13 @@ class ChatScreen(Screen[None]):
     # -- replies and branch switches ---------------------------------------------------------
 
     async def show_head(self, mode: InputMode | None = None, selected: int | None = None) -> None:
-        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw."""
+        """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw.
+
+        The note of the gesture before is about a chat that has just changed: it goes.
+        """
         if mode is not None:
             self.set_mode(mode)
+        self.status.set_note("")
         self.conversation_view.select(selected)
         await self.refresh_view()
 
@@ -272,7 +278,7 @@ class ChatScreen(Screen[None]):
 
     async def start(self) -> None:
         """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
-        plan = plan_startup(self.startup, last_session_id=self.controller.last_session_id(),
+        plan = plan_startup(self.startup, last_session_id=self.controller.library.last_session_id(),
                             configured_model=self.config.model)
         if plan.start == "demo":
             await self.new_chat()
@@ -283,23 +289,30 @@ class ChatScreen(Screen[None]):
             await self.new_chat()
             self.jobs.load(plan.model_path)
         elif plan.start == "open" and plan.session_id is not None:
-            await self.open_chat(plan.session_id)
+            await self.open_chat(plan.session_id, model_path=plan.model_path)
         else:
             self.choose_model()
 
     async def new_chat(self) -> None:
         self.controller.new_session(system_prompt=self.config.system_prompt)
         await self.show_head(InputMode())
+        self.chat_input.focus()
 
-    async def open_chat(self, session_id: int) -> None:
-        """Show a stored session; load its model when another one (or none) is loaded."""
+    async def open_chat(self, session_id: int, *, model_path: Path | None = None,
+                        message_id: int | None = None) -> None:
+        """Show a stored session; load its model (or ``model_path``) when another one is loaded.
+
+        With ``message_id`` the branch holding that message is shown, the message selected.
+        """
         try:
             session = self.controller.open_session(session_id)
+            if message_id is not None:
+                self.controller.select(message_id)
         except GESTURE_ERRORS as error:
             self.refused(str(error))
             return
-        await self.show_head(InputMode())
-        wanted = session_model(session.model_path, self.config.model)
+        await self.show_head(InputMode(), selected=message_id)
+        wanted = model_path or session_model(session.model_path, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
             await self.after_switch()
@@ -319,7 +332,7 @@ class ChatScreen(Screen[None]):
         self.app.push_screen(ModelPicker(self.config), chosen)
 
     async def switch_to_model(self, path: Path) -> None:
-        if self.controller.session_id is None:
+        if self.controller.snapshot() is None:
             await self.new_chat()
         self.show_demo_banner(False)
         self.jobs.load(path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual import on
+from textual import events, on
 
 from sessions.tree import Message
 from tui.bindings import bindings_for
@@ -42,8 +42,9 @@ class MainScreen(ChatScreen):
         if self.jobs.generating:
             self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
             return
+        before = self.controller.snapshot()
         try:
-            if self.controller.session_id is None:
+            if before is None:
                 self.controller.new_session(system_prompt=self.config.system_prompt)
             if self.mode.kind == "edit" and self.mode.target_id is not None:
                 message = self.controller.edit(self.mode.target_id, event.text)
@@ -52,8 +53,13 @@ class MainScreen(ChatScreen):
         except GESTURE_ERRORS as error:
             self.refused(str(error))
             return
+        kept = self.mode.draft
         self.chat_input.clear()
         await self.show_head(InputMode())
+        if kept:
+            self.chat_input.set_draft(kept)
+        if message.role == "user" and (message.text != event.text or before and message.id in before.tree):
+            self.notify(chat_rules.joined_note(message, event.text), timeout=6)
         if message.role == "user":
             await (self.jobs.when_idle(self.start_reply) if self.model_ready else self.start_reply())
 
@@ -84,8 +90,11 @@ class MainScreen(ChatScreen):
         if message is None:
             self.notify("There is no message to edit yet.")
             return
+        kept = self.mode.draft if self.mode.kind == "edit" else self.chat_input.text
         self.chat_input.set_draft(message.text)
-        self.set_mode(InputMode("edit", message.id))
+        self.set_mode(InputMode("edit", message.id, draft=kept))
+        if kept.strip():
+            self.status.set_note("what you were writing comes back after the edit (Esc cancels it)")
 
     async def action_regenerate(self) -> None:
         message = self.target()
@@ -147,16 +156,38 @@ class MainScreen(ChatScreen):
             await self.show_head(selected=message.message_id)
             await self.after_switch()
 
+        self.chat_input.focus()  # the next thing typed is a message, not a tree move
         if self.controller.session_id is not None:
             await self.jobs.when_idle(choose)
 
+    def in_side_panel(self) -> bool:
+        focused = self.focused
+        return focused is not None and any(
+            panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed while a side panel has the focus goes to the message box, not nowhere."""
+        if event.is_printable and event.character and event.character != " " and self.in_side_panel():
+            event.stop()
+            event.prevent_default()
+            self.chat_input.focus()
+            self.chat_input.insert(event.character)
+
     def action_stop(self) -> None:
+        from_panel = self.in_side_panel()
+        if from_panel:
+            self.chat_input.focus()
         if self.jobs.running("generate", "warm"):
             self.controller.cancel()
+        elif from_panel:
+            return
         elif self.mode.kind != "send":
             if self.mode.kind == "edit":
                 self.chat_input.clear()
+                if self.mode.draft:
+                    self.chat_input.set_draft(self.mode.draft)
             self.set_mode(InputMode())
+            self.status.set_note("")
         else:
             self.conversation_view.select(None)
 
@@ -184,10 +215,11 @@ class MainScreen(ChatScreen):
             if session_id is not None:
                 await self.jobs.when_idle(lambda: self.open_chat(session_id))
 
-        self.app.push_screen(SessionPicker(self.controller, current_id=self.controller.session_id), chosen)
+        self.app.push_screen(SessionPicker(self.controller.library, current_id=self.controller.session_id), chosen)
 
     @on(SessionList.SessionChosen)
     async def session_chosen(self, message: SessionList.SessionChosen) -> None:
+        self.chat_input.focus()
         await self.jobs.when_idle(lambda: self.open_chat(message.session_id))
 
     def action_rename_session(self) -> None:
@@ -200,11 +232,12 @@ class MainScreen(ChatScreen):
                 self.controller.rename_session(title.strip())
                 await self.refresh_view()
 
-        self.app.push_screen(TextPrompt("Rename this chat", snapshot.session.title), renamed)
+        self.app.push_screen(TextPrompt("Rename this chat", snapshot.title), renamed)
 
     def action_export(self) -> None:
         session_id = self.controller.session_id
         if session_id is None:
+            self.notify("This chat has no messages yet: there is nothing to export.", timeout=3)
             return
 
         def exported(path: Path | None) -> None:

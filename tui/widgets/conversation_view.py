@@ -74,7 +74,7 @@ class ConversationView(VerticalScroll):
             self.border_title = Text("no chat open")
             return
         await self.show(snapshot.path, snapshot.positions())
-        self.border_title = Text(inert(snapshot.session.title) or "New chat")
+        self.border_title = Text(inert(snapshot.title) or "New chat")
 
     async def show(self, path: Sequence[Message], positions: Mapping[int, tuple[int, int]]) -> None:
         """Display ``path``; ``positions`` maps message ids to ``(i, n)`` among siblings."""

@@ -1,7 +1,10 @@
 """``llamachat ask``: one turn of a chat from the shell, with the same engine as the app.
 
 It appends (``--at``: forks, ``--edit``: edits as a sibling, ``--regenerate``: answers
-again) a message in a session, streams the reply to stdout and stores it. ``--stats``
+again, ``--continue``: writes more of a reply cut at its length limit) a message in a
+session, streams the reply to stdout and stores it. The text comes from the arguments or
+from standard input (``sessions.cli.ask_input``); a session's own sampling settings apply,
+with the flags given on top. ``--stats``
 prints one JSON line on stderr saying how many tokens were restored from checkpoints and
 how many were evaluated, which is how scripts (and the tests) check that a branch or a
 reopened session only evaluated what was new.
@@ -18,12 +21,14 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from sessions.cli.arguments import session_id, whole_number
+from sessions.cli.arguments import session_id
+from sessions.cli.ask_input import add_sampling_flags, message_text, sampling_overrides
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError, UsageError
 
 if TYPE_CHECKING:
     from sessions.controller import SessionController
+    from sessions.sampling import SamplingSettings
     from sessions.store import Session
     from sessions.tree import Message
 
@@ -39,15 +44,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     where.add_argument("--edit", type=session_id, metavar="MSG", help="TEXT replaces user message MSG as a sibling")
     where.add_argument("--regenerate", type=session_id, metavar="MSG",
                        help="answer again: a new version of reply MSG, or a new reply to your message MSG")
+    where.add_argument("--continue", dest="continue_", type=session_id, metavar="MSG",
+                       help="write more of reply MSG, cut at its length limit (a new, longer version of it)")
     parser.add_argument("--system", metavar="TEXT", help="system prompt of a new session")
-    parser.add_argument("--temp", type=float, metavar="T", help="sampling temperature (0: greedy)")
-    parser.add_argument("--max-tokens", type=whole_number(1, "max tokens"), metavar="N", help="longest reply")
+    add_sampling_flags(parser)
     parser.add_argument("--stats", action="store_true", help="print a JSON line of statistics on stderr")
     parser.add_argument("--trim", action="store_true",
                         help="if the branch is longer than the context, continue in a new branch "
                              "without the oldest turns (the old branch stays); with --session "
                              "and no TEXT, answers the message left waiting")
-    parser.add_argument("text", nargs="*", metavar="TEXT", help="the message")
+    parser.add_argument("text", nargs="*", metavar="TEXT",
+                        help="the message; `-`, or none with standard input not a terminal: read it from there")
     return parser
 
 
@@ -62,36 +69,40 @@ def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session 
     return path
 
 
+def _takes_no_text(args: argparse.Namespace) -> bool:
+    return args.regenerate is not None or args.continue_ is not None
+
+
 def _check(args: argparse.Namespace, text: str) -> bool:
     """Refuse contradictory flags; True when the message left waiting is to be answered."""
-    if args.regenerate is not None and text:
-        raise UsageError("--regenerate takes no TEXT")
+    if _takes_no_text(args) and text:
+        raise UsageError(f"--{'regenerate' if args.regenerate is not None else 'continue'} takes no TEXT")
     session_arg = getattr(args, "session", None)
     answer_waiting = (args.trim and not text and session_arg is not None
-                      and args.at is None and args.edit is None and args.regenerate is None)
-    if args.regenerate is None and not text and not answer_waiting:
-        raise UsageError("TEXT is required (or --regenerate MSG)")
+                      and args.at is None and args.edit is None and not _takes_no_text(args))
+    if not _takes_no_text(args) and not text and not answer_waiting:
+        raise UsageError("TEXT is required (or --regenerate MSG, or --continue MSG)")
     if session_arg is not None and args.system:
         raise UsageError("--system applies to a new session only")
-    if session_arg is None and (args.at or args.edit or args.regenerate):
-        raise UsageError("--at, --edit and --regenerate need --session ID")
+    if session_arg is None and (args.at or args.edit or _takes_no_text(args)):
+        raise UsageError("--at, --edit, --regenerate and --continue need --session ID")
     return answer_waiting
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.controller import ContextOverflow, ControllerError
+    from sessions.controller import ControllerError
     from sessions.engine.model import ModelLoadError
     from sessions.events import Event, NoticeRaised, TextStreamed
     from sessions.runtime import open_runtime
     from sessions.text_safety import InertStream
     from sessions.tree import TreeError
 
-    text = " ".join(args.text).strip()
+    text = message_text(args.text, wanted=not _takes_no_text(args))
+    if args.system:
+        message_text([args.system], wanted=False)  # the same UTF-8 check
     answer_waiting = _check(args, text)
     session_arg = getattr(args, "session", None)
-    sampling = ctx.config.effective_sampling()  # --seed is applied to the config already
-    if args.temp is not None:
-        sampling = sampling.with_(temperature=args.temp)
+    overrides = sampling_overrides(args)
     shown = InertStream()
 
     def listen(event: Event) -> None:
@@ -101,7 +112,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         elif isinstance(event, NoticeRaised):
             ctx.note(f"{event.level}: {event.text}")
 
-    with open_runtime(ctx.config, listener=listen, sampling=sampling) as runtime:
+    new_chat = ctx.config.effective_sampling().with_(**overrides)  # --seed is in the config already
+    with open_runtime(ctx.config, listener=listen, sampling=new_chat) as runtime:
         for notice in runtime.notices:
             ctx.note(f"warning: {notice}")
         controller = runtime.controller
@@ -112,16 +124,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
             else:
                 controller.open_session(session.id)
-            _place_message(controller, args, text, answer_waiting)
-            try:
-                reply = controller.generate_reply(max_tokens=args.max_tokens)
-            except ContextOverflow as error:
-                if not args.trim:
-                    raise CliError(f"{error}; `llamachat ask --session {controller.session_id} "
-                                   "--trim` answers it in a new branch without the oldest turns "
-                                   "(this branch stays)") from None
-                controller.trim_to_fit()
-                reply = controller.generate_reply(max_tokens=args.max_tokens)
+            sampling = controller.chat_settings().sampling.with_(**overrides)
+            if args.continue_ is not None:
+                reply = controller.continue_reply(args.continue_, sampling=sampling)
+            else:
+                _place_message(controller, args, text, answer_waiting)
+                reply = _answer(controller, args, sampling)
             ctx.out.write(shown.finish() + "\n")
             ctx.out.flush()
         except TreeError as error:
@@ -131,6 +139,21 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.stats and reply.stats is not None:
         print(json.dumps(_stats_line(reply)), file=ctx.err)
     return 0
+
+
+def _answer(controller: SessionController, args: argparse.Namespace, sampling: SamplingSettings) -> Message:
+    """Answer the message at the head; with ``--trim`` a branch too long goes on without its oldest turns."""
+    from sessions.controller import ContextOverflow
+
+    try:
+        return controller.generate_reply(sampling=sampling)
+    except ContextOverflow as error:
+        if not args.trim:
+            raise CliError(f"{error}; `llamachat ask --session {controller.session_id} "
+                           "--trim` answers it in a new branch without the oldest turns "
+                           "(this branch stays)") from None
+    controller.trim_to_fit()
+    return controller.generate_reply(sampling=sampling)
 
 
 def _place_message(controller: SessionController, args: argparse.Namespace, text: str, answer_waiting: bool) -> None:

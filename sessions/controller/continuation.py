@@ -1,0 +1,81 @@
+"""Continuing a reply that was cut at its length limit (or stopped), from where it ended.
+
+The continuation is stored as a new version of the reply (a sibling holding the old
+text followed by the new, and the old tokens followed by the new ones), not as a second
+message after it. Two assistant messages in a row are exactly what the templates that
+enforce alternating roles refuse, and each message's tokens are the template's rendering
+of it, end-of-turn marker included, so a second message would not be what the model
+wrote: the model wrote one reply, with no end of turn in the middle. As one message its
+tokens stay the tokens the model sampled, one after the other, and rebuilding the branch
+replays them the same way (one token at a time), bit for bit. The cut version stays as
+the earlier version (``‹ 1/2 ›``).
+
+Only the new tokens are evaluated: the engine keeps the logits after a reply that may be
+continued (in the live context, and in the checkpoint at the reply's end), so making the
+branch that ends at the reply live restores it and decodes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
+from sessions.errors import ContextOverflow, ControllerError
+from sessions.sampling import SamplingSettings
+from sessions.stop_reason import StopReason
+from sessions.tree import Message
+
+if TYPE_CHECKING:
+    from sessions.engine.branch_engine import ProgressFn
+    from sessions.engine.protocol import ChatEngine
+
+CAN_CONTINUE = frozenset({StopReason.LENGTH, StopReason.CANCELLED})
+"""Why a reply may have ended for it to be continued."""
+
+
+@dataclass(frozen=True)
+class Continued:
+    """The continuation written, and what to store for the new version of the reply."""
+
+    written: WrittenReply
+    text: str
+    tokens: list[int]
+
+
+def check_continuable(reply: Message) -> None:
+    """Refuse, in plain words, a message that cannot be continued."""
+    if reply.role != "assistant":
+        raise ControllerError("only a reply can be continued")
+    reason = reply.stats.stop_reason if reply.stats is not None else StopReason.UNKNOWN
+    if reason == StopReason.CONTEXT_FULL:
+        raise ControllerError("this reply filled the context: there is no room to continue it")
+    if reason not in CAN_CONTINUE:
+        raise ControllerError("only a reply cut at its length limit, or stopped, can be continued")
+
+
+def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message, settings: SamplingSettings, *,
+                       t_request: float, max_tokens: int | None, on_progress: ProgressFn,
+                       on_text: Callable[[str], None], should_stop: Callable[[], bool],
+                       resume_decoding: Callable[[], None]) -> Continued:
+    """Generate more of ``reply``, the last message of ``branch``; blocking.
+
+    ``branch.stepped[-1]`` tells whether the reply's tokens are the ones this model
+    sampled; a reply written by another model, or imported, has only its template
+    rendering for this model (its end-of-turn marker included) and cannot be continued.
+    """
+    if not branch.stepped or not branch.stepped[-1]:
+        raise ControllerError("this reply was written by another model (or imported): "
+                              "only a reply of the loaded model can be continued")
+    if len(branch.tokens) >= engine.n_ctx:
+        raise ContextOverflow("the context is full at the end of this reply: there is no room to continue it",
+                              tokens=len(branch.tokens), n_ctx=engine.n_ctx)
+    start = branch.ends[-2] if len(branch.ends) > 1 else 0
+    old = branch.tokens[start:]
+    written = write_reply(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
+                          on_progress=on_progress, on_text=on_text, should_stop=should_stop,
+                          resume_decoding=resume_decoding)
+    stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
+    return Continued(WrittenReply(written.result, stats), reply.text + written.result.text,
+                     old + list(written.result.tokens))

@@ -1,0 +1,45 @@
+"""The saved sessions as a whole, apart from the one that is open: list, search, import.
+
+None of this touches the open chat or the model, so it needs neither of the controller's
+locks (the store serialises its own reads and writes) and the dialogs that use it can
+run it in their own worker threads. Deleting a session is the controller's, since the
+deleted session may be the open one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessions.store import SearchHit, SessionStore, SessionSummary
+
+
+class SessionLibrary:
+    """Every saved session of one store."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+
+    def last_session_id(self) -> int | None:
+        """The session with messages changed last: the one a plain start reopens.
+
+        Sessions without a message are passed over (older versions saved one for every
+        start, and reopening one of those would hide the last real conversation).
+        """
+        return next((summary.id for summary in self._store.list_sessions() if summary.message_count), None)
+
+    def list_sessions(self) -> list[SessionSummary]:
+        """Every saved session, newest first."""
+        return self._store.list_sessions()
+
+    def search_sessions(self, query: str) -> list[SearchHit]:
+        """Sessions whose title or messages contain the words of ``query``."""
+        return self._store.search(query)
+
+    def import_file(self, path: Path) -> list[int]:
+        """Import the sessions of a llamachat, llama.cpp web UI or ChatGPT export; their ids.
+
+        Blocking (it reads and checks the whole file): run it in a worker thread.
+        """
+        from sessions.exchange import import_file
+
+        return import_file(self._store, path)

@@ -1,0 +1,103 @@
+"""Continuing a reply cut at its length limit: only new tokens are evaluated, and the longer
+reply is exactly what one longer generation would have written.
+
+In one process (the controller over the real engine, the cut reply's logits still live)
+and across processes (``ask --continue`` in a new process restores them from disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sessions.controller import ControllerError, EngineSettings, SessionController
+from sessions.engine.factory import llama_engine_factory
+from sessions.sampling import SamplingSettings
+from sessions.stop_reason import StopReason
+from sessions.store import SessionStore
+from sessions.synth import make_model
+
+pytestmark = pytest.mark.engine
+
+GREEDY = SamplingSettings(temperature=0.0, max_tokens=6)
+
+
+@pytest.fixture
+def controller():
+    from sessions.checkpoints import CheckpointStore
+
+    store = SessionStore.open()
+    checkpoints = CheckpointStore(ram_bytes=64 << 20, disk_bytes=0)
+    ctl = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
+                            settings=EngineSettings(n_ctx=512, n_batch=64, threads=1), sampling=GREEDY)
+    ctl.load_model(make_model("llama", "tiny"))
+    yield ctl
+    ctl.close()
+    checkpoints.close()
+    store.close()
+
+
+def frozen(controller: SessionController, message_id: int) -> list[int]:
+    tokens = controller._store.get_tokens(message_id, controller.engine.info.fingerprint)
+    assert tokens is not None
+    return tokens
+
+
+def test_a_continued_reply_is_one_longer_generation_and_evaluates_nothing(controller):
+    controller.new_session(system_prompt="Be brief.")
+    question = controller.send("Tell me a long story about the sea.")
+    cut = controller.generate_reply()
+    assert cut.stats.stop_reason == StopReason.LENGTH and cut.stats.tokens_generated == 6
+
+    plan = controller.plan_for(cut.id)
+    assert (plan.tokens_to_evaluate, plan.logits_source) == (0, "live")  # the logits after the cut were kept
+    longer = controller.continue_reply(max_tokens=5)
+    assert (longer.stats.tokens_evaluated, longer.stats.tokens_restored) == (0, 0)  # all of it still live
+    assert longer.parent_id == question.id and longer.id != cut.id  # a new version; the cut one stays
+    assert controller.snapshot().head == longer
+    assert longer.text.startswith(cut.text) and longer.stats.tokens_generated == 11
+    assert frozen(controller, longer.id)[:6] == frozen(controller, cut.id)
+
+    controller.regenerate(cut.id)  # the same question, answered in one go with room for 11 tokens
+    whole = controller.generate_reply(sampling=GREEDY.with_(max_tokens=11))
+    assert frozen(controller, whole.id) == frozen(controller, longer.id)
+    assert whole.text == longer.text
+
+
+def test_what_cannot_be_continued_is_refused_in_plain_words(controller):
+    controller.new_session()
+    question = controller.send("Hello")
+    with pytest.raises(ControllerError, match="only a reply"):
+        controller.continue_reply(question.id)
+    ended = controller.generate_reply(sampling=GREEDY.with_(max_tokens=1))
+    assert ended.stats.stop_reason == StopReason.LENGTH
+    pasted = controller._conv().append("assistant", "typed in by hand", parent_id=question.id)
+    with pytest.raises(ControllerError, match="length limit"):
+        controller.continue_reply(pasted.id)
+
+
+def ask(*argv: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "sessions.cli", "ask", "--temp", "0", "--stats", *argv],
+                          capture_output=True, text=True, env=os.environ.copy(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stderr.strip().splitlines()[-1])
+    stats["stdout"] = done.stdout
+    return stats
+
+
+def test_ask_continue_in_a_new_process_restores_the_reply_and_evaluates_nothing():
+    model = str(make_model("llama", "tiny"))
+    first = ask("-m", model, "--max-tokens", "6", "Tell me a long story about the sea.")
+    assert first["stop_reason"] == "length"
+    more = ask("-m", model, "--session", str(first["session"]), "--max-tokens", "5",
+               "--continue", str(first["message"]))
+    assert more["tokens_evaluated"] == 0
+    assert more["tokens_restored"] == first["tokens_evaluated"] + first["tokens_generated"]
+    assert more["parent"] == first["parent"] and more["tokens_generated"] == 11
+    with SessionStore.open() as store:
+        cut, longer = store.get_message(first["message"]), store.get_message(more["message"])
+        assert longer.text == cut.text + more["stdout"].rstrip("\n")
