@@ -86,7 +86,7 @@ def _check_model(args: argparse.Namespace) -> None:
     check_before_load(args.model)  # what would make llama.cpp abort the app, too
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
         out.flush()
         return status
     except BrokenPipeError:  # `llamachat sessions | head`: the reader left early
-        _silence_stdout()
+        silence_stdout()
         return 0
     except KeyboardInterrupt:
         print(file=err)
