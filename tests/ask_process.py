@@ -55,9 +55,14 @@ class AskProcess:
             else:
                 self.err += chunk
 
+    def close_stdout(self) -> None:
+        """Stop reading its output for good, as ``head`` does once it has enough."""
+        self.proc.stdout.close()
+
     def drain(self) -> int:
         """Read everything left until the process ends; returns its exit status."""
-        streams = {self.proc.stdout.fileno(): "out", self.proc.stderr.fileno(): "err"}
+        pipes = [(self.proc.stdout, "out"), (self.proc.stderr, "err")]
+        streams = {pipe.fileno(): name for pipe, name in pipes if not pipe.closed}
         deadline = time.monotonic() + LIMIT_SECONDS
         while streams:
             left = deadline - time.monotonic()
@@ -77,6 +82,9 @@ class AskProcess:
         self.proc.stdout.close()
         self.proc.stderr.close()
         return status
+
+    def stderr_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line]
 
     @property
     def stderr(self) -> str:
