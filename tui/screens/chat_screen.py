@@ -105,7 +105,10 @@ class ChatScreen(Screen[None]):
         return self.controller.model_info is not None and not self.jobs.loading
 
     def refused(self, words: str) -> None:
+        """A gesture the core refused: say why, and show the chat as the core has it now
+        (a refusal because another window changed the chat leaves it read again)."""
         self.notify(words, severity="error", markup=False)
+        self.call_later(self.refresh_view)
 
     # -- showing the chat ----------------------------------------------------------------
 
@@ -208,6 +211,7 @@ class ChatScreen(Screen[None]):
                 self.status.set_model("no model")
         if group == "trim":
             self.status.set_note("")
+            await self.refresh_view()  # a branch refused because the chat changed elsewhere
         words = describe_failure(group, error) if error is not None else None
         if words is not None:
             self.notify(words[0], severity=severity(words[1]), markup=False)
@@ -232,6 +236,7 @@ class ChatScreen(Screen[None]):
             if self.jobs.loading:
                 self.notify("The reply will start once the model has loaded.", timeout=3)
             else:
+                self.controller.end_turn()  # another window or command may answer meanwhile
                 self.notify("No model is loaded: press F5 to choose one.", severity="warning")
             return
         await self.conversation_view.begin_reply()
