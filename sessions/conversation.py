@@ -28,7 +28,7 @@ from typing import cast
 
 from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
-from sessions.store import ChatChanged, MessageNotFound, Session, SessionNotFound, SessionStore
+from sessions.store import ChatChanged, MessageNotFound, Session, SessionNotFound, SessionStore, StoreError
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
 from sessions.turns import place_user_message, waiting_twin
 
@@ -58,12 +58,14 @@ class Conversation:
         """The settings of a chat not saved yet (None once it is saved)."""
         self._tree = ConversationTree()
         self._head_id: int | None = None
+        self._session: Session | None = None
         if session_id is not None:
             self._load(session_id)
 
     def _load(self, session_id: int) -> None:
         """Read the tree and the head in one read (another process may be writing)."""
         session, tree = self._store.load_session_tree(session_id)
+        self._session = session
         head = session.active_leaf_id
         if head is None and len(tree):
             head = tree.resume_leaf(None).id
@@ -102,8 +104,20 @@ class Conversation:
 
     @property
     def session(self) -> Session | None:
-        """A fresh copy from the store (title and settings may change elsewhere); None for a draft."""
-        return self._store.get_session(self.session_id) if self.session_id is not None else None
+        """A fresh copy from the store (title and settings may change elsewhere); None for a draft.
+
+        When the store cannot be read now (its file was replaced, another program holds
+        it), the copy last read: showing the chat must not fail, and every change says
+        why it cannot be made.
+        """
+        if self.session_id is None:
+            return None
+        try:
+            self._session = self._store.get_session(self.session_id)
+        except StoreError:
+            if self._session is None or self._session.id != self.session_id:
+                raise
+        return self._session
 
     @property
     def _saved_id(self) -> int:

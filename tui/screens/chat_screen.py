@@ -128,7 +128,11 @@ class ChatScreen(Screen[None]):
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
-            self.session_list.show(self.controller.library.list_sessions(), self.controller.session_id)
+            try:
+                sessions = self.controller.library.list_sessions()
+            except GESTURE_ERRORS:  # the store cannot be read now: the list stays as it was
+                return
+            self.session_list.show(sessions, self.controller.session_id)
 
     def set_mode(self, mode: InputMode) -> None:
         self.mode = mode

@@ -42,8 +42,8 @@ class MainScreen(ChatScreen):
         if self.jobs.generating:
             self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
             return
-        before = self.controller.snapshot()
         try:
+            before = self.controller.snapshot()
             if before is None:
                 self.controller.new_session(system_prompt=self.config.system_prompt)
             if self.mode.kind == "edit" and self.mode.target_id is not None:
