@@ -321,14 +321,14 @@ class ChatScreen(Screen[None]):
             self.refused(str(error))
             return
         await self.show_head(InputMode(), selected=message_id)
-        wanted = model_path or session_model(session.model_path, self.config.model)
+        wanted = model_path or session_model(session.model_to_reopen, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
             await self.after_switch()
         elif wanted is not None:
             self.jobs.load(wanted)
         else:
-            self.notify("The model of this chat is not on disk any more: choose one.", severity="warning")
+            self.notify(chat_rules.no_model_note(session), severity="warning", markup=False)
             self.choose_model()
 
     def choose_model(self) -> None:

@@ -67,7 +67,10 @@ def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session 
         from sessions.synth import make_model
 
         return str(make_model("llama", "tiny"))
-    path = ctx.config.model or (session.model_path if session else None)
+    path = ctx.config.model or (session.model_to_reopen if session else None)
+    if not path and session is not None and session.model_path:
+        raise CliError(f"session {session.id} was imported: its file names the model {session.model_path}, "
+                       "which is loaded only if you choose it; pass -m PATH")
     if not path:
         raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
     return path
