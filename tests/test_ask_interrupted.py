@@ -111,3 +111,22 @@ def test_a_signal_while_waiting_for_another_reply_leaves_nothing(model):
             if process is not None:
                 process.kill()
     assert "a queued question" not in [m.text for m in stored()]
+
+
+def test_a_database_moved_away_while_the_reply_streams_is_said_in_one_line(model):
+    """Another program moves the database aside mid-reply: nothing more is written to it,
+    and the one line says the reply was not saved and why."""
+    from sessions import paths
+
+    process = ask(model, "long one")
+    try:
+        process.read_until(printed_some_reply, "the reply to stream")
+        db = paths.database_file()
+        db.rename(db.with_name("moved-away.sqlite3"))
+        assert process.drain() == 1
+    finally:
+        process.kill()
+    [line] = process.stderr_lines()
+    assert line.startswith("llamachat: error: the reply (") and "was not saved" in line
+    assert "was replaced or moved by another program" in line
+    assert not db.exists()  # no new database was started at the path either
