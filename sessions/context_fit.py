@@ -82,8 +82,12 @@ def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
 def trim_branch(conv, store, engine, leaf_id: int | None, *, reserve: int):
     """Copy the newest turns that fit, below a new root; return the new head.
 
-    The caller holds the controller's lock. Returns the leaf itself when nothing older
-    can be left out and it already fits.
+    The new branch is a new root beside the old one (which stays untouched): the system
+    message if any, then the most recent turns that fit in ``n_ctx - reserve`` tokens,
+    then the user message at ``leaf_id`` (default: the head), which becomes the head.
+    Raises ``ContextOverflow`` when that message alone fills the context. The caller
+    holds the controller's lock. Returns the leaf itself when nothing older can be left
+    out and it already fits.
     """
     from sessions.errors import ContextOverflow, ControllerError
 

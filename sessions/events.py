@@ -24,6 +24,8 @@ class ModelLoaded:
     kind: str
     n_ctx: int
     seconds: float
+    devices: str = ""
+    """Where the layers run, when more than this machine's CPU (``CPU + 2 RPC (...)``)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,16 @@ class PromptProgressed:
 class TextStreamed:
     text: str
     """Newly completed text of the reply being generated."""
+    count: int = 0
+    """Pieces of text streamed in this reply so far, this one included: one per token that
+    completed text (a token that ends inside a character waits for the next)."""
+    elapsed: float = 0.0
+    """Seconds from the first piece of this reply to this one."""
+
+    @property
+    def tokens_per_second(self) -> float:
+        """The reply's speed so far, measured as ``GenerationStats.generation_tps`` is."""
+        return (self.count - 1) / self.elapsed if self.count > 1 and self.elapsed > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,17 @@ def test_config_problems_are_warnings_not_failures(capsys, store, chat):
     assert "line 1" in err and "n_ctx" in err
 
 
+def test_the_app_is_told_the_name_of_the_config_file_that_is_wrong(capsys, monkeypatch, tmp_path):
+    mine = tmp_path / "settings" / "my-llamachat.toml"
+    mine.parent.mkdir()
+    mine.write_text('n_ctx = "big"\n')
+    monkeypatch.setenv("LLAMACHAT_CONFIG", str(mine))
+    seen = []
+    assert run(capsys, run_app=seen.append)[0] == 0
+    [problem] = seen[0].config_problems
+    assert problem.startswith(f"{mine}: line 1") and "config.toml" not in problem
+
+
 def test_a_command_is_one_module_with_add_parser_and_run(capsys, monkeypatch):
     seen = {}
 

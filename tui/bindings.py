@@ -1,7 +1,7 @@
 """Every key of the app in one table: binding ids, default keys, descriptions.
 
 The ids are the names users write in the ``[keys]`` table of ``config.toml``
-(``regenerate = "ctrl+g"``); ``App.set_keymap`` swaps the key of every binding carrying
+(``regenerate = "f11"``); ``App.set_keymap`` swaps the key of every binding carrying
 that id. Keeping the table here, rather than scattered over ``BINDINGS`` lists, is what
 lets the help screen and the command palette list every action with its current key.
 
@@ -58,11 +58,16 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("fork", "ctrl+f", "fork", "Fork here"),
     KeySpec("rewind", "ctrl+b", "rewind", "Rewind here"),
     KeySpec("delete-branch", "f8", "delete_branch", "Delete branch"),
+    KeySpec("continue-reply", "ctrl+g", "continue_reply", "Continue the reply"),
+    KeySpec("toggle-reasoning", "f12", "toggle_reasoning", "Show or fold reasoning"),
     KeySpec("toggle-tree", "ctrl+t", "toggle_tree", "Tree", footer=True),
-    KeySpec("toggle-sessions", "ctrl+l", "toggle_sessions", "Sessions", footer=True),
+    KeySpec("toggle-sessions", "ctrl+l", "toggle_sessions", "Sessions"),
     KeySpec("new-session", "ctrl+n", "new_session", "New chat"),
     KeySpec("open-session", "ctrl+o", "open_session", "Open chat"),
     KeySpec("rename-session", "f3", "rename_session", "Rename chat"),
+    KeySpec("chat-settings", "ctrl+s", "chat_settings", "Chat settings (system prompt, sampling)"),
+    KeySpec("delete-session", "ctrl+delete", "delete_session", "Delete chat"),
+    KeySpec("import-sessions", "alt+i", "import_sessions", "Import chats from a file"),
     KeySpec("export", "f4", "export", "Export chat"),
     KeySpec("switch-model", "f5", "switch_model", "Switch model"),
     KeySpec("copy-message", "f9", "copy_message", "Copy message"),

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.dom import DOMNode
 from textual.worker import Worker
@@ -22,11 +23,23 @@ from sessions.controller import ControllerError, GenerationCancelled, SessionCon
 from sessions.store import StoreError
 from sessions.tree import TreeError
 
+if TYPE_CHECKING:
+    from sessions.engine.branch_engine import PrepareResult
+    from sessions.engine.planner import Plan
+
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
 """What the core raises, with a message written for the user, when a gesture cannot be done."""
 
 IdleCallback = Callable[[], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """A branch made live: what was estimated before, and what it took."""
+
+    estimate_seconds: float
+    result: PrepareResult
 
 
 def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None:
@@ -77,8 +90,22 @@ class EngineWork:
     def reply(self) -> None:
         self._start("generate", "writing the reply", self._controller.generate_reply)
 
-    def warm(self, leaf_id: int) -> None:
-        self._start("warm", "preparing the branch", lambda: self._controller.warm(leaf_id))
+    def continue_reply(self, message_id: int) -> None:
+        self._start("generate", "continuing the reply", lambda: self._controller.continue_reply(message_id))
+
+    def warm(self, leaf_id: int, on_plan: Callable[[Plan], None]) -> None:
+        """Make the branch ending at ``leaf_id`` live; ``on_plan`` hears its cost first (UI thread).
+
+        Planning may tokenize a branch never seen by this model (a long imported chat), so
+        it runs here too, not on the UI thread.
+        """
+
+        def job() -> Warmed:
+            plan = self._controller.plan_for(leaf_id)
+            self._node.app.call_from_thread(on_plan, plan)
+            return Warmed(plan.estimate_seconds, self._controller.warm(leaf_id))
+
+        self._start("warm", "preparing the branch", job)
 
     def trim(self, leaf_id: int) -> None:
         self._start("trim", "making a branch without the oldest turns", lambda: self._controller.trim_to_fit(leaf_id))

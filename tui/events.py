@@ -65,7 +65,7 @@ class CoreEvent(Message):
         with self._lock:
             if self._taken or not isinstance(self._event, core.TextStreamed):
                 return False
-            self._event = core.TextStreamed(self._event.text + more.text)
+            self._event = core.TextStreamed(self._event.text + more.text, more.count, more.elapsed)
             return True
 
 

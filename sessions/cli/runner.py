@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
                 raise CliError(f"no command given (the chat app starts from `{PROG}` itself); "
                                f"see `{PROG} --help`")
             _check_model(args)
-            problems = tuple(f"config.toml: {problem}" for problem in loaded.problems)
+            problems = tuple(f"{loaded.path or config_path}: {problem}" for problem in loaded.problems)
             return run_app(LaunchOptions.from_args(args, ctx.config, config_path, problems)) or 0
         status = args.run(args, ctx)
         out.flush()

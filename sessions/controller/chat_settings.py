@@ -11,11 +11,15 @@ the old one stays, as an edit of any other message would.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sessions.conversation import Conversation
 from sessions.sampling import SamplingSettings
-from sessions.store import SessionStore
+from sessions.store import Session, SessionStore
 from sessions.tree import Message
+
+if TYPE_CHECKING:
+    from sessions.engine.chat_template import ChatTemplate
 
 
 @dataclass(frozen=True)
@@ -27,16 +31,22 @@ class ChatSettings:
     sampling: SamplingSettings
 
 
+def template_words(template: ChatTemplate) -> str:
+    """``the built-in Gemma template (the model has no chat template; ...)``."""
+    return template.origin + (f" ({template.fallback_reason})" if template.fallback_reason else "")
+
+
 def clean_prompt(text: str | None) -> str | None:
     """A system prompt as stored: None when there is nothing in it."""
     return text if text is not None and text.strip() else None
 
 
-def settings_of(conversation: Conversation, default: SamplingSettings) -> ChatSettings:
-    """The settings the next reply of ``conversation`` will be written with."""
+def settings_of(conversation: Conversation, default: SamplingSettings, session: Session | None = None) -> ChatSettings:
+    """The settings the next reply of ``conversation`` will be written with (``session``: its
+    record, when the caller has just read it)."""
     if conversation.draft is not None:
         return ChatSettings(conversation.draft.system_prompt, conversation.draft.sampling)
-    session = conversation.session
+    session = session or conversation.session
     sampling = session.sampling if session is not None else default
     path = conversation.active_path()
     if path:

@@ -77,5 +77,5 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
                           on_progress=on_progress, on_text=on_text, should_stop=should_stop,
                           resume_decoding=resume_decoding)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
-    return Continued(WrittenReply(written.result, stats), reply.text + written.result.text,
+    return Continued(WrittenReply(written.result, stats, written.prep), reply.text + written.result.text,
                      old + list(written.result.tokens))

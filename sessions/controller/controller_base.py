@@ -13,13 +13,14 @@ from typing import Any
 
 from sessions.branch_tokens import branch_tokens
 from sessions.controller.job_control import JobControl
-from sessions.controller.reply import BranchTokens, WrittenReply
+from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text
 from sessions.controller.reply_storing import append_reply
 from sessions.controller.reply_turn import ReplyTurns
+from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, TurnTaken
-from sessions.events import Listener, PromptProgressed, ReplyFinished, TextStreamed
+from sessions.events import Listener, PromptProgressed, ReplyFinished
 from sessions.store import SessionStore
 from sessions.tree import Message
 
@@ -34,6 +35,7 @@ class ControllerBase:
     _lock: threading.RLock
     _jobs: JobControl
     _turns: ReplyTurns
+    _speeds: SwitchSpeeds
 
     # -- the turn to write a reply (see ``reply_turn``) ------------------------------
 
@@ -63,15 +65,16 @@ class ControllerBase:
 
     def _reply_hooks(self) -> dict[str, Any]:
         """How a reply being written reports back and learns it should stop."""
-        return {"on_progress": self._progress, "on_text": lambda text: self.listener(TextStreamed(text)),
+        return {"on_progress": self._progress, "on_text": streamed_text(self.listener),
                 "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
 
-    def _store_reply(self, conversation: Conversation, parent_id: int | None, shown_head: int | None, text: str,
-                     written: WrittenReply, tokens: list[int]) -> Message:
+    def _store_reply(self, conversation: Conversation, branch: BranchTokens, parent_id: int | None,
+                     shown_head: int | None, text: str, written: WrittenReply, tokens: list[int]) -> Message:
         """Store a reply under ``parent_id`` with the tokens the model sampled, and say so.
 
         ``shown_head`` is the head the reply was asked on (see ``reply_storing``).
         """
+        self._speeds.observe(branch, written.prep, written.stats)  # what it took teaches the estimates
         engine = self._engine()
         with self._lock:
             reply = append_reply(conversation, self._store.path, parent_id, shown_head, text, written.stats,
@@ -98,11 +101,8 @@ class ControllerBase:
     def _branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
         """The tokens of the branch ending at ``leaf_id`` (default: the head); hold the tree lock."""
         conversation = self._conv()
-        if leaf_id is None:
-            head = conversation.head
-            path = conversation.tree.path_to(head.id) if head is not None else []
-        else:
-            path = conversation.tree.path_to(leaf_id)
+        leaf = leaf_id if leaf_id is not None else (conversation.head.id if conversation.head else None)
+        path = conversation.tree.path_to(leaf) if leaf is not None else []
         return BranchTokens(*branch_tokens(self._store, engine, path))
 
     def _progress(self, done: int, total: int, rate: float) -> None:

@@ -50,8 +50,12 @@ def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: List
 
 
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
+    from sessions.rpc.devices import describe_devices
+
     info = engine.info
-    listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, seconds))
+    devices = describe_devices(engine)
+    devices = "" if devices == "CPU" else devices  # only worth saying when not just this CPU
+    listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, seconds, devices))
 
 
 def carry_legacy_tokens(store: SessionStore, info: ModelInfo) -> int:

@@ -6,18 +6,20 @@ is the blocking part in between, run by a worker thread holding the engine lock.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sessions.errors import ContextOverflow, GenerationCancelled
+from sessions.events import Listener, TextStreamed
 from sessions.reply_stats import reply_stats
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.tree import GenerationStats
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import GenerateResult, ProgressFn
+    from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
 
 
@@ -34,6 +36,23 @@ class BranchTokens:
 class WrittenReply:
     result: GenerateResult
     stats: GenerationStats
+    prep: PrepareResult
+    """How the branch was made live before the reply (what it restored and evaluated)."""
+
+
+def streamed_text(listener: Listener) -> Callable[[str], None]:
+    """The ``on_text`` of one reply: each piece goes to ``listener`` with the count and time so far."""
+    first: float | None = None
+    count = 0
+
+    def on_text(text: str) -> None:
+        nonlocal first, count
+        now = time.perf_counter()
+        first = now if first is None else first
+        count += 1
+        listener(TextStreamed(text, count, now - first))
+
+    return on_text
 
 
 def write_reply(
@@ -72,4 +91,4 @@ def write_reply(
                              should_stop=should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:
         raise GenerationCancelled("stopped before the reply started")
-    return WrittenReply(result, reply_stats(prep, result, t_request, room=room, wanted=wanted))
+    return WrittenReply(result, reply_stats(prep, result, t_request, room=room, wanted=wanted), prep)

@@ -36,6 +36,7 @@ from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
 from sessions.controller.reply import write_reply
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.snapshot import ChatSnapshot
+from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -76,6 +77,7 @@ class SessionController(ControllerBase):
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store)
         """The saved sessions: list, search, import."""
+        self._speeds = SwitchSpeeds()
 
     # -- the model (worker thread) --------------------------------------------------
 
@@ -101,6 +103,11 @@ class SessionController(ControllerBase):
     @property
     def n_ctx(self) -> int | None:
         return self.engine.n_ctx if self.engine is not None else None
+
+    @property
+    def template_words(self) -> str | None:
+        """The loaded model's chat template: where it comes from, and why, when it stands in for another."""
+        return chat_settings.template_words(self.engine.template) if self.engine is not None else None
 
     # -- jobs -----------------------------------------------------------------------
 
@@ -140,8 +147,7 @@ class SessionController(ControllerBase):
     def open_session(self, session_id: int) -> Session:
         self._turns.release()
         with self._lock:
-            conversation = Conversation(self._store, session_id)
-            self._conversation = conversation
+            self._conversation = Conversation(self._store, session_id)
             return self._store.get_session(session_id)
 
     @property
@@ -182,9 +188,7 @@ class SessionController(ControllerBase):
     def set_system_prompt(self, text: str | None) -> Message | None:
         """Continue under another system prompt, in a new branch from the root (the old one stays).
 
-        Returns the new head (the new system message; None when the new branch starts
-        without one, or the chat is not saved yet). Nothing changes when ``text`` is the
-        system prompt of the branch shown.
+        Returns the new head; see ``chat_settings.set_system_prompt``.
         """
         with self._lock:
             return chat_settings.set_system_prompt(self._conv(), self._store, text)
@@ -197,8 +201,9 @@ class SessionController(ControllerBase):
             conversation = self._conversation
             if conversation is None:
                 return None
-            return ChatSnapshot(conversation.session, conversation.tree.copy(), tuple(conversation.active_path()),
-                                chat_settings.settings_of(conversation, self.sampling))
+            session = conversation.session
+            return ChatSnapshot(session, conversation.tree.copy(), tuple(conversation.active_path()),
+                                chat_settings.settings_of(conversation, self.sampling, session))
 
     def context_used(self) -> int | None:
         """Tokens of the active branch for the loaded model (None if not all known yet)."""
@@ -221,7 +226,7 @@ class SessionController(ControllerBase):
         engine = self._engine()
         with self._lock:
             branch = self._branch(engine, leaf_id)
-        return engine.plan(branch.tokens, branch.ends)
+        return self._speeds.estimate(engine.plan(branch.tokens, branch.ends), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
@@ -237,7 +242,7 @@ class SessionController(ControllerBase):
             with self._lock:
                 leaf = self._conv().tree.resume_leaf(message_id)
                 branch = self._branch(engine, leaf.id)
-            return engine.plan(branch.tokens, branch.ends)
+            return self._speeds.estimate(engine.plan(branch.tokens, branch.ends), branch)
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
@@ -311,7 +316,9 @@ class SessionController(ControllerBase):
                 branch = self._branch(engine, leaf_id)
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
-            return engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress)
+            prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress)
+            self._speeds.observe(branch, prep)
+            return prep
 
     def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
         """Answer the user message at the head; the reply is stored and becomes the head.
@@ -330,7 +337,7 @@ class SessionController(ControllerBase):
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
                                   **self._reply_hooks())
-            return self._store_reply(conversation, head.id, head.id, written.result.text, written,
+            return self._store_reply(conversation, branch, head.id, head.id, written.result.text, written,
                                      written.result.tokens)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
@@ -354,18 +361,14 @@ class SessionController(ControllerBase):
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                            max_tokens=max_tokens, **self._reply_hooks())
-            return self._store_reply(conversation, reply.parent_id, head.id if head else None, continued.text,
-                                     continued.written, continued.tokens)
+            return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
+                                     continued.text, continued.written, continued.tokens)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns.
 
-        The new branch is a new root beside the old one (which stays untouched): the system
-        message if any, then the most recent turns that fit in ``n_ctx - reserve`` tokens
-        (``reserve``, room for the reply, defaults to the reply length limit, at most a
-        quarter of the context), then the user message at ``leaf_id`` (default: the head),
-        which becomes the head. Raises ``ContextOverflow`` when that message alone fills
-        the context. Blocking (it runs the chat template and the tokenizer).
+        See ``context_fit.trim_branch``; ``reserve`` (room for the reply) defaults to the
+        chat's reply length limit, at most a quarter of the context. Blocking.
         """
         from sessions.context_fit import trim_branch
 

@@ -30,6 +30,7 @@ from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, Sna
 from sessions.engine.restore import RouteRunner
 from sessions.engine.segments import batches, segment_boundaries
 from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
 
@@ -48,6 +49,9 @@ class PrepareResult:
     """Checkpoint bytes put back into the context."""
     decode_seconds: float = 0.0
     """Of ``seconds``, the time inside ``llama_decode``; the rest is this engine's own work."""
+    overhead_cpu_seconds: float = 0.0
+    """CPU time this thread spent outside ``llama_decode``: the engine's own work, as a
+    figure that other programs competing for the CPU do not inflate."""
 
     @property
     def overhead_seconds(self) -> float:
@@ -89,6 +93,7 @@ class BranchEngine:
         self.live_logits: np.ndarray | None = None
         self.cost = CostModel()
         self.policy = policy or SnapshotPolicy()
+        self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self, self.captures)
         self.deferred_seconds = 0.0
@@ -98,7 +103,7 @@ class BranchEngine:
 
     def _live_state(self) -> LiveState:
         pos_min = self.ctx.pos_min() if self.live else -1
-        ring = self.captures.ring
+        ring = self.ring
         if ring is not None and self.live:
             pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
         return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
@@ -152,6 +157,7 @@ class BranchEngine:
         """
         target = list(target)
         t0, d0 = time.perf_counter(), self.ctx.decode_seconds
+        c0, dc0 = time.thread_time(), self.ctx.decode_cpu_seconds
         self.captures.flush()  # whatever an interrupted job left, before the live sequence changes
         stepped_ranges = [
             (a, b)
@@ -174,10 +180,11 @@ class BranchEngine:
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
         decode = self.ctx.decode_seconds - d0
+        own_cpu = time.thread_time() - c0 - (self.ctx.decode_cpu_seconds - dc0)
         self._learn(plan, evaluated, decode, restored_bytes, seconds - decode)
         if not reply_follows:
             self.captures.flush()
-        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode)
+        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu)
 
     def _learn(self, plan: Plan, evaluated: int, decode: float, restored_bytes: int, other: float) -> None:
         eval_per_token = decode / evaluated if evaluated else self.cost.eval_per_token
@@ -199,8 +206,8 @@ class BranchEngine:
         self.ctx.clear()
         self.live = []
         self.live_logits = None
-        if self.captures.ring is not None:
-            self.captures.ring.real_from = 0
+        if self.ring is not None:
+            self.ring.real_from = 0
 
     def _decode_to(self, target, bounds, stepped_ranges, prefixes, on_progress) -> np.ndarray:
         start = len(self.live)
@@ -208,12 +215,13 @@ class BranchEngine:
         t0 = time.perf_counter()
         seg_start = max([0] + [b for b in bounds if b <= start])
         logits = None
+        ids = np.asarray(target, dtype=np.int32)  # batches are filled from slices of it
         for end in (b for b in bounds if b > start):
             step = any(a <= seg_start < b for a, b in stepped_ranges)
             for a, b in batches(len(self.live), end, self.ctx.params.n_batch, stepped=step):
                 self.captures.before_decode(b)
                 try:
-                    logits = self.ctx.decode(target[a:b], a, want_logits=(b == len(target)), abortable=True)
+                    logits = self.ctx.decode(ids[a:b], a, want_logits=(b == len(target)), abortable=True)
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise

@@ -15,14 +15,14 @@ import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
 from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
-from sessions.engine.swa_ring import LIVE, SwaRing
+from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
@@ -48,8 +48,14 @@ class _Snapshot:
     state: np.ndarray | None
     """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
     logits: np.ndarray | None
-    tip: bool
-    """The end of a reply: where the next turn, or a switch back, starts."""
+    role: Role
+
+
+Role = Literal["spaced", "prompt", "tip"]
+"""Why a snapshot was taken: a spacing inside a long prompt, the end of a prompt (where a
+regenerate starts), or the tip of a branch (the end of a reply or of a switch: where the
+next turn, or a switch back, starts). The latest prompt end and tip of the branch the
+user is on stay on disk; older ones leave it when newer ones arrive."""
 
 
 class Captures:
@@ -59,7 +65,7 @@ class Captures:
         self.engine = engine
         self.store = store
         self.policy = policy
-        self.ring = SwaRing(engine.ctx, engine.n_swa) if engine.kind is MemoryKind.SWA else None
+        self.ring = engine.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
         self._mark = 0.0
@@ -68,10 +74,13 @@ class Captures:
         """Position on the live branch of the last snapshot."""
         self.anchor = 0
         """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
-        self.temporary: tuple[int, str] | None = None
-        """(position, prefix) of the reply tip on disk that the next snapshot replaces."""
+        self.temporary: dict[Role, str] = {}
+        """Prefix of the latest prompt end and tip on disk, which newer ones replace."""
         self.cells_bytes_per_token = 0.0
         """Measured size of saved attention cells per token (for the disk rule)."""
+        self._snapshot_bytes = 0
+        """Size of the largest snapshot read so far: a full window or a recurrent state
+        keeps its size, so the policy needs no size query per boundary once it has one."""
 
     @property
     def _has_state(self) -> bool:
@@ -99,7 +108,7 @@ class Captures:
         if self.store is None or not self._has_state:
             return
         ctx = self.engine.ctx
-        nbytes = ctx.state_size(LIVE, self._flags())
+        nbytes = self._snapshot_bytes or ctx.state_size(LIVE, self._flags())
         min_tokens = self.engine.n_swa if self.ring is not None else 0
         if not self.policy.due(ctx.decode_seconds - self._mark, nbytes, tokens_since=end - self._mark_pos,
                                min_tokens=min_tokens):
@@ -109,7 +118,7 @@ class Captures:
         if self.store.has(self.engine.compat, prefix, "snapshot"):
             return
         state = None if self.ring is not None else self._read_now()
-        self.snapshots.append(_Snapshot(end, prefix, state, None, tip=False))
+        self.snapshots.append(_Snapshot(end, prefix, state, None, "spaced"))
 
     def note_end(self, end: int, prefix: str, logits: np.ndarray, *, tip: bool) -> None:
         """The end of a prompt: a regenerate or an edit of the next message starts here.
@@ -120,24 +129,24 @@ class Captures:
         store, compat = self.store, self.engine.compat
         if store is None:
             return
+        role: Role = "tip" if tip else "prompt"
         if store.has(compat, prefix, "snapshot"):
-            ram_only = tip and not store.persisted(compat, prefix, "snapshot")
+            ram_only = not store.persisted(compat, prefix, "snapshot")
             kept = store.get(compat, prefix, "snapshot") if ram_only else None
-            if kept is not None:  # kept in RAM only so far: this is now where the user is
+            if kept is not None:  # kept in RAM only so far: now it is worth the disk
                 store.put(kept, persist=True)
-                self._replace_temporary()
-                self.temporary = (end, prefix)
+                self._keep_temporary(role, prefix)
             return
         self._set_mark(end)
         state = self._read_now() if self._has_state and self.ring is None else None
-        self.snapshots.append(_Snapshot(end, prefix, state, logits, tip=tip))
+        self.snapshots.append(_Snapshot(end, prefix, state, logits, role))
 
     def note_tip(self, live: Sequence[int], logits: np.ndarray | None) -> None:
         """The end of a reply (``logits`` only when it may be continued)."""
         if self.store is None or (not self._has_state and logits is None):
             return
         self._set_mark(len(live))
-        self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, tip=True))
+        self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, "tip"))
 
     def restored_at(self, end: int) -> None:
         """A restore put back the state at ``end``: the snapshot clock starts again there."""
@@ -164,7 +173,7 @@ class Captures:
     def _read_now(self) -> np.ndarray:
         t0 = time.perf_counter()
         state = self.engine.ctx.state_read(LIVE, self._flags())
-        self.policy.timed(len(state), time.perf_counter() - t0)
+        self._timed(state, t0)
         return state
 
     def _read_window(self, end: int) -> np.ndarray:
@@ -173,8 +182,12 @@ class Captures:
         window = self.ring.window_at(end)
         if window is None:
             return EMPTY
-        self.policy.timed(len(window), time.perf_counter() - t0)
+        self._timed(window, t0)
         return window
+
+    def _timed(self, state: np.ndarray, t0: float) -> None:
+        self.policy.timed(len(state), time.perf_counter() - t0)
+        self._snapshot_bytes = max(self._snapshot_bytes, len(state))
 
     def flush(self) -> None:
         """Read out everything noted and hand it to the store (after the reply)."""
@@ -213,23 +226,31 @@ class Captures:
             return
         nbytes = len(state) + (len(logits) if logits is not None else 0)
         gap = max(0, snap.end - self.anchor) * self.cells_bytes_per_token
-        anchor = self.policy.persist(int(gap), nbytes, tip=False)
+        anchor = self.policy.persist(int(gap), nbytes)
         segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot")
-        store.put(segment, persist=anchor or snap.tip)
-        if anchor or snap.tip:
-            self._replace_temporary()
+        store.put(segment, persist=anchor or snap.role != "spaced")
         if anchor:
+            for role in list(self.temporary):
+                if self.temporary[role] == snap.prefix:
+                    del self.temporary[role]  # the same file, now kept for good
+                else:
+                    self._drop_temporary(role)
             self.anchor = snap.end
-        elif snap.tip:
-            self.temporary = (snap.end, snap.prefix)
+        elif snap.role != "spaced":
+            self._keep_temporary(snap.role, snap.prefix)
 
-    def _replace_temporary(self) -> None:
-        """A newer snapshot on this branch is on disk: the previous reply tip leaves the disk.
+    def _keep_temporary(self, role: Role, prefix: str) -> None:
+        """The latest prompt end or tip is on disk: the previous one of the branch leaves it.
 
-        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the tip of
-        each branch; an older tip, now inside the branch, would make one per turn.
+        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the latest
+        prompt end and tip of each branch; older ones, now inside the branch, would make
+        one or two per turn.
         """
-        if self.temporary is not None and self.store is not None:
-            _end, prefix = self.temporary
+        if self.temporary.get(role) != prefix:
+            self._drop_temporary(role)
+        self.temporary[role] = prefix
+
+    def _drop_temporary(self, role: Role) -> None:
+        prefix = self.temporary.pop(role, None)
+        if prefix is not None and self.store is not None:
             self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")
-        self.temporary = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +93,29 @@ class ContextParams:
         )
 
 
+class _BatchViews:
+    """numpy views of a ``llama_batch``'s arrays, so a batch is filled without a Python loop.
+
+    Every token of every batch belongs to the live sequence alone, so the sequence ids
+    are written once; tokens, positions and the logits flags are written per batch.
+    """
+
+    def __init__(self, batch, capacity: int) -> None:
+        self.token = np.ctypeslib.as_array(batch.token, shape=(capacity,))
+        self.pos = np.ctypeslib.as_array(batch.pos, shape=(capacity,))
+        self.logits = np.ctypeslib.as_array(batch.logits, shape=(capacity,))
+        np.ctypeslib.as_array(batch.n_seq_id, shape=(capacity,))[:] = 1
+        for i in range(capacity):
+            batch.seq_id[i][0] = LIVE
+
+    def fill(self, tokens: Sequence[int] | np.ndarray, start: int, want_logits: bool) -> None:
+        n = len(tokens)
+        self.token[:n] = tokens
+        self.pos[:n] = np.arange(start, start + n, dtype=self.pos.dtype)
+        self.logits[:n] = 0
+        self.logits[n - 1] = 1 if want_logits else 0
+
+
 class LlamaContext:
     """Decoding and sequence-state operations on one context of a loaded model."""
 
@@ -125,8 +149,11 @@ class LlamaContext:
         self.n_seq_max = int(L.llama_n_seq_max(self._ctx))
         self.n_vocab = model.info.n_vocab
         self._batch = L.llama_batch_init(params.n_batch, 0, 1)
+        self._batch_views = _BatchViews(self._batch, params.n_batch)
         self.decode_seconds = 0.0
         """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
+        self.decode_cpu_seconds = 0.0
+        """CPU time of the calling thread inside ``llama_decode`` (it computes too)."""
         self.empty_state = self.state_read(SPARE, FLAGS_FULL)
         """llama.cpp's state of a sequence that holds nothing: its sections are the
         "no cells" form of every memory part, used to write one part alone."""
@@ -152,7 +179,7 @@ class LlamaContext:
             self._abortable = on
 
     def decode(
-        self, tokens: list[int], start: int, *, want_logits: bool = True, abortable: bool = False
+        self, tokens: Sequence[int] | np.ndarray, start: int, *, want_logits: bool = True, abortable: bool = False
     ) -> np.ndarray | None:
         """Decode ``tokens`` at positions start.. on the live sequence, in one llama_decode.
 
@@ -169,17 +196,12 @@ class LlamaContext:
         if start + n > self.n_ctx:
             raise ContextFull(f"the conversation needs {start + n} tokens but the context holds {self.n_ctx}")
         b = self._batch
-        for i, token in enumerate(tokens):
-            b.token[i] = token
-            b.pos[i] = start + i
-            b.n_seq_id[i] = 1
-            b.seq_id[i][0] = LIVE
-            b.logits[i] = 0
-        b.logits[n - 1] = 1 if want_logits else 0
+        self._batch_views.fill(tokens, start, want_logits)
         b.n_tokens = n
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         rc = self._L.llama_decode(self._ctx, b)
         self.decode_seconds += time.perf_counter() - t0
+        self.decode_cpu_seconds += time.thread_time() - c0
         if rc == 2:
             raise DecodeCancelled()
         if rc == 1:
@@ -238,8 +260,7 @@ class LlamaContext:
         """
         data = as_array(blob)
         section = read_attention(data, HEADER.size)
-        empty = read_attention(self.empty_state, HEADER.size)
-        tail = self.empty_state[empty.end :]
+        tail = self.cells_tail()
         out = np.empty(section.end + len(tail), dtype=np.uint8)
         out[: section.end] = data[: section.end]
         out[section.end :] = tail
@@ -257,6 +278,11 @@ class LlamaContext:
         finally:
             self.seq_rm(SPARE)
         return self.cells_only(blob)
+
+    def cells_tail(self) -> np.ndarray:
+        """What follows the attention section in a cells-only state (see ``cells_only``)."""
+        empty = read_attention(self.empty_state, HEADER.size)
+        return self.empty_state[empty.end :]
 
     def append_cells(self, blob: Buffer) -> bool:
         """Add saved attention cells (from ``read_range``) to the live sequence."""

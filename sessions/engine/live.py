@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from sessions.checkpoints import CheckpointStore, StateCompat
     from sessions.engine.context import LlamaContext
+    from sessions.engine.swa_ring import SwaRing
     from sessions.memory_kind import MemoryKind
 
 
@@ -28,6 +29,8 @@ class LiveSequence(Protocol):
     live_logits: np.ndarray | None
     """The logits after the last live token, when kept."""
     deferred_seconds: float
+    ring: SwaRing | None
+    """The sliding-window ring of the live sequence (None for other memory kinds)."""
 
     def _reset(self) -> None:
         """Clear the context: the live sequence holds nothing."""

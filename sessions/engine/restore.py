@@ -18,18 +18,58 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.engine.planner import Plan
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError, as_array, join_attention
 from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.checkpoints import CheckpointStore, Kind, Segment, StateCompat
     from sessions.engine.captures import Captures
+    from sessions.engine.context import LlamaContext
     from sessions.engine.live import LiveSequence
 
 
 class RestoreFailed(Exception):
     """A checkpoint could not be put back; the live sequence must be rebuilt."""
+
+
+class CellsBatch:
+    """Consecutive ranges' cells restored with one llama.cpp call (``join_attention``).
+
+    Batches of about ``LIMIT`` bytes: large enough that the per-call costs vanish, small
+    enough that reading the next batch overlaps with llama.cpp copying this one.
+    """
+
+    LIMIT = 8 << 20
+
+    def __init__(self, ctx: LlamaContext) -> None:
+        self.ctx = ctx
+        self.segments: list[Segment] = []
+        self.restored = 0
+        self._bytes = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.segments[-1].end - self.segments[0].start if self.segments else 0
+
+    @property
+    def full(self) -> bool:
+        return self._bytes >= self.LIMIT
+
+    def add(self, segment: Segment) -> None:
+        self.segments.append(segment)
+        self._bytes += len(segment.state)
+
+    def write(self) -> bool:
+        segments, self.segments, self._bytes = self.segments, [], 0
+        if len(segments) == 1:
+            blob = as_array(segments[0].state)
+        else:
+            blob = join_attention([as_array(s.state) for s in segments], self.ctx.cells_tail())
+        if not self.ctx.append_cells(blob):
+            return False
+        self.restored += sum(s.nbytes for s in segments)
+        return True
 
 
 class Prefetch:
@@ -41,7 +81,7 @@ class Prefetch:
     memory held by checkpoints read but not restored yet.
     """
 
-    AHEAD = 4
+    AHEAD = 8
 
     def __init__(self, store: CheckpointStore | None, compat: StateCompat, wanted: list[tuple[str, Kind]]) -> None:
         self._store, self._compat = store, compat
@@ -116,15 +156,18 @@ class RouteRunner:
             wanted.append((prefixes[plan.evaluate_from], "snapshot"))
         reads = Prefetch(engine.store, engine.compat, wanted)
         try:
-            for info in plan.restore:
+            batch = CellsBatch(ctx)
+            for _ in plan.restore:
                 segment = reads.next()
-                if segment is None or segment.start != len(engine.live) or not ctx.append_cells(segment.state):
+                if segment is None or segment.start != len(engine.live) + batch.tokens:
                     break
-                engine.live = list(target[: info.end])
-                engine.live_logits = None
-                restored += segment.nbytes
-                if engine.kind is MemoryKind.PLAIN:
-                    valid = info.end
+                batch.add(segment)
+                if batch.full and not self._apply_cells(batch, target):
+                    break
+            self._apply_cells(batch, target)
+            restored += batch.restored
+            if engine.kind is MemoryKind.PLAIN:
+                valid = len(engine.live)
             snapshot = reads.last() if plan.snapshot is not None else None
         finally:
             reads.close()
@@ -152,6 +195,17 @@ class RouteRunner:
             self.captures.restored_at(valid)
         return logits, restored
 
+    def _apply_cells(self, batch: CellsBatch, target: Sequence[int]) -> bool:
+        """Append the batch's cells to the live sequence; False when llama.cpp refused them."""
+        if not batch.segments:
+            return True
+        end = batch.segments[-1].end
+        done = batch.write()
+        if done:
+            self.engine.live = list(target[:end])
+            self.engine.live_logits = None
+        return done
+
     def _get(self, prefix: str, kind) -> Segment | None:
         store = self.engine.store
         return store.get(self.engine.compat, prefix, kind) if store is not None else None
@@ -169,7 +223,7 @@ class RouteRunner:
         elif not ctx.seq_rm(LIVE, keep, -1):
             raise RestoreFailed("llama.cpp refused the cut")
         elif engine.kind is MemoryKind.SWA:
-            ring = self.captures.ring
+            ring = engine.ring
             assert ring is not None
             if plan.rewind is None:
                 ring.relay()
@@ -190,7 +244,7 @@ class RouteRunner:
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
-            ring = self.captures.ring
+            ring = engine.ring
             assert ring is not None
             ring.restore(snapshot.state, end - 1)
         else:
@@ -210,4 +264,4 @@ class RouteRunner:
                 on_disk = b
                 break
         self.captures.anchor = on_disk
-        self.captures.temporary = None
+        self.captures.temporary = {}

@@ -12,14 +12,16 @@ So the rule is relative, and measured on this machine:
 
 - *in RAM*: a boundary gets a snapshot when decoding the tokens since the previous one
   took at least ``1 / overhead`` times what the snapshot costs to read (2% by default),
-  so snapshots never add more than that share to a prefill, and a restore that misses
-  one re-decodes at most that many tokens; and, for a sliding window, only once a whole
-  window has passed since the previous one, so that no two snapshots hold the same cell
-  (snapshots then never weigh more than the window layers' cells of every token);
-- *on disk*: a snapshot is written when the attention cells saved since the previous one
-  on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at most
-  that share to the disk a branch uses; and always at the tip of a reply, where the next
-  turn or a switch back starts.
+  and when reading it costs at most ``budget_per_token`` for each of those tokens (1 ms
+  per 1,000 by default), so snapshots add at most that share, and that time, to a
+  prefill; for a sliding window, only once a whole window has passed since the previous
+  one, so that no two snapshots hold the same cell. A restore that finds no snapshot
+  where it needs one re-decodes from the one before;
+- *on disk*: a snapshot stays for good when the attention cells saved since the previous
+  one on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at
+  most that share to the disk a branch uses; besides those, the latest prompt end (where a
+  regenerate starts) and tip (where the next turn or a switch back starts) of each branch
+  are on disk, replaced as the branch grows (``Captures``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class SnapshotPolicy:
     """Snapshots cost at most this share of the decode time they can save."""
     disk_share: float = 0.5
     """Snapshots on disk weigh at most this share of the attention cells along a branch."""
+    budget_per_token: float = 1e-6
+    """Seconds of snapshot reading allowed per prompt token (1 ms per 1,000 tokens)."""
     every_boundary: bool = False
     """Snapshot every boundary (tests that count restored tokens; comparisons)."""
     copy_bytes_per_second: float = ASSUMED_COPY_BYTES_PER_SECOND
@@ -50,11 +54,12 @@ class SnapshotPolicy:
             return True
         if tokens_since < min_tokens:
             return False
-        return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
+        cost = self.snapshot_seconds(nbytes)
+        return decode_seconds_since * self.overhead >= cost and tokens_since * self.budget_per_token >= cost
 
-    def persist(self, cells_bytes_since: int, nbytes: int, *, tip: bool) -> bool:
-        """Should a snapshot of ``nbytes`` go to disk, ``cells_bytes_since`` after the last one?"""
-        return tip or self.every_boundary or cells_bytes_since * self.disk_share >= nbytes
+    def persist(self, cells_bytes_since: int, nbytes: int) -> bool:
+        """Should a snapshot of ``nbytes`` stay on disk for good, ``cells_bytes_since`` after the last?"""
+        return self.every_boundary or cells_bytes_since * self.disk_share >= nbytes
 
     def timed(self, nbytes: int, seconds: float) -> None:
         """Learn the copy speed from one snapshot read."""

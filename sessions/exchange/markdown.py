@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message
@@ -19,6 +20,14 @@ _ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant"}
 
 def _when(seconds: float) -> str:
     return datetime.fromtimestamp(seconds).astimezone().strftime("%Y-%m-%d %H:%M %Z").strip()
+
+
+def sampling_line(sampling: SamplingSettings) -> str:
+    """The chat's sampling settings, as a person would write them down."""
+    seed = "a new one each reply" if sampling.seed < 0 else str(sampling.seed)
+    return (f"temperature {sampling.temperature:g}, top-k {sampling.top_k}, top-p {sampling.top_p:g}, "
+            f"min-p {sampling.min_p:g}, repeat penalty {sampling.repeat_penalty:g}, "
+            f"max tokens {sampling.max_tokens}, seed {seed}")
 
 
 def _stats_line(stats: GenerationStats) -> str:
@@ -49,6 +58,7 @@ def _header(store: SessionStore, session_id: int) -> list[str]:
     lines = [f"# {session.title or 'Untitled session'}", ""]
     if session.model_path:
         lines.append(f"- Model: `{session.model_path}`")
+    lines.append(f"- Sampling: {sampling_line(session.sampling)}")
     lines.append(f"- Started: {_when(session.created_at)}")
     lines.append(f"- Last change: {_when(session.updated_at)}")
     lines.append("")

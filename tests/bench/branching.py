@@ -118,8 +118,9 @@ class Bench:
 
         ctl = self.ctl
         texts = w1_texts(ctl.engine.tokenize)
-        ctl.new_session(system_prompt=texts["system"])
-        conv = Conversation(self.store, ctl.session_id)  # scripted turns, written straight to the store
+        session = self.store.create_session(system_prompt=texts["system"])
+        conv = Conversation(self.store, session.id)  # scripted turns, written straight to the store
+        conv.append("system", texts["system"], parent_id=None)
         users = []
         for user, reply in zip(texts["users"], texts["replies"], strict=True):
             users.append(conv.append("user", user))

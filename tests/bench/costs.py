@@ -28,13 +28,18 @@ BUDGET_IDENTITY_MS = 50.0
 
 
 def critical_path(result, deferred_seconds: float) -> dict:
-    """A prefill's time outside llama_decode, per 1,000 tokens, and what waited until after."""
+    """A prefill's time outside llama_decode, per 1,000 tokens, and what waited until after.
+
+    Wall time (what the user waits for) and this thread's CPU time (the same work, without
+    what other programs on a busy machine add to the wall time).
+    """
     tokens = max(result.tokens_evaluated, 1)
     return {
         "tokens": result.tokens_evaluated,
         "prefill_seconds": round(result.seconds, 4),
         "decode_seconds": round(result.decode_seconds, 4),
         "critical_ms_per_1000_tokens": round(result.overhead_seconds / tokens * 1e6, 3),
+        "critical_cpu_ms_per_1000_tokens": round(result.overhead_cpu_seconds / tokens * 1e6, 3),
         "budget_critical_ms_per_1000_tokens": BUDGET_CRITICAL_MS_PER_1000,
         "deferred_ms_per_1000_tokens": round(deferred_seconds / tokens * 1e6, 3),
     }

@@ -53,7 +53,9 @@ async def test_chat_branch_quit_and_reopen_over_rpc(shared_pair, tmp_path):
     try:
         async with first.app(model_path=tiny_model("llama")).run_test(size=(100, 30)) as pilot:
             screen = await ready(pilot)
-            assert screen.status.text_of("model").endswith("· plain")
+            model = screen.status.text_of("model")
+            assert "· plain · CPU + 2 RPC (" in model  # where the layers run
+            assert all(endpoint in model for endpoint in shared_pair.endpoints)
             await send(pilot, "Tell me about the sea.")
             await send(pilot, "And the boats on it?")
             original = shown_texts(screen)

@@ -7,6 +7,7 @@ is tested), and nothing touches the user's real data.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,16 @@ from sessions.store import SessionStore
 from tests.tui.fake_engine import FakeEngineFactory, FakeScript
 from tui.app import LlamaChatApp
 from tui.startup import StartupRequest
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch):
+    """Message times drawn in UTC, so pictures and texts are the same in every time zone."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture

@@ -81,6 +81,8 @@ class FakeEngine:
         self.saved: set[tuple[int, ...]] = set()
         self._abort = threading.Event()
         self.closed = False
+        self.sampled_with: list[SamplingSettings] = []
+        """The settings of every reply written, in order."""
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return list(text.encode("utf-8"))
@@ -122,6 +124,7 @@ class FakeEngine:
                  on_text: Callable[[str], None] | None = None,
                  should_stop: Callable[[], bool] = lambda: False) -> GenerateResult:
         start = time.perf_counter()
+        self.sampled_with.append(settings)
         parts = chunks(self.script.next_reply())
         written: list[str] = []
         reason = StopReason.EOG
@@ -130,6 +133,9 @@ class FakeEngine:
                 self._abort.wait(HOLD_LIMIT_SECONDS)
             if should_stop():
                 reason = StopReason.CANCELLED
+                break
+            if len("".join(written + [part]).encode("utf-8")) > max_tokens:
+                reason = StopReason.LENGTH  # one token per byte: the next word would pass the limit
                 break
             written.append(part)
             if on_text:

@@ -79,3 +79,9 @@ def shown_cost(screen: MainScreen) -> tuple[int, int]:
     assert found, f"no cost in the status bar: {screen.status.text_of('last')!r}"
     restored, evaluated = (int(group.replace(",", "")) for group in found.groups())
     return restored, evaluated
+
+
+def screen_text(app) -> list[str]:
+    """The lines of the terminal as the app draws them now, as plain text."""
+    strips = app.screen._compositor.render_strips()
+    return ["".join(segment.text for segment in strip) for strip in strips]

@@ -18,7 +18,7 @@ from tests.tui.fake_engine import FakeEngineFactory
 from tui.fuzzy import fuzzy_match, fuzzy_rank
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
 from tui.screens.model_picker import DEMO_KEY, KIND_NAMES, ModelPicker
-from tui.screens.session_picker import SessionPicker
+from tui.screens.session_picker import Picked, SessionPicker
 from tui.theme_loader import default_variables, register_themes
 
 
@@ -108,7 +108,7 @@ async def test_session_picker_lists_ranks_searches_and_returns_the_id(store, con
         assert "borrow" in str(picker.query_one("#picker-options").options[0].prompt)
         await pilot.press("enter")
         await pilot.pause()
-    assert app.results == [vague]
+    assert [(p.session_id, p.message_id is not None) for p in app.results] == [(vague, True)]
 
 
 async def test_session_picker_arrow_keys_no_match_and_escape(store, controller):
@@ -129,7 +129,7 @@ async def test_session_picker_arrow_keys_no_match_and_escape(store, controller):
         assert "Nothing matches" in str(picker.query_one("#picker-status", Static).render())
         await pilot.press("escape")
         await pilot.pause()
-    assert app.results == [first, None]
+    assert app.results == [Picked(first), None]
 
 
 @pytest.fixture

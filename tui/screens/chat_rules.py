@@ -63,11 +63,17 @@ def seconds_words(seconds: float) -> str:
     return "under 1 s" if seconds < 1 else f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
+def about(seconds: float) -> str:
+    """An estimate in words: ``under 1 s``, ``~5 s``, ``~3 min``."""
+    words = seconds_words(seconds)
+    return words if seconds < 1 else f"~{words}"
+
+
 def switch_note(plan: Plan) -> str | None:
     """A note when making a branch live will take noticeable time (None when it will not)."""
     if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
         return None
-    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens (~{seconds_words(plan.estimate_seconds)})"
+    return f"switching will evaluate {plan.tokens_to_evaluate:,} tokens ({about(plan.estimate_seconds)})"
 
 
 def joined_note(stored: Message, typed: str) -> str:
@@ -84,6 +90,20 @@ def no_model_note(session: Session) -> str:
         return (f"This chat was imported: its file names the model {session.model_path}, which is loaded "
                 "only if you choose it. Choose a model for it.")
     return "The model of this chat is not on disk any more: choose one."
+
+
+def continue_problem(message: Message | None) -> str | None:
+    """Why ``message`` cannot be continued, in words (None: it can)."""
+    from sessions.controller import ControllerError
+    from sessions.controller.continuation import check_continuable
+
+    if message is None:
+        return "Select the reply to continue first (Ctrl+Up)."
+    try:
+        check_continuable(message)
+    except ControllerError as error:
+        return str(error)[:1].upper() + str(error)[1:] + "."
+    return None
 
 
 def plural(count: int, word: str) -> str:

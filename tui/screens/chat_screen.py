@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from sessions import events as core
 from sessions.config import Config
 from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
+from tui.bindings import current_key, spec
 from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
 from tui.events import CoreEvent, severity
 from tui.screens import chat_rules
@@ -30,6 +32,7 @@ from tui.screens.chat_rules import InputMode
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.model_picker import ModelPicker
 from tui.startup import StartupRequest, plan_startup, session_model
+from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.prompt_progress import PromptProgress
@@ -38,7 +41,8 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
+    from sessions.engine.planner import Plan
+    from tui.engine_work import Warmed
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
@@ -60,6 +64,7 @@ class ChatScreen(Screen[None]):
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
+        self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -71,9 +76,13 @@ class ChatScreen(Screen[None]):
                 yield ChatInput(id="input")
             yield TreePanel(id="tree", classes="side-panel")
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        keymap = getattr(self.app, "keymap", {})
+        self.conversation_view.keys = {
+            key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
+            for key_id in ("continue-reply", "toggle-reasoning")}
         self.call_after_refresh(self.start)
 
     @property
@@ -103,6 +112,12 @@ class ChatScreen(Screen[None]):
     @property
     def model_ready(self) -> bool:
         return self.controller.model_info is not None and not self.jobs.loading
+
+    def in_side_panel(self) -> bool:
+        """Whether the tree or the session list has the focus."""
+        focused = self.focused
+        return focused is not None and any(
+            panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
 
     def refused(self, words: str) -> None:
         """A gesture the core refused: say why, and show the chat as the core has it now
@@ -146,17 +161,19 @@ class ChatScreen(Screen[None]):
         match message.event:
             case core.ModelLoadProgressed(fraction):
                 self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
-            case core.ModelLoaded(name, kind, n_ctx):
-                self.status.set_model(name, kind)
+            case core.ModelLoaded(name, kind, n_ctx, _seconds, devices):
+                self.status.set_model(name, kind, devices, template=self.controller.template_words)
                 self.status.set_context(self.controller.context_used(), n_ctx)
                 self.progress.hide()
             case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
                 self.progress.show_prompt(done, total, progress.eta_seconds)
             case core.PromptProgressed():
                 self.progress.hide()
-            case core.TextStreamed(text):
+            case core.TextStreamed(text) as streamed:
                 self.progress.hide()
                 self.conversation_view.append_text(text)
+                if streamed.tokens_per_second:
+                    self.status.set_speed(streamed.tokens_per_second, streaming=True)
             case core.ReplyFinished(reply, stats):
                 await self.conversation_view.finish_stream(reply)
                 self.status.set_speed(stats.generation_tps)
@@ -182,6 +199,8 @@ class ChatScreen(Screen[None]):
         if not self.jobs.running():
             self.progress.hide()
         await self.jobs.run_waiting()
+        if not self.jobs.running() and self.tree_panel.has_class("-open"):
+            self.switch_costs.refresh()
 
     async def job_succeeded(self, group: str, result: Any) -> None:
         if group == "load":
@@ -197,9 +216,10 @@ class ChatScreen(Screen[None]):
             self.status.set_note("continued in a new branch without the oldest turns")
             await self.start_reply()
         elif group == "warm":
-            result = cast("PrepareResult", result)
-            self.status.set_cost(result.tokens_restored, result.tokens_evaluated, result.seconds)
-            self.status.set_context(result.plan.target_len, self.controller.n_ctx)
+            warmed = cast("Warmed", result)
+            done = warmed.result
+            self.status.set_cost(done.tokens_restored, done.tokens_evaluated, done.seconds, warmed.estimate_seconds)
+            self.status.set_context(done.plan.target_len, self.controller.n_ctx)
             self.status.set_note("")
 
     async def job_failed(self, group: str, error: BaseException | None) -> None:
@@ -243,6 +263,7 @@ class ChatScreen(Screen[None]):
                 self.controller.end_turn()  # another window or command may answer meanwhile
                 self.notify("No model is loaded: press F5 to choose one.", severity="warning")
             return
+        self.status.set_speed(None)  # the speed shown from here is this reply's
         await self.conversation_view.begin_reply()
         self.jobs.reply()
 
@@ -252,15 +273,14 @@ class ChatScreen(Screen[None]):
         head = snapshot.head if snapshot is not None else None
         if not self.model_ready or head is None or self.jobs.running():
             return
-        try:
-            note = chat_rules.switch_note(self.controller.plan_for(head.id))
-        except Exception as error:  # a template that fails on this branch, a store error
-            self.notify(f"Cannot prepare this branch: {error}", severity="error", markup=False)
-            return
-        if note:
-            self.status.set_note(note)
-            self.notify(note, timeout=4)
-        self.jobs.warm(head.id)
+
+        def planned(plan: Plan) -> None:
+            note = chat_rules.switch_note(plan)
+            if note:
+                self.status.set_note(note)
+                self.notify(note, timeout=4)
+
+        self.jobs.warm(head.id, planned)
 
     def offer_trim(self, error: ContextOverflow) -> None:
         """The branch no longer fits: offer to go on in a new branch without the oldest turns."""

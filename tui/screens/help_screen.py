@@ -19,7 +19,7 @@ from tui.bindings import KEYS, PALETTE, current_key
 from tui.safe_text import inert
 
 INTRO = ("Keys work while you type; Esc also stops a reply or cancels an edit. Rebind any key in "
-         "the [keys] table of config.toml, e.g. regenerate = \"ctrl+g\". Every action is also in "
+         "the [keys] table of config.toml, e.g. regenerate = \"f11\". Every action is also in "
          "the command palette.")
 
 

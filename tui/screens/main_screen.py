@@ -15,11 +15,11 @@ from textual import events, on
 from sessions.tree import Message
 from tui.bindings import bindings_for
 from tui.engine_work import GESTURE_ERRORS
-from tui.screens import chat_rules
+from tui.screens import chat_rules, library_flow, settings_flow
 from tui.screens.chat_rules import InputMode
 from tui.screens.chat_screen import ChatScreen
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
-from tui.screens.session_picker import SessionPicker
+from tui.screens.session_picker import Picked, SessionPicker
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.session_list import SessionList
 from tui.widgets.tree_panel import TreePanel
@@ -109,6 +109,26 @@ class MainScreen(ChatScreen):
 
         await self.jobs.when_idle(regenerate)
 
+    async def action_continue_reply(self) -> None:
+        message = self.target("assistant")
+        problem = chat_rules.continue_problem(message)
+        if problem is None and not self.model_ready:
+            problem = "No model is loaded: press F5 to choose one."
+        if problem is not None or message is None:
+            self.notify(problem or "There is no reply to continue.", timeout=4)
+            return
+
+        async def go_on() -> None:
+            self.status.set_speed(None)
+            await self.conversation_view.begin_reply(continued=message)
+            self.jobs.continue_reply(message.id)
+
+        await self.jobs.when_idle(go_on)
+
+    def action_toggle_reasoning(self) -> None:
+        view = self.conversation_view
+        view.set_reasoning_shown(not view.reasoning_shown)
+
     def action_fork(self) -> None:
         message = self.target()
         if message is None:
@@ -168,10 +188,9 @@ class MainScreen(ChatScreen):
         if self.controller.session_id is not None:
             await self.jobs.when_idle(choose)
 
-    def in_side_panel(self) -> bool:
-        focused = self.focused
-        return focused is not None and any(
-            panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
+    @on(TreePanel.NodeHighlighted)
+    def node_highlighted(self, message: TreePanel.NodeHighlighted) -> None:
+        self.switch_costs.request(message.message_id)
 
     def on_key(self, event: events.Key) -> None:
         """Text typed while a side panel has the focus goes to the message box, not nowhere."""
@@ -219,9 +238,9 @@ class MainScreen(ChatScreen):
         await self.jobs.when_idle(self.new_chat)
 
     def action_open_session(self) -> None:
-        async def chosen(session_id: int | None) -> None:
-            if session_id is not None:
-                await self.jobs.when_idle(lambda: self.open_chat(session_id))
+        async def chosen(choice: Picked | None) -> None:
+            if choice is not None:
+                await self.jobs.when_idle(lambda: self.open_chat(choice.session_id, message_id=choice.message_id))
 
         self.app.push_screen(SessionPicker(self.controller.library, current_id=self.controller.session_id), chosen)
 
@@ -260,6 +279,15 @@ class MainScreen(ChatScreen):
 
     def action_switch_model(self) -> None:
         self.choose_model()
+
+    def action_chat_settings(self) -> None:
+        settings_flow.open_chat_settings(self)
+
+    def action_delete_session(self) -> None:
+        library_flow.delete_chat(self)
+
+    def action_import_sessions(self) -> None:
+        library_flow.import_chats(self)
 
     def toggle_panel(self, panel: TreePanel | SessionList) -> None:
         panel.toggle_class("-open")

@@ -84,6 +84,8 @@ class ModelPicker(ModalScreen[Path | None]):
 
     CSS_PATH = "modals.tcss"
     BINDINGS = [Binding("escape", "cancel", "Close", id="models.cancel")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    """On a short terminal the legend line goes, so the table keeps its rows."""
 
     @dataclass
     class ModelsFound(Message):

@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 from sessions.store import SearchHit, SessionSummary, StoreError
 from tui.fuzzy import fuzzy_rank
 from tui.safe_text import inert
-from tui.widgets.session_list import display_title, option_id, session_id_of, session_prompt
+from tui.widgets.session_list import display_title, option_id, session_prompt
 
 SEARCH_FROM = 3
 """Queries at least this long also search the message text."""
@@ -49,8 +49,30 @@ def snippet_line(hit: SearchHit) -> str:
     return f"in a message: {text}"
 
 
-class SessionPicker(ModalScreen[int | None]):
-    """Pick a session; dismisses with its id, or None on escape."""
+@dataclass(frozen=True)
+class Picked:
+    """The session chosen, and the message a text search found in it (None for a title)."""
+
+    session_id: int
+    message_id: int | None = None
+
+
+def hit_option_id(hit: SearchHit) -> str:
+    """An option for a search hit names the message too (``session-3-message-17``)."""
+    base = option_id(hit.session_id)
+    return base if hit.message_id is None else f"{base}-message-{hit.message_id}"
+
+
+def picked(option: Option) -> Picked | None:
+    """What choosing ``option`` picks (None for an option that is not a session)."""
+    if option.id is None or not option.id.startswith("session-"):
+        return None
+    session, _, message = option.id.removeprefix("session-").partition("-message-")
+    return Picked(int(session), int(message) if message else None)
+
+
+class SessionPicker(ModalScreen[Picked | None]):
+    """Pick a session; dismisses with it (and the message a search found), or None on escape."""
 
     CSS_PATH = "modals.tcss"
     BINDINGS = [
@@ -100,7 +122,7 @@ class SessionPicker(ModalScreen[int | None]):
     def shown_ids(self) -> list[int]:
         """The session ids listed, in order (for tests and key handling)."""
         options = self.query_one(OptionList).options
-        return [sid for sid in map(session_id_of, options) if sid is not None]
+        return [choice.session_id for choice in map(picked, options) if choice is not None]
 
     @work(thread=True, exclusive=True, group="picker-sessions", exit_on_error=False,
           description="reading the session list")
@@ -159,7 +181,7 @@ class SessionPicker(ModalScreen[int | None]):
             options.append(Option(
                 session_prompt(summary, hit.session_id == self._current_id,
                                detail=snippet_line(hit)),
-                id=option_id(hit.session_id)))
+                id=hit_option_id(hit)))
         widget = self.query_one(OptionList)
         widget.set_options(options)
         widget.highlighted = 0 if options else None
@@ -189,7 +211,7 @@ class SessionPicker(ModalScreen[int | None]):
     @on(OptionList.OptionSelected, "#picker-options")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.dismiss(session_id_of(event.option))
+        self.dismiss(picked(event.option))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

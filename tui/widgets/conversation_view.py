@@ -13,13 +13,16 @@ reply replaces it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.timer import Timer
 
 from sessions.controller import ChatSnapshot
+from sessions.controller.continuation import CAN_CONTINUE
 from sessions.stop_reason import StopReason
 from sessions.tree import Message
 from tui.safe_text import inert
@@ -31,13 +34,28 @@ STREAM_INTERVAL = 1 / 12
 """Seconds between two updates of a reply being written."""
 
 
-def message_note(message: Message) -> str:
-    """The quiet note after a reply's header: its length and why it ended early."""
-    if message.stats is None or message.role != "assistant":
-        return ""
-    note = f"{message.stats.tokens_generated} tokens"
-    reason = STOP_NOTES.get(StopReason.parse(message.stats.stop_reason))
-    return f"{note} · {reason}" if reason else note
+def message_time(created_at: float, now: float | None = None) -> str:
+    """When a message was written, as short as is clear: ``14:02``, ``Mar 3 14:02``, ``2024-03-03``."""
+    then = datetime.fromtimestamp(created_at)
+    today = datetime.fromtimestamp(now if now is not None else time.time())
+    if then.date() == today.date():
+        return then.strftime("%H:%M")
+    if then.year == today.year:
+        return f"{then.strftime('%b')} {then.day} {then.strftime('%H:%M')}"
+    return then.strftime("%Y-%m-%d")
+
+
+def message_note(message: Message, continue_key: str = "", now: float | None = None) -> str:
+    """The quiet note after a message's header: when, and for a reply its length and why it
+    ended early (with ``continue_key`` for a reply that can be continued)."""
+    parts = [message_time(message.created_at, now)]
+    if message.stats is not None and message.role == "assistant":
+        parts.append(f"{message.stats.tokens_generated} tokens")
+        reason = StopReason.parse(message.stats.stop_reason)
+        if reason in STOP_NOTES:
+            hint = f" ({continue_key} continues)" if continue_key and reason in CAN_CONTINUE else ""
+            parts.append(STOP_NOTES[reason] + hint)
+    return " · ".join(parts)
 
 
 class ConversationView(VerticalScroll):
@@ -53,6 +71,10 @@ class ConversationView(VerticalScroll):
         self._streamed: list[str] = []
         """Text of the reply being written not drawn yet."""
         self._flush_timer: Timer | None = None
+        self.reasoning_shown = False
+        """Reasoning is drawn whole (dimmed) in every reply, rather than folded."""
+        self.keys: dict[str, str] = {}
+        """How the footer writes the keys the messages mention (``continue-reply``, ``toggle-reasoning``)."""
 
     @property
     def views(self) -> list[MessageView]:
@@ -83,15 +105,29 @@ class ConversationView(VerticalScroll):
         while keep < len(views) and keep < len(path) and views[keep].message_id == path[keep].id:
             keep += 1
         for view, message in zip(views[:keep], path[:keep], strict=True):
-            await view.set_message(message, positions.get(message.id, (1, 1)), message_note(message))
+            await view.set_message(message, positions.get(message.id, (1, 1)), self.note(message))
         if views[keep:]:
             await self.remove_children(views[keep:])
-        new = [MessageView(m, position=positions.get(m.id, (1, 1)), note=message_note(m)) for m in path[keep:]]
+        new = [self._view(m, positions.get(m.id, (1, 1))) for m in path[keep:]]
         if new:
             await self.mount_all(new)
-        self.select(self.selected_id if self.view_for(self.selected_id or -1) else None)
         if new:
-            self.scroll_end(animate=False, immediate=True)
+            self.anchor()  # new messages lay out after this: stay at the end as they do
+        self.select(self.selected_id if self.view_for(self.selected_id or -1) else None)
+
+    def note(self, message: Message) -> str:
+        return message_note(message, self.keys.get("continue-reply", ""))
+
+    def _view(self, message: Message | None, position: tuple[int, int] = (1, 1), note: str = "") -> MessageView:
+        view = MessageView(message, position=position, note=self.note(message) if message else note)
+        view.reasoning_shown, view.reasoning_key = self.reasoning_shown, self.keys.get("toggle-reasoning", "")
+        return view
+
+    def set_reasoning_shown(self, shown: bool) -> None:
+        """Draw every reply's reasoning whole and dimmed, or folded to one line."""
+        self.reasoning_shown = shown
+        for view in self.views:
+            view.set_reasoning_shown(shown)
 
     def select(self, message_id: int | None) -> None:
         """Highlight one message (None: no selection) and bring it into view."""
@@ -102,11 +138,22 @@ class ConversationView(VerticalScroll):
         if target is not None:
             self.scroll_to_widget(target, animate=False, immediate=True)
 
-    async def begin_reply(self) -> MessageView:
-        """Mount the view the next reply streams into and follow it down."""
-        view = MessageView(None, role="assistant", note="writing…")
+    async def begin_reply(self, continued: Message | None = None) -> MessageView:
+        """Mount the view the next reply streams into and follow it down.
+
+        With ``continued`` the reply goes on from that message: its view (and any after it)
+        gives way to one that starts with its text.
+        """
+        if continued is not None:
+            views = self.views
+            at = next((i for i, view in enumerate(views) if view.message_id == continued.id), len(views))
+            if views[at:]:
+                await self.remove_children(views[at:])  # the reply, and what followed it on this branch
+        view = self._view(None, note="continuing…" if continued else "writing…")
         await self.mount(view)
         view.begin_stream()
+        if continued is not None:
+            await view.write(continued.text)
         self.anchor()
         return view
 

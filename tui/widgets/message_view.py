@@ -12,6 +12,9 @@ same widget adopts the stored message, so nothing is rendered twice.
 A message can be huge (a megabyte pasted into the input, a runaway reply). Wrapping that
 much text on every layout would freeze the app, so only the first ``SHOWN_CHARS`` are
 drawn, with a line saying how much more there is; the message itself is kept whole.
+
+A reply's reasoning (``sessions.reasoning``) is drawn apart, above its answer, folded or
+dimmed (``ReasoningView``); the Markdown shows the answer. The stored text is untouched.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from textual.containers import Vertical
 from textual.widgets import Label, Markdown
 from textual.widgets.markdown import MarkdownStream
 
+from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
 from sessions.tree import Message
 from tui.safe_text import inert
+from tui.widgets.reasoning_view import ReasoningView
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 SHOWN_CHARS = 50_000
@@ -46,6 +51,11 @@ def shown_part(text: str) -> tuple[str, str]:
     rest = len(text) - SHOWN_CHARS
     return inert(text[:SHOWN_CHARS]), (f"… {rest:,} more characters not shown here; the whole "
                                         "message is kept (F9 copies it, F4 exports it)")
+
+
+def answer_of(view: ReplyView) -> str:
+    """What is not reasoning, as written so far (edges kept, so it only ever grows)."""
+    return "".join(part.text for part in view.parts if part.kind == "answer")
 
 
 def header_text(role: str, position: tuple[int, int], note: str = "") -> Text:
@@ -87,6 +97,13 @@ class MessageView(Vertical):
         """Characters of the reply being written handed to the Markdown stream so far."""
         self.cut_note = ""
         """The line about text not drawn ("" when the whole message is shown)."""
+        self._splitter: ReasoningSplitter | None = None
+        self._answer = ""
+        """The answer of the reply being written handed to the Markdown so far."""
+        self.reasoning_shown = False
+        """Reasoning drawn whole (dimmed) rather than folded to one line."""
+        self.reasoning_key = ""
+        """The key that shows or folds reasoning, for the folded line to name."""
 
     @property
     def message_id(self) -> int | None:
@@ -99,7 +116,15 @@ class MessageView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(header_text(self.role, self.position, self.note), classes="message-header")
-        text, cut = shown_part(self.message.text) if self.message is not None else ("", "")
+        reasoning = ReasoningView()
+        reasoning.expanded, reasoning.key = self.reasoning_shown, self.reasoning_key
+        answer = self.message.text if self.message is not None else ""
+        if self.role == "assistant" and self.message is not None:
+            view = split_reply(answer)
+            reasoning.show_view(view)
+            answer = view.answer if view.reasoning or view.thinking else answer
+        yield reasoning
+        text, cut = shown_part(answer)
         self.cut_note = cut
         yield Markdown(text, open_links=False)
         yield Label(Text(cut), classes="message-cut" + (" -shown" if cut else ""))
@@ -114,7 +139,20 @@ class MessageView(Vertical):
         label.update(Text(note))
         label.set_class(bool(note), "-shown")
 
+    @property
+    def reasoning(self) -> ReasoningView:
+        return self.query_one(ReasoningView)
+
+    def set_reasoning_shown(self, shown: bool) -> None:
+        self.reasoning_shown = shown
+        self.reasoning.set_expanded(shown)
+
     async def _show_text(self, text: str) -> None:
+        if self.role == "assistant":
+            view = split_reply(text)
+            self.reasoning.show_view(view)
+            if view.reasoning or view.thinking:
+                text = view.answer
         shown, cut = shown_part(text)
         await self.body.update(shown)
         self._set_cut(cut)
@@ -137,16 +175,28 @@ class MessageView(Vertical):
     def begin_stream(self) -> None:
         self._stream = Markdown.get_stream(self.body)
         self._streamed = 0
+        self._splitter = ReasoningSplitter()
+        self._answer = ""
 
     async def write(self, text: str) -> None:
-        if self._stream is None:
+        """More of the reply being written: reasoning to its view, the answer to the Markdown."""
+        if self._stream is None or self._splitter is None:
             self.begin_stream()
-        assert self._stream is not None
+        assert self._stream is not None and self._splitter is not None
+        view = self._splitter.push(text)
+        if view.reasoning or view.thinking:
+            self.reasoning.show_view(view)
+        answer = answer_of(view)
+        if not answer.startswith(self._answer):  # text taken for the answer turned out to be reasoning
+            await self._stream.stop()
+            await self.body.update("")
+            self._stream, self._streamed, self._answer = Markdown.get_stream(self.body), 0, ""
+        new, self._answer = answer[len(self._answer):], answer
         room = SHOWN_CHARS - self._streamed
-        if room <= 0:
+        if room <= 0 or not new:
             return  # drawn once the reply is stored, with the line about the rest
-        self._streamed += min(len(text), room)
-        await self._stream.write(text[:room])
+        self._streamed += min(len(new), room)
+        await self._stream.write(new[:room])
 
     async def end_stream(self, final: Message | None) -> None:
         """Stop streaming; with ``final`` the stored reply replaces the streamed text.

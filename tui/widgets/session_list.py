@@ -125,6 +125,12 @@ class SessionList(Widget):
     def options(self) -> OptionList:
         return self.query_one(OptionList)
 
+    @property
+    def highlighted_id(self) -> int | None:
+        """The session under the cursor (None when the list is empty)."""
+        option = self.options.highlighted_option if self._ready else None
+        return session_id_of(option) if option is not None else None
+
     def focus(self, scroll_visible: bool = True) -> SessionList:
         """Focus the list inside (the widget itself takes no keys)."""
         self.options.focus(scroll_visible)

@@ -8,9 +8,11 @@ splits do the alternatives become indented branches. A long chat therefore stays
 narrow, and the depth of the tree says how many times the path forked.
 
 Each line is a saved-state mark, a role icon and the first line of the message. The
-active path is bold in ``$tree-active``, the head carries ``◀ head`` in ``$tree-head``,
-and ``●`` in ``$saved-mark`` marks messages whose model state is checkpointed (going
-there costs no prompt processing).
+active path is bold in ``$tree-active``, the head carries ``»`` in ``$tree-head`` before
+its text (so a narrow panel cuts the text, never the mark), and ``●`` in ``$saved-mark``
+marks messages whose model state is checkpointed (going there costs no prompt
+processing). Under the legend, a line says what making the message under the cursor
+live would cost (the screen computes it: ``show_cost``).
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ ROLE_ICONS = {"system": "⚙", "user": "❯", "assistant": "✦"}
 LABEL_LIMIT = 40
 """Longest first line shown for a message, in characters."""
 SAVED_MARK = "●"
-HEAD_MARK = "◀ head"
+HEAD_MARK = "»"
 LEGEND_TOOLTIP = (
     f"{SAVED_MARK} the model state after this message is saved: going there is instant\n"
-    f"{HEAD_MARK}: where the next message will be added\n"
+    f"{HEAD_MARK} head: where the next message will be added\n"
     "bold: the active branch\n"
     "enter: switch to the message under the cursor, space: fold or unfold a branch"
 )
@@ -100,12 +102,11 @@ class MessageTree(Tree[NodeInfo]):
             prefix,
             (f"{SAVED_MARK} " if info.saved else "  ", part("message-tree--saved")),
             (f"{ROLE_ICONS.get(info.role, '?')} ", part("message-tree--quiet")),
+            (f"{HEAD_MARK} " if info.head else "", part("message-tree--head")),
             body,
         )
         if info.branch is not None:
             text.append(f" ‹{info.branch[0]}/{info.branch[1]}›", part("message-tree--quiet"))
-        if info.head:
-            text.append(f" {HEAD_MARK}", part("message-tree--head"))
         text.stylize(style)
         return text
 
@@ -116,12 +117,24 @@ class TreePanel(Widget):
     DEFAULT_CSS = """
     TreePanel { height: 1fr; }
     TreePanel > #tree-summary { height: auto; padding: 0 1; color: $stats-foreground; }
+    TreePanel > #tree-cost { height: auto; padding: 0 1; color: $stats-foreground; text-style: italic; }
     TreePanel > MessageTree { height: 1fr; }
     """
 
     @dataclass
     class NodeChosen(Message):
         """The user picked a message in the tree (to make it the head)."""
+
+        message_id: int
+        panel: TreePanel | None = field(default=None, repr=False)
+
+        @property
+        def control(self) -> TreePanel | None:
+            return self.panel
+
+    @dataclass
+    class NodeHighlighted(Message):
+        """The cursor moved onto a message (the screen says what going there costs)."""
 
         message_id: int
         panel: TreePanel | None = field(default=None, repr=False)
@@ -143,6 +156,9 @@ class TreePanel(Widget):
 
     def compose(self) -> ComposeResult:
         yield Static(self._summary(None), id="tree-summary")
+        cost = Static("", id="tree-cost")
+        cost.display = False
+        yield cost
         tree = MessageTree("conversation", id="message-tree")
         tree.show_root = False
         tree.auto_expand = False
@@ -243,14 +259,20 @@ class TreePanel(Widget):
                         work.append((node, kids))
         return nodes
 
+    def show_cost(self, words: str) -> None:
+        """What making the message under the cursor live would cost ("" clears it)."""
+        line = self.query_one("#tree-cost", Static)
+        line.update(Text(words))
+        line.display = bool(words)
+
     def _summary(self, tree: ConversationTree | None) -> Content:
         if tree is None or not len(tree):
             return Content("No messages yet")
         branches = "1 branch" if self.branch_count == 1 else f"{self.branch_count} branches"
-        return Content.assemble(
-            f"{branches} · {len(tree)} messages   ",
+        return Content.assemble(  # two short lines rather than one that wraps in a narrow panel
+            f"{branches} · {len(tree)} messages\n",
             (SAVED_MARK, "$saved-mark"), " saved  ",
-            (HEAD_MARK.split()[0], "$tree-head"), " head",
+            (HEAD_MARK, "$tree-head"), " head",
         )
 
     @on(Tree.NodeSelected)
@@ -258,6 +280,12 @@ class TreePanel(Widget):
         event.stop()
         if event.node.data is not None:
             self.post_message(self.NodeChosen(event.node.data.message_id, self))
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[NodeInfo]) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.post_message(self.NodeHighlighted(event.node.data.message_id, self))
 
     @on(Tree.NodeCollapsed)
     def _folded(self, event: Tree.NodeCollapsed[NodeInfo]) -> None:

@@ -1,0 +1,103 @@
+"""How well the switch-cost estimate shown before a switch predicts what the switch takes.
+
+Run: ``python -m tests.bench.switch_estimate [--arch gemma3] [--threads 1] [--turns 5]``.
+It builds a chat of generated replies on a bench-size made model (about 100M parameters),
+then makes branch switches of every kind: back to a branch held in RAM, after an edit, in a
+reopened session (disk), and the same switches with no checkpoints at all (everything,
+generated replies included, evaluated again). For each it prints, as one JSON line, the
+estimate ``plan_for`` gave before the switch and the seconds the switch then took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from tests.bench.workload import w1_texts
+
+
+def controller(path: Path, root: Path, threads: int, checkpoints: bool):
+    from sessions.checkpoints import CheckpointStore
+    from sessions.controller import EngineSettings, SessionController
+    from sessions.engine.factory import llama_engine_factory
+    from sessions.sampling import SamplingSettings
+    from sessions.store import SessionStore
+
+    store = SessionStore.open(root / "sessions.sqlite3")
+    ck = CheckpointStore(root / "checkpoints", ram_bytes=8 << 30, disk_bytes=50 << 30) if checkpoints else None
+    ctl = SessionController(store, engine_factory=llama_engine_factory(ck),
+                            settings=EngineSettings(n_ctx=8192, n_batch=512, threads=threads),
+                            sampling=SamplingSettings(temperature=0.0, max_tokens=96))
+    ctl.load_model(path)
+    return ctl, store, ck
+
+
+def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
+    plan = ctl.plan_for(leaf_id)
+    done = ctl.warm(leaf_id)
+    record = {"event": label, "restored": done.tokens_restored, "evaluated": done.tokens_evaluated,
+              "estimate_s": round(plan.estimate_seconds, 3), "actual_s": round(done.seconds, 3),
+              "actual_over_estimate": round(done.seconds / plan.estimate_seconds, 2) if plan.estimate_seconds else None,
+              **extra}
+    print(json.dumps(record), flush=True)
+    return record
+
+
+def run(path: Path, threads: int, turns: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="llamachat-switch-") as folder:
+        root = Path(folder)
+        ctl, store, ck = controller(path, root, threads, checkpoints=True)
+        texts = w1_texts(ctl.engine.tokenize)
+        ctl.new_session(system_prompt=texts["system"])
+        users = []
+        for user in texts["users"][:turns]:
+            users.append(ctl.send(user))
+            ctl.generate_reply()
+        leaf = ctl.snapshot().head
+        session = ctl.session_id
+        edited = ctl.edit(users[1].id, texts["edits"][2])
+        switch(ctl, "after an edit of turn 2 (restore the prefix, evaluate the new message)", edited.id)
+        edit_reply = ctl.generate_reply()
+        switch(ctl, "back to the first branch (restore from RAM)", leaf.id)
+        switch(ctl, "to the edit again (restore from RAM)", edit_reply.id)
+        ctl.close()
+        if ck is not None:
+            ck.close()
+        store.close()
+
+        ctl, store, ck = controller(path, root, threads, checkpoints=True)
+        ctl.open_session(session)
+        switch(ctl, "reopened: the first branch (restore from disk)", leaf.id)
+        switch(ctl, "reopened: the edit (restore from disk)", edit_reply.id)
+        ctl.close()
+        if ck is not None:
+            ck.close()
+        store.close()
+
+        ctl, store, _ = controller(path, root, threads, checkpoints=False)
+        ctl.open_session(session)
+        switch(ctl, "no checkpoints: the first branch (all evaluated, replies token by token)", leaf.id)
+        switch(ctl, "no checkpoints: the edit", edit_reply.id)
+        switch(ctl, "no checkpoints: back to the first branch", leaf.id)
+        ctl.close()
+        store.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sessions.synth import make_model
+
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.switch_estimate")
+    parser.add_argument("--arch", default="gemma3", choices=["llama", "gemma3", "lfm2", "mamba"])
+    parser.add_argument("--model", type=Path, help="any GGUF instead of a made model")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--turns", type=int, default=5)
+    args = parser.parse_args(argv)
+    path = args.model or make_model(args.arch, "bench", swa_window=512)
+    run(path, args.threads, args.turns)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

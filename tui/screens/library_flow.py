@@ -1,0 +1,78 @@
+"""Deleting a saved chat and importing chats from a file, from the keys, as the CLI does.
+
+Deleting asks first, with the chat's title and size, the focus on "Cancel". The chat is
+the one highlighted in the session list when the list has the focus, else the open one;
+deleting the open chat leaves a new, empty one. Importing reads and checks the whole
+file, so it runs in a thread worker; the first chat imported is opened.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sessions.exchange import ExchangeError
+from sessions.store import StoreError
+from tui.screens import chat_rules
+from tui.screens.dialogs import ConfirmScreen, TextPrompt
+from tui.widgets.session_list import UNTITLED
+
+if TYPE_CHECKING:
+    from tui.screens.chat_screen import ChatScreen
+
+IMPORT_TITLE = ("Import chats from a file (a llamachat JSON export, a llama.cpp web UI export, "
+                "ChatGPT's conversations.json)")
+
+
+def delete_chat(screen: ChatScreen) -> None:
+    session_id = screen.session_list.highlighted_id if screen.in_side_panel() else None
+    session_id = session_id or screen.controller.session_id
+    if session_id is None:
+        screen.notify("This chat has no messages yet: there is nothing to delete.", timeout=3)
+        return
+    summary = next((s for s in screen.controller.library.list_sessions() if s.id == session_id), None)
+    if summary is None:
+        return
+    title = summary.title or UNTITLED
+
+    async def delete() -> None:
+        was_open = session_id == screen.controller.session_id
+        screen.controller.delete_session(session_id)
+        if was_open:
+            await screen.new_chat()
+        else:
+            screen.refresh_panels()
+        screen.notify(f"Deleted the chat “{title}”.", markup=False)
+
+    async def confirmed(yes: bool | None) -> None:
+        if yes:
+            await screen.jobs.when_idle(delete)
+
+    question = (f"Delete the chat “{title}” and its {chat_rules.plural(summary.message_count, 'message')}, "
+                "on every branch? This cannot be undone.")
+    screen.app.push_screen(ConfirmScreen(question), confirmed)
+
+
+def import_chats(screen: ChatScreen) -> None:
+    def chosen(text: str | None) -> None:
+        if text:
+            path = Path(text).expanduser()
+            screen.run_worker(lambda: _import(screen, path), thread=True, group="import", exit_on_error=False,
+                              description="importing chats")
+
+    screen.app.push_screen(TextPrompt(IMPORT_TITLE, "~/"), chosen)
+
+
+def _import(screen: ChatScreen, path: Path) -> None:
+    try:
+        ids = screen.controller.library.import_file(path)
+    except (ExchangeError, StoreError) as error:
+        screen.app.call_from_thread(screen.notify, f"Could not import: {error}", severity="error", markup=False)
+        return
+    screen.app.call_from_thread(_imported, screen, ids)
+
+
+def _imported(screen: ChatScreen, ids: list[int]) -> None:
+    screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}.", timeout=4)
+    if ids:
+        screen.call_later(screen.jobs.when_idle, lambda: screen.open_chat(ids[0]))

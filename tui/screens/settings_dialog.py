@@ -1,0 +1,103 @@
+"""The open chat's settings: its system prompt and how its replies are sampled.
+
+The values are checked with the rules of the config file's ``[sampling]`` table
+(``sessions.config.sampling_input``), so the dialog refuses what ``config.toml`` would,
+in the same words, and names the field. The chat template in use, and where it comes
+from, is shown here too: it is what the system prompt and every message are wrapped in.
+The dialog only returns the new settings; the screen applies them (a new system prompt
+starts a new branch, see ``sessions.controller.chat_settings``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+from sessions.config.sampling_input import LABELS, SamplingValueError, parse_sampling_value
+from sessions.controller import ChatSettings
+from sessions.sampling import SamplingSettings
+from tui.safe_text import for_input, inert
+
+FIELDS = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed")
+"""The sampling settings offered, in the order shown."""
+HINTS = {"temperature": "0: always the likeliest token", "top_k": "0: off", "top_p": "1: off", "min_p": "0: off",
+         "repeat_penalty": "1: off", "max_tokens": "longest reply", "seed": "-1: a new one each reply"}
+PROMPT_NOTE = "A new system prompt starts a new branch from the top; the branch you are on stays."
+
+
+def shown_value(value: float | int) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class ChatSettingsScreen(ModalScreen[ChatSettings | None]):
+    """Edit the chat's system prompt and sampling; dismisses with the new settings, or None."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="settings.cancel")]
+
+    def __init__(self, settings: ChatSettings, *, template: str | None = None) -> None:
+        super().__init__()
+        self._settings = settings
+        self._template = template
+        """Where the loaded model's chat template comes from (None: no model loaded)."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="dialog", classes="wide"):
+            yield Label("Chat settings", id="dialog-question")
+            yield Label(Text(PROMPT_NOTE), classes="settings-note")
+            yield TextArea(for_input(self._settings.system_prompt or ""), id="settings-system",
+                           soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
+            with Grid(id="settings-sampling"):
+                for name in FIELDS:
+                    yield Label(LABELS[name], classes="settings-label")
+                    value = shown_value(getattr(self._settings.sampling, name))
+                    yield Input(value, id=f"settings-{name}", compact=True, tooltip=HINTS[name],
+                                select_on_focus=True)
+            template = self._template or "known once a model is loaded"
+            yield Static(Text(f"Chat template: {inert(template)}"), id="settings-template")
+            yield Static("", id="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save", variant="primary", id="dialog-yes")
+                yield Button("Cancel", id="dialog-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#settings-system", TextArea).focus()
+
+    def sampling(self) -> SamplingSettings:
+        """The sampling settings as typed; ``SamplingValueError`` names the first bad one."""
+        values = {}
+        for name in FIELDS:
+            box = self.query_one(f"#settings-{name}", Input)
+            try:
+                values[name] = parse_sampling_value(name, box.value)
+            except SamplingValueError:
+                box.focus()
+                raise
+        kept = {f.name: getattr(self._settings.sampling, f.name) for f in fields(SamplingSettings)}
+        return SamplingSettings(**{**kept, **values})
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#dialog-yes")
+    def _save(self, event: Input.Submitted | Button.Pressed) -> None:
+        event.stop()
+        try:
+            sampling = self.sampling()
+        except SamplingValueError as error:
+            self.query_one("#dialog-error", Static).update(Text(str(error)[:1].upper() + str(error)[1:] + "."))
+            return
+        prompt: str | None = self.query_one("#settings-system", TextArea).text
+        original = self._settings.system_prompt
+        if original is not None and prompt == for_input(original):
+            prompt = original  # untouched: what the box shows is only the prompt made safe to draw
+        self.dismiss(ChatSettings(prompt if prompt and prompt.strip() else None, sampling))
+
+    @on(Button.Pressed, "#dialog-no")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
