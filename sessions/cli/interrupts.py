@@ -22,8 +22,10 @@ uses the engine's abort flag, which interrupts a prompt in the middle of a batch
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -34,6 +36,16 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 SIGPIPE_STATUS = 128 + getattr(signal, "SIGPIPE", 13)
 JOIN_STEP = 0.5
 """Seconds between two looks at the work thread (signals interrupt the wait anyway)."""
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone: later writes, and the
+    interpreter's final flush, cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
 
 
 class Interrupts:

@@ -112,9 +112,9 @@ class Database:
         """Reads, from the file that was opened: a replaced file is never read either (its
         WAL now belongs to another file, and SQLite would mix the two)."""
         with self._lock:
-            if not self.conn.in_transaction:
-                self.check_not_replaced()
             try:
+                if not self.conn.in_transaction:
+                    self.check_not_replaced()
                 yield self.conn
             except sqlite3.Error as error:
                 raise self.failure(error, saving=False) from error

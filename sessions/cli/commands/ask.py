@@ -156,8 +156,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             out.end()
             ctx.note(f"{stops.cause} {stopped}")
             return stops.status
-        except TurnTaken:
+        except TurnTaken as error:
             out.end()
+            if not stops.happened:  # taken between a reply refused as too long and its --trim
+                raise CliError(str(error)) from None
             ctx.note(f"{stops.cause} while waiting for another llamachat's reply: nothing was saved")
             return stops.status
         except TreeError as error:
@@ -166,7 +168,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except (ControllerError, ModelLoadError) as error:
             out.end()
             raise CliError(str(error)) from None
-        out.end()
+        out.end(replied=True)
     if args.stats and reply.stats is not None:
         print(json.dumps(_stats_line(reply)), file=ctx.err)
     if stops.happened:
@@ -187,19 +189,23 @@ class _Output:
         self.shown = shown
         self.interrupts: Any = None
         self.gone = False
+        self.wrote = False
 
     def write(self, text: str) -> None:
         if self.gone:
             return
+        self.wrote = True
         try:
             self.ctx.out.write(self.shown.push(text))
             self.ctx.out.flush()
         except BrokenPipeError:
             self._reader_left()
 
-    def end(self) -> None:
-        """The last piece held back and a line end, once."""
-        if self.gone:
+    def end(self, *, replied: bool = False) -> None:
+        """The last piece held back and a line end, once: after a reply (even an empty
+        one), or after what was written of one; nothing when nothing was."""
+        if self.gone or not (self.wrote or replied):
+            self.gone = True
             return
         try:
             self.ctx.out.write(self.shown.finish() + "\n")
@@ -209,7 +215,7 @@ class _Output:
         self.gone = True
 
     def _reader_left(self) -> None:
-        from sessions.cli.runner import silence_stdout
+        from sessions.cli.interrupts import silence_stdout
 
         self.gone = True
         silence_stdout()
