@@ -12,11 +12,12 @@ So the rule is relative, and measured on this machine:
 
 - *in RAM*: a boundary gets a snapshot when decoding the tokens since the previous one
   took at least ``1 / overhead`` times what the snapshot costs to read (2% by default),
-  and when reading it costs at most ``budget_per_token`` for each of those tokens (1 ms
-  per 1,000 by default), so snapshots add at most that share, and that time, to a
-  prefill; for a sliding window, only once a whole window has passed since the previous
-  one, so that no two snapshots hold the same cell. A restore that finds no snapshot
-  where it needs one re-decodes from the one before;
+  so snapshots add at most that share to a prefill; for a sliding window, only once a
+  whole window has passed since the previous one, so that no two snapshots hold the same
+  cell. A restore that finds no snapshot where it needs one re-decodes from the one
+  before, so the rule trades a little reading on every prefill against re-decoding on
+  some restores, at this machine's prices: a CPU, which decodes slowly, snapshots often;
+  a GPU, which decodes fast, rarely;
 - *on disk*: a snapshot stays for good when the attention cells saved since the previous
   one on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at
   most that share to the disk a branch uses; besides those, the latest prompt end (where a
@@ -38,8 +39,6 @@ class SnapshotPolicy:
     """Snapshots cost at most this share of the decode time they can save."""
     disk_share: float = 0.5
     """Snapshots on disk weigh at most this share of the attention cells along a branch."""
-    budget_per_token: float = 1e-6
-    """Seconds of snapshot reading allowed per prompt token (1 ms per 1,000 tokens)."""
     every_boundary: bool = False
     """Snapshot every boundary (tests that count restored tokens; comparisons)."""
     copy_bytes_per_second: float = ASSUMED_COPY_BYTES_PER_SECOND
@@ -54,8 +53,7 @@ class SnapshotPolicy:
             return True
         if tokens_since < min_tokens:
             return False
-        cost = self.snapshot_seconds(nbytes)
-        return decode_seconds_since * self.overhead >= cost and tokens_since * self.budget_per_token >= cost
+        return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
 
     def persist(self, cells_bytes_since: int, nbytes: int) -> bool:
         """Should a snapshot of ``nbytes`` stay on disk for good, ``cells_bytes_since`` after the last?"""
