@@ -9,17 +9,26 @@ A new chat is a *draft* until its first message: nothing is written for it, so o
 the app, starting a chat and leaving it unused leaves no empty session behind. The first
 ``append`` creates the session (with the draft's settings and system prompt) and the
 message together, in one transaction.
+
+Another llamachat (a second window, ``llamachat ask``) may change the same session at
+any time, so every change is made against what this object shows: a message goes in
+only if the session's head is still the one shown (``SessionStore.append_message``), a
+branch is deleted only if it still holds the messages counted. When the chat changed
+elsewhere the store refuses with ``ChatChanged`` and writes nothing; this object then
+reads the session again (tree and head in one read) and passes the refusal on, so the
+next look at it shows the chat as it is now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import cast
 
 from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
-from sessions.store import Session, SessionStore
+from sessions.store import ChatChanged, MessageNotFound, Session, SessionNotFound, SessionStore, StoreError
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
 from sessions.turns import place_user_message, waiting_twin
 
@@ -47,11 +56,47 @@ class Conversation:
         self.session_id = session_id
         self.draft = (draft or SessionDraft()) if session_id is None else None
         """The settings of a chat not saved yet (None once it is saved)."""
-        self._tree = store.load_tree(session_id) if session_id is not None else ConversationTree()
-        head = store.get_session(session_id).active_leaf_id if session_id is not None else None
-        if head is None and len(self._tree):
-            head = self._tree.resume_leaf(None).id
-        self._head_id: int | None = head
+        self._tree = ConversationTree()
+        self._head_id: int | None = None
+        self._session: Session | None = None
+        if session_id is not None:
+            self._load(session_id)
+
+    def _load(self, session_id: int) -> None:
+        """Read the tree and the head in one read (another process may be writing)."""
+        session, tree = self._store.load_session_tree(session_id)
+        self._session = session
+        head = session.active_leaf_id
+        if head is None and len(tree):
+            head = tree.resume_leaf(None).id
+        self._tree, self._head_id = tree, head
+
+    def reload(self) -> None:
+        """Show the session as it is on disk now (another window or command changed it).
+
+        A session deleted elsewhere leaves a new, empty chat in its place.
+        """
+        if self.session_id is None:
+            return
+        try:
+            self._load(self.session_id)
+        except SessionNotFound:
+            self.session_id, self.draft = None, SessionDraft()
+            self._tree, self._head_id = ConversationTree(), None
+
+    @contextmanager
+    def _as_shown(self) -> Iterator[None]:
+        """Run a change made on what this object shows; if the chat changed elsewhere,
+        read it again and pass the refusal on."""
+        try:
+            yield
+        except ChatChanged:
+            self.reload()
+            raise
+        except (MessageNotFound, SessionNotFound) as error:
+            self.reload()
+            raise ChatChanged(f"the chat changed in another window: {error} any more; nothing was "
+                              "changed, look again and retry") from None
 
     @property
     def tree(self) -> ConversationTree:
@@ -59,8 +104,20 @@ class Conversation:
 
     @property
     def session(self) -> Session | None:
-        """A fresh copy from the store (title and settings may change elsewhere); None for a draft."""
-        return self._store.get_session(self.session_id) if self.session_id is not None else None
+        """A fresh copy from the store (title and settings may change elsewhere); None for a draft.
+
+        When the store cannot be read now (its file was replaced, another program holds
+        it), the copy last read: showing the chat must not fail, and every change says
+        why it cannot be made.
+        """
+        if self.session_id is None:
+            return None
+        try:
+            self._session = self._store.get_session(self.session_id)
+        except StoreError:
+            if self._session is None or self._session.id != self.session_id:
+                raise
+        return self._session
 
     @property
     def _saved_id(self) -> int:
@@ -90,22 +147,29 @@ class Conversation:
         text: str,
         *,
         parent_id: int | None | object = _HEAD,
+        expected_head: int | None | object = _HEAD,
         stats: GenerationStats | None = None,
         tokens: Mapping[str, Sequence[int]] | None = None,
     ) -> Message:
         """Add a message (under the head unless told otherwise); it becomes the head.
 
+        ``expected_head`` (default: the head shown) is the head the gesture was made on:
+        if the session's head is another one by now, nothing is written (``ChatChanged``).
         The first message of a draft saves the session first, with the draft's system
         prompt as its first message (the new message then goes under it).
         """
         parent = self._head_id if parent_id is _HEAD else cast("int | None", parent_id)
+        expected = self._head_id if expected_head is _HEAD else cast("int | None", expected_head)
         if parent is not None and parent not in self._tree:
             raise TreeError(f"no message {parent} in this conversation")
         if self.session_id is None:
             return self._save_with(role, text, stats, tokens)
-        message = self._store.add_message(self._saved_id, parent, role, text, stats=stats, tokens=tokens)
+        with self._as_shown():
+            message = self._store.append_message(self._saved_id, parent, role, text, expected_head=expected,
+                                                 stats=stats, tokens=tokens)
         self._tree.add(message)
-        self._move_head(message.id)
+        self._tree.remember_path(message.id)  # the store remembered it too
+        self._head_id = message.id
         return message
 
     def _save_with(self, role: Role, text: str, stats: GenerationStats | None,
@@ -188,18 +252,23 @@ class Conversation:
         self._store.set_active_leaf(self._saved_id, None)
         self._head_id = None
 
-    def delete_subtree(self, message_id: int) -> int:
+    def delete_subtree(self, message_id: int, *, expected_ids: Collection[int] | None = None) -> int:
         """Delete a message and its descendants; returns how many were removed.
 
-        A head inside the deleted part moves to the parent's remembered branch (or the
-        parent itself when nothing is left under it).
+        ``expected_ids`` (default: the branch as shown) are the messages the user was
+        asked about: if the branch holds others by now, nothing is deleted
+        (``ChatChanged``). A head inside the deleted part moves to the parent's
+        remembered branch (or the parent itself when nothing is left under it).
         """
         top = self._tree.get(message_id)
+        if expected_ids is None:
+            expected_ids = [message_id, *(m.id for m in self._tree.descendants(message_id))]
         head_removed = self._head_id is not None and (
             self._head_id == message_id
             or any(m.id == message_id for m in self._tree.path_to(self._head_id))
         )
-        count = self._store.delete_subtree(message_id)
+        with self._as_shown():
+            count = self._store.delete_subtree(message_id, expected_ids=expected_ids)
         self._tree.remove_subtree(message_id)
         if head_removed:
             if top.parent_id is not None:
@@ -214,8 +283,11 @@ class Conversation:
     def _move_head(self, message_id: int) -> None:
         changed = self._tree.remember_path(message_id)
         try:
-            self._store.set_active_leaf(self._saved_id, message_id, remember=changed)
+            with self._as_shown():
+                self._store.set_active_leaf(self._saved_id, message_id, remember=changed)
+        except ChatChanged:
+            raise  # read again already
         except Exception:
-            self._tree = self._store.load_tree(self._saved_id)  # back to what is on disk
+            self.reload()  # back to what is on disk
             raise
         self._head_id = message_id

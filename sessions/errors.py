@@ -28,3 +28,17 @@ class ContextOverflow(ControllerError):
 
 class GenerationCancelled(ControllerError):
     """The user stopped the prompt before any reply was produced."""
+
+
+class TurnTaken(ControllerError):
+    """Another llamachat is writing a reply in this chat; nothing was changed."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(f"another llamachat window or command is writing a reply in this chat (session "
+                         f"{session_id}): nothing was saved; send again when it has finished")
+        self.session_id = session_id
+
+
+class ReplyNotSaved(ControllerError):
+    """A reply was written (and shown as it came) but could not be stored; the words say
+    what was lost and what is kept."""

@@ -9,6 +9,7 @@ done exactly that much. Commands:
 - ``{"op": "add", ...}`` / ``{"op": "append", ...}``: ``add_message`` / ``append_message``.
 - ``{"op": "append_many", "session": S, "count": N, ...}``: N appends in a chain.
 - ``{"op": "delete_subtree", "message": M, "expected_ids": [...]}``.
+- ``{"op": "set_head", "session": S, "message": M}``: move the head (a window paging).
 - ``{"op": "snapshot", "session": S}``: the head and message ids, read in one snapshot.
 - ``{"op": "close"}``, ``{"op": "exit"}``.
 - ``{"op": "hold", "how": "exclusive" | "immediate" | "locking-mode"}``: a plain SQLite
@@ -65,6 +66,9 @@ class Child:
         if op == "delete_subtree":
             count = self.store.delete_subtree(command["message"], expected_ids=command.get("expected_ids"))
             return {"count": count}
+        if op == "set_head":
+            self.store.set_active_leaf(command["session"], command["message"])
+            return {}
         if op == "snapshot":
             session, tree = self.store.load_session_tree(command["session"])
             return {"head": session.active_leaf_id,

@@ -62,7 +62,7 @@ def shape(store: SessionStore, session_id: int, *, with_tokens: bool = True) -> 
         for m in _depth_first(tree)
     ]
     remembered = sorted((-1 if p is None else order[p], order[c]) for p, c in tree.remembered().items())
-    fields = (session.title, session.model_path, session.model_fingerprint, session.system_prompt,
+    fields = (session.title, session.model_path, session.system_prompt,
               session.sampling, session.created_at, order.get(session.active_leaf_id))
     return [fields, remembered] + rows
 
@@ -84,7 +84,7 @@ def test_json_export_is_marked_and_serialisable(store):
     assert detect_format(data) == "llamachat"
 
 
-def test_json_round_trip_keeps_everything_but_token_ids(store, tmp_path):
+def test_json_round_trip_keeps_everything_but_token_ids_and_the_models_identity(store, tmp_path):
     original = branching_session(store)
     path = write_export(store, original, tmp_path / "export.json", "json")
     assert oct(path.stat().st_mode & 0o777) == "0o600"
@@ -93,6 +93,9 @@ def test_json_round_trip_keeps_everything_but_token_ids(store, tmp_path):
     assert copy != original
     assert shape(store, copy) == shape(store, original, with_tokens=False)
     assert store.session_tokens(copy) == {}  # computed again from the text when the chat is used
+    assert store.get_session(original).model_fingerprint == "fp1"
+    imported = store.get_session(copy)  # the model it names is shown, never loaded unasked
+    assert imported.model_path == "/m/tiny.gguf" and imported.model_to_reopen is None
     assert Conversation(store, copy).head.text == "A2: a South American animal."
 
 

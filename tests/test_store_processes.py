@@ -254,3 +254,19 @@ def test_an_error_while_writing_names_its_cause(tmp_path):
         other = store._db.failure(sqlite3.OperationalError("no such table: x"), saving=True)
         assert type(other) is StoreError and "could not save the change" in str(other)
         assert store.messages(session_id)
+
+
+def test_a_second_store_in_one_process_leaves_the_first_ones_locks(tmp_path):
+    """SQLite's locks are the process's: reading the file's header from Python and closing
+    it dropped them, and another process closing its connection then deleted the WAL of
+    the store still open here; what that store wrote next was lost."""
+    db = tmp_path / "sessions.sqlite3"
+    session_id = make(db)
+    with SessionStore.open(db) as first:
+        first.add_message(session_id, None, "user", "in the WAL")
+        SessionStore.open(db).close()  # a second store in this process (a test, a tool)
+        with StoreProcess(db) as other:
+            assert other("open")["ok"] and other("close")["ok"]  # it must not think it was the last
+        assert db.with_name(db.name + "-wal").exists() and db.with_name(db.name + "-shm").exists()
+        first.add_message(session_id, None, "user", "written after")
+    assert {"in the WAL", "written after"} <= set(texts(db, session_id))

@@ -5,12 +5,21 @@ chat logic is in ``sessions.controller``. The app only owns what is app-wide: th
 themes and the remembered choice of theme, the key overrides from ``[keys]``, and the
 bridge from core events to messages.
 
+Asked to end from outside (SIGTERM, or SIGHUP when its terminal goes away), it leaves as
+Ctrl+Q does: the reply being written stops at its next token and is stored as stopped,
+Textual puts the terminal back as it found it (main screen, no mouse reporting, cursor
+shown), and the process ends once the reply is stored, with status 128 + the signal.
+The handlers run on the event loop (``add_signal_handler``), not at any bytecode.
+
 It is also the one door text comes in and goes out by: notifications, pastes and the
 in-app clipboard pass through ``tui.safe_text`` here, so no widget can put a terminal
 escape from a model, a chat file or a paste on the screen.
 """
 
 from __future__ import annotations
+
+import asyncio
+import signal
 
 from textual import events
 from textual.app import App
@@ -37,7 +46,8 @@ class LlamaChatApp(App[None]):
     COMMANDS = App.COMMANDS | {ActionCommands}
 
     def __init__(self, controller: SessionController, *, config: Config | None = None,
-                 startup: StartupRequest = StartupRequest(), notices: list[str] | None = None) -> None:
+                 startup: StartupRequest = StartupRequest(), notices: list[str] | None = None,
+                 stop_signals: tuple[int, ...] = ()) -> None:
         self.config = config or Config()
         self._notices = list(notices or [])
         """Shown once the app is up: config problems, a database restored from its backup."""
@@ -49,11 +59,18 @@ class LlamaChatApp(App[None]):
         self.startup = startup
         self.forwarder = Forwarder()
         controller.listener = self.forwarder
+        self._stop_signals = stop_signals
+        """Signals that end the app as Ctrl+Q does (``tui.launch`` passes SIGTERM and SIGHUP)."""
+        self.stopped_by: int | None = None
+        """The signal the app was asked to end by, if any."""
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return default_variables()
 
     def on_mount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for number in self._stop_signals:
+            loop.add_signal_handler(number, self.stop_on_signal, number)
         problems = self._notices + list(self._problems) + register_themes(self)
         problem = apply_saved_theme(self, self.config)
         if problem:
@@ -95,3 +112,20 @@ class LlamaChatApp(App[None]):
     async def action_quit(self) -> None:
         self.controller.cancel()  # a reply being written stops at the next token
         self.exit()
+
+    def stop_on_signal(self, number: int) -> None:
+        """End as Ctrl+Q does; the process ends once the reply being written is stored."""
+        self.stopped_by = number
+        self.controller.cancel()
+        self.exit(return_code=128 + number)
+
+    def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for number in self._stop_signals:
+            try:
+                loop.remove_signal_handler(number)
+            except (RuntimeError, ValueError):  # the loop is closing: it drops them itself
+                pass
+
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))

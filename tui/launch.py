@@ -19,11 +19,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_app(options: LaunchOptions) -> int:
     from sessions.runtime import open_runtime
-    from tui.app import LlamaChatApp
+    from tui.app import STOP_SIGNALS, LlamaChatApp
     from tui.startup import StartupRequest
 
-    with open_runtime(options.config) as runtime:
+    with open_runtime(options.config) as runtime:  # closing waits for a stopped reply to be stored
         app = LlamaChatApp(runtime.controller, config=options.config, startup=StartupRequest.from_options(options),
-                           notices=[*options.config_problems, *runtime.notices])
+                           notices=[*options.config_problems, *runtime.notices], stop_signals=STOP_SIGNALS)
         app.run()
         return app.return_code or 0

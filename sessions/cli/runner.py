@@ -10,7 +10,6 @@ imports the UI.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
 from dataclasses import replace
@@ -20,6 +19,7 @@ from typing import TextIO
 from sessions import paths
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
+from sessions.cli.interrupts import silence_stdout
 from sessions.cli.launch_options import LaunchOptions, RunApp
 from sessions.cli.parser import PROG, build_parser
 from sessions.config import Config, ConfigError, load_config
@@ -86,15 +86,6 @@ def _check_model(args: argparse.Namespace) -> None:
     check_before_load(args.model)  # what would make llama.cpp abort the app, too
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, io.UnsupportedOperation):
-        pass
-
-
 def _error(err: TextIO, message: str) -> int:
     print(f"{PROG}: error: {inert(message)}", file=err)
     return 1
@@ -128,7 +119,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
         out.flush()
         return status
     except BrokenPipeError:  # `llamachat sessions | head`: the reader left early
-        _silence_stdout()
+        silence_stdout()
         return 0
     except KeyboardInterrupt:
         print(file=err)

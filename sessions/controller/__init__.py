@@ -8,7 +8,7 @@ from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
+from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, ReplyNotSaved, TurnTaken
 
 __all__ = [
     "ChatSettings",
@@ -17,5 +17,7 @@ __all__ = [
     "ControllerError",
     "EngineSettings",
     "GenerationCancelled",
+    "ReplyNotSaved",
     "SessionController",
+    "TurnTaken",
 ]

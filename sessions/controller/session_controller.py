@@ -6,30 +6,42 @@ store writes that go with them: quick, safe from the UI thread) and the engine l
 ``JobControl`` (the blocking methods, run by a worker thread: ``load_model``, ``warm``,
 ``generate_reply``, ``continue_reply``, ``trim_to_fit``, ``close``). A worker takes the tree lock only for
 moments, to read a branch or store a reply, so the UI never waits on llama.cpp.
+
+Other llamachat processes may share the session. Every change is made on the chat as
+shown (``Conversation``): one the store refuses with ``ChatChanged`` writes nothing and
+leaves the chat read again, for the caller to show and the user to retry. Writing a reply
+is a turn held by one process at a time (``reply_turn``): a gesture that would leave a
+question waiting for this process's answer is refused with ``TurnTaken`` while another
+process answers in the same session. A reply is stored under its question; if the head
+moved elsewhere meanwhile (another window paged to another branch) it is stored all the
+same and becomes the head, and only a reply that cannot be stored at all (its question
+deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying so.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sessions.branch_tokens import branch_tokens
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.continuation import check_continuable, write_continuation
+from sessions.controller.controller_base import ControllerBase
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
-from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
+from sessions.controller.reply import write_reply
+from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError
-from sessions.events import Listener, PromptProgressed, ReplyFinished, ignore
+from sessions.events import Listener, ignore
 from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import Message
@@ -41,7 +53,7 @@ if TYPE_CHECKING:
     from sessions.exchange import ExportKind
 
 
-class SessionController:
+class SessionController(ControllerBase):
     def __init__(
         self,
         store: SessionStore,
@@ -62,6 +74,7 @@ class SessionController:
         self._conversation: Conversation | None = None
         self._lock = threading.RLock()
         self._jobs = JobControl(lambda: self.engine)
+        self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store)
         """The saved sessions: list, search, import."""
         self._speeds = SwitchSpeeds()
@@ -117,11 +130,13 @@ class SessionController:
             engine, self.engine = self.engine, None
             if engine is not None:
                 engine.close()
+        self._turns.release()
 
     # -- sessions -------------------------------------------------------------------
 
     def new_session(self, *, system_prompt: str | None = None, sampling: SamplingSettings | None = None) -> None:
         """Start a new chat; it is saved with its first message (an unused one leaves nothing)."""
+        self._turns.release()
         with self._lock:
             info = self.model_info
             draft = SessionDraft(
@@ -130,6 +145,7 @@ class SessionController:
             self._conversation = Conversation(self._store, None, draft=draft)
 
     def open_session(self, session_id: int) -> Session:
+        self._turns.release()
         with self._lock:
             self._conversation = Conversation(self._store, session_id)
             return self._store.get_session(session_id)
@@ -240,12 +256,16 @@ class SessionController:
         if not text.strip():
             raise ControllerError("the message is empty")
         with self._lock:
-            return self._conv().add_user_message(text, parent_id)
+            conversation = self._conv()
+            with self._turns.asking(conversation.session_id):
+                return conversation.add_user_message(text, parent_id)
 
     def edit(self, message_id: int, text: str) -> Message:
         """A new sibling of ``message_id`` with ``text``; the original branch stays."""
         with self._lock:
-            return self._conv().edit(message_id, text)
+            conversation = self._conv()
+            with self._turns.asking(conversation.session_id, conversation.tree.get(message_id).role == "user"):
+                return conversation.edit(message_id, text)
 
     def select(self, message_id: int) -> Message:
         """Show the branch last seen under ``message_id``; returns the new head."""
@@ -262,10 +282,14 @@ class SessionController:
         with self._lock:
             return self._conv().rewind(message_id)
 
-    def delete_subtree(self, message_id: int) -> int:
-        """Delete a message and everything below it; returns how many were deleted."""
+    def delete_subtree(self, message_id: int, *, expected_ids: Collection[int] | None = None) -> int:
+        """Delete a message and everything below it; returns how many were deleted.
+
+        ``expected_ids``: the messages the user was asked about (default: the branch as
+        shown); if the branch holds others by now, nothing is deleted (``ChatChanged``).
+        """
         with self._lock:
-            return self._conv().delete_subtree(message_id)
+            return self._conv().delete_subtree(message_id, expected_ids=expected_ids)
 
     def regenerate(self, message_id: int) -> Message:
         """Get ready for a new answer: to the user message a reply answers, or to a user message.
@@ -274,7 +298,9 @@ class SessionController:
         new reply beside any existing one.
         """
         with self._lock:
-            return self._conv().rewind_to_question(message_id)
+            conversation = self._conv()
+            with self._turns.asking(conversation.session_id):
+                return conversation.rewind_to_question(message_id)
 
     # -- engine work (worker thread, blocking) ---------------------------------------
 
@@ -300,7 +326,7 @@ class SessionController:
         ``sampling`` (default: the chat's own settings) applies to this reply only.
         """
         t_request = time.perf_counter()
-        with self._jobs.job():
+        with self._jobs.job(), self._turns.replying(self.session_id):
             engine = self._engine()
             with self._lock:
                 conversation = self._conv()
@@ -311,7 +337,7 @@ class SessionController:
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
                                   **self._reply_hooks())
-            return self._store_reply(conversation, branch, head.id, written.result.text, written,
+            return self._store_reply(conversation, branch, head.id, head.id, written.result.text, written,
                                      written.result.tokens)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
@@ -322,7 +348,7 @@ class SessionController:
         becomes the head; only the new tokens are evaluated.
         """
         t_request = time.perf_counter()
-        with self._jobs.job():
+        with self._jobs.job(), self._turns.replying(self.session_id):
             engine = self._engine()
             with self._lock:
                 conversation = self._conv()
@@ -335,8 +361,8 @@ class SessionController:
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                            max_tokens=max_tokens, **self._reply_hooks())
-            return self._store_reply(conversation, branch, reply.parent_id, continued.text, continued.written,
-                                     continued.tokens)
+            return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
+                                     continued.text, continued.written, continued.tokens)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns.
@@ -349,51 +375,9 @@ class SessionController:
         with self._jobs.job():
             engine = self._engine()
             with self._lock:
+                conversation = self._conv()
                 if reserve is None:
-                    limit = chat_settings.settings_of(self._conv(), self.sampling).sampling.max_tokens
+                    limit = chat_settings.settings_of(conversation, self.sampling).sampling.max_tokens
                     reserve = min(limit, engine.n_ctx // 4)
-                return trim_branch(self._conv(), self._store, engine, leaf_id, reserve=reserve)
-
-    # -- inside ---------------------------------------------------------------------
-
-    def _reply_hooks(self) -> dict[str, Any]:
-        """How a reply being written reports back and learns it should stop."""
-        return {"on_progress": self._progress, "on_text": streamed_text(self.listener),
-                "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
-
-    def _store_reply(self, conversation: Conversation, branch: BranchTokens, parent_id: int | None, text: str,
-                     written: WrittenReply, tokens: list[int]) -> Message:
-        """Store a reply under ``parent_id`` with the tokens the model sampled, and say so."""
-        self._speeds.observe(branch, written.prep, written.stats)  # what it took teaches the estimates
-        engine = self._engine()
-        with self._lock:
-            reply = conversation.append("assistant", text, parent_id=parent_id, stats=written.stats,
-                                        tokens={engine.info.fingerprint: tokens})
-        self.listener(ReplyFinished(reply, written.stats))
-        return reply
-
-    def _saved_id(self) -> int:
-        session_id = self._conv().session_id
-        if session_id is None:
-            raise ControllerError("this chat is saved with its first message: there is nothing to keep yet")
-        return session_id
-
-    def _engine(self) -> ChatEngine:
-        if self.engine is None:
-            raise ControllerError("no model is loaded")
-        return self.engine
-
-    def _conv(self) -> Conversation:
-        if self._conversation is None:
-            raise ControllerError("no session is open")
-        return self._conversation
-
-    def _branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
-        """The tokens of the branch ending at ``leaf_id`` (default: the head); hold the tree lock."""
-        conversation = self._conv()
-        leaf = leaf_id if leaf_id is not None else (conversation.head.id if conversation.head else None)
-        path = conversation.tree.path_to(leaf) if leaf is not None else []
-        return BranchTokens(*branch_tokens(self._store, engine, path))
-
-    def _progress(self, done: int, total: int, rate: float) -> None:
-        self.listener(PromptProgressed(done, total, rate))
+                with self._turns.asking(conversation.session_id):  # the reply follows; it ends the turn
+                    return trim_branch(conversation, self._store, engine, leaf_id, reserve=reserve)

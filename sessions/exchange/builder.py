@@ -7,7 +7,9 @@ one store transaction, so a file that fails halfway leaves no half-made session 
 An imported file comes from anywhere, so nothing in it is trusted: every text must be
 valid Unicode, every time a real time, and no token ids are taken from it (the tokens a
 model sees are computed from the text when the session is first used; a file's ids
-could make the model read something other than what the screen shows).
+could make the model read something other than what the screen shows). Nor is the model
+it names: the path is kept, to show, but without a fingerprint, so that it is loaded
+only once the user chooses it (``Session.model_to_reopen``).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def _save_one(
     record = store.create_session(
         title=session.title,
         model_path=session.model_path,
-        model_fingerprint=session.model_fingerprint,
+        model_fingerprint=None,  # no model was loaded for it here (see ``Session.model_to_reopen``)
         system_prompt=session.system_prompt,
         sampling=session.sampling,
         created_at=session.created_at,

@@ -8,9 +8,9 @@ works with afterwards. Three promises hold here:
   a full disk, read-only media, damage. None of them is ever mistaken for another.
 - Reads that must agree with each other (a session's tree and its head) run in one read
   transaction (``snapshot``), so a commit from another process cannot land between them.
-- Nothing is written into a file that is no longer the database: before each write the
-  file at the path is compared with the one that was opened (device and inode), and a
-  replaced or moved file stops all writing with ``DatabaseReplaced``.
+- Nothing is written into a file that is no longer the database: before each write (and
+  each read) the file at the path is compared with the one that was opened (device and
+  inode), and a replaced or moved file stops all writing with ``DatabaseReplaced``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,23 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return info.st_dev, info.st_ino
+
+
+_open_here: Counter[tuple[int, int]] = Counter()
+"""The database files this process has open, by identity (see ``open_in_this_process``)."""
+
+
+def open_in_this_process(path: Path) -> bool:
+    """Whether a ``Database`` of this process has the file at ``path`` open.
+
+    SQLite's locks are POSIX locks, which belong to the process: closing *any* descriptor
+    of the file in this process drops them all. Opening the file again from Python (to
+    read its header) and closing it would drop the locks of the connection already open,
+    and another process closing its own connection would then believe it was the last
+    one and delete the WAL under it. So a file open here is not opened again that way.
+    """
+    identity = file_identity(path)
+    return identity is not None and _open_here[identity] > 0
 
 
 class Database:
@@ -53,6 +71,9 @@ class Database:
         self.read_only = read_only
         """Why the database was opened for reading only (None: it is writable)."""
         self._identity = file_identity(path)
+        self._counted = self._identity is not None
+        if self._identity is not None:
+            _open_here[self._identity] += 1
         self._replaced = False
         self._lock = threading.RLock()
         self._depth = 0
@@ -88,8 +109,12 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
+        """Reads, from the file that was opened: a replaced file is never read either (its
+        WAL now belongs to another file, and SQLite would mix the two)."""
         with self._lock:
             try:
+                if not self.conn.in_transaction:
+                    self.check_not_replaced()
                 yield self.conn
             except sqlite3.Error as error:
                 raise self.failure(error, saving=False) from error
@@ -177,6 +202,9 @@ class Database:
 
     def close(self) -> None:
         with self._lock:
+            if self._counted and self._identity is not None:
+                _open_here[self._identity] -= 1
+                self._counted = False
             self.conn.close()
             if self.file_lock is not None:
                 self.file_lock.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sessions.paths import ensure_private_dir
 from sessions.store import backup
-from sessions.store.database import Database
+from sessions.store.database import Database, open_in_this_process
 from sessions.store.errors import DatabaseBusy, DatabaseDamaged, DatabaseFull, DatabaseInUse, StoreError
 from sessions.store.file_lock import DatabaseLock, LockTimeout
 from sessions.store.schema import SCHEMA_VERSION, apply_migrations, current_version
@@ -109,6 +109,8 @@ def _check_file(path: Path) -> bool:
         return True
     if not path.is_file():
         raise _refuse(path, "it is not a regular file")
+    if open_in_this_process(path):
+        return False  # checked when it was opened; reading it again would drop SQLite's locks
     try:
         with open(path, "rb") as handle:
             header = handle.read(len(SQLITE_HEADER))

@@ -31,6 +31,17 @@ class Session:
     sampling: SamplingSettings
     active_leaf_id: int | None
 
+    @property
+    def model_to_reopen(self) -> str | None:
+        """The model to reopen the chat with unasked: its own, if llamachat loaded it for the
+        chat (loading records the model's fingerprint with its path).
+
+        An imported chat keeps the path its file named, to show, but no fingerprint: a
+        path that came from a file (a model that may crash llama.cpp, or one that was
+        never there) is loaded only once the user chooses it.
+        """
+        return self.model_path if self.model_fingerprint else None
+
 
 @dataclass(frozen=True)
 class SessionSummary:

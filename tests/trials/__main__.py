@@ -4,8 +4,10 @@
     python -m tests.trials --short    # the form CI runs (a dozen kills), in a minute
 
 It runs the crash trials (``tests.trials.crash``), the corruption trials
-(``tests.trials.corruption``) and the concurrency trial (``tests.trials.concurrency``),
-prints each report, then one line of totals; exit status 1 when any check failed.
+(``tests.trials.corruption``) and the concurrency trials (``tests.trials.concurrency``:
+store-level processes, then ``llamachat ask`` processes and the app in
+``tests.trials.concurrency_app``), prints each report, then one line of totals; exit
+status 1 when any check failed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from . import crash_plan
 from .concurrency import run_concurrency_trial
+from .concurrency_app import run_app_trial
 from .corruption import run_corruption_trials, summary
 from .crash import CrashTrials
 
@@ -41,12 +44,20 @@ def main(argv: list[str] | None = None) -> int:
         workers, rounds = (3, 6) if args.short else (6, 40)
         concurrency = run_concurrency_trial(work / "concurrency", workers=workers, rounds=rounds, seed=args.seed)
         print(concurrency.summary())
+        (work / "front-ends").mkdir()
+        asks, ask_rounds = (2, 2) if args.short else (4, 10)
+        front_ends = run_app_trial(work / "front-ends", asks=asks, rounds=ask_rounds, app_rounds=ask_rounds,
+                                   seed=args.seed)
+        print(front_ends.summary())
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    failures = crash_report.failures + corruption["failures"] + (0 if concurrency.ok else 1)
+    failures = (crash_report.failures + corruption["failures"] + (0 if concurrency.ok else 1)
+                + (0 if front_ends.ok else 1))
     print(f"trials: {crash_report.trials} crash trials, {crash_report.kills} kills, "
           f"{corruption['corruptions']} corruptions, {concurrency.sent} messages from {workers} processes "
-          f"({concurrency.lost} lost, {concurrency.misplaced} misplaced), {failures} failures")
+          f"and {front_ends.sent} from {asks} ask slots and the app "
+          f"({concurrency.lost + front_ends.lost} lost, {concurrency.misplaced + front_ends.misplaced} misplaced), "
+          f"{failures} failures")
     return 1 if failures else 0
 
 

@@ -3,6 +3,9 @@ and restored from its backup under them.
 
     python -m tests.trials.concurrency [--workers N] [--rounds N] [--seed S] [--json]
 
+(It then runs the same test with the real front ends: ``llamachat ask`` processes and the
+app, ``tests.trials.concurrency_app``.)
+
 Each worker (``concurrency_worker``) is a separate process that, round after round,
 opens the database, adds a question under the head it saw and the answer under its
 question, and closes it, as ``llamachat ask`` does. Halfway through the traffic this
@@ -192,8 +195,10 @@ def main(argv: list[str] | None = None) -> int:
         report = run_concurrency_trial(work, workers=args.workers, rounds=args.rounds, seed=args.seed)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(asdict(report), default=dict) if args.json else report.summary())
-    return 0 if report.ok else 1
+    print(json.dumps({**asdict(report), "events": dict(report.events)}) if args.json else report.summary())
+    from tests.trials.concurrency_app import main as front_ends
+
+    return front_ends(["--seed", str(args.seed), *(["--json"] if args.json else [])]) or (0 if report.ok else 1)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ SIZE = (100, 30)
 def write_chat(model_path) -> int:
     """A chat whose first reply has two versions (the second one shown) and a code block."""
     with SessionStore.open() as store:
-        session = store.create_session(model_path=str(model_path), created_at=0.0)
+        session = store.create_session(model_path=str(model_path), model_fingerprint="fake-" + model_path.name,
+                                       created_at=0.0)
         ask = store.add_message(session.id, None, "user", "How do I reverse a list in Python?", created_at=1.0)
         store.add_message(session.id, ask.id, "assistant", "Use `items.reverse()`.",
                           stats=GenerationStats(tokens_generated=8, stop_reason="eog"), created_at=2.0)

@@ -16,8 +16,8 @@ def write_chat(model_path) -> int:
     """A short chat under a system prompt, with its own sampling settings (fixed times)."""
     with SessionStore.open() as store:
         prompt = "You are a terse assistant. Answer in one sentence."
-        session = store.create_session(model_path=str(model_path), system_prompt=prompt, sampling=SAMPLING,
-                                       created_at=0.0)
+        session = store.create_session(model_path=str(model_path), model_fingerprint="fake-" + model_path.name,
+                                       system_prompt=prompt, sampling=SAMPLING, created_at=0.0)
         system = store.add_message(session.id, None, "system", prompt, created_at=1.0)
         ask = store.add_message(session.id, system.id, "user", "What is a KV cache?", created_at=2.0)
         reply = store.add_message(session.id, ask.id, "assistant", "The attention keys and values of past tokens.",

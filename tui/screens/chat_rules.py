@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from sessions.controller import ChatSnapshot
+from sessions.store import Session
 from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
 
@@ -81,6 +82,14 @@ def joined_note(stored: Message, typed: str) -> str:
         return "Asked again: your message above was still waiting for its answer."
     return ("Joined to your message above, which was still waiting for its answer "
             "(the earlier version stays: Alt+← pages back to it).")
+
+
+def no_model_note(session: Session) -> str:
+    """Why a reopened chat has no model to load by itself (the picker follows)."""
+    if session.model_path and session.model_to_reopen is None:
+        return (f"This chat was imported: its file names the model {session.model_path}, which is loaded "
+                "only if you choose it. Choose a model for it.")
+    return "The model of this chat is not on disk any more: choose one."
 
 
 def continue_problem(message: Message | None) -> str | None:

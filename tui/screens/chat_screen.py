@@ -120,7 +120,10 @@ class ChatScreen(Screen[None]):
             panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
 
     def refused(self, words: str) -> None:
+        """A gesture the core refused: say why, and show the chat as the core has it now
+        (a refusal because another window changed the chat leaves it read again)."""
         self.notify(words, severity="error", markup=False)
+        self.call_later(self.refresh_view)
 
     # -- showing the chat ----------------------------------------------------------------
 
@@ -140,7 +143,11 @@ class ChatScreen(Screen[None]):
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
-            self.session_list.show(self.controller.library.list_sessions(), self.controller.session_id)
+            try:
+                sessions = self.controller.library.list_sessions()
+            except GESTURE_ERRORS:  # the store cannot be read now: the list stays as it was
+                return
+            self.session_list.show(sessions, self.controller.session_id)
 
     def set_mode(self, mode: InputMode) -> None:
         self.mode = mode
@@ -228,6 +235,7 @@ class ChatScreen(Screen[None]):
                 self.status.set_model("no model")
         if group == "trim":
             self.status.set_note("")
+            await self.refresh_view()  # a branch refused because the chat changed elsewhere
         words = describe_failure(group, error) if error is not None else None
         if words is not None:
             self.notify(words[0], severity=severity(words[1]), markup=False)
@@ -252,6 +260,7 @@ class ChatScreen(Screen[None]):
             if self.jobs.loading:
                 self.notify("The reply will start once the model has loaded.", timeout=3)
             else:
+                self.controller.end_turn()  # another window or command may answer meanwhile
                 self.notify("No model is loaded: press F5 to choose one.", severity="warning")
             return
         self.status.set_speed(None)  # the speed shown from here is this reply's
@@ -332,14 +341,14 @@ class ChatScreen(Screen[None]):
             self.refused(str(error))
             return
         await self.show_head(InputMode(), selected=message_id)
-        wanted = model_path or session_model(session.model_path, self.config.model)
+        wanted = model_path or session_model(session.model_to_reopen, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
             await self.after_switch()
         elif wanted is not None:
             self.jobs.load(wanted)
         else:
-            self.notify("The model of this chat is not on disk any more: choose one.", severity="warning")
+            self.notify(chat_rules.no_model_note(session), severity="warning", markup=False)
             self.choose_model()
 
     def choose_model(self) -> None:

@@ -42,8 +42,8 @@ class MainScreen(ChatScreen):
         if self.jobs.generating:
             self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
             return
-        before = self.controller.snapshot()
         try:
+            before = self.controller.snapshot()
             if before is None:
                 self.controller.new_session(system_prompt=self.config.system_prompt)
             if self.mode.kind == "edit" and self.mode.target_id is not None:
@@ -151,14 +151,23 @@ class MainScreen(ChatScreen):
 
         await self.jobs.when_idle(rewind)
 
-    def action_delete_branch(self) -> None:
+    async def action_delete_branch(self) -> None:
+        await self.jobs.when_idle(self.ask_delete)  # a reply being written stops and is counted
+
+    def ask_delete(self) -> None:
+        """Ask about the branch below the target; delete exactly the messages counted.
+
+        If another window or command changed that branch meanwhile, nothing is deleted:
+        the refusal says so and the chat is shown as it is now (``Conversation``).
+        """
         message = self.target()
         snapshot = self.controller.snapshot()
         if message is None or snapshot is None:
             return
+        counted = [message.id, *(m.id for m in snapshot.tree.descendants(message.id))]
 
         async def delete() -> None:
-            count = self.controller.delete_subtree(message.id)
+            count = self.controller.delete_subtree(message.id, expected_ids=counted)
             await self.show_head()
             self.notify(f"Deleted {chat_rules.plural(count, 'message')}.")
 
@@ -166,8 +175,7 @@ class MainScreen(ChatScreen):
             if yes:
                 await self.jobs.when_idle(delete)
 
-        question = chat_rules.delete_question(snapshot.tree.subtree_size(message.id))
-        self.app.push_screen(ConfirmScreen(question), confirmed)
+        self.app.push_screen(ConfirmScreen(chat_rules.delete_question(len(counted))), confirmed)
 
     @on(TreePanel.NodeChosen)
     async def node_chosen(self, message: TreePanel.NodeChosen) -> None:
@@ -248,7 +256,11 @@ class MainScreen(ChatScreen):
 
         async def renamed(title: str | None) -> None:
             if title is not None and title.strip():
-                self.controller.rename_session(title.strip())
+                try:
+                    self.controller.rename_session(title.strip())
+                except GESTURE_ERRORS as error:
+                    self.refused(str(error))
+                    return
                 await self.refresh_view()
 
         self.app.push_screen(TextPrompt("Rename this chat", snapshot.title), renamed)

@@ -25,6 +25,10 @@ from sessions.cli.arguments import session_id
 from sessions.cli.ask_input import add_sampling_flags, message_text, sampling_overrides
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError, UsageError
+from sessions.errors import TurnTaken
+
+PLACE_TRIES = 3
+"""Times ``ask`` places its message again when another window moved the head meanwhile."""
 
 if TYPE_CHECKING:
     from sessions.controller import SessionController
@@ -63,7 +67,10 @@ def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session 
         from sessions.synth import make_model
 
         return str(make_model("llama", "tiny"))
-    path = ctx.config.model or (session.model_path if session else None)
+    path = ctx.config.model or (session.model_to_reopen if session else None)
+    if not path and session is not None and session.model_path:
+        raise CliError(f"session {session.id} was imported: its file names the model {session.model_path}, "
+                       "which is loaded only if you choose it; pass -m PATH")
     if not path:
         raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
     return path
@@ -90,7 +97,8 @@ def _check(args: argparse.Namespace, text: str) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.controller import ControllerError
+    from sessions.cli.interrupts import Interrupts
+    from sessions.controller import ControllerError, GenerationCancelled
     from sessions.engine.model import ModelLoadError
     from sessions.events import Event, NoticeRaised, TextStreamed
     from sessions.runtime import open_runtime
@@ -103,12 +111,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     answer_waiting = _check(args, text)
     session_arg = getattr(args, "session", None)
     overrides = sampling_overrides(args)
-    shown = InertStream()
+    out = _Output(ctx, InertStream())
 
     def listen(event: Event) -> None:
         if isinstance(event, TextStreamed):
-            ctx.out.write(shown.push(event.text))
-            ctx.out.flush()
+            out.write(event.text)
         elif isinstance(event, NoticeRaised):
             ctx.note(f"{event.level}: {event.text}")
 
@@ -118,27 +125,111 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             ctx.note(f"warning: {notice}")
         controller = runtime.controller
         session = runtime.store.get_session(session_arg) if session_arg is not None else None
-        try:
+        stops = out.interrupts = Interrupts(controller.cancel)
+
+        def converse() -> Message:
             controller.load_model(_model_path(args, ctx, session))
             if session is None:
                 controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
             else:
                 controller.open_session(session.id)
+                controller.take_turn(wait=True, should_stop=stops.stop_requested, on_wait=lambda: ctx.note(
+                    f"waiting: another llamachat is writing a reply in session {session.id}"))
+            if stops.happened:
+                raise _Stopped("before anything was sent: nothing was saved")
             sampling = controller.chat_settings().sampling.with_(**overrides)
-            if args.continue_ is not None:
-                reply = controller.continue_reply(args.continue_, sampling=sampling)
-            else:
-                _place_message(controller, args, text, answer_waiting)
-                reply = _answer(controller, args, sampling)
-            ctx.out.write(shown.finish() + "\n")
-            ctx.out.flush()
+            question = None if args.continue_ is not None else _place_message(controller, args, text, answer_waiting)
+            try:
+                if question is None:
+                    return controller.continue_reply(args.continue_, sampling=sampling)
+                return _answer(controller, args, sampling)
+            except GenerationCancelled:
+                if not stops.happened:
+                    raise
+                kept = f"your message is saved (message {question.id})" if question else "nothing was saved"
+                raise _Stopped(f"before the reply started: {kept}") from None
+
+        try:
+            with stops:
+                reply = stops.run(converse)
+        except _Stopped as stopped:
+            out.end()
+            ctx.note(f"{stops.cause} {stopped}")
+            return stops.status
+        except TurnTaken as error:
+            out.end()
+            if not stops.happened:  # taken between a reply refused as too long and its --trim
+                raise CliError(str(error)) from None
+            ctx.note(f"{stops.cause} while waiting for another llamachat's reply: nothing was saved")
+            return stops.status
         except TreeError as error:
+            out.end()
             raise CliError(str(error).strip("'\"")) from None
         except (ControllerError, ModelLoadError) as error:
+            out.end()
             raise CliError(str(error)) from None
+        out.end(replied=True)
     if args.stats and reply.stats is not None:
         print(json.dumps(_stats_line(reply)), file=ctx.err)
+    if stops.happened:
+        ctx.note(_stopped_words(stops.cause, reply))
+        return stops.status
     return 0
+
+
+class _Stopped(Exception):
+    """A signal (or the reader leaving) stopped ``ask`` before a reply was stored."""
+
+
+class _Output:
+    """The reply on stdout, drawn inert; a reader that left stops the reply (``Interrupts``)."""
+
+    def __init__(self, ctx: CommandContext, shown: Any) -> None:
+        self.ctx = ctx
+        self.shown = shown
+        self.interrupts: Any = None
+        self.gone = False
+        self.wrote = False
+
+    def write(self, text: str) -> None:
+        if self.gone:
+            return
+        self.wrote = True
+        try:
+            self.ctx.out.write(self.shown.push(text))
+            self.ctx.out.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def end(self, *, replied: bool = False) -> None:
+        """The last piece held back and a line end, once: after a reply (even an empty
+        one), or after what was written of one; nothing when nothing was."""
+        if self.gone or not (self.wrote or replied):
+            self.gone = True
+            return
+        try:
+            self.ctx.out.write(self.shown.finish() + "\n")
+            self.ctx.out.flush()
+        except BrokenPipeError:
+            self._reader_left()
+        self.gone = True
+
+    def _reader_left(self) -> None:
+        from sessions.cli.interrupts import silence_stdout
+
+        self.gone = True
+        silence_stdout()
+        if self.interrupts is not None:
+            self.interrupts.reader_left()
+
+
+def _stopped_words(cause: str, reply: Message) -> str:
+    from sessions.stop_reason import StopReason
+
+    if reply.stats is not None and reply.stats.stop_reason == StopReason.CANCELLED:
+        return (f"{cause}: the reply so far is saved as stopped (message {reply.id}; `llamachat ask --session "
+                f"{reply.session_id} --continue {reply.id}` writes more)")
+    return f"{cause} after the reply was saved whole (message {reply.id})"
 
 
 def _answer(controller: SessionController, args: argparse.Namespace, sampling: SamplingSettings) -> Message:
@@ -156,8 +247,29 @@ def _answer(controller: SessionController, args: argparse.Namespace, sampling: S
     return controller.generate_reply(sampling=sampling)
 
 
-def _place_message(controller: SessionController, args: argparse.Namespace, text: str, answer_waiting: bool) -> None:
-    """Put the message to answer at the head: new, forked, edited, or the one waiting."""
+def _place_message(controller: SessionController, args: argparse.Namespace, text: str,
+                   answer_waiting: bool) -> Message:
+    """Put the message to answer at the head (new, forked, edited, or the one waiting); returns it.
+
+    ``ask`` saw nothing of the chat but its head as it stood once the turn was taken: if
+    another window moved the head since, the chat is read again and the message placed
+    on the head as it is now.
+    """
+    from sessions.store import HeadMoved
+
+    for attempt in range(PLACE_TRIES):
+        try:
+            _place_once(controller, args, text, answer_waiting)
+            break
+        except HeadMoved:
+            if attempt == PLACE_TRIES - 1:
+                raise
+    snapshot = controller.snapshot()
+    assert snapshot is not None and snapshot.head is not None
+    return snapshot.head
+
+
+def _place_once(controller: SessionController, args: argparse.Namespace, text: str, answer_waiting: bool) -> None:
     if answer_waiting:
         snapshot = controller.snapshot()
         head = snapshot.head if snapshot is not None else None

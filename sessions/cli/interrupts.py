@@ -1,0 +1,126 @@
+"""Ctrl+C, SIGTERM, SIGHUP or a reader gone while ``ask`` writes a reply: stop, keep, say so.
+
+The app keeps a stopped reply (Esc) as a reply marked stopped; ``ask`` does the same
+whatever stops it:
+
+- SIGINT (Ctrl+C), SIGTERM and SIGHUP (the terminal closed) stop the reply at the next
+  token; the text written so far is stored as a stopped reply (it can be continued with
+  ``--continue``), one line on stderr says so, and the exit status is 128 + the signal
+  (130, 143, 129), as a shell reports a command a signal ended.
+- A reader that leaves early (``llamachat ask ... | head``) is the same gesture: nothing
+  more is written to stdout, the reply stops there and is stored as stopped, one line on
+  stderr says so, and the status is 141 (128 + SIGPIPE, what a shell reports for a
+  writer whose reader left), so a script can tell a cut reply from a whole one.
+
+A second signal ends the process at once, as if nothing was caught.
+
+The command's work runs in a thread of its own, with these signals blocked there (and in
+every thread it starts, llama.cpp's included), so they always reach the main thread,
+which only waits: its handler runs at once even while llama.cpp decodes, and stopping
+uses the engine's abort flag, which interrupts a prompt in the middle of a batch.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+SIGPIPE_STATUS = 128 + getattr(signal, "SIGPIPE", 13)
+JOIN_STEP = 0.5
+"""Seconds between two looks at the work thread (signals interrupt the wait anyway)."""
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone: later writes, and the
+    interpreter's final flush, cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+class Interrupts:
+    """What stopped the command, if anything, and the handlers that notice it."""
+
+    def __init__(self, on_stop: Callable[[], None]) -> None:
+        self._on_stop = on_stop
+        self.signum: int | None = None
+        """The first signal received."""
+        self.reader_gone = False
+        """stdout was closed by its reader."""
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def happened(self) -> bool:
+        return self.signum is not None or self.reader_gone
+
+    @property
+    def status(self) -> int:
+        return 128 + self.signum if self.signum is not None else SIGPIPE_STATUS
+
+    @property
+    def cause(self) -> str:
+        """What stopped the command, in words."""
+        if self.signum is not None:
+            return f"stopped by {signal.Signals(self.signum).name}"
+        return "stopped: the output was closed by its reader"
+
+    def stop_requested(self) -> bool:
+        return self.happened
+
+    def reader_left(self) -> None:
+        """stdout cannot be written any more: stop as a signal would (any thread)."""
+        if not self.happened:
+            self.reader_gone = True
+            self._on_stop()
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for number in SIGNALS:
+                self._previous[number] = signal.signal(number, self._received)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous.clear()
+
+    def _received(self, number: int, frame: FrameType | None) -> None:
+        if self.signum is not None:  # a second one: end now, as without a handler
+            for each in SIGNALS:
+                signal.signal(each, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+            return
+        self.signum = number
+        self._on_stop()
+
+    def run(self, work: Callable[[], T]) -> T:
+        """Run ``work`` in a thread that never receives these signals; return its result
+        (or raise its error) once it has finished."""
+        outcome: list[Any] = []
+
+        def target() -> None:
+            if hasattr(signal, "pthread_sigmask"):
+                signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+            try:
+                outcome.append((True, work()))
+            except BaseException as error:
+                outcome.append((False, error))
+
+        thread = threading.Thread(target=target, name="llamachat-ask", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            thread.join(JOIN_STEP)
+        finished, value = outcome[0]
+        if not finished:
+            raise value
+        return value

@@ -1,0 +1,109 @@
+"""What every part of the session controller shares: its state and the helpers it uses.
+
+``SessionController`` is the one door into the core; its gestures, jobs and reads are
+there. This base holds the pieces they are built from (the open conversation, the
+locks, the turn to write a reply, the branch as the engine takes it, and how a written
+reply is stored), so the door itself stays readable.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sessions.branch_tokens import branch_tokens
+from sessions.controller.job_control import JobControl
+from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text
+from sessions.controller.reply_storing import append_reply
+from sessions.controller.reply_turn import ReplyTurns
+from sessions.controller.switch_estimate import SwitchSpeeds
+from sessions.conversation import Conversation
+from sessions.engine.protocol import ChatEngine
+from sessions.errors import ControllerError, TurnTaken
+from sessions.events import Listener, PromptProgressed, ReplyFinished
+from sessions.store import SessionStore
+from sessions.tree import Message
+
+
+class ControllerBase:
+    """The controller's state (set by ``SessionController.__init__``) and inner helpers."""
+
+    engine: ChatEngine | None
+    listener: Listener
+    _store: SessionStore
+    _conversation: Conversation | None
+    _lock: threading.RLock
+    _jobs: JobControl
+    _turns: ReplyTurns
+    _speeds: SwitchSpeeds
+
+    # -- the turn to write a reply (see ``reply_turn``) ------------------------------
+
+    def take_turn(self, *, wait: bool = False, should_stop: Any = lambda: False, on_wait: Any = lambda: None) -> None:
+        """Take the open chat's turn to write a reply, then read the chat again.
+
+        With ``wait`` (``llamachat ask``) this waits while another process writes a reply
+        in the chat (``on_wait`` is called once if it does), so the next message goes
+        after that reply; ``TurnTaken`` without ``wait``, or when ``should_stop`` says to
+        give up. A new chat not saved yet needs no turn.
+        """
+        with self._lock:
+            conversation = self._conv()
+        session_id = conversation.session_id
+        if session_id is None:
+            return
+        if not self._turns.take(session_id, wait=wait, should_stop=should_stop, on_wait=on_wait):
+            raise TurnTaken(session_id)
+        with self._lock:
+            conversation.reload()
+
+    def end_turn(self) -> None:
+        """No reply follows for now (no model is loaded): let other processes answer."""
+        self._turns.release()
+
+    # -- inside ---------------------------------------------------------------------
+
+    def _reply_hooks(self) -> dict[str, Any]:
+        """How a reply being written reports back and learns it should stop."""
+        return {"on_progress": self._progress, "on_text": streamed_text(self.listener),
+                "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
+
+    def _store_reply(self, conversation: Conversation, branch: BranchTokens, parent_id: int | None,
+                     shown_head: int | None, text: str, written: WrittenReply, tokens: list[int]) -> Message:
+        """Store a reply under ``parent_id`` with the tokens the model sampled, and say so.
+
+        ``shown_head`` is the head the reply was asked on (see ``reply_storing``).
+        """
+        self._speeds.observe(branch, written.prep, written.stats)  # what it took teaches the estimates
+        engine = self._engine()
+        with self._lock:
+            reply = append_reply(conversation, self._store.path, parent_id, shown_head, text, written.stats,
+                                 {engine.info.fingerprint: tokens})
+        self.listener(ReplyFinished(reply, written.stats))
+        return reply
+
+    def _saved_id(self) -> int:
+        session_id = self._conv().session_id
+        if session_id is None:
+            raise ControllerError("this chat is saved with its first message: there is nothing to keep yet")
+        return session_id
+
+    def _engine(self) -> ChatEngine:
+        if self.engine is None:
+            raise ControllerError("no model is loaded")
+        return self.engine
+
+    def _conv(self) -> Conversation:
+        if self._conversation is None:
+            raise ControllerError("no session is open")
+        return self._conversation
+
+    def _branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
+        """The tokens of the branch ending at ``leaf_id`` (default: the head); hold the tree lock."""
+        conversation = self._conv()
+        leaf = leaf_id if leaf_id is not None else (conversation.head.id if conversation.head else None)
+        path = conversation.tree.path_to(leaf) if leaf is not None else []
+        return BranchTokens(*branch_tokens(self._store, engine, path))
+
+    def _progress(self, done: int, total: int, rate: float) -> None:
+        self.listener(PromptProgressed(done, total, rate))

@@ -1,0 +1,92 @@
+"""The app asked to end from outside (SIGTERM, SIGHUP) while it writes a reply.
+
+It must stop the reply and store it as stopped (as Esc does), put the terminal back
+(main screen, mouse reporting off, cursor shown) and end with 128 + the signal. A real
+``llamachat --demo`` in a pseudo-terminal (``tests.pty_app``): the test types a message,
+reads the screen until the reply's first words appear, then sends the signal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from sessions.stop_reason import StopReason
+from sessions.store import SessionStore
+from tests.pty_app import PtyApp
+
+pytestmark = pytest.mark.engine
+
+QUESTION = "long one"
+MAX_TOKENS = 3000
+CONFIG = f"""n_ctx = 8192
+
+[sampling]
+temperature = 0.0
+max_tokens = {MAX_TOKENS}
+"""
+ALT_SCREEN_ON, ALT_SCREEN_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
+RESTORED = (ALT_SCREEN_OFF, b"\x1b[?1000l", b"\x1b[?1003l", b"\x1b[?1006l", b"\x1b[?25h")
+
+
+@pytest.fixture
+def demo_env(tmp_path) -> dict[str, str]:
+    config = tmp_path / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(CONFIG)
+    return dict(os.environ, LLAMACHAT_CONFIG=str(config))
+
+
+@pytest.fixture
+def first_words(demo_env, tmp_path) -> str:
+    """A word the demo model's reply to the question starts with (it samples greedily)."""
+    env = dict(demo_env, LLAMACHAT_DATA_DIR=str(tmp_path / "other-data"))
+    done = subprocess.run([sys.executable, "-m", "sessions.cli", "--demo", "ask", "--max-tokens", "40", QUESTION],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return next(word for word in re.findall(r"[A-Za-z]{4,}", done.stdout))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_the_reply_keeps_it_and_restores_the_terminal(demo_env, first_words, signum):
+    app = PtyApp("--demo", env=demo_env)
+    try:
+        app.read_until(lambda a: "Demo model" in a.text, "the app to start")
+        app.type(QUESTION.encode() + b"\r")
+        app.read_until(lambda a: first_words in a.text.rpartition(QUESTION)[2], "the reply to stream")
+        app.signal(signum)
+        assert app.wait() == 128 + signum, app.text[-2000:]
+    finally:
+        app.kill()
+    assert ALT_SCREEN_ON in app.output
+    left = app.after_last(ALT_SCREEN_ON)  # after the app last took the screen
+    for sequence in RESTORED:
+        assert sequence in left, f"{sequence!r} was not written on the way out"
+    check_stopped_reply(first_words)
+
+
+def test_a_terminal_that_goes_away_leaves_the_reply_stored(demo_env, first_words):
+    app = PtyApp("--demo", env=demo_env)
+    try:
+        app.read_until(lambda a: "Demo model" in a.text, "the app to start")
+        app.type(QUESTION.encode() + b"\r")
+        app.read_until(lambda a: first_words in a.text.rpartition(QUESTION)[2], "the reply to stream")
+        app.close_terminal()
+        assert app.wait() == 128 + signal.SIGHUP
+    finally:
+        app.kill()
+    check_stopped_reply(first_words)
+
+
+def check_stopped_reply(first_words: str) -> None:
+    with SessionStore.open() as store:
+        question, reply = store.messages(1)
+    assert question.text == QUESTION and reply.parent_id == question.id
+    assert reply.stats.stop_reason == StopReason.CANCELLED
+    assert 0 < reply.stats.tokens_generated < MAX_TOKENS
+    assert first_words in reply.text
