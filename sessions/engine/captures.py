@@ -172,7 +172,7 @@ class Captures:
 
     def _read_now(self) -> np.ndarray:
         t0 = time.perf_counter()
-        state = self.engine.ctx.state_read(LIVE, self._flags())
+        state = self.engine.ctx.state_read(LIVE, self._flags(), warm=True)
         self._timed(state, t0)
         return state
 

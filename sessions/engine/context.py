@@ -21,6 +21,7 @@ from sessions.engine.abort_flag import AbortFlag
 from sessions.engine.model import LlamaModel
 from sessions.engine.native import lib
 from sessions.engine.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
+from sessions.engine.warm_buffers import WarmBuffers
 
 LIVE = 0
 SPARE = 1
@@ -137,6 +138,8 @@ class LlamaContext:
         cp.no_perf = True
         self._abort = AbortFlag(L)
         self._abortable = False
+        self.warm = WarmBuffers()
+        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``)."""
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""
@@ -198,6 +201,7 @@ class LlamaContext:
         b = self._batch
         self._batch_views.fill(tokens, start, want_logits)
         b.n_tokens = n
+        self.warm.refill()
         t0, c0 = time.perf_counter(), time.thread_time()
         rc = self._L.llama_decode(self._ctx, b)
         self.decode_seconds += time.perf_counter() - t0
@@ -233,10 +237,14 @@ class LlamaContext:
     def state_size(self, seq: int, flags: int = FLAGS_FULL) -> int:
         return int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags))
 
-    def state_read(self, seq: int, flags: int = FLAGS_FULL) -> np.ndarray:
-        """The state of ``seq`` in a new buffer (llama.cpp writes straight into it)."""
+    def state_read(self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False) -> np.ndarray:
+        """The state of ``seq`` in a new buffer (llama.cpp writes straight into it).
+
+        ``warm`` for the reads a decode waits for, whose size repeats (a window, a
+        recurrent state): the buffer comes with its pages mapped (``WarmBuffers``).
+        """
         size = self.state_size(seq, flags)
-        buf = np.empty(size, dtype=np.uint8)
+        buf = self.warm.take(size) if warm else np.empty(size, dtype=np.uint8)
         n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
         return buf[:n]
 
@@ -295,6 +303,7 @@ class LlamaContext:
         return True
 
     def close(self) -> None:
+        self.warm.close()
         if self._ctx:
             self._L.llama_batch_free(self._batch)
             self._L.llama_free(self._ctx)

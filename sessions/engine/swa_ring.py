@@ -93,7 +93,7 @@ class SwaRing:
 
     def window(self) -> np.ndarray | None:
         """The live window as it stands (None when the ring is not in the run's layout)."""
-        blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL)
+        blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)
         return blob if self._in_run_order(blob) else None
 
     def window_at(self, end: int) -> np.ndarray | None:
@@ -110,7 +110,7 @@ class SwaRing:
             return self.window()
         self.ctx.seq_cp(LIVE, SPARE, max(0, end - self.n_swa), end)
         try:
-            blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL)
+            blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, warm=True)
         finally:
             self.ctx.seq_rm(SPARE)
         if not self._in_run_order(blob):
