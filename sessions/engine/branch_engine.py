@@ -233,7 +233,7 @@ class BranchEngine:
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
             self.captures.note_range(seg_start, end, prefixes)
             if end < len(target):
-                self.captures.maybe_snapshot(end, prefixes[end])
+                self.captures.maybe_snapshot(end, prefixes[end], until=len(target))
             seg_start = end
         assert logits is not None
         return logits

@@ -103,8 +103,13 @@ class Captures:
         if not last:
             self.maybe_snapshot(len(live), prefix)
 
-    def maybe_snapshot(self, end: int, prefix: str | None) -> None:
-        """At a boundary inside a prompt or reply: snapshot it if the policy says so."""
+    def maybe_snapshot(self, end: int, prefix: str | None, *, until: int | None = None) -> None:
+        """At a boundary inside a prompt or reply: snapshot it if the policy says so.
+
+        ``until``: where the prompt being decoded ends. A window that the rest of it
+        will overwrite is read now, straight from the ring, rather than copied out of
+        it later (``before_decode``), which costs a sequence copy more.
+        """
         if self.store is None or not self._has_state:
             return
         ctx = self.engine.ctx
@@ -117,7 +122,12 @@ class Captures:
         prefix = prefix or prefix_hash(self.engine.live[:end])
         if self.store.has(self.engine.compat, prefix, "snapshot"):
             return
-        state = None if self.ring is not None else self._read_now()
+        if self.ring is None:
+            state: np.ndarray | None = self._read_now()
+        elif until is not None and self._overwritten(end, until):
+            state = self._read_window(end)
+        else:
+            state = None
         self.snapshots.append(_Snapshot(end, prefix, state, None, "spaced"))
 
     def note_end(self, end: int, prefix: str, logits: np.ndarray, *, tip: bool) -> None:
@@ -160,10 +170,14 @@ class Captures:
         """Read the windows whose cells the tokens up to ``next_end`` would overwrite."""
         if self.ring is None:
             return
-        limit = next_end - 1 - self.ring.size  # positions at or below are overwritten
         for snap in self.snapshots:
-            if snap.state is None and snap.end - self.engine.n_swa <= limit:
+            if snap.state is None and self._overwritten(snap.end, next_end):
                 snap.state = self._read_window(snap.end)
+
+    def _overwritten(self, end: int, next_end: int) -> bool:
+        """Do tokens up to ``next_end`` overwrite a cell of the window at ``end``?"""
+        assert self.ring is not None
+        return end - self.engine.n_swa <= next_end - 1 - self.ring.size
 
     # -- reading out -------------------------------------------------------------------
 

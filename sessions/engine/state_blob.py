@@ -91,19 +91,36 @@ def read_header(blob: np.ndarray) -> int:
     return int(seq)
 
 
+def _read_cells(blob: np.ndarray, offset: int) -> np.ndarray:
+    """The cell metadata (position, sequence count, sequence) of the section at ``offset``."""
+    (n_stream,) = struct.unpack_from("<I", blob.data, offset)
+    if n_stream != 1:
+        raise LayoutError(f"{n_stream} cache streams (only a unified cache is supported)")
+    (count,) = struct.unpack_from("<I", blob.data, offset + 4)
+    if offset + 8 + _CELL_META * count > len(blob):
+        raise LayoutError("the state ends inside its cell list")
+    meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=offset + 8).reshape(count, 3)
+    if count and not np.all(meta[:, 1] == 1):
+        raise LayoutError("cells shared by several sequences")
+    return meta
+
+
+def read_positions(blob: np.ndarray, offset: int) -> np.ndarray:
+    """The cell positions of the attention section at ``offset``, without its layers."""
+    try:
+        return _read_cells(blob, offset)[:, 0]
+    except struct.error:
+        raise LayoutError("the state ends early") from None
+
+
 def read_attention(blob: np.ndarray, offset: int) -> AttentionSection:
     """Parse the attention section at ``offset`` (views, no copies)."""
     try:
-        (n_stream,) = struct.unpack_from("<I", blob.data, offset)
-        if n_stream != 1:
-            raise LayoutError(f"{n_stream} cache streams (only a unified cache is supported)")
-        (count,) = struct.unpack_from("<I", blob.data, offset + 4)
+        meta = _read_cells(blob, offset)
+        count = len(meta)
         pos = offset + 8
         if count == 0:
             return AttentionSection(offset, pos, np.zeros(0, np.int32), ())
-        meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=pos).reshape(count, 3)
-        if not np.all(meta[:, 1] == 1):
-            raise LayoutError("cells shared by several sequences")
         pos += _CELL_META * count
         v_trans, n_layer = struct.unpack_from("<II", blob.data, pos)
         pos += 8

@@ -47,6 +47,7 @@ from sessions.engine.state_blob import (
     attention_bytes,
     read_attention,
     read_header,
+    read_positions,
     write_attention,
 )
 
@@ -121,11 +122,11 @@ class SwaRing:
     def _in_run_order(self, blob: np.ndarray) -> bool:
         try:
             read_header(blob)
-            section = read_attention(blob, HEADER.size)
+            positions = read_positions(blob, HEADER.size)
         except LayoutError as error:
             log.warning("sliding-window state not understood (%s); windows are not saved", error)
             return False
-        cells = section.positions.astype(np.int64) % self.size
+        cells = positions.astype(np.int64) % self.size
         return bool(np.all(np.diff(cells) > 0))
 
     # -- restoring ------------------------------------------------------------------------
