@@ -75,7 +75,11 @@ class Captures:
         self.anchor = 0
         """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
         self.temporary: dict[Role, str] = {}
-        """Prefix of the latest prompt end and tip on disk, which newer ones replace."""
+        """Prefix of the latest prompt end and tip on disk of the branch the engine is on,
+        which newer ones replace."""
+        self._temporaries: dict[str, Role] = {}
+        """Every prompt end and tip this engine put on disk and has not taken off again,
+        whichever branch it is on (``learn_branch`` finds them when the user comes back)."""
         self.cells_bytes_per_token = 0.0
         """Measured size of saved attention cells per token (for the disk rule)."""
         self._snapshot_bytes = 0
@@ -162,6 +166,29 @@ class Captures:
         """A restore put back the state at ``end``: the snapshot clock starts again there."""
         self._set_mark(end)
 
+    def learn_branch(self, prefixes: dict[int, str], valid: int) -> None:
+        """After a switch: what is on disk along the branch now live, up to ``valid``.
+
+        The last snapshot there kept for good starts the disk rule's spacing. The latest
+        prompt end and tip this engine left there become the branch's temporaries again,
+        so the next turn replaces them, as if the user had never left; otherwise every
+        visit would leave a pair behind. (Those written before a restart cannot be told
+        from the rest, and stay.)
+        """
+        store = self.store
+        if store is None:
+            return
+        self.anchor, self.temporary = 0, {}
+        for b in sorted(b for b in prefixes if 0 < b <= valid):
+            prefix = prefixes[b]
+            if not store.persisted(self.engine.compat, prefix, "snapshot"):
+                continue
+            role = self._temporaries.get(prefix)
+            if role is None:
+                self.anchor = b
+            else:
+                self.temporary[role] = prefix
+
     def _set_mark(self, end: int) -> None:
         self._mark = self.engine.ctx.decode_seconds
         self._mark_pos = end
@@ -247,6 +274,7 @@ class Captures:
             for role in list(self.temporary):
                 if self.temporary[role] == snap.prefix:
                     del self.temporary[role]  # the same file, now kept for good
+                    self._temporaries.pop(snap.prefix, None)
                 else:
                     self._drop_temporary(role)
             self.anchor = snap.end
@@ -263,8 +291,10 @@ class Captures:
         if self.temporary.get(role) != prefix:
             self._drop_temporary(role)
         self.temporary[role] = prefix
+        self._temporaries[prefix] = role
 
     def _drop_temporary(self, role: Role) -> None:
         prefix = self.temporary.pop(role, None)
         if prefix is not None and self.store is not None:
+            self._temporaries.pop(prefix, None)
             self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")

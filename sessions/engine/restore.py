@@ -191,7 +191,7 @@ class RouteRunner:
             engine.live_logits = None
             logits = None
         if restored or changed:  # on another branch now: what is on disk along it?
-            self._learn_disk(prefixes, valid)
+            self.captures.learn_branch(prefixes, valid)
             self.captures.restored_at(valid)
         return logits, restored
 
@@ -251,17 +251,3 @@ class RouteRunner:
             flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
             if not ctx.state_write(snapshot.state, LIVE, flags):
                 raise RestoreFailed("llama.cpp refused the saved state")
-
-    def _learn_disk(self, prefixes: dict[int, str], valid: int) -> None:
-        """Find the last snapshot on disk along the branch up to ``valid`` (for the disk rule)."""
-        engine = self.engine
-        store = engine.store
-        if store is None:
-            return
-        on_disk = 0
-        for b in sorted((b for b in prefixes if 0 < b <= valid), reverse=True):
-            if store.persisted(engine.compat, prefixes[b], "snapshot"):
-                on_disk = b
-                break
-        self.captures.anchor = on_disk
-        self.captures.temporary = {}
