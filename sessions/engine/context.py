@@ -204,6 +204,10 @@ class LlamaContext:
         self.warm.refill()
         t0, c0 = time.perf_counter(), time.thread_time()
         rc = self._L.llama_decode(self._ctx, b)
+        # llama_decode returns before an asynchronous backend (a GPU, RPC servers) has
+        # finished; the next state read or logits call would wait for it instead, and
+        # the decode's time would be counted as the engine's own.
+        self._L.llama_synchronize(self._ctx)
         self.decode_seconds += time.perf_counter() - t0
         self.decode_cpu_seconds += time.thread_time() - c0
         if rc == 2:
