@@ -87,6 +87,7 @@ def write_reply(
     except DecodeCancelled:
         raise GenerationCancelled("stopped before the reply started") from None
     resume_decoding()
+    assert prep.logits is not None  # asked for (need_logits defaults to True)
     result = engine.generate(prep.logits, settings, max_tokens=min(wanted, room), on_text=on_text,
                              should_stop=should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:

@@ -226,7 +226,7 @@ class SessionController(ControllerBase):
         engine = self._engine()
         with self._lock:
             branch = self._branch(engine, leaf_id)
-        return self._speeds.estimate(engine.plan(branch.tokens, branch.ends), branch)
+        return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
@@ -242,7 +242,7 @@ class SessionController(ControllerBase):
             with self._lock:
                 leaf = self._conv().tree.resume_leaf(message_id)
                 branch = self._branch(engine, leaf.id)
-            return self._speeds.estimate(engine.plan(branch.tokens, branch.ends), branch)
+            return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
@@ -316,7 +316,7 @@ class SessionController(ControllerBase):
                 branch = self._branch(engine, leaf_id)
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
-            prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress)
+            prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress, need_logits=False)
             self._speeds.observe(branch, prep)
             return prep
 

@@ -40,7 +40,8 @@ ProgressFn = Callable[[int, int, float], None]
 
 @dataclass(frozen=True)
 class PrepareResult:
-    logits: np.ndarray
+    logits: np.ndarray | None
+    """After the last token; None only when they were not asked for (``need_logits``)."""
     plan: Plan
     tokens_restored: int
     tokens_evaluated: int
@@ -108,12 +109,14 @@ class BranchEngine:
             pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
         return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
 
-    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
         """What ``prepare`` would do for this branch, without doing it."""
         bounds = segment_boundaries(ends, self.interval)
-        return self._plan(target, bounds, prefix_hashes(target, bounds))
+        return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits)
 
-    def _plan(self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str]) -> Plan:
+    def _plan(
+        self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str], need_logits: bool = True
+    ) -> Plan:
         store, compat = self.store, self.compat
 
         def cells(b: int) -> SegmentInfo | None:
@@ -128,7 +131,8 @@ class BranchEngine:
                 return None
             return SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
 
-        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, self.cost)
+        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, self.cost,
+                          need_logits=need_logits)
 
     def is_saved(self, prefix: str) -> bool:
         """Whether a branch ending after the tokens with this hash restores without decoding."""
@@ -147,6 +151,7 @@ class BranchEngine:
         stepped: Sequence[bool] | None = None,
         on_progress: ProgressFn | None = None,
         reply_follows: bool = False,
+        need_logits: bool = True,
     ) -> PrepareResult:
         """Make the live sequence hold ``target`` and return the logits after its last token.
 
@@ -154,6 +159,9 @@ class BranchEngine:
         generated (and so first decoded) one token at a time, which is how it is replayed.
         With ``reply_follows`` the checkpoints of what was decoded are read out after the
         reply (``generate``) instead of now, so the first token does not wait for them.
+        Without ``need_logits`` (a switch that only shows the branch) a branch whose
+        checkpoints reach its end is restored without decoding its last message again
+        for logits nobody asked for.
         """
         target = list(target)
         t0, d0 = time.perf_counter(), self.ctx.decode_seconds
@@ -166,14 +174,14 @@ class BranchEngine:
         ]
         bounds = segment_boundaries(ends, self.interval)
         prefixes = prefix_hashes(target, bounds)
-        plan = self._plan(target, bounds, prefixes)
+        plan = self._plan(target, bounds, prefixes, need_logits)
         logits, restored_bytes = self.runner.run(plan, target, prefixes)
         restored = len(self.live) - plan.keep if self.live else 0
         restored = max(0, restored)
         evaluated = len(target) - len(self.live)
         if evaluated:
             logits = self._decode_to(target, bounds, stepped_ranges, prefixes, on_progress)
-        elif logits is None:
+        elif logits is None and need_logits:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
         self.live_logits = logits
         self.captures.note_end(len(target), prefixes[len(target)], logits, tip=not reply_follows)

@@ -134,7 +134,7 @@ class Captures:
             state = None
         self.snapshots.append(_Snapshot(end, prefix, state, None, "spaced"))
 
-    def note_end(self, end: int, prefix: str, logits: np.ndarray, *, tip: bool) -> None:
+    def note_end(self, end: int, prefix: str, logits: np.ndarray | None, *, tip: bool) -> None:
         """The end of a prompt: a regenerate or an edit of the next message starts here.
 
         ``tip`` when no reply follows (a switch to this branch): it is where the user is,

@@ -79,14 +79,16 @@ class LlamaChatEngine:
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return self.model.tokenize(text, add_bos=add_bos, parse_special=True)
 
-    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
-        return self.branches.plan(target, ends)
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
+        return self.branches.plan(target, ends, need_logits=need_logits)
 
     def prepare(
-        self, target, ends, stepped=None, on_progress: ProgressFn | None = None, *, reply_follows: bool = False
+        self, target, ends, stepped=None, on_progress: ProgressFn | None = None, *, reply_follows: bool = False,
+        need_logits: bool = True,
     ) -> PrepareResult:
         return self.branches.prepare(
-            target, ends, stepped=stepped, on_progress=on_progress, reply_follows=reply_follows
+            target, ends, stepped=stepped, on_progress=on_progress, reply_follows=reply_follows,
+            need_logits=need_logits,
         )
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False) -> GenerateResult:

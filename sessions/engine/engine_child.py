@@ -112,15 +112,16 @@ class _Worker:
     def _tokenize(self, text: str, add_bos: bool):
         return self.engine.tokenize(text, add_bos)
 
-    def _plan(self, target, ends):
-        return self.engine.plan(target, ends)
+    def _plan(self, target, ends, need_logits=True):
+        return self.engine.plan(target, ends, need_logits=need_logits)
 
     def _is_saved(self, prefix: str) -> bool:
         return self.engine.is_saved(prefix)
 
-    def _prepare(self, target, ends, stepped, reply_follows=False):
+    def _prepare(self, target, ends, stepped, reply_follows=False, need_logits=True):
         progress = lambda done, total, rate: self.channel.send("progress", done, total, rate)  # noqa: E731
-        return self.engine.prepare(target, ends, stepped, progress, reply_follows=reply_follows)
+        return self.engine.prepare(target, ends, stepped, progress, reply_follows=reply_follows,
+                                   need_logits=need_logits)
 
     def _generate(self, logits, settings, max_tokens: int):
         return self.engine.generate(logits, settings, max_tokens=max_tokens,

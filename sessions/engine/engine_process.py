@@ -214,12 +214,13 @@ class EngineProcess:
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return self._call("tokenize", text, add_bos)
 
-    def plan(self, target: Sequence[int], ends: Sequence[int]):
-        return self._call("plan", list(target), list(ends))
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True):
+        return self._call("plan", list(target), list(ends), need_logits)
 
-    def prepare(self, target, ends, stepped=None, on_progress=None, *, reply_follows: bool = False):
+    def prepare(self, target, ends, stepped=None, on_progress=None, *, reply_follows: bool = False,
+                need_logits: bool = True):
         return self._call("prepare", list(target), list(ends), list(stepped) if stepped is not None else None,
-                          reply_follows, on_progress=on_progress)
+                          reply_follows, need_logits, on_progress=on_progress)
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
         if should_stop():  # stopped before it began: the child would race the stop to a first token

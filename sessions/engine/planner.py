@@ -82,7 +82,9 @@ class Plan:
     evaluate_from: int
     """Tokens ``target[evaluate_from:]`` are decoded."""
     target_len: int
-    logits_source: Literal["live", "snapshot", "decode"]
+    logits_source: Literal["live", "snapshot", "decode", "none"]
+    """Where the logits after the last token come from ("none": not asked for, and none
+    at hand: a switch that only shows a branch need not decode its last message again)."""
     estimate_seconds: float = 0.0
     live_len: int = 0
     rewind: SnapshotInfo | None = None
@@ -150,12 +152,17 @@ def plan_route(
     cells: CellsLookup,
     snapshot: SnapshotLookup,
     cost: CostModel = CostModel(),
+    *,
+    need_logits: bool = True,
 ) -> Plan:
-    """Return the plan that evaluates the fewest tokens (then costs the least)."""
+    """Return the plan that evaluates the fewest tokens (then costs the least).
+
+    Without ``need_logits`` a route may end with no logits, unless they come with it.
+    """
     if not boundaries or boundaries[-1] != len(target):
         raise ValueError("boundaries must end at the target's length")
     best: Plan | None = None
-    for plan in _candidates(kind, n_swa, live, target, boundaries, cells, snapshot):
+    for plan in _candidates(kind, n_swa, live, target, boundaries, cells, snapshot, need_logits):
         plan = _with_estimate(plan, cost)
         if best is None or _key(plan) < _key(best):
             best = plan
@@ -163,7 +170,7 @@ def plan_route(
     return best
 
 
-def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot):
+def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot, need_logits: bool):
     n_live, n = len(live.tokens), len(target)
     c = common_prefix(live.tokens, target)
     def plan(keep: int, restore: tuple[SegmentInfo, ...], evaluate_from: int, *,
@@ -184,7 +191,7 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                     starts.append((k, snap))
     for keep, rewind in starts:
         if kind is MemoryKind.RECURRENT:
-            yield from _recurrent(keep, live, boundaries, snapshot, plan)
+            yield from _recurrent(keep, live, boundaries, snapshot, plan, need_logits)
             continue
         chain: list[SegmentInfo] = []
         reach = keep
@@ -204,12 +211,12 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                 points.append((b, snap))
         for end, snap in points:
             restored = tuple(s for s in chain if s.end <= end)
-            finished = _finish(plan(keep, restored, end, rewind=rewind, snapshot=snap), live)
+            finished = _finish(plan(keep, restored, end, rewind=rewind, snapshot=snap), live, need_logits)
             if finished is not None:
                 yield finished
 
 
-def _recurrent(keep, live, boundaries, snapshot, plan):
+def _recurrent(keep, live, boundaries, snapshot, plan, need_logits: bool):
     """A recurrent state at a boundary stands for everything before it: one restore."""
     candidates = [plan(keep, (), keep)]
     for b in boundaries:
@@ -217,12 +224,12 @@ def _recurrent(keep, live, boundaries, snapshot, plan):
         if snap is not None and snap.has_state:
             candidates.append(plan(0, (), b, snapshot=snap))
     for candidate in candidates:
-        finished = _finish(candidate, live)
+        finished = _finish(candidate, live, need_logits)
         if finished is not None:
             yield finished
 
 
-def _finish(plan: Plan, live: LiveState) -> Plan | None:
+def _finish(plan: Plan, live: LiveState, need_logits: bool) -> Plan | None:
     """Settle where the logits come from; None when this route cannot give them."""
     if plan.evaluate_from < plan.target_len:
         return plan
@@ -232,6 +239,8 @@ def _finish(plan: Plan, live: LiveState) -> Plan | None:
     untouched = not plan.restore and plan.rewind is None and snap is None
     if untouched and plan.keep == len(live.tokens) and live.has_logits:
         return replace(plan, logits_source="live")
+    if not need_logits:
+        return replace(plan, logits_source="none")
     return None  # a shorter route decodes the last segment again
 
 

@@ -31,7 +31,7 @@ class ChatEngine(Protocol):
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
 
-    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
         """What making ``target`` live would cost; no work is done."""
         ...
 
@@ -43,11 +43,14 @@ class ChatEngine(Protocol):
         on_progress: ProgressFn | None = None,
         *,
         reply_follows: bool = False,
+        need_logits: bool = True,
     ) -> PrepareResult:
         """Make ``target`` the live sequence (restore, then decode what is new); blocking.
 
         With ``reply_follows`` the checkpoints of what was decoded are read out after the
-        reply (``generate``), so the first token does not wait for them.
+        reply (``generate``), so the first token does not wait for them. Without
+        ``need_logits`` the result may have none (``logits`` None): a switch shows a
+        branch and need not decode its last message again.
         """
         ...
 

@@ -182,7 +182,7 @@ class RouteRunner:
                 if snapshot.logits is not None:
                     logits = np.frombuffer(snapshot.logits, dtype=np.float32).copy()
                     engine.live_logits = logits
-        if valid == len(target) and logits is None and engine.kind is MemoryKind.PLAIN:
+        if valid == len(target) and logits is None and plan.logits_source != "none" and engine.kind is MemoryKind.PLAIN:
             valid = max((b for b in prefixes if b < valid), default=0)  # decode the last segment for logits
         if valid < len(engine.live):  # cells restored past the last exact state: cut them off
             if not ctx.seq_rm(LIVE, valid, -1):

@@ -291,3 +291,30 @@ def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_pa
         whole = prompt + [reply.tokens]
         check(engine, model, whole, stepped=[False] * len(prompt) + [True])
         check(engine, model, prompt)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_switch_that_needs_no_logits_evaluates_nothing(loaded_models, tmp_path, arch):
+    """Reopened, a branch whose checkpoints reach its end (but hold no logits there, as
+    after a finished reply) is shown without decoding its last message again; the next
+    message then evaluates only itself, exactly."""
+    model = loaded_models[arch]
+    shown, longer = branch(model, 0, 1, 2), branch(model, 0, 1, 2, 3)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine_for(model, store).prepare(*flat(longer))  # checkpoints at every boundary of ``shown``
+        store.flush()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store)
+        assert engine.plan(*flat(shown)).tokens_to_evaluate > 0  # logits would cost a decode
+        plan = engine.plan(*flat(shown), need_logits=False)
+        assert (plan.tokens_to_evaluate, plan.logits_source) == (0, "none")
+        result = engine.prepare(*flat(shown), need_logits=False)
+        assert result.tokens_evaluated == 0 and result.logits is None
+        assert result.tokens_restored == len(flat(shown)[0])
+        follow = shown + branch(model, 4)
+        result = engine.prepare(*flat(follow))
+        assert result.tokens_evaluated == len(toks(model, 4))
+        logits, greedy = reference(model, follow)
+        assert np.array_equal(result.logits, logits)
+        assert greedy_after(engine, result.logits) == greedy
+        engine.ctx.close()

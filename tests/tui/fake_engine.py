@@ -87,7 +87,7 @@ class FakeEngine:
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return list(text.encode("utf-8"))
 
-    def plan(self, target: Sequence[int], ends: Sequence[int]) -> Plan:
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
         target = list(target)
         shared = common_prefix(self.live, target)
         keep = max([0] + [end for end in ends if end <= shared])
@@ -106,7 +106,8 @@ class FakeEngine:
                     live_len=len(self.live), snapshot=snapshot)
 
     def prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
-                on_progress: ProgressFn | None = None, *, reply_follows: bool = False) -> PrepareResult:
+                on_progress: ProgressFn | None = None, *, reply_follows: bool = False,
+                need_logits: bool = True) -> PrepareResult:
         """Like the real one, minus the decoding (``stepped`` changes nothing here)."""
         plan = self.plan(target, ends)
         if self.script.prepare_gate is not None:
