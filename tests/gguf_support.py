@@ -95,3 +95,26 @@ def with_duplicate_token(source: Path, target: Path) -> Path:
             return target
         first_of_length.setdefault(len(token), token)
     raise AssertionError("no two tokens of the same length")
+
+
+def vocabulary_file(path: Path, size: int, *, merges: bool) -> Path:
+    """A GGUF with a ``size``-token vocabulary (and as many merges) and one tiny tensor:
+    the largest header a model list or a load has to read."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(f"a {size}-token vocabulary")
+    writer.add_context_length(8192)
+    writer.add_block_count(2)
+    tokens = [f"tok{i}" + "x" * (i % 13) for i in range(size)]
+    writer.add_tokenizer_model("gpt2" if merges else "llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * size)
+    writer.add_token_types([1] * size)
+    if merges:
+        writer.add_token_merges([f"a{i} b{i}" for i in range(size)])
+    writer.add_chat_template("{{ messages }}")
+    writer.add_tensor("token_embd.weight", np.ones((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -1,4 +1,4 @@
-"""Malformed GGUF files that made llama.cpp abort the whole process, and the header's speed.
+"""Malformed GGUF files that made llama.cpp abort the whole process, and large headers.
 
 A duplicated token string, a ``block_count`` of 0 or 1000 and a NaN norm epsilon each
 ended llamachat with exit status 134 and a debugger's backtrace on the terminal. Each is
@@ -6,11 +6,9 @@ now refused in one sentence before llama.cpp sees it, by the header checks or, f
 a header cannot prove (here a MoE expert count llama.cpp asserts on), by a trial load in
 a child process. The files are real made models with one defect each.
 
-The header is read when models are listed and before every load, so it has a budget:
-50 ms for a 262,144-token vocabulary (CPU time, so that other work on the machine counts
-as little as it can). A vocabulary that also carries 262,144 merges, the worst case, has
-twice the strings to step over: about 35 ms on an idle machine, asserted under 100 ms
-(the reader before took 165 ms).
+The header is read when models are listed and before every load: a 262,144-token
+vocabulary, with and without as many merges, must read whole here; how long it takes is
+the benchmark's to say (``tests.bench.costs.big_vocabulary_headers``: goal 50 ms).
 """
 
 from __future__ import annotations
@@ -26,11 +24,10 @@ from sessions.discovery import ModelFileError, check_before_load, read_model_car
 from sessions.discovery import probe as probe_module
 from sessions.discovery.gguf_header import read_gguf_header, string_array
 from sessions.synth import make_model
-from tests.gguf_support import gguf, np, rewrite_gguf, with_duplicate_token
+from tests.gguf_support import rewrite_gguf, vocabulary_file, with_duplicate_token
 from tests.store_child import REPO
 
 VOCAB = 262_144
-HEADER_BUDGET = 0.050
 
 DEFECTS = {
     "block-count-0": ({"llama.block_count": ("UINT32", 0)}, "llama.block_count is 0 (a model has 1 to 512 layers)"),
@@ -109,58 +106,24 @@ def test_a_crashed_trial_is_not_remembered_and_names_the_assertion(defective):
 # -- the header's speed ------------------------------------------------------------------
 
 
-def vocabulary_file(path, *, merges: bool):
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name("a 256k vocabulary")
-    writer.add_context_length(8192)
-    writer.add_block_count(2)
-    tokens = [f"tok{i}" + "x" * (i % 13) for i in range(VOCAB)]
-    writer.add_tokenizer_model("gpt2" if merges else "llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores([0.0] * VOCAB)
-    writer.add_token_types([1] * VOCAB)
-    if merges:
-        writer.add_token_merges([f"a{i} b{i}" for i in range(VOCAB)])
-    writer.add_chat_template("{{ messages }}")
-    writer.add_tensor("token_embd.weight", np.ones((4, 8), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 @pytest.fixture(scope="module")
 def big_vocabulary(tmp_path_factory):
-    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k.gguf", merges=False)
+    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k.gguf", VOCAB, merges=False)
 
 
 @pytest.fixture(scope="module")
 def big_vocabulary_with_merges(tmp_path_factory):
-    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k-merges.gguf", merges=True)
+    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k-merges.gguf", VOCAB, merges=True)
 
 
-def cpu_seconds(work, runs: int = 5) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.process_time()
-        work()
-        best = min(best, time.process_time() - start)
-    return best
-
-
-def test_reading_the_header_of_a_256k_vocabulary_takes_at_most_50_ms(big_vocabulary):
+def test_a_256k_vocabulary_header_is_read_whole(big_vocabulary):
     card = read_model_card(big_vocabulary)
     assert card.error is None and card.has_chat_template and card.tensor_count == 1
-    seconds = cpu_seconds(lambda: read_model_card(big_vocabulary), runs=7)
-    assert seconds <= HEADER_BUDGET, f"{seconds * 1000:.1f} ms"
 
 
-def test_with_as_many_merges_it_stays_well_under_the_old_reader(big_vocabulary_with_merges):
+def test_with_as_many_merges_too(big_vocabulary_with_merges):
     card = read_model_card(big_vocabulary_with_merges)
     assert card.error is None and card.has_chat_template and card.tensor_count == 1
-    seconds = cpu_seconds(lambda: read_model_card(big_vocabulary_with_merges), runs=7)
-    assert seconds <= 2 * HEADER_BUDGET, f"{seconds * 1000:.1f} ms"
 
 
 def test_the_duplicate_check_reads_every_token_exactly(big_vocabulary):
@@ -168,6 +131,3 @@ def test_the_duplicate_check_reads_every_token_exactly(big_vocabulary):
     tokens = string_array(big_vocabulary, header.metadata["tokenizer.ggml.tokens"])
     assert len(tokens) == VOCAB and tokens[5] == b"tok5xxxxx"
     assert tokens[-1] == f"tok{VOCAB - 1}".encode() + b"x" * ((VOCAB - 1) % 13)
-    seconds = cpu_seconds(lambda: len(set(string_array(big_vocabulary, header.metadata["tokenizer.ggml.tokens"]))),
-                          runs=3)
-    assert seconds < 0.5, f"{seconds * 1000:.1f} ms"

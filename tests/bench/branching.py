@@ -4,7 +4,8 @@ Run: ``python -m tests.bench.branching [--arch gemma3 lfm2] [--model PATH] [--re
 For each model (bench-size made models, about 100M parameters with gemma3's window at 512
 tokens, or any GGUF given with ``--model``) it:
 
-- times identifying the file and reading its header, and loading it;
+- times identifying the file and reading its header, and loading it (and once, reading
+  the header of a 262,144-token vocabulary);
 - builds a 12-turn chat (system ~200 tokens, user turns ~120, replies ~380) in one prefill
   and reports what that prefill cost outside llama_decode (the critical path), what was
   read out afterwards, and the same prefill with no checkpoints at all;
@@ -274,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # Made models are kept where the user's other runs find them; the rest is per run.
     os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
+    with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        emit({"event": "header of a 262,144-token vocabulary", **costs.big_vocabulary_headers(Path(tmp))})
     for label, path in models(args):
         emit({"model": label, "event": "identity", **costs.identity(path)})
         with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
