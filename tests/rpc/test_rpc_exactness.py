@@ -19,20 +19,12 @@ import pytest
 from sessions.engine.engine_process import EngineProcess
 from sessions.engine.segments import message_ends
 from sessions.sampling import SamplingSettings
+from tests.engine.test_exactness import TEXTS
 
 from .conftest import ARCHS, split_settings, tiny_model
 
 pytestmark = [pytest.mark.rpc, pytest.mark.engine]
 
-TEXTS = [
-    "You are a helpful assistant who answers briefly.",
-    "Tell me about the sea and the boats that sail on it at night.",
-    "The sea is wide and the boats carry lights so that others can see them.",
-    "And what about the stars above the water?",
-    "Stars guide the sailors; they read them like a map of the sky.",
-    "Write a short poem about a lighthouse keeper and his cat.",
-    "A different question: how do birds find their way home in winter?",
-]
 GREEDY = SamplingSettings(temperature=0.0)
 ROUTES = ("scratch", "live", "ram", "disk_new_process", "generated_reply")
 
