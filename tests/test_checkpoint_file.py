@@ -24,6 +24,7 @@ from sessions.checkpoints import (
     atomic_file,
     prefix_hash,
 )
+from sessions.checkpoints.errors import CorruptCheckpointError
 from sessions.checkpoints.file_format import HEADER_SIZE, encode_header, parse_header
 from sessions.checkpoints.keys import address
 
@@ -101,6 +102,29 @@ def test_header_round_trip_keeps_every_field() -> None:
     assert header.fingerprint_id == COMPAT.fingerprint_id
     assert header.params_digest == COMPAT.params_digest
     assert (header.state_len, header.logits_len, header.has_logits) == (4096, 32, True)
+
+
+def test_a_snapshot_file_says_whether_it_is_a_branch_s_latest_prompt_end_or_tip(tmp_path, problems) -> None:
+    """The role survives a restart (the engine replaces such snapshots as a branch grows);
+    files written before it existed read as kept for good."""
+    snaps = {role: Segment(COMPAT, prefix_hash(TOKENS[:end]), None, end, end, b"w" * 64, None,
+                           kind="snapshot", role=role)
+             for role, end in (("", 10), ("prompt", 20), ("tip", 30))}
+    for role, snap in snaps.items():
+        assert parse_header(encode_header(snap)).role == role
+    saved(tmp_path, *snaps.values())
+    with open_store(tmp_path, problems) as store:
+        for role, snap in snaps.items():
+            assert store.peek(COMPAT, snap.prefix, "snapshot").role == role
+            assert store.get(COMPAT, snap.prefix, "snapshot").role == role
+    with pytest.raises(InvalidSegmentError, match="role"):
+        Segment(COMPAT, snaps["tip"].prefix, None, 0, 30, b"x", None, role="tip")  # cells have none
+    raw = bytearray(encode_header(snaps["tip"]))
+    raw[116:120] = struct.pack("<I", 7)  # a role this version does not know
+    raw[120:HEADER_SIZE] = blake2b(bytes(raw[:120]), digest_size=16).digest()
+    with pytest.raises(CorruptCheckpointError, match="inconsistent"):
+        parse_header(bytes(raw))
+    assert problems == []
 
 
 @pytest.mark.parametrize(

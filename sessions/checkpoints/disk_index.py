@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .keys import Key
+from .segment import Role
 
 
 @dataclass
@@ -34,6 +35,7 @@ class DiskEntry:
     end: int
     has_logits: bool
     has_state: bool = True
+    role: Role = ""
 
 
 class UseClock:

@@ -61,7 +61,7 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
 def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
     return DiskEntry(
         path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
-        len(segment.state) > 0,
+        len(segment.state) > 0, segment.role,
     )
 
 
@@ -146,7 +146,7 @@ class DiskTier:
                 self._clock.seen(mtime)
                 index.add(parsed.key, DiskEntry(
                     path, header.parent, size, mtime, header.start, header.end, header.has_logits,
-                    header.state_len > 0,
+                    header.state_len > 0, header.role,
                 ))
 
     def known(self, key: Key) -> bool:

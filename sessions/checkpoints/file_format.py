@@ -21,7 +21,8 @@ Layout (all integers little-endian, fixed size, ``HEADER_SIZE`` = 136 bytes)::
        100    8  logits length    uint64 (a multiple of 4: float32)
        108    4  state crc32
        112    4  logits crc32
-       116    4  reserved         zero
+       116    4  role             uint32, snapshots only: 0 kept for good, 1 a branch's
+                                    latest prompt end, 2 its tip (replaced as it grows)
        120   16  header checksum  blake2b-128 over bytes 0..119
        136    …  state bytes, then logits bytes; the file ends exactly there
 
@@ -43,7 +44,7 @@ from hashlib import blake2b
 
 from .errors import CorruptCheckpointError
 from .keys import HASH_BYTES, Kind, ParsedAddress, StateCompat
-from .segment import LOGIT_BYTES, Segment
+from .segment import LOGIT_BYTES, ROLES, Role, Segment
 
 MAGIC = b"LLCKPT\r\n"
 FORMAT_VERSION = 2
@@ -73,6 +74,7 @@ class Header:
     state_crc: int
     logits_crc: int
     kind: Kind = "cells"
+    role: Role = ""
 
     @property
     def file_size(self) -> int:
@@ -103,7 +105,7 @@ def encode_header(segment: Segment) -> bytes:
         len(segment.logits) if segment.logits is not None else 0,
         crc32(segment.state),
         crc32(segment.logits) if segment.logits is not None else 0,
-        0,
+        ROLES.index(segment.role),
     )
     return body + blake2b(body, digest_size=HASH_BYTES).digest()
 
@@ -114,7 +116,7 @@ def parse_header(raw: bytes) -> Header:
         raise CorruptCheckpointError(f"truncated: {len(raw)} bytes, shorter than a header")
     body, stored = raw[: _BODY.size], raw[_BODY.size : HEADER_SIZE]
     (magic, version, flags, fingerprint_id, params_digest, start, end, prefix, parent,
-     state_len, logits_len, state_crc, logits_crc, _reserved) = _BODY.unpack(body)
+     state_len, logits_len, state_crc, logits_crc, role) = _BODY.unpack(body)
     if magic != MAGIC:
         raise CorruptCheckpointError("bad magic bytes: not a checkpoint file")
     if version != FORMAT_VERSION:
@@ -129,7 +131,7 @@ def parse_header(raw: bytes) -> Header:
         consistent = 0 < start == end and not has_parent
     else:
         consistent = 0 <= start < end and has_parent == (start > 0)
-    if flags & ~_KNOWN_FLAGS or not consistent:
+    if flags & ~_KNOWN_FLAGS or not consistent or role >= len(ROLES) or (role and kind != "snapshot"):
         raise CorruptCheckpointError("header fields are inconsistent")
     has_logits = bool(flags & FLAG_HAS_LOGITS)
     if logits_len % LOGIT_BYTES or (logits_len and not has_logits):
@@ -147,6 +149,7 @@ def parse_header(raw: bytes) -> Header:
         state_crc=state_crc,
         logits_crc=logits_crc,
         kind=kind,
+        role=ROLES[role],
     )
 
 
@@ -196,4 +199,5 @@ def build_segment(compat: StateCompat, header: Header, state, logits) -> Segment
         state=state,
         logits=logits if header.has_logits else None,
         kind=header.kind,
+        role=header.role,
     )

@@ -25,6 +25,10 @@ LOGIT_BYTES = 4
 """Logits are stored as raw float32."""
 
 Tier = Literal["ram", "disk"]
+Role = Literal["", "prompt", "tip"]
+"""Why a snapshot is on disk: "" kept for good; "prompt" or "tip" for a branch's latest
+prompt end or tip, which the next turn on that branch replaces (the engine's captures)."""
+ROLES: tuple[Role, ...] = ("", "prompt", "tip")
 """Where a checkpoint is: in memory (or on its way to disk), or only on disk."""
 
 Payload = bytes | bytearray | memoryview | np.ndarray
@@ -50,6 +54,7 @@ class SegmentMeta:
     """Payload bytes (what restoring it reads)."""
     has_state: bool = True
     """False for a snapshot of a plain model: only the logits."""
+    role: Role = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,12 +82,16 @@ class Segment:
     logits: Payload | None = None
     """float32 logits after token ``end - 1`` (raw bytes), or None when not kept."""
     kind: Kind = "cells"
+    role: Role = ""
+    """For a snapshot on disk: kept for good, or the latest prompt end or tip of a branch."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compat, StateCompat):
             raise InvalidSegmentError("a segment needs a StateCompat")
         if self.kind not in KINDS:
             raise InvalidSegmentError(f"unknown checkpoint kind {self.kind!r}")
+        if self.role not in ROLES or (self.role and self.kind != "snapshot"):
+            raise InvalidSegmentError(f"a {self.kind} checkpoint cannot have the role {self.role!r}")
         if not is_prefix_hash(self.prefix):
             raise InvalidSegmentError(f"segment prefix {self.prefix!r} is not a prefix hash")
         if type(self.start) is not int or type(self.end) is not int:
@@ -142,7 +151,7 @@ class Segment:
     def meta(self, tier: Tier) -> SegmentMeta:
         return SegmentMeta(
             self.prefix, self.parent, self.start, self.end, self.logits is not None, tier,
-            self.kind, self.nbytes, len(self.state) > 0,
+            self.kind, self.nbytes, len(self.state) > 0, self.role,
         )
 
 

@@ -164,7 +164,7 @@ class CheckpointStore:
             return None
         return SegmentMeta(
             prefix, entry.parent, entry.start, entry.end, entry.has_logits, "disk",
-            kind, entry.size - HEADER_SIZE, entry.has_state,
+            kind, entry.size - HEADER_SIZE, entry.has_state, entry.role,
         )
 
     def set_active(self, compat: StateCompat, prefixes: Iterable[str]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -76,10 +76,7 @@ class Captures:
         """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
         self.temporary: dict[Role, str] = {}
         """Prefix of the latest prompt end and tip on disk of the branch the engine is on,
-        which newer ones replace."""
-        self._temporaries: dict[str, Role] = {}
-        """Every prompt end and tip this engine put on disk and has not taken off again,
-        whichever branch it is on (``learn_branch`` finds them when the user comes back)."""
+        which newer ones replace (their files say so: ``Segment.role``)."""
         self.cells_bytes_per_token = 0.0
         """Measured size of saved attention cells per token (for the disk rule)."""
         self._snapshot_bytes = 0
@@ -143,12 +140,12 @@ class Captures:
         store, compat = self.store, self.engine.compat
         if store is None:
             return
-        role: Role = "tip" if tip else "prompt"
+        role: Literal["prompt", "tip"] = "tip" if tip else "prompt"
         if store.has(compat, prefix, "snapshot"):
             ram_only = not store.persisted(compat, prefix, "snapshot")
             kept = store.get(compat, prefix, "snapshot") if ram_only else None
             if kept is not None:  # kept in RAM only so far: now it is worth the disk
-                store.put(kept, persist=True)
+                store.put(replace(kept, role=role), persist=True)
                 self._keep_temporary(role, prefix)
             return
         self._set_mark(end)
@@ -170,24 +167,23 @@ class Captures:
         """After a switch: what is on disk along the branch now live, up to ``valid``.
 
         The last snapshot there kept for good starts the disk rule's spacing. The latest
-        prompt end and tip this engine left there become the branch's temporaries again,
-        so the next turn replaces them, as if the user had never left; otherwise every
-        visit would leave a pair behind. (Those written before a restart cannot be told
-        from the rest, and stay.)
+        prompt end and tip on disk there (their files say so, across restarts too) become
+        the branch's temporaries again, so the next turn replaces them, as if the user had
+        never left; otherwise every visit would leave a pair behind.
         """
-        store = self.store
+        store, compat = self.store, self.engine.compat
         if store is None:
             return
         self.anchor, self.temporary = 0, {}
         for b in sorted(b for b in prefixes if 0 < b <= valid):
             prefix = prefixes[b]
-            if not store.persisted(self.engine.compat, prefix, "snapshot"):
+            if not store.persisted(compat, prefix, "snapshot"):
                 continue
-            role = self._temporaries.get(prefix)
-            if role is None:
-                self.anchor = b
+            meta = store.peek(compat, prefix, "snapshot")
+            if meta is not None and meta.role:
+                self.temporary[meta.role] = prefix
             else:
-                self.temporary[role] = prefix
+                self.anchor = b
 
     def _set_mark(self, end: int) -> None:
         self._mark = self.engine.ctx.decode_seconds
@@ -268,13 +264,17 @@ class Captures:
         nbytes = len(state) + (len(logits) if logits is not None else 0)
         gap = max(0, snap.end - self.anchor) * self.cells_bytes_per_token
         anchor = self.policy.persist(int(gap), nbytes)
-        segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot")
-        store.put(segment, persist=anchor or snap.role != "spaced")
+        disk_role = "" if anchor or snap.role == "spaced" else snap.role
+        segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot",
+                          role=disk_role)
+        store.put(segment, persist=anchor or bool(disk_role))
         if anchor:
             for role in list(self.temporary):
                 if self.temporary[role] == snap.prefix:
-                    del self.temporary[role]  # the same file, now kept for good
-                    self._temporaries.pop(snap.prefix, None)
+                    # The same file, now kept for good here. Its header still names it a
+                    # temporary (files are never rewritten): after a restart a later turn
+                    # may take it off the disk, and the next snapshot is kept instead.
+                    del self.temporary[role]
                 else:
                     self._drop_temporary(role)
             self.anchor = snap.end
@@ -291,10 +291,8 @@ class Captures:
         if self.temporary.get(role) != prefix:
             self._drop_temporary(role)
         self.temporary[role] = prefix
-        self._temporaries[prefix] = role
 
     def _drop_temporary(self, role: Role) -> None:
         prefix = self.temporary.pop(role, None)
         if prefix is not None and self.store is not None:
-            self._temporaries.pop(prefix, None)
             self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")

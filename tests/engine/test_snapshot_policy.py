@@ -85,25 +85,29 @@ def _turn(engine, model, msgs, stepped, user: int):
 
 
 def test_going_back_and_forth_keeps_one_prompt_end_and_tip_per_branch(loaded_models, tmp_path):
-    """Two branches extended in turn: each visit's prompt end and tip replace the ones the
-    branch had, instead of a pair staying behind per visit."""
+    """Two branches extended in turn, restarted twice: each visit's prompt end and tip
+    replace the ones the branch had (their files say which they are), instead of a pair
+    staying behind per visit or per restart."""
     model = loaded_models["gemma3"]
-    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
-        engine = engine_for(model, store, policy=SnapshotPolicy())
-        main, main_steps = _turn(engine, model, branch(model, 0), [False], 1)
-        other, other_steps = _turn(engine, model, main[:1], [False], 2)  # an edit of the first question
-        for turn in range(6):
-            main, main_steps = _turn(engine, model, main, main_steps, 3 + turn % 3)
-            other, other_steps = _turn(engine, model, other, other_steps, 4 + turn % 2)
-        store.flush()
-        snaps = list((tmp_path / "ck").glob("*/*.snap"))
-        unique = len(flat(main)[0]) + len(flat(other)[0]) - len(flat(main[:1])[0])
-        window = engine.ctx.state_size(0, 1)
-        cells_per_token = sum(p.stat().st_size for p in (tmp_path / "ck").glob("*/*.ckpt")) / unique
-        spacing = 2 * window / cells_per_token  # the disk rule's (disk_share 0.5)
-        kept_for_good = unique / spacing + 2  # one per spacing on each branch
-        assert len(snaps) <= kept_for_good + 2 * 2, (len(snaps), unique, spacing)  # + prompt end, tip each
-        # Both tips are still on disk: a restart continues either branch without decoding.
+    main, main_steps = branch(model, 0), [False]
+    for restart in range(3):
+        with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+            engine = engine_for(model, store, policy=SnapshotPolicy())  # a new process, in effect
+            if restart == 0:
+                main, main_steps = _turn(engine, model, main, main_steps, 1)
+                other, other_steps = _turn(engine, model, main[:1], [False], 2)  # an edit of the first question
+            for turn in range(2 * restart, 2 * restart + 2):
+                main, main_steps = _turn(engine, model, main, main_steps, 3 + turn % 3)
+                other, other_steps = _turn(engine, model, other, other_steps, 4 + turn % 2)
+            window = engine.ctx.state_size(0, 1)
+            engine.ctx.close()
+    snaps = list((tmp_path / "ck").glob("*/*.snap"))
+    unique = len(flat(main)[0]) + len(flat(other)[0]) - len(flat(main[:1])[0])
+    cells_per_token = sum(p.stat().st_size for p in (tmp_path / "ck").glob("*/*.ckpt")) / unique
+    spacing = 2 * window / cells_per_token  # the disk rule's (disk_share 0.5)
+    kept_for_good = unique / spacing + 2  # one per spacing on each branch
+    assert len(snaps) <= kept_for_good + 2 * 2, (len(snaps), unique, spacing)  # + prompt end, tip each
+    # Both tips are still on disk: a restart continues either branch without decoding.
     for msgs, steps in ((main, main_steps), (other, other_steps)):
         with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
             engine = engine_for(model, store, policy=SnapshotPolicy())
