@@ -13,12 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.bench.workload import w1_texts
 
 
-def controller(path: Path, root: Path, threads: int, checkpoints: bool):
+@contextmanager
+def controller(path: Path, root: Path, threads: int, checkpoints: bool) -> Iterator:
+    """A controller with the model loaded over the sessions and checkpoints in ``root``;
+    everything is closed on the way out, as a quitting app closes it."""
     from sessions.checkpoints import CheckpointStore
     from sessions.controller import EngineSettings, SessionController
     from sessions.engine.factory import llama_engine_factory
@@ -30,8 +35,14 @@ def controller(path: Path, root: Path, threads: int, checkpoints: bool):
     ctl = SessionController(store, engine_factory=llama_engine_factory(ck),
                             settings=EngineSettings(n_ctx=8192, n_batch=512, threads=threads),
                             sampling=SamplingSettings(temperature=0.0, max_tokens=96))
-    ctl.load_model(path)
-    return ctl, store, ck
+    try:
+        ctl.load_model(path)
+        yield ctl
+    finally:
+        ctl.close()
+        if ck is not None:
+            ck.close()
+        store.close()
 
 
 def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
@@ -48,41 +59,31 @@ def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
 def run(path: Path, threads: int, turns: int) -> None:
     with tempfile.TemporaryDirectory(prefix="llamachat-switch-") as folder:
         root = Path(folder)
-        ctl, store, ck = controller(path, root, threads, checkpoints=True)
-        texts = w1_texts(ctl.engine.tokenize)
-        ctl.new_session(system_prompt=texts["system"])
-        users = []
-        for user in texts["users"][:turns]:
-            users.append(ctl.send(user))
-            ctl.generate_reply()
-        leaf = ctl.snapshot().head
-        session = ctl.session_id
-        edited = ctl.edit(users[1].id, texts["edits"][2])
-        switch(ctl, "after an edit of turn 2 (restore the prefix, evaluate the new message)", edited.id)
-        edit_reply = ctl.generate_reply()
-        switch(ctl, "back to the first branch (restore from RAM)", leaf.id)
-        switch(ctl, "to the edit again (restore from RAM)", edit_reply.id)
-        ctl.close()
-        if ck is not None:
-            ck.close()
-        store.close()
+        with controller(path, root, threads, checkpoints=True) as ctl:
+            texts = w1_texts(ctl.engine.tokenize)
+            ctl.new_session(system_prompt=texts["system"])
+            users = []
+            for user in texts["users"][:turns]:
+                users.append(ctl.send(user))
+                ctl.generate_reply()
+            leaf = ctl.snapshot().head
+            session = ctl.session_id
+            edited = ctl.edit(users[1].id, texts["edits"][2])
+            switch(ctl, "after an edit of turn 2 (restore the prefix, evaluate the new message)", edited.id)
+            edit_reply = ctl.generate_reply()
+            switch(ctl, "back to the first branch (restore from RAM)", leaf.id)
+            switch(ctl, "to the edit again (restore from RAM)", edit_reply.id)
 
-        ctl, store, ck = controller(path, root, threads, checkpoints=True)
-        ctl.open_session(session)
-        switch(ctl, "reopened: the first branch (restore from disk)", leaf.id)
-        switch(ctl, "reopened: the edit (restore from disk)", edit_reply.id)
-        ctl.close()
-        if ck is not None:
-            ck.close()
-        store.close()
+        with controller(path, root, threads, checkpoints=True) as ctl:
+            ctl.open_session(session)
+            switch(ctl, "reopened: the first branch (restore from disk)", leaf.id)
+            switch(ctl, "reopened: the edit (restore from disk)", edit_reply.id)
 
-        ctl, store, _ = controller(path, root, threads, checkpoints=False)
-        ctl.open_session(session)
-        switch(ctl, "no checkpoints: the first branch (all evaluated, replies token by token)", leaf.id)
-        switch(ctl, "no checkpoints: the edit", edit_reply.id)
-        switch(ctl, "no checkpoints: back to the first branch", leaf.id)
-        ctl.close()
-        store.close()
+        with controller(path, root, threads, checkpoints=False) as ctl:
+            ctl.open_session(session)
+            switch(ctl, "no checkpoints: the first branch (all evaluated, replies token by token)", leaf.id)
+            switch(ctl, "no checkpoints: the edit", edit_reply.id)
+            switch(ctl, "no checkpoints: back to the first branch", leaf.id)
 
 
 def main(argv: list[str] | None = None) -> int:
