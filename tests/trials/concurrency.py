@@ -47,12 +47,13 @@ OLDEST = "oldest message of the trial"
 WORKER_TIMEOUT = 600.0
 
 
-@dataclass
-class ConcurrencyReport:
-    workers: int
-    rounds: int
+@dataclass(kw_only=True)
+class MessageTally:
+    """What a concurrency trial counts, and what makes it pass: nothing lost or misplaced,
+    no failure, and the damaged database restored at least once."""
+
     sent: int = 0
-    """Messages a worker was told were saved."""
+    """Messages a writer was told were saved."""
     stored: int = 0
     """Of those, found at the end."""
     lost: int = 0
@@ -67,6 +68,12 @@ class ConcurrencyReport:
     @property
     def ok(self) -> bool:
         return not self.failures and self.lost == 0 and self.misplaced == 0 and self.recoveries >= 1
+
+
+@dataclass
+class ConcurrencyReport(MessageTally):
+    workers: int
+    rounds: int
 
     def summary(self) -> str:
         e = self.events

@@ -33,11 +33,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sessions.store import SessionStore
-from tests.trials.concurrency import REPO, damage, prepare
+from tests.trials.concurrency import REPO, MessageTally, damage, prepare
 
 LIMIT_SECONDS = 900.0
 RETRYABLE = ("another llamachat has it open", "busy:", "restoring it from its backup")
@@ -45,24 +45,11 @@ RETRYABLE = ("another llamachat has it open", "busy:", "restoring it from its ba
 
 
 @dataclass
-class AppTrialReport:
+class AppTrialReport(MessageTally):
     asks: int
     rounds: int
     app_rounds: int
-    sent: int = 0
-    stored: int = 0
-    lost: int = 0
-    misplaced: int = 0
-    recoveries: int = 0
-    damaged_after: int = 0
     ask_runs: int = 0
-    events: Counter = field(default_factory=Counter)
-    failures: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures and self.lost == 0 and self.misplaced == 0 and self.recoveries >= 1
 
     def summary(self) -> str:
         e = self.events
