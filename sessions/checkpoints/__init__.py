@@ -5,6 +5,7 @@ message boundary, ``get`` it back (verified) when a branch is rebuilt. Pure Pyth
 blobs are opaque here, so nothing in this package imports llama.cpp.
 """
 
+from .disk_tier import Place, Placed
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
 from .keys import Kind, PrefixHasher, StateCompat, prefix_hash
 from .segment import Segment, SegmentMeta
@@ -15,6 +16,8 @@ __all__ = [
     "CheckpointStore",
     "InvalidSegmentError",
     "Kind",
+    "Place",
+    "Placed",
     "PrefixHasher",
     "Segment",
     "SegmentMeta",

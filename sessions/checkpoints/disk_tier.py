@@ -14,9 +14,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -29,16 +30,37 @@ from .file_format import (
     Header,
     build_segment,
     check_header,
+    check_placed,
     encode_header,
     expected_address,
     parse_header,
 )
-from .keys import Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
+from .keys import FILE_SUFFIX, Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
 from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+_IOV_MAX = 1024
+"""Pieces per ``preadv`` (Linux's ``IOV_MAX``)."""
+T = TypeVar("T")
+
+Place = Callable[[Header, Callable[[int, int], bytes]], Sequence[memoryview] | None]
+"""Where a restore wants a file's state: given its checked header and a reader of the
+state at an offset, the pieces (in file order) to read it into, or None to decline."""
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A checkpoint read from disk into the caller's buffers (``CheckpointStore.read_into``)."""
+
+    start: int
+    end: int
+    nbytes: int
+    """Payload bytes read."""
+    logits: np.ndarray | None
+    """float32 logits after token ``end - 1`` as raw bytes, when the file keeps them."""
+
 
 def _read_payload(src, length: int) -> np.ndarray:
     """``length`` bytes from ``src`` into a new buffer (read straight into it)."""
@@ -63,6 +85,33 @@ def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntr
         path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
         len(segment.state) > 0, segment.role,
     )
+
+
+def _entry_read(header: Header, path: Path, size: int, when: float) -> DiskEntry:
+    return DiskEntry(
+        path, header.parent, size, when, header.start, header.end, header.has_logits,
+        header.state_len > 0, header.role,
+    )
+
+
+def _read_pieces(fd: int, pieces: Sequence[memoryview], offset: int) -> int:
+    """Fill ``pieces`` in order from ``fd`` at ``offset`` with scatter reads; bytes read.
+
+    One ``preadv`` per ``_IOV_MAX`` pieces; a short read (a file cut meanwhile) stops it.
+    """
+    done = 0
+    index, skip = 0, 0
+    while index < len(pieces):
+        batch = [pieces[index][skip:], *pieces[index + 1 : index + _IOV_MAX]]
+        n = os.preadv(fd, batch, offset + done)
+        if n <= 0:
+            break
+        done += n
+        while index < len(pieces) and n >= len(pieces[index]) - skip:
+            n -= len(pieces[index]) - skip
+            index, skip = index + 1, 0
+        skip += n
+    return done
 
 
 class DiskTier:
@@ -274,6 +323,53 @@ class DiskTier:
 
     def load(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
         """The verified segment on disk, or None (missing or deleted as corrupt)."""
+
+        def read(src, header: Header) -> Segment:
+            state = _read_payload(src, header.state_len)
+            logits = _read_payload(src, header.logits_len)
+            return build_segment(compat, header, state, logits)
+
+        return self._read_checked(compat, prefix, kind, read)
+
+    def load_into(self, compat: StateCompat, prefix: str, kind: Kind, place: Place) -> Placed | None:
+        """Read a file's state straight into the buffers ``place`` gives for its header.
+
+        For restores: the bytes land where llama.cpp will read them, in memory the caller
+        keeps ready, with one scatter read and no copy. Nothing enters the RAM tier (the
+        page cache already holds the file). ``place`` gets the verified header and a
+        reader of the state at an offset (to learn a layout), and returns the pieces,
+        in file order, that together take exactly ``header.state_len`` bytes; or None to
+        decline the file. The checksum is taken over the pieces: None comes back for a
+        declined, missing or corrupt file (a corrupt one is deleted and reported).
+        """
+
+        def read(src, header: Header) -> Placed | None:
+            fd = src.fileno()
+
+            def read_at(offset: int, size: int) -> bytes:
+                return os.pread(fd, size, HEADER_SIZE + offset)
+
+            pieces = place(header, read_at)
+            if pieces is None:
+                return None
+            if sum(len(piece) for piece in pieces) != header.state_len:
+                raise ValueError("the pieces to read into do not add up to the state")
+            done = _read_pieces(fd, pieces, HEADER_SIZE)
+            logits = np.empty(header.logits_len, dtype=np.uint8)
+            done_logits = os.preadv(fd, [logits.data], HEADER_SIZE + header.state_len) if len(logits) else 0
+            check_placed(header, pieces, done, logits[:done_logits])
+            return Placed(header.start, header.end, header.state_len + header.logits_len,
+                          logits if header.has_logits else None)
+
+        return self._read_checked(compat, prefix, kind, read)
+
+    def _read_checked(self, compat: StateCompat, prefix: str, kind: Kind, read: Callable[..., T | None]) -> T | None:
+        """Open the file of a checkpoint, check its header, and ``read(src, header)`` it.
+
+        Whatever goes wrong is handled here, once for every way of reading: a missing
+        file leaves the index, a corrupt one is deleted and reported, an unreadable one
+        is reported; each gives None, and its tokens are recomputed.
+        """
         self.ensure_index()
         if self._disabled:
             return None
@@ -284,9 +380,7 @@ class DiskTier:
                 size = os.fstat(src.fileno()).st_size
                 header = parse_header(src.read(HEADER_SIZE))
                 check_header(header, expected_address(compat, prefix, kind), size)
-                state = _read_payload(src, header.state_len)
-                logits = _read_payload(src, header.logits_len)
-            segment = build_segment(compat, header, state, logits)
+                result = read(src, header)
         except FileNotFoundError:
             with self._lock:
                 self._index.remove(key)  # type: ignore[union-attr]
@@ -300,18 +394,30 @@ class DiskTier:
             self._report(f"checkpoint {path.name} could not be read ({error.strerror}); "
                          "its tokens will be recomputed")
             return None
+        if result is None:
+            return None
         with self._lock:
             assert self._index is not None
             now = self._clock.now()
             if key in self._index:
                 self._index.touch(key, now)
             else:  # written by another process since the index was built
-                self._index.add(key, _entry_for(segment, path, size, now))
+                self._index.add(key, _entry_read(header, path, size, now))
         try:
             os.utime(path)
         except OSError:
             pass
-        return segment
+        return result
+
+    def largest(self, model_id: bytes, kind: Kind) -> int:
+        """The largest payload among one model's files of ``kind``, any params (0 if none)."""
+        self.ensure_index()
+        folder = model_id.hex()
+        with self._lock:
+            entries = [self._index.get(key) for key in self._index or ()]  # type: ignore[union-attr]
+        sizes = [e.size for e in entries if e is not None and e.path.parent.name == folder
+                 and e.path.name.endswith(FILE_SUFFIX[kind])]
+        return max(sizes, default=HEADER_SIZE) - HEADER_SIZE
 
     def _delete_corrupt(self, path: Path, reason: str) -> None:
         try:

@@ -187,6 +187,17 @@ def check_payload(header: Header, state, logits) -> None:
         raise CorruptCheckpointError("checksum mismatch")
 
 
+def check_placed(header: Header, pieces, state_read: int, logits) -> None:
+    """Like ``check_payload`` for a state read into ``pieces`` (its checksum taken over them in order)."""
+    if state_read != header.state_len or len(logits) != header.logits_len:
+        raise CorruptCheckpointError("truncated while reading")
+    crc = 0
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    if crc & 0xFFFFFFFF != header.state_crc or (header.has_logits and crc32(logits) != header.logits_crc):
+        raise CorruptCheckpointError("checksum mismatch")
+
+
 def build_segment(compat: StateCompat, header: Header, state, logits) -> Segment:
     """The segment a verified file holds; raises if a payload checksum disagrees."""
     check_payload(header, state, logits)

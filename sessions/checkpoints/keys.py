@@ -93,6 +93,11 @@ def is_prefix_hash(value: object) -> bool:
     return isinstance(value, str) and _HEX.fullmatch(value) is not None
 
 
+def fingerprint_id(model_fingerprint: str) -> bytes:
+    """The 16-byte id of a model fingerprint (its checkpoint folder's name, in hex)."""
+    return _digest(model_fingerprint.encode("utf-8"))
+
+
 def compat_digest(fingerprint_id: bytes, params_digest: bytes) -> str:
     """The compat digest from its two halves, as stored in a file header."""
     return blake2b(fingerprint_id + params_digest, digest_size=HASH_BYTES).hexdigest()
@@ -118,9 +123,9 @@ class StateCompat:
             raise InvalidSegmentError("a state compat needs a non-empty model fingerprint")
         if not isinstance(self.params, str):
             raise InvalidSegmentError("the state compat params must be a string")
-        fingerprint_id = _digest(self.model_fingerprint.encode("utf-8"))
+        model_id = fingerprint_id(self.model_fingerprint)
         params_digest = _digest(self.params.encode("utf-8"))
-        ids = (fingerprint_id, params_digest, compat_digest(fingerprint_id, params_digest))
+        ids = (model_id, params_digest, compat_digest(model_id, params_digest))
         object.__setattr__(self, "_ids", ids)
 
     @property

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Literal
 
 from .. import paths
-from .disk_tier import DiskTier
+from .disk_tier import DiskTier, Place, Placed
 from .errors import InvalidSegmentError, StoreClosedError
 from .file_format import HEADER_SIZE
-from .keys import Key, Kind, StateCompat, key_of
+from .keys import Key, Kind, StateCompat, fingerprint_id, key_of
 from .ram_tier import RamTier
 from .segment import Segment, SegmentMeta
 from .writer import BackgroundWriter
@@ -140,6 +140,27 @@ class CheckpointStore:
         self._ram.put(segment)
         self._count(disk=1)
         return segment
+
+    def read_into(self, compat: StateCompat, prefix: str, kind: Kind, place: Place) -> Segment | Placed | None:
+        """Like ``get``, but a segment found only on disk is read into the buffers ``place``
+        gives (see ``DiskTier.load_into``) and is not kept in RAM: the restore that asks
+        copies it into llama.cpp at once, and the page cache already keeps the file."""
+        key = key_of(compat, prefix, kind)
+        segment = self._ram.get(key) or self._writer.pending(key)
+        if segment is not None:
+            self._disk.touch(key)
+            self._count(ram=1)
+            return segment
+        placed = self._disk.load_into(compat, prefix, kind, place)
+        self._count(disk=int(placed is not None), miss=int(placed is None))
+        return placed
+
+    def largest(self, model_fingerprint: str, kind: Kind) -> int:
+        """Payload bytes of the largest of a model's checkpoint files of ``kind`` (0 if none).
+
+        What a restore from disk may have to hold at once, for memory prepared while
+        the model loads (so by fingerprint alone: the context params are not known yet)."""
+        return self._disk.largest(fingerprint_id(model_fingerprint), kind)
 
     def has(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:
         """Whether ``get`` would likely succeed; no disk I/O once the index is built."""

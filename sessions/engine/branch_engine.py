@@ -30,6 +30,7 @@ from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, Sna
 from sessions.engine.restore import RouteRunner
 from sessions.engine.segments import batches, segment_boundaries
 from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.state_blob import SectionShape
 from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
@@ -97,6 +98,7 @@ class BranchEngine:
         self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self, self.captures)
+        self.cells_shape: SectionShape | None = None
         self.deferred_seconds = 0.0
         """Time spent reading checkpoints out after the replies (off the path to a token)."""
 

@@ -14,13 +14,18 @@ from pathlib import Path
 
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
 from sessions.engine.protocol import ChatEngine as ChatEngine
+from sessions.engine.restore_memory import RestoreMemory
+from sessions.engine.restore_reads import disk_sizes
 from sessions.engine.sampler import Sampler
+from sessions.engine.swa_ring import ring_bytes, ring_size
 from sessions.engine.template_choice import choose_template
 from sessions.engine.template_families import ALL_MARKERS
 from sessions.engine.template_override import TemplateOverride
+from sessions.memory_kind import MemoryKind
 
 
 class LlamaChatEngine:
@@ -51,8 +56,16 @@ class LlamaChatEngine:
 
             check_offload(rpc, n_gpu_layers)
             add_servers(rpc)
+        memory = RestoreMemory()
+        if checkpoints is not None:  # touched while the model loads, for a first restore at once
+            memory.prepare(lambda: disk_sizes(checkpoints, model_fingerprint(model_path)))
         self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, tensor_split=tensor_split,
                                 on_progress=on_progress)
+        info = self.model.info
+        if checkpoints is not None and info.kind is MemoryKind.SWA:
+            cells = ring_size(params.n_ctx, info.n_swa, 2, params.n_batch)
+            memory.prepare(lambda: {
+                "ring": ring_bytes(checkpoints.largest(info.fingerprint, "snapshot"), cells, info.n_swa)})
         self.placement = self.model.placement
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()
@@ -62,7 +75,7 @@ class LlamaChatEngine:
         devices = self.placement.key() if self.placement is not None else (
             f"ngl={n_gpu_layers};ts={list(tensor_split)};rpc={list(rpc)}" if n_gpu_layers or rpc else "")
         try:
-            self.ctx = LlamaContext(self.model, replace(params, devices=devices, n_gpu_layers=n_gpu_layers))
+            self.ctx = LlamaContext(self.model, replace(params, devices=devices, n_gpu_layers=n_gpu_layers), memory)
         except BaseException:
             self.model.close()
             raise

@@ -20,6 +20,7 @@ import numpy as np
 from sessions.engine.abort_flag import AbortFlag
 from sessions.engine.model import LlamaModel
 from sessions.engine.native import lib
+from sessions.engine.restore_memory import RestoreMemory
 from sessions.engine.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
 from sessions.engine.warm_buffers import WarmBuffers
 
@@ -120,7 +121,7 @@ class _BatchViews:
 class LlamaContext:
     """Decoding and sequence-state operations on one context of a loaded model."""
 
-    def __init__(self, model: LlamaModel, params: ContextParams):
+    def __init__(self, model: LlamaModel, params: ContextParams, restore_memory: RestoreMemory | None = None):
         L = lib()
         self._L = L
         self.model = model
@@ -140,6 +141,9 @@ class LlamaContext:
         self._abortable = False
         self.warm = WarmBuffers()
         """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``)."""
+        self.restore_memory = restore_memory or RestoreMemory()
+        """The buffers restores write into, kept between them (prepared early by the
+        engine that made this context, see ``restore_memory``)."""
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""
@@ -308,6 +312,7 @@ class LlamaContext:
 
     def close(self) -> None:
         self.warm.close()
+        self.restore_memory.close()
         if self._ctx:
             self._L.llama_batch_free(self._batch)
             self._L.llama_free(self._ctx)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from sessions.checkpoints import CheckpointStore, StateCompat
     from sessions.engine.context import LlamaContext
+    from sessions.engine.state_blob import SectionShape
     from sessions.engine.swa_ring import SwaRing
     from sessions.memory_kind import MemoryKind
 
@@ -31,6 +32,8 @@ class LiveSequence(Protocol):
     deferred_seconds: float
     ring: SwaRing | None
     """The sliding-window ring of the live sequence (None for other memory kinds)."""
+    cells_shape: SectionShape | None
+    """The layout shared by the context's cells-only states, once a restore learned it."""
 
     def _reset(self) -> None:
         """Clear the context: the live sequence holds nothing."""

@@ -10,117 +10,25 @@ then decodes from there; the result is slower, never different.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sessions.engine.planner import Plan
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError, as_array, join_attention
+from sessions.engine.restore_reads import RestoreReads, SnapshotRead
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
 from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.checkpoints import CheckpointStore, Kind, Segment, StateCompat
+    from sessions.checkpoints import Segment
     from sessions.engine.captures import Captures
-    from sessions.engine.context import LlamaContext
     from sessions.engine.live import LiveSequence
 
 
 class RestoreFailed(Exception):
     """A checkpoint could not be put back; the live sequence must be rebuilt."""
-
-
-class CellsBatch:
-    """Consecutive ranges' cells restored with one llama.cpp call (``join_attention``).
-
-    Batches of about ``LIMIT`` bytes: large enough that the per-call costs vanish, small
-    enough that reading the next batch overlaps with llama.cpp copying this one.
-    """
-
-    LIMIT = 8 << 20
-
-    def __init__(self, ctx: LlamaContext) -> None:
-        self.ctx = ctx
-        self.segments: list[Segment] = []
-        self.restored = 0
-        self._bytes = 0
-
-    @property
-    def tokens(self) -> int:
-        return self.segments[-1].end - self.segments[0].start if self.segments else 0
-
-    @property
-    def full(self) -> bool:
-        return self._bytes >= self.LIMIT
-
-    def add(self, segment: Segment) -> None:
-        self.segments.append(segment)
-        self._bytes += len(segment.state)
-
-    def write(self) -> bool:
-        segments, self.segments, self._bytes = self.segments, [], 0
-        if len(segments) == 1:
-            blob = as_array(segments[0].state)
-        else:
-            blob = join_attention([as_array(s.state) for s in segments], self.ctx.cells_tail())
-        if not self.ctx.append_cells(blob):
-            return False
-        self.restored += sum(s.nbytes for s in segments)
-        return True
-
-
-class Prefetch:
-    """Checkpoints read (and checked) on a helper thread ahead of their restore.
-
-    Reading a file and checking its checksum release the GIL, and so does llama.cpp
-    copying the previous one into the context: with the two overlapped, a restore from
-    disk costs about the larger of the two instead of their sum. ``AHEAD`` bounds the
-    memory held by checkpoints read but not restored yet.
-    """
-
-    AHEAD = 8
-
-    def __init__(self, store: CheckpointStore | None, compat: StateCompat, wanted: list[tuple[str, Kind]]) -> None:
-        self._store, self._compat = store, compat
-        self._wanted = wanted
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-read") if store is not None else None
-        self._pending: deque[Future[Segment | None]] = deque()
-        self._next = 0
-        self._fill()
-
-    def _read(self, prefix: str, kind: Kind) -> Segment | None:
-        assert self._store is not None
-        return self._store.get(self._compat, prefix, kind)
-
-    def _fill(self) -> None:
-        while self._pool is not None and self._next < len(self._wanted) and len(self._pending) < self.AHEAD:
-            self._pending.append(self._pool.submit(self._read, *self._wanted[self._next]))
-            self._next += 1
-
-    def next(self) -> Segment | None:
-        """The next checkpoint in order (None when it is missing or failed its checks)."""
-        if not self._pending:
-            return None
-        segment = self._pending.popleft().result()
-        self._fill()
-        return segment
-
-    def last(self) -> Segment | None:
-        """The final checkpoint asked for, whatever came before it."""
-        while self._next < len(self._wanted) or len(self._pending) > 1:
-            if self._pending:
-                self._pending.popleft().cancel()
-            self._fill()
-        return self.next()
-
-    def close(self) -> None:
-        for future in self._pending:
-            future.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
 
 
 class RouteRunner:
@@ -151,37 +59,33 @@ class RouteRunner:
                 self._cut(plan, prefixes)
         valid = len(engine.live)  # the live state is exact up to here
         restored = 0
-        wanted: list[tuple[str, Kind]] = [(prefixes[info.end], "cells") for info in plan.restore]
-        if plan.snapshot is not None:
-            wanted.append((prefixes[plan.evaluate_from], "snapshot"))
-        reads = Prefetch(engine.store, engine.compat, wanted)
+        reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore],
+                             prefixes[plan.evaluate_from] if plan.snapshot is not None else None)
         try:
-            batch = CellsBatch(ctx)
-            for _ in plan.restore:
-                segment = reads.next()
-                if segment is None or segment.start != len(engine.live) + batch.tokens:
+            for batch in reads.cells():
+                if batch.blob is None or batch.start != len(engine.live) or not ctx.append_cells(batch.blob):
                     break
-                batch.add(segment)
-                if batch.full and not self._apply_cells(batch, target):
+                engine.live = list(target[: batch.end])
+                engine.live_logits = None
+                restored += batch.nbytes
+                if not batch.complete:
                     break
-            self._apply_cells(batch, target)
-            restored += batch.restored
             if engine.kind is MemoryKind.PLAIN:
                 valid = len(engine.live)
-            snapshot = reads.last() if plan.snapshot is not None else None
+            recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
+            wanted = plan.snapshot is not None and (recurrent or len(engine.live) == plan.evaluate_from)
+            snapshot = reads.snapshot() if wanted else None
         finally:
             reads.close()
         logits = engine.live_logits if plan.logits_source == "live" else None
-        recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
-        if plan.snapshot is not None and (recurrent or len(engine.live) == plan.evaluate_from):
-            if snapshot is not None:
-                self._apply(snapshot, plan.evaluate_from)
-                engine.live = list(target[: plan.evaluate_from])
-                valid = plan.evaluate_from
-                restored += snapshot.nbytes
-                if snapshot.logits is not None:
-                    logits = np.frombuffer(snapshot.logits, dtype=np.float32).copy()
-                    engine.live_logits = logits
+        if snapshot is not None:
+            self._apply(snapshot, plan.evaluate_from)
+            engine.live = list(target[: plan.evaluate_from])
+            valid = plan.evaluate_from
+            restored += snapshot.nbytes
+            if snapshot.logits is not None:
+                logits = np.frombuffer(snapshot.logits, dtype=np.float32).copy()
+                engine.live_logits = logits
         if valid == len(target) and logits is None and plan.logits_source != "none" and engine.kind is MemoryKind.PLAIN:
             valid = max((b for b in prefixes if b < valid), default=0)  # decode the last segment for logits
         if valid < len(engine.live):  # cells restored past the last exact state: cut them off
@@ -194,17 +98,6 @@ class RouteRunner:
             self.captures.learn_branch(prefixes, valid)
             self.captures.restored_at(valid)
         return logits, restored
-
-    def _apply_cells(self, batch: CellsBatch, target: Sequence[int]) -> bool:
-        """Append the batch's cells to the live sequence; False when llama.cpp refused them."""
-        if not batch.segments:
-            return True
-        end = batch.segments[-1].end
-        done = batch.write()
-        if done:
-            self.engine.live = list(target[:end])
-            self.engine.live_logits = None
-        return done
 
     def _get(self, prefix: str, kind) -> Segment | None:
         store = self.engine.store
@@ -238,7 +131,7 @@ class RouteRunner:
             raise RestoreFailed("the snapshot to rewind to is gone")
         return snapshot
 
-    def _apply(self, snapshot: Segment, end: int) -> None:
+    def _apply(self, snapshot: Segment | SnapshotRead, end: int) -> None:
         """Put the window or recurrent state of ``snapshot`` back at ``end``."""
         engine, ctx = self.engine, self.engine.ctx
         if len(snapshot.state) == 0:

@@ -209,3 +209,146 @@ def join_attention(blobs: list[np.ndarray], tail: np.ndarray) -> np.ndarray:
         np.concatenate([s.layers[index][2] for s in sections], out=rows)
     out[end:] = tail
     return out
+
+
+Layers = tuple[tuple[int, int], ...]
+"""``(type, row_bytes)`` of every K layer then every V layer of an attention section."""
+
+
+@dataclass(frozen=True)
+class SectionShape:
+    """What every cells-only state of one context shares: everything but its cells.
+
+    Known from one such state, it gives the exact layout of a state of any cell count,
+    so a restore can read a checkpoint file's pieces straight into place (``pieces``).
+    """
+
+    seq: int
+    """The sequence the states were read from (their header and cells say it)."""
+    layers: Layers
+    tail: bytes
+    """What follows the attention section (the other memory parts, with no cells)."""
+
+    def size(self, count: int) -> int:
+        """Bytes of a cells-only state of ``count`` cells."""
+        section = 8 + (_CELL_META * count + 8 + sum(12 + row * count for _kind, row in self.layers) if count else 0)
+        return HEADER.size + section + len(self.tail)
+
+    def fixed(self, count: int) -> bytes:
+        """The bytes of such a state that are not cells: header, section fields, tail."""
+        out = [HEADER.pack(STATE_MAGIC, self.seq), struct.pack("<II", 1, count)]
+        out.append(struct.pack("<II", 0, len(self.layers) // 2))
+        out.extend(struct.pack("<iQ", kind, row) for kind, row in self.layers)
+        return b"".join(out) + self.tail
+
+
+def probe_shape(read_at, size: int) -> tuple[SectionShape, int]:
+    """The shape and cell count of a cells-only state of ``size`` bytes, from a few small reads.
+
+    ``read_at(offset, n)`` gives ``n`` bytes of the state at ``offset``. Raises
+    ``LayoutError`` for a state this module does not know.
+    """
+    try:
+        magic, seq, n_stream, count = struct.unpack("<IiII", read_at(0, 16))
+        if magic != STATE_MAGIC or n_stream != 1:
+            raise LayoutError("not a single-stream sequence state")
+        pos = 16 + _CELL_META * count
+        v_trans, n_layer = struct.unpack("<II", read_at(pos, 8))
+        if v_trans:
+            raise LayoutError("V is stored transposed (flash attention off)")
+        pos += 8
+        layers = []
+        for _ in range(2 * n_layer):
+            kind, row = struct.unpack("<iQ", read_at(pos, 12))
+            layers.append((kind, row))
+            pos += 12 + row * count
+        if pos > size:
+            raise LayoutError("the state ends inside a layer")
+        tail = read_at(pos, size - pos)
+    except struct.error:
+        raise LayoutError("the state ends early") from None
+    return SectionShape(seq, tuple(layers), tail), count
+
+
+def shape_of(blob: np.ndarray) -> SectionShape:
+    """The shape of a cells-only state held in memory."""
+    seq = read_header(blob)
+    section = read_attention(blob, HEADER.size)
+    if not len(section.positions):
+        raise LayoutError("a state with no cells has no layers")
+    layers = tuple((kind, row) for kind, row, _rows in section.layers)
+    return SectionShape(seq, layers, bytes(blob[section.end :]))
+
+
+class JoinedCells:
+    """A cells-only state of ``count`` cells laid out in ``out``, filled range by range.
+
+    The skeleton (header, section fields, tail) is written at once; each range's cells
+    then go to their place, from a state in memory (``copy``) or, as file pieces, by a
+    scatter read (``pieces``), without a separate join.
+    """
+
+    def __init__(self, shape: SectionShape, count: int, out: np.ndarray) -> None:
+        self.shape, self.count = shape, count
+        size = shape.size(count)
+        self.blob = out[:size]
+        layers = [(kind, row, None) for kind, row in shape.layers]
+        end = write_attention(self.blob, HEADER.size, shape.seq, np.zeros(count, np.int32), layers)
+        HEADER.pack_into(self.blob.data, 0, STATE_MAGIC, shape.seq)
+        self.blob[end:] = np.frombuffer(shape.tail, dtype=np.uint8)
+        section = read_attention(self.blob, HEADER.size)
+        self.meta = np.frombuffer(self.blob, dtype=np.uint8, count=_CELL_META * count, offset=HEADER.size + 8)
+        self.meta = self.meta.reshape(count, _CELL_META)
+        self.rows = [rows for _kind, _row, rows in section.layers]
+
+    def pieces(self, at: int, count: int, scratch: np.ndarray) -> list[memoryview]:
+        """Where the state of a file holding cells ``[at, at + count)`` of this one goes.
+
+        In file order: the fields that are not cells go to ``scratch`` (of
+        ``len(shape.fixed(count))`` bytes, to be checked with ``check``), cells and rows
+        to their place here.
+        """
+        out = [scratch[:16], self.meta[at : at + count].reshape(-1), scratch[16:24]]
+        pos = 24
+        for rows in self.rows:
+            out += [scratch[pos : pos + 12], rows[at : at + count].reshape(-1)]
+            pos += 12
+        out.append(scratch[pos : pos + len(self.shape.tail)])
+        return [piece.data for piece in out]
+
+    def check(self, at: int, count: int, scratch: np.ndarray) -> None:
+        """Raise ``LayoutError`` unless a file read with ``pieces`` had this shape."""
+        if bytes(scratch) != self.shape.fixed(count):
+            raise LayoutError("a checkpoint of another layout")
+        self._check_cells(at, count)
+
+    def copy(self, at: int, blob: np.ndarray) -> int:
+        """Put the cells of a cells-only state held in memory at ``at``; returns their count."""
+        if read_header(blob) != self.shape.seq:
+            raise LayoutError("a checkpoint of another sequence")
+        section = read_attention(blob, HEADER.size)
+        count = len(section.positions)
+        if tuple((kind, row) for kind, row, _rows in section.layers) != self.shape.layers:
+            raise LayoutError("a checkpoint of another layout")
+        self.meta[at : at + count] = blob[section.start + 8 : section.start + 8 + _CELL_META * count].reshape(
+            count, _CELL_META
+        )
+        for dst, (_kind, _row, src) in zip(self.rows, section.layers, strict=True):
+            dst[at : at + count] = src
+        self._check_cells(at, count)
+        return count
+
+    def _check_cells(self, at: int, count: int) -> None:
+        cells = self.meta[at : at + count].view("<i4")
+        if not (np.all(cells[:, 1] == 1) and np.all(cells[:, 2] == self.shape.seq)):
+            raise LayoutError("cells shared by several sequences")
+
+    def first(self, count: int) -> np.ndarray:
+        """A new state of the first ``count`` cells only (when a later range failed)."""
+        positions = self.meta[:count].view("<i4")[:, 0]
+        layers = [(kind, row, rows[:count]) for (kind, row), rows in zip(self.shape.layers, self.rows, strict=True)]
+        out = np.empty(self.shape.size(count), dtype=np.uint8)
+        HEADER.pack_into(out.data, 0, STATE_MAGIC, self.shape.seq)
+        end = write_attention(out, HEADER.size, self.shape.seq, positions, layers)
+        out[end:] = np.frombuffer(self.shape.tail, dtype=np.uint8)
+        return out

@@ -63,6 +63,14 @@ def ring_size(n_ctx: int, n_swa: int, n_seq_max: int, n_ubatch: int) -> int:
     return -(-cells // 256) * 256
 
 
+def ring_bytes(window_bytes: int, size: int, n_swa: int) -> int:
+    """At least the bytes of a ring state, from those of a window state of ``n_swa`` cells.
+
+    Both have the same fixed part and the same bytes per cell; the ring has ``size`` cells.
+    """
+    return window_bytes + -(-max(0, size - n_swa) * window_bytes // max(n_swa, 1))
+
+
 def relabel(blob: np.ndarray, seq: int) -> None:
     """Write ``seq`` as the sequence a window state belongs to (in place)."""
     HEADER.pack_into(blob.data, 0, STATE_MAGIC, seq)
@@ -143,19 +151,23 @@ class SwaRing:
         read_header(window)
         section = read_attention(window, HEADER.size)
         expected = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
-        order = np.argsort(section.positions, kind="stable")
-        if not np.array_equal(section.positions[order], expected):
+        if not np.array_equal(np.sort(section.positions), expected):
             raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
         positions = ring_positions(pos_max, self.size)
         count = len(positions)
-        slots = (section.positions[order].astype(np.int64) % self.size).astype(np.intp)
-        layers = [(kind, row, None) for kind, row, _rows in section.layers]
-        ring = np.zeros(HEADER.size + attention_bytes(positions, section.layers), dtype=np.uint8)
+        size = HEADER.size + attention_bytes(positions, section.layers)
+        # Kept between restores: the masked cells keep what an earlier window left there,
+        # real keys and values that no attention reads, as in the uninterrupted run.
+        ring = self.ctx.restore_memory.get("ring", size)
         HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
+        layers = [(kind, row, None) for kind, row, _rows in section.layers]
         write_attention(ring, HEADER.size, LIVE, positions, layers)
         target = read_attention(ring, HEADER.size)
+        slots = section.positions.astype(np.int64) % self.size  # cell by cell, in the window's order
+        runs = np.flatnonzero(np.diff(slots) != 1) + 1
         for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):
-            dst[slots] = src[order]
+            for lo, hi in zip([0, *runs], [*runs, len(slots)], strict=True):
+                dst[slots[lo] : slots[lo] + hi - lo] = src[lo:hi]
         self.real_from = int(expected[0])
         if not self.ctx.state_write(ring, LIVE, FLAGS_PARTIAL):
             raise RuntimeError("llama.cpp refused the sliding-window state")

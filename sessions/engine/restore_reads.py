@@ -1,0 +1,204 @@
+"""Checkpoints read on a helper thread, straight into the states llama.cpp restores from.
+
+A branch's cells come back in batches of consecutive ranges, one llama.cpp call per batch
+(each call costs a sequence copy and a cache scan, so joining ranges pays). A batch is
+laid out once in a buffer kept for restores (``RestoreMemory``), and each file is read
+into its place there with one scatter read, its checksum taken over the pieces: no
+buffer per file, no join copy, no new memory to map. Ranges still in RAM are copied in.
+
+The helper thread reads batch ``k + 1`` while llama.cpp copies batch ``k`` in (reading a
+file, checking it and copying release the GIL), with two join buffers in turn; the
+snapshot at the end is read into a buffer of its own meanwhile. A range that is missing,
+corrupt or of another layout ends its batch there: the batch then holds the ranges
+before it, and the restore stops after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sessions.checkpoints import Placed, Segment
+from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
+
+if TYPE_CHECKING:
+    from sessions.checkpoints import CheckpointStore
+    from sessions.checkpoints.file_format import Header
+    from sessions.engine.live import LiveSequence
+    from sessions.engine.planner import SegmentInfo
+
+BATCH_BYTES = 2 << 20
+"""Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
+that the first batch is read soon and the reading overlaps the copying."""
+
+
+@dataclass(frozen=True)
+class CellsRead:
+    """One batch of consecutive ranges, read and joined."""
+
+    start: int
+    end: int
+    """Tokens covered; ``end == start`` when not even the first range could be read."""
+    blob: np.ndarray | None
+    nbytes: int
+    """Payload bytes read."""
+    complete: bool
+    """False when a range was missing or failed its checks (the batch stops before it)."""
+
+
+@dataclass(frozen=True)
+class SnapshotRead:
+    """A snapshot read from disk into the restore buffer (the same fields as a ``Segment``)."""
+
+    state: np.ndarray
+    logits: np.ndarray | None
+    nbytes: int
+
+
+def disk_sizes(store: CheckpointStore, model_fingerprint: str) -> dict[str, int]:
+    """The buffers a restore from the model's checkpoints on disk fills (``RestoreMemory``)."""
+    cells = store.largest(model_fingerprint, "cells")
+    sizes = {"join0": BATCH_BYTES + cells, "join1": BATCH_BYTES + cells} if cells else {}
+    sizes["snapshot"] = store.largest(model_fingerprint, "snapshot")
+    return sizes
+
+
+def group_batches(infos: Sequence[SegmentInfo], limit: int = BATCH_BYTES) -> list[list[int]]:
+    """Indexes of ``infos`` grouped into consecutive batches of about ``limit`` bytes."""
+    out: list[list[int]] = []
+    size = limit
+    for index, info in enumerate(infos):
+        if size >= limit:
+            out.append([])
+            size = 0
+        out[-1].append(index)
+        size += info.nbytes
+    return out
+
+
+class RestoreReads:
+    """The reads of one restore: ``cells()`` yields the batches in order, then ``snapshot()``."""
+
+    def __init__(
+        self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str], snapshot: str | None
+    ) -> None:
+        self._engine = engine
+        self._infos, self._prefixes = infos, prefixes
+        self._groups = group_batches(infos)
+        self._snapshot_prefix = snapshot
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-read") if engine.store is not None else None
+        self._cells: list[Future[CellsRead]] = []
+        self._snapshot: Future[Segment | SnapshotRead | None] | None = None
+        for _ in range(2):
+            self._submit_next()
+
+    def _submit_next(self) -> None:
+        if self._pool is None:
+            return
+        index = len(self._cells)
+        if index < len(self._groups):
+            self._cells.append(self._pool.submit(self._read_batch, index))
+        if len(self._cells) == len(self._groups) and self._snapshot is None and self._snapshot_prefix is not None:
+            self._snapshot = self._pool.submit(self._read_snapshot, self._snapshot_prefix)
+
+    def cells(self) -> Iterator[CellsRead]:
+        """The batches in order; a batch's buffer is reused once the caller asks for the next."""
+        for index in range(len(self._groups) if self._pool is not None else 0):
+            yield self._cells[index].result()
+            self._submit_next()  # the buffer of batch ``index`` is free again
+
+    def snapshot(self) -> Segment | SnapshotRead | None:
+        """The snapshot asked for (None when missing or failed its checks)."""
+        while self._snapshot is None and self._pool is not None and len(self._cells) < len(self._groups):
+            self._submit_next()
+        return self._snapshot.result() if self._snapshot is not None else None
+
+    def close(self) -> None:
+        """Stop reading (a read under way finishes: it writes into the restore buffers)."""
+        for future in [*self._cells, self._snapshot]:
+            if future is not None:
+                future.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    # -- on the helper thread -------------------------------------------------------------
+
+    def _read_batch(self, index: int) -> CellsRead:
+        engine = self._engine
+        store, ctx = engine.store, engine.ctx
+        assert store is not None
+        group = [self._infos[i] for i in self._groups[index]]
+        count = sum(info.end - info.start for info in group)
+        buffer = f"join{index % 2}"
+        joined: JoinedCells | None = None
+        at = nbytes = 0
+
+        def join(shape: SectionShape) -> JoinedCells:
+            nonlocal joined
+            if joined is None:
+                joined = JoinedCells(shape, count, ctx.restore_memory.get(buffer, shape.size(count)))
+            return joined
+
+        for i, info in zip(self._groups[index], group, strict=True):
+            cells = info.end - info.start
+            scratch: np.ndarray | None = None
+
+            def place(header: Header, read_at, info=info, cells=cells, at=at) -> list[memoryview] | None:
+                nonlocal scratch
+                if (header.start, header.end) != (info.start, info.end):
+                    return None
+                if engine.cells_shape is None:
+                    try:
+                        shape, _count = probe_shape(read_at, header.state_len)
+                    except LayoutError:
+                        return None
+                    if shape.tail != bytes(ctx.cells_tail()):
+                        return None  # the other memory parts hold cells: not a cells-only state
+                    engine.cells_shape = shape
+                if engine.cells_shape.size(cells) != header.state_len:
+                    return None
+                scratch = np.empty(len(engine.cells_shape.fixed(cells)), dtype=np.uint8)
+                return join(engine.cells_shape).pieces(at, cells, scratch)
+
+            try:
+                got = store.read_into(engine.compat, self._prefixes[i], "cells", place)
+                if isinstance(got, Placed):
+                    assert joined is not None and scratch is not None
+                    joined.check(at, cells, scratch)
+                elif isinstance(got, Segment):
+                    blob = as_array(got.state)
+                    if engine.cells_shape is None:
+                        engine.cells_shape = shape_of(blob)
+                    same = (got.start, got.end) == (info.start, info.end)
+                    if not same or join(engine.cells_shape).copy(at, blob) != cells:
+                        got = None
+                if got is None:
+                    break
+            except LayoutError:
+                break
+            at += cells
+            nbytes += got.nbytes
+        start = group[0].start
+        if joined is None or at == 0:
+            return CellsRead(start, start, None, 0, False)
+        blob = joined.blob if at == count else joined.first(at)
+        return CellsRead(start, start + at, blob, nbytes, at == count)
+
+    def _read_snapshot(self, prefix: str) -> Segment | SnapshotRead | None:
+        engine = self._engine
+        assert engine.store is not None
+        memory = engine.ctx.restore_memory
+        buffer: list[np.ndarray] = []
+
+        def place(header: Header, _read_at) -> list[memoryview]:
+            buffer.append(memory.get("snapshot", header.state_len))
+            return [buffer[0].data]
+
+        got = engine.store.read_into(engine.compat, prefix, "snapshot", place)
+        if isinstance(got, Placed):
+            return SnapshotRead(buffer[0], got.logits, got.nbytes)
+        return got
