@@ -67,8 +67,9 @@ def disk_sizes(store: CheckpointStore, model_fingerprint: str) -> dict[str, int]
     return sizes
 
 
-def group_batches(infos: Sequence[SegmentInfo], limit: int = BATCH_BYTES) -> list[list[int]]:
+def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> list[list[int]]:
     """Indexes of ``infos`` grouped into consecutive batches of about ``limit`` bytes."""
+    limit = BATCH_BYTES if limit is None else limit
     out: list[list[int]] = []
     size = limit
     for index, info in enumerate(infos):

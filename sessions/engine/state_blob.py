@@ -183,34 +183,6 @@ def split_attention(blob: np.ndarray) -> tuple[AttentionSection, np.ndarray]:
     return section, blob[section.end :]
 
 
-def join_attention(blobs: list[np.ndarray], tail: np.ndarray) -> np.ndarray:
-    """One state holding the attention cells of several states, in order, then ``tail``.
-
-    Restoring a branch's ranges one ``llama_state_seq_set_data`` at a time costs a call,
-    a sequence copy and a cache scan per range; joined, the cells land in the same cells
-    of the cache (llama.cpp fills free cells in order either way) in one call. ``tail`` is
-    the rest of a state that says "no cells" for the other memory parts.
-    """
-    sections = [read_attention(blob, HEADER.size) for blob in blobs]
-    sections = [s for s in sections if len(s.positions)]
-    if not sections:
-        raise LayoutError("nothing to join")
-    shape = [(kind, row) for kind, row, _rows in sections[0].layers]
-    if any([(kind, row) for kind, row, _rows in s.layers] != shape for s in sections):
-        raise LayoutError("the states to join have other layers")
-    positions = np.concatenate([s.positions for s in sections])
-    size = HEADER.size + attention_bytes(positions, sections[0].layers) + len(tail)
-    out = np.empty(size, dtype=np.uint8)
-    out[: HEADER.size] = blobs[0][: HEADER.size]
-    layers = [(kind, row, None) for kind, row in shape]
-    end = write_attention(out, HEADER.size, read_header(blobs[0]), positions, layers)
-    joined = read_attention(out, HEADER.size)
-    for index, (_kind, _row, rows) in enumerate(joined.layers):
-        np.concatenate([s.layers[index][2] for s in sections], out=rows)
-    out[end:] = tail
-    return out
-
-
 Layers = tuple[tuple[int, int], ...]
 """``(type, row_bytes)`` of every K layer then every V layer of an attention section."""
 
@@ -328,7 +300,8 @@ class JoinedCells:
             raise LayoutError("a checkpoint of another sequence")
         section = read_attention(blob, HEADER.size)
         count = len(section.positions)
-        if tuple((kind, row) for kind, row, _rows in section.layers) != self.shape.layers:
+        layers = tuple((kind, row) for kind, row, _rows in section.layers)
+        if layers != self.shape.layers or bytes(blob[section.end :]) != self.shape.tail:
             raise LayoutError("a checkpoint of another layout")
         self.meta[at : at + count] = blob[section.start + 8 : section.start + 8 + _CELL_META * count].reshape(
             count, _CELL_META

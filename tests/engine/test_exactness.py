@@ -15,7 +15,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from sessions.checkpoints import CheckpointStore
+from sessions.checkpoints import CheckpointStore, prefix_hash
+from sessions.checkpoints.keys import address
+from sessions.engine import restore_reads
 from sessions.engine.branch_engine import BranchEngine
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.segments import message_ends
@@ -131,6 +133,32 @@ def test_restore_from_disk(loaded_models, tmp_path, arch):
         assert all(info.tier == "disk" for info in result.plan.restore)
 
 
+@pytest.mark.parametrize("batch_bytes", [1, 1 << 30], ids=["a-batch-per-range", "one-batch"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_restore_from_ram_and_disk_with_a_file_gone(loaded_models, tmp_path, arch, batch_bytes, monkeypatch):
+    """Ranges in RAM and on disk join into the same batches; a file gone stops the restore there."""
+    monkeypatch.setattr(restore_reads, "BATCH_BYTES", batch_bytes)
+    model = loaded_models[arch]
+    msgs = branch(model, 0, 1, 2, 3, 4)
+    tokens, ends = flat(msgs)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        engine_for(model, first).prepare(tokens, ends)
+        first.flush()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+        engine = engine_for(model, second)
+        plan = engine.plan(tokens + toks(model, 5), ends + [len(tokens) + len(toks(model, 5))])
+        if engine.kind is MemoryKind.RECURRENT:
+            assert plan.restore == ()  # a recurrent model restores one whole state, no ranges
+            return
+        assert len(plan.restore) == 5
+        prefixes = [prefix_hash(tokens[: info.end]) for info in plan.restore]
+        assert second.get(engine.compat, prefixes[1]) is not None  # now in RAM
+        (tmp_path / "ck" / address(engine.compat, prefixes[3])).unlink()
+        result = check(engine, model, msgs + branch(model, 5))
+        assert result.tokens_restored <= plan.restore[2].end  # nothing past the file that is gone
+        assert result.tokens_restored + result.tokens_evaluated == len(tokens) + len(toks(model, 5))
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arch):
     """Checkpoints written by another process restore exactly in this one."""
@@ -139,7 +167,9 @@ def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arc
         import sys
         sys.path.insert(0, {str(__import__('pathlib').Path(__file__).resolve().parents[2])!r})
         from tests.engine.test_exactness import branch, engine_for, flat
-        from sessions.checkpoints import CheckpointStore
+        from sessions.checkpoints import CheckpointStore, prefix_hash
+from sessions.checkpoints.keys import address
+from sessions.engine import restore_reads
         from sessions.engine.model import LlamaModel
         model = LlamaModel({str(model_paths[arch])!r})
         with CheckpointStore({str(tmp_path / 'ck')!r}, ram_bytes=1 << 28, disk_bytes=1 << 30) as s:

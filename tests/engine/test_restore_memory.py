@@ -1,0 +1,72 @@
+"""The buffers restores write into: kept between restores, touched ahead of the first."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from sessions.engine import restore_memory
+from sessions.engine.restore_memory import RestoreMemory
+
+
+def test_a_buffer_is_kept_and_handed_out_again_while_large_enough():
+    memory = RestoreMemory()
+    first = memory.get("join0", 1 << 20)
+    first[:] = 7
+    again = memory.get("join0", 1 << 19)
+    assert len(again) == 1 << 19 and np.shares_memory(first, again) and again.all()
+    larger = memory.get("join0", 2 << 20)
+    assert len(larger) == 2 << 20 and not np.shares_memory(first, larger) and not larger.any()
+    assert np.shares_memory(memory.get("join0", 10), larger)
+    assert not np.shares_memory(memory.get("join1", 10), larger)  # names are apart
+    memory.close()
+
+
+def test_a_buffer_larger_than_keep_is_made_for_one_use(monkeypatch):
+    monkeypatch.setattr(restore_memory, "KEEP", 1 << 16)
+    memory = RestoreMemory()
+    big = memory.get("ring", 1 << 17)
+    assert len(big) == 1 << 17 and not np.shares_memory(big, memory.get("ring", 1 << 17))
+    memory.close()
+
+
+def test_prepare_touches_the_buffers_on_a_helper_thread_and_get_waits_for_it(monkeypatch):
+    memory = RestoreMemory()
+    asked, touching, release = threading.Event(), threading.Event(), threading.Event()
+    made: list[int] = []
+    plain = restore_memory.touched
+
+    def sizes():
+        asked.set()
+        return {"ring": 1 << 20, "none": 0}
+
+    def slow_touched(size):
+        made.append(size)
+        touching.set()
+        assert release.wait(30)
+        return plain(size)
+
+    monkeypatch.setattr(restore_memory, "touched", slow_touched)
+    memory.prepare(sizes)
+    assert asked.wait(30) and touching.wait(30)  # the helper is touching "ring" now
+    got: list[np.ndarray] = []
+    getter = threading.Thread(target=lambda: got.append(memory.get("ring", 1 << 19)))
+    getter.start()
+    release.set()
+    getter.join(30)
+    assert made == [1 << 20]  # ``get`` waited for the helper's buffer instead of making one
+    assert len(got[0]) == 1 << 19 and np.shares_memory(got[0], memory._buffers["ring"]) and not got[0].any()
+    assert "none" not in memory._buffers
+    memory.close()
+
+
+def test_a_prepare_whose_sizes_fail_leaves_nothing_behind():
+    memory = RestoreMemory()
+
+    def sizes():
+        raise RuntimeError("the store was closed")
+
+    memory.prepare(sizes)
+    memory.close()  # joins the helper
+    assert memory._buffers == {} and len(memory.get("join0", 100)) == 100
