@@ -59,8 +59,8 @@ class RouteRunner:
                 self._cut(plan, prefixes)
         valid = len(engine.live)  # the live state is exact up to here
         restored = 0
-        reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore],
-                             prefixes[plan.evaluate_from] if plan.snapshot is not None else None)
+        snapshot_at = (prefixes[plan.evaluate_from], plan.evaluate_from) if plan.snapshot is not None else None
+        reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
         try:
             for batch in reads.cells():
                 if batch.blob is None or batch.start != len(engine.live) or not ctx.append_cells(batch.blob):
@@ -79,7 +79,7 @@ class RouteRunner:
             reads.close()
         logits = engine.live_logits if plan.logits_source == "live" else None
         if snapshot is not None:
-            self._apply(snapshot, plan.evaluate_from)
+            self._apply(snapshot)
             engine.live = list(target[: plan.evaluate_from])
             valid = plan.evaluate_from
             restored += snapshot.nbytes
@@ -131,15 +131,14 @@ class RouteRunner:
             raise RestoreFailed("the snapshot to rewind to is gone")
         return snapshot
 
-    def _apply(self, snapshot: Segment | SnapshotRead, end: int) -> None:
-        """Put the window or recurrent state of ``snapshot`` back at ``end``."""
+    def _apply(self, snapshot: SnapshotRead) -> None:
+        """Put the window or recurrent state of ``snapshot`` back."""
         engine, ctx = self.engine, self.engine.ctx
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
-            ring = engine.ring
-            assert ring is not None
-            ring.restore(snapshot.state, end - 1)
+            assert engine.ring is not None and snapshot.ring is not None
+            engine.ring.write(snapshot.ring)
         else:
             flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
             if not ctx.state_write(snapshot.state, LIVE, flags):

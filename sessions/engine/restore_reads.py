@@ -6,8 +6,8 @@ laid out once in a buffer kept for restores (``RestoreMemory``), and each file i
 into its place there with one scatter read, its checksum taken over the pieces: no
 buffer per file, no join copy, no new memory to map. Ranges still in RAM are copied in.
 
-The helper thread reads batch ``k + 1`` while llama.cpp copies batch ``k`` in (reading a
-file, checking it and copying release the GIL), with two join buffers in turn; the
+Helper threads read the next batches while llama.cpp copies batch ``k`` in (reading a
+file, checking it and copying release the GIL), each into a join buffer of its own; the
 snapshot at the end is read into a buffer of its own meanwhile. A range that is missing,
 corrupt or of another layout ends its batch there: the batch then holds the ranges
 before it, and the restore stops after it.
@@ -30,10 +30,19 @@ if TYPE_CHECKING:
     from sessions.checkpoints.file_format import Header
     from sessions.engine.live import LiveSequence
     from sessions.engine.planner import SegmentInfo
+    from sessions.engine.swa_ring import LaidRing
 
 BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
 that the first batch is read soon and the reading overlaps the copying."""
+READERS = 2
+"""Helper threads reading side by side: checking a file (CRC-32 at about 3 GB/s) costs
+more than reading it, and more than llama.cpp's copy of it, so one helper alone keeps
+the thread that writes into llama.cpp waiting. Measured on the 2-core development VM,
+W1's gemma3 branch from disk: 13-14 ms with two (the snapshot first, beside the cells),
+18-22 ms with one."""
+JOIN_BUFFERS = READERS + 1
+"""Batches in memory at once: one per helper, and the one llama.cpp is copying."""
 
 
 @dataclass(frozen=True)
@@ -52,17 +61,19 @@ class CellsRead:
 
 @dataclass(frozen=True)
 class SnapshotRead:
-    """A snapshot read from disk into the restore buffer (the same fields as a ``Segment``)."""
+    """A snapshot read for a restore, from RAM or from disk into the restore buffer."""
 
     state: np.ndarray
     logits: np.ndarray | None
     nbytes: int
+    ring: LaidRing | None
+    """A sliding window already laid out as the live ring (on the helper thread)."""
 
 
 def disk_sizes(store: CheckpointStore, model_fingerprint: str) -> dict[str, int]:
     """The buffers a restore from the model's checkpoints on disk fills (``RestoreMemory``)."""
     cells = store.largest(model_fingerprint, "cells")
-    sizes = {"join0": BATCH_BYTES + cells, "join1": BATCH_BYTES + cells} if cells else {}
+    sizes = {f"join{i}": BATCH_BYTES + cells for i in range(JOIN_BUFFERS)} if cells else {}
     sizes["snapshot"] = store.largest(model_fingerprint, "snapshot")
     return sizes
 
@@ -85,26 +96,26 @@ class RestoreReads:
     """The reads of one restore: ``cells()`` yields the batches in order, then ``snapshot()``."""
 
     def __init__(
-        self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str], snapshot: str | None
+        self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
+        snapshot: tuple[str, int] | None,
     ) -> None:
+        """``snapshot``: the prefix and end of the snapshot to restore after the cells."""
         self._engine = engine
         self._infos, self._prefixes = infos, prefixes
         self._groups = group_batches(infos)
-        self._snapshot_prefix = snapshot
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="checkpoint-read") if engine.store is not None else None
+        self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if engine.store else None
         self._cells: list[Future[CellsRead]] = []
-        self._snapshot: Future[Segment | SnapshotRead | None] | None = None
-        for _ in range(2):
+        self._snapshot: Future[SnapshotRead | None] | None = None
+        if self._pool is not None and snapshot is not None:
+            # First, beside the first batch: it is needed last, and laying out a window
+            # takes a while, so it is ready by the time the cells are in.
+            self._snapshot = self._pool.submit(self._read_snapshot, *snapshot)
+        for _ in range(JOIN_BUFFERS):
             self._submit_next()
 
     def _submit_next(self) -> None:
-        if self._pool is None:
-            return
-        index = len(self._cells)
-        if index < len(self._groups):
-            self._cells.append(self._pool.submit(self._read_batch, index))
-        if len(self._cells) == len(self._groups) and self._snapshot is None and self._snapshot_prefix is not None:
-            self._snapshot = self._pool.submit(self._read_snapshot, self._snapshot_prefix)
+        if self._pool is not None and len(self._cells) < len(self._groups):
+            self._cells.append(self._pool.submit(self._read_batch, len(self._cells)))
 
     def cells(self) -> Iterator[CellsRead]:
         """The batches in order; a batch's buffer is reused once the caller asks for the next."""
@@ -112,10 +123,8 @@ class RestoreReads:
             yield self._cells[index].result()
             self._submit_next()  # the buffer of batch ``index`` is free again
 
-    def snapshot(self) -> Segment | SnapshotRead | None:
+    def snapshot(self) -> SnapshotRead | None:
         """The snapshot asked for (None when missing or failed its checks)."""
-        while self._snapshot is None and self._pool is not None and len(self._cells) < len(self._groups):
-            self._submit_next()
         return self._snapshot.result() if self._snapshot is not None else None
 
     def close(self) -> None:
@@ -134,7 +143,7 @@ class RestoreReads:
         assert store is not None
         group = [self._infos[i] for i in self._groups[index]]
         count = sum(info.end - info.start for info in group)
-        buffer = f"join{index % 2}"
+        buffer = f"join{index % JOIN_BUFFERS}"
         joined: JoinedCells | None = None
         at = nbytes = 0
 
@@ -169,7 +178,7 @@ class RestoreReads:
                 got = store.read_into(engine.compat, self._prefixes[i], "cells", place)
                 if isinstance(got, Placed):
                     assert joined is not None and scratch is not None
-                    joined.check(at, cells, scratch)
+                    joined.check(cells, scratch)
                 elif isinstance(got, Segment):
                     blob = as_array(got.state)
                     if engine.cells_shape is None:
@@ -184,12 +193,17 @@ class RestoreReads:
             at += cells
             nbytes += got.nbytes
         start = group[0].start
+        try:
+            if joined is not None:
+                joined.check_cells(at)
+        except LayoutError:
+            at = 0
         if joined is None or at == 0:
             return CellsRead(start, start, None, 0, False)
         blob = joined.blob if at == count else joined.first(at)
         return CellsRead(start, start + at, blob, nbytes, at == count)
 
-    def _read_snapshot(self, prefix: str) -> Segment | SnapshotRead | None:
+    def _read_snapshot(self, prefix: str, end: int) -> SnapshotRead | None:
         engine = self._engine
         assert engine.store is not None
         memory = engine.ctx.restore_memory
@@ -200,6 +214,11 @@ class RestoreReads:
             return [buffer[0].data]
 
         got = engine.store.read_into(engine.compat, prefix, "snapshot", place)
+        if got is None:
+            return None
         if isinstance(got, Placed):
-            return SnapshotRead(buffer[0], got.logits, got.nbytes)
-        return got
+            state, logits = buffer[0], got.logits
+        else:
+            state, logits = as_array(got.state), as_array(got.logits) if got.logits is not None else None
+        ring = engine.ring.lay(state, end - 1) if engine.ring is not None and len(state) else None
+        return SnapshotRead(state, logits, got.nbytes, ring)

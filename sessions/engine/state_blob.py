@@ -28,6 +28,7 @@ the one of the pinned llama.cpp release; a blob that does not parse raises
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -208,10 +209,15 @@ class SectionShape:
 
     def fixed(self, count: int) -> bytes:
         """The bytes of such a state that are not cells: header, section fields, tail."""
-        out = [HEADER.pack(STATE_MAGIC, self.seq), struct.pack("<II", 1, count)]
-        out.append(struct.pack("<II", 0, len(self.layers) // 2))
-        out.extend(struct.pack("<iQ", kind, row) for kind, row in self.layers)
-        return b"".join(out) + self.tail
+        return _fixed_bytes(self, count)
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_bytes(shape: SectionShape, count: int) -> bytes:
+    out = [HEADER.pack(STATE_MAGIC, shape.seq), struct.pack("<II", 1, count)]
+    out.append(struct.pack("<II", 0, len(shape.layers) // 2))
+    out.extend(struct.pack("<iQ", kind, row) for kind, row in shape.layers)
+    return b"".join(out) + shape.tail
 
 
 def probe_shape(read_at, size: int) -> tuple[SectionShape, int]:
@@ -288,11 +294,19 @@ class JoinedCells:
         out.append(scratch[pos : pos + len(self.shape.tail)])
         return [piece.data for piece in out]
 
-    def check(self, at: int, count: int, scratch: np.ndarray) -> None:
-        """Raise ``LayoutError`` unless a file read with ``pieces`` had this shape."""
-        if bytes(scratch) != self.shape.fixed(count):
+    def check(self, count: int, scratch: np.ndarray) -> None:
+        """Raise ``LayoutError`` unless a file read with ``pieces`` had this shape.
+
+        Its cells are checked with all the others, by ``check_cells``.
+        """
+        if scratch.tobytes() != self.shape.fixed(count):
             raise LayoutError("a checkpoint of another layout")
-        self._check_cells(at, count)
+
+    def check_cells(self, count: int) -> None:
+        """Raise ``LayoutError`` unless the first ``count`` cells belong to this sequence alone."""
+        cells = self.meta[:count].view("<i4")
+        if not (np.all(cells[:, 1] == 1) and np.all(cells[:, 2] == self.shape.seq)):
+            raise LayoutError("cells shared by several sequences")
 
     def copy(self, at: int, blob: np.ndarray) -> int:
         """Put the cells of a cells-only state held in memory at ``at``; returns their count."""
@@ -308,13 +322,7 @@ class JoinedCells:
         )
         for dst, (_kind, _row, src) in zip(self.rows, section.layers, strict=True):
             dst[at : at + count] = src
-        self._check_cells(at, count)
         return count
-
-    def _check_cells(self, at: int, count: int) -> None:
-        cells = self.meta[at : at + count].view("<i4")
-        if not (np.all(cells[:, 1] == 1) and np.all(cells[:, 2] == self.shape.seq)):
-            raise LayoutError("cells shared by several sequences")
 
     def first(self, count: int) -> np.ndarray:
         """A new state of the first ``count`` cells only (when a later range failed)."""

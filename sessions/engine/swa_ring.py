@@ -33,6 +33,7 @@ fix never touches it, and a cut that frees it sets the head to 0 itself.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -84,6 +85,18 @@ def ring_positions(pos_max: int, size: int) -> np.ndarray:
     count = min(size, pos_max + 1)
     index = np.arange(count, dtype=np.int64)
     return (pos_max - (pos_max - index) % size).astype(np.int32)
+
+
+@dataclass(frozen=True)
+class LaidRing:
+    """A ring state ready for llama.cpp (``SwaRing.lay``), and what writing it implies."""
+
+    blob: np.ndarray
+    pos_max: int
+    real_from: int
+    """The first position whose cell holds real keys and values (``SwaRing.real_from``)."""
+    cells: int
+    """Cells written: the ring's size once it has wrapped."""
 
 
 class SwaRing:
@@ -147,6 +160,14 @@ class SwaRing:
         ``LayoutError`` for a window that does not fit, ``RuntimeError`` when llama.cpp
         refuses the state (the live sequence must then be rebuilt).
         """
+        self.write(self.lay(window, pos_max))
+
+    def lay(self, window: Buffer, pos_max: int) -> LaidRing:
+        """The ring state an uninterrupted run leaves after ``pos_max``, from its window.
+
+        No llama.cpp call: a restore lays the ring on a helper thread while the cells
+        before it are still being restored (``write`` then puts it in).
+        """
         window = as_array(window)
         read_header(window)
         section = read_attention(window, HEADER.size)
@@ -154,7 +175,6 @@ class SwaRing:
         if not np.array_equal(np.sort(section.positions), expected):
             raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
         positions = ring_positions(pos_max, self.size)
-        count = len(positions)
         size = HEADER.size + attention_bytes(positions, section.layers)
         # Kept between restores: the masked cells keep what an earlier window left there,
         # real keys and values that no attention reads, as in the uninterrupted run.
@@ -168,10 +188,14 @@ class SwaRing:
         for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):
             for lo, hi in zip([0, *runs], [*runs, len(slots)], strict=True):
                 dst[slots[lo] : slots[lo] + hi - lo] = src[lo:hi]
-        self.real_from = int(expected[0])
-        if not self.ctx.state_write(ring, LIVE, FLAGS_PARTIAL):
+        return LaidRing(ring, pos_max, int(expected[0]), len(positions))
+
+    def write(self, laid: LaidRing) -> None:
+        """Put a laid-out ring into the live sequence (see ``restore``)."""
+        self.real_from = laid.real_from
+        if not self.ctx.state_write(laid.blob, LIVE, FLAGS_PARTIAL):
             raise RuntimeError("llama.cpp refused the sliding-window state")
-        self._fix_head(pos_max, count)
+        self._fix_head(laid.pos_max, laid.cells)
 
     def _fix_head(self, pos_max: int, written: int) -> None:
         """Put the search head after the newest token, as the uninterrupted run has it."""

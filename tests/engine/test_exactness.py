@@ -167,9 +167,7 @@ def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arc
         import sys
         sys.path.insert(0, {str(__import__('pathlib').Path(__file__).resolve().parents[2])!r})
         from tests.engine.test_exactness import branch, engine_for, flat
-        from sessions.checkpoints import CheckpointStore, prefix_hash
-from sessions.checkpoints.keys import address
-from sessions.engine import restore_reads
+        from sessions.checkpoints import CheckpointStore
         from sessions.engine.model import LlamaModel
         model = LlamaModel({str(model_paths[arch])!r})
         with CheckpointStore({str(tmp_path / 'ck')!r}, ram_bytes=1 << 28, disk_bytes=1 << 30) as s:

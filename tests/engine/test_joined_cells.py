@@ -72,7 +72,8 @@ def test_ranges_from_memory_and_from_file_pieces_make_the_state_joined_by_hand()
         pieces = joined.pieces(at, count, scratch)
         assert sum(len(p) for p in pieces) == shape.size(count) == len(part)
         read_pieces(part, pieces)
-        joined.check(at, count, scratch)
+        joined.check(count, scratch)
+    joined.check_cells(9)
     assert bytes(joined.blob) == joined_by_hand(parts)
 
 
@@ -110,6 +111,8 @@ def test_a_file_of_another_layout_is_refused_after_its_read(damage):
         "shared cells": lambda: _shared(state([3, 4])),
     }[damage]()
     joined = JoinedCells(shape, 4, np.zeros(4096, dtype=np.uint8))
+    joined.copy(0, good)
+    joined.check_cells(2)
     scratch = np.empty(len(shape.fixed(2)), dtype=np.uint8)
     pieces = joined.pieces(2, 2, scratch)
     if sum(len(p) for p in pieces) != len(other):
@@ -117,9 +120,11 @@ def test_a_file_of_another_layout_is_refused_after_its_read(damage):
         return
     read_pieces(other, pieces)
     with pytest.raises(LayoutError):
-        joined.check(2, 2, scratch)
+        joined.check(2, scratch)
+        joined.check_cells(4)
     with pytest.raises(LayoutError):
         joined.copy(2, other)
+        joined.check_cells(4)
 
 
 def _shared(blob: np.ndarray) -> np.ndarray:
