@@ -21,8 +21,12 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-KEEP = 256 << 20
-"""Largest buffer kept between restores; a larger one is made for one restore and freed."""
+KEEP = 64 << 20
+"""Largest buffer kept between restores; a larger one is made for one restore and freed.
+
+Kept buffers are memory held for good (join buffers, a window, a ring: about 25 MB for
+the bench gemma3); a model whose ring alone is hundreds of MB pays the page faults per
+restore rather than hold that twice over beside its cache."""
 
 
 def touched(size: int) -> np.ndarray:
