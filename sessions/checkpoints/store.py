@@ -3,8 +3,9 @@
 The engine saves a segment at every message boundary (and every few thousand tokens in a
 long message) and restores a branch from its segments root-first. The store makes that
 cheap on every path: ``put`` never waits on a disk, ``get`` finds a segment in RAM, in the
-writer's queue or on disk (verified, then promoted to RAM), and both tiers keep the
-branches the user is on for as long as their budgets allow.
+writer's queue or on disk (verified, then promoted to RAM), ``read_into`` reads one from
+disk straight into a restore's buffers (verified, not promoted: the page cache keeps the
+file), and both tiers keep the branches the user is on for as long as their budgets allow.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoints read on a helper thread, straight into the states llama.cpp restores from.
+"""Checkpoints read on helper threads, straight into the states llama.cpp restores from.
 
 A branch's cells come back in batches of consecutive ranges, one llama.cpp call per batch
 (each call costs a sequence copy and a cache scan, so joining ranges pays). A batch is
@@ -7,10 +7,11 @@ into its place there with one scatter read, its checksum taken over the pieces: 
 buffer per file, no join copy, no new memory to map. Ranges still in RAM are copied in.
 
 Helper threads read the next batches while llama.cpp copies batch ``k`` in (reading a
-file, checking it and copying release the GIL), each into a join buffer of its own; the
-snapshot at the end is read into a buffer of its own meanwhile. A range that is missing,
-corrupt or of another layout ends its batch there: the batch then holds the ranges
-before it, and the restore stops after it.
+file, checking it and copying release the GIL), each into a join buffer of its own. The
+snapshot is read first, into a buffer of its own, and a sliding window is laid out as
+the live ring there and then, so that at the end llama.cpp only takes it in. A range
+that is missing, corrupt or of another layout ends its batch there: the batch then holds
+the ranges before it, and the restore stops after it.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ class RestoreReads:
         self._engine = engine
         self._infos, self._prefixes = infos, prefixes
         self._groups = group_batches(infos)
-        self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if engine.store else None
+        store = engine.store
+        self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if store is not None else None
         self._cells: list[Future[CellsRead]] = []
         self._snapshot: Future[SnapshotRead | None] | None = None
         if self._pool is not None and snapshot is not None:
