@@ -128,33 +128,33 @@ class CheckpointStore:
 
     def get(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
         """The segment for ``prefix``: from RAM, else the write queue, else disk (verified)."""
-        key = key_of(compat, prefix, kind)
-        segment = self._ram.get(key) or self._writer.pending(key)
+        segment = self._in_memory(key_of(compat, prefix, kind))
         if segment is not None:
-            self._disk.touch(key)
-            self._count(ram=1)
             return segment
         segment = self._disk.load(compat, prefix, kind)
-        if segment is None:
-            self._count(miss=1)
-            return None
-        self._ram.put(segment)
-        self._count(disk=1)
+        self._count(disk=int(segment is not None), miss=int(segment is None))
+        if segment is not None:
+            self._ram.put(segment)
         return segment
 
     def read_into(self, compat: StateCompat, prefix: str, kind: Kind, place: Place) -> Segment | Placed | None:
         """Like ``get``, but a segment found only on disk is read into the buffers ``place``
         gives (see ``DiskTier.load_into``) and is not kept in RAM: the restore that asks
         copies it into llama.cpp at once, and the page cache already keeps the file."""
-        key = key_of(compat, prefix, kind)
-        segment = self._ram.get(key) or self._writer.pending(key)
+        segment = self._in_memory(key_of(compat, prefix, kind))
         if segment is not None:
-            self._disk.touch(key)
-            self._count(ram=1)
             return segment
         placed = self._disk.load_into(compat, prefix, kind, place)
         self._count(disk=int(placed is not None), miss=int(placed is None))
         return placed
+
+    def _in_memory(self, key: Key) -> Segment | None:
+        """The segment in RAM or in the writer's queue (counted as a RAM hit), or None."""
+        segment = self._ram.get(key) or self._writer.pending(key)
+        if segment is not None:
+            self._disk.touch(key)
+            self._count(ram=1)
+        return segment
 
     def largest(self, model_fingerprint: str, kind: Kind) -> int:
         """Payload bytes of the largest of a model's checkpoint files of ``kind`` (0 if none).
