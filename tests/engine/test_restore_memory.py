@@ -70,3 +70,32 @@ def test_a_prepare_whose_sizes_fail_leaves_nothing_behind():
     memory.prepare(sizes)
     memory.close()  # joins the helper
     assert memory._buffers == {} and len(memory.get("join0", 100)) == 100
+
+
+def test_an_engine_touches_what_a_restore_of_its_checkpoints_needs_while_it_loads(model_paths, tmp_path):
+    """Buffers for the join, the snapshot and the ring, sized from the files on disk."""
+    from sessions.checkpoints import CheckpointStore
+    from sessions.engine.chat_engine import LlamaChatEngine
+    from sessions.engine.context import ContextParams
+    from sessions.engine.restore_reads import BATCH_BYTES, JOIN_BUFFERS
+
+    params = ContextParams(n_ctx=2048, n_batch=64, n_threads=1)
+    text = "the sea and the boats and the stars above the water " * 12
+    with CheckpointStore(tmp_path / "ck", ram_bytes=1 << 28, disk_bytes=1 << 30) as store:
+        first = LlamaChatEngine(model_paths["gemma3"], params, checkpoints=store)
+        tokens = first.tokenize(text, add_bos=True)
+        first.prepare(tokens, [len(tokens) // 2, len(tokens)])
+        first.close()
+        assert store.flush(30)
+        model = first.info.fingerprint
+        cells, snapshot = store.largest(model, "cells"), store.largest(model, "snapshot")
+        assert cells > 0 and snapshot > 0
+        second = LlamaChatEngine(model_paths["gemma3"], params, checkpoints=store)
+        memory = second.ctx.restore_memory
+        for thread in memory._threads:
+            thread.join(30)
+        sizes = {name: len(buf) for name, buf in memory._buffers.items()}
+        assert sizes == {**{f"join{i}": BATCH_BYTES + cells for i in range(JOIN_BUFFERS)},
+                         "snapshot": snapshot, "ring": sizes["ring"]}
+        assert sizes["ring"] >= snapshot  # a ring holds more cells than a window
+        second.close()

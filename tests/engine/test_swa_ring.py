@@ -11,7 +11,7 @@ import pytest
 
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.state_blob import FLAGS_PARTIAL, HEADER, LayoutError, read_attention
-from sessions.engine.swa_ring import LIVE, SwaRing, ring_positions, ring_size
+from sessions.engine.swa_ring import LIVE, SwaRing, ring_bytes, ring_positions, ring_size
 
 PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=2)
 TEXT = "the sea and the boats and the stars above the water, and a lighthouse by the shore "
@@ -128,5 +128,24 @@ def test_a_window_that_does_not_fit_is_refused(gemma3, tokens):
             ring.restore(window, 310)  # claims a window it does not hold
         with pytest.raises(LayoutError):
             ring.restore(window[:-5], 299)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("boundary", [20, 300, 600])
+def test_the_ring_size_prepared_from_a_window_file_is_enough(gemma3, tokens, boundary):
+    """``ring_bytes`` (what the engine touches while the model loads) bounds the laid ring."""
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, boundary)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        window = ring.window()
+        assert window is not None
+        laid = ring.lay(window, boundary - 1)
+        needed = ring_bytes(len(window), ring.size, ring.n_swa)
+        assert len(laid.blob) <= needed
+        if boundary >= ring.n_swa:  # a full window: the estimate is close, not just large
+            assert needed < len(laid.blob) + len(window)
+        assert np.shares_memory(laid.blob, ctx.restore_memory.get("ring", len(laid.blob)))  # kept for the next
     finally:
         ctx.close()
