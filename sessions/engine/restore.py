@@ -61,6 +61,7 @@ class RouteRunner:
         restored = 0
         snapshot_at = (prefixes[plan.evaluate_from], plan.evaluate_from) if plan.snapshot is not None else None
         reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
+        window_in: SnapshotRead | None = None  # a window put in before the cells were all in
         try:
             for batch in reads.cells():
                 if batch.blob is None or batch.start != len(engine.live) or not ctx.append_cells(batch.blob):
@@ -70,16 +71,19 @@ class RouteRunner:
                 restored += batch.nbytes
                 if not batch.complete:
                     break
+                window_in = window_in or self._window_early(reads)
             if engine.kind is MemoryKind.PLAIN:
                 valid = len(engine.live)
             recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
             wanted = plan.snapshot is not None and (recurrent or len(engine.live) == plan.evaluate_from)
-            snapshot = reads.snapshot() if wanted else None
+            if window_in is not None and not wanted:
+                raise RestoreFailed("the cells stopped short of the window already put back")
+            snapshot = window_in or (reads.snapshot() if wanted else None)
         finally:
             reads.close()
         logits = engine.live_logits if plan.logits_source == "live" else None
         if snapshot is not None:
-            self._apply(snapshot)
+            self._apply(snapshot, window_in=window_in is not None)
             engine.live = list(target[: plan.evaluate_from])
             valid = plan.evaluate_from
             restored += snapshot.nbytes
@@ -131,14 +135,35 @@ class RouteRunner:
             raise RestoreFailed("the snapshot to rewind to is gone")
         return snapshot
 
-    def _apply(self, snapshot: SnapshotRead) -> None:
-        """Put the window or recurrent state of ``snapshot`` back."""
+    def _window_early(self, reads: RestoreReads) -> SnapshotRead | None:
+        """Put a sliding window in between two batches of cells, once it is read and laid out.
+
+        The window cache is apart from the cells, so it need not wait for the last of
+        them: llama.cpp's copy of the ring (the largest single state of the restore)
+        then overlaps the reading of the cells instead of following it. Should the cells
+        then stop short of the window, the live sequence is rebuilt (``RestoreFailed``).
+        """
+        if self.engine.kind is not MemoryKind.SWA or not reads.snapshot_ready():
+            return None
+        snapshot = reads.snapshot()
+        if snapshot is None or snapshot.ring is None:
+            return None
+        assert self.engine.ring is not None
+        self.engine.ring.put_window(snapshot.ring)
+        return snapshot
+
+    def _apply(self, snapshot: SnapshotRead, *, window_in: bool = False) -> None:
+        """Put the window or recurrent state of ``snapshot`` back (``window_in``: the window
+        cache already holds it, only the head is left)."""
         engine, ctx = self.engine, self.engine.ctx
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
             assert engine.ring is not None and snapshot.ring is not None
-            engine.ring.write(snapshot.ring)
+            if window_in:
+                engine.ring.finish(snapshot.ring)
+            else:
+                engine.ring.write(snapshot.ring)
         else:
             flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
             if not ctx.state_write(snapshot.state, LIVE, flags):

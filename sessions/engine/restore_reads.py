@@ -129,6 +129,10 @@ class RestoreReads:
         """The snapshot asked for (None when missing or failed its checks)."""
         return self._snapshot.result() if self._snapshot is not None else None
 
+    def snapshot_ready(self) -> bool:
+        """Whether ``snapshot`` would answer without waiting."""
+        return self._snapshot is not None and self._snapshot.done()
+
     def close(self) -> None:
         """Stop reading (a read under way finishes: it writes into the restore buffers)."""
         for future in [*self._cells, self._snapshot]:

@@ -192,9 +192,21 @@ class SwaRing:
 
     def write(self, laid: LaidRing) -> None:
         """Put a laid-out ring into the live sequence (see ``restore``)."""
+        self.put_window(laid)
+        self.finish(laid)
+
+    def put_window(self, laid: LaidRing) -> None:
+        """The first half of ``write``: the window cache only.
+
+        It does not touch the full-attention cells, so a restore puts it in while the
+        cells before it still arrive; ``finish`` follows once they are all in.
+        """
         self.real_from = laid.real_from
         if not self.ctx.state_write(laid.blob, LIVE, FLAGS_PARTIAL):
             raise RuntimeError("llama.cpp refused the sliding-window state")
+
+    def finish(self, laid: LaidRing) -> None:
+        """The second half of ``write``, with every full-attention cell in place: the head."""
         self._fix_head(laid.pos_max, laid.cells)
 
     def _fix_head(self, pos_max: int, written: int) -> None:

@@ -22,6 +22,7 @@ from sessions.engine.branch_engine import BranchEngine
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.segments import message_ends
 from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
 
 from .conftest import ARCHS, greedy_after
@@ -157,6 +158,36 @@ def test_restore_from_ram_and_disk_with_a_file_gone(loaded_models, tmp_path, arc
         result = check(engine, model, msgs + branch(model, 5))
         assert result.tokens_restored <= plan.restore[2].end  # nothing past the file that is gone
         assert result.tokens_restored + result.tokens_evaluated == len(tokens) + len(toks(model, 5))
+
+
+@pytest.mark.parametrize("gone", [None, 3], ids=["all-there", "a-later-file-gone"])
+def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone, monkeypatch):
+    """The window goes in as soon as it is read, the cells after it: the same bits.
+
+    Should a later range be gone, the cells stop short of that window: the branch is
+    rebuilt, exactly, instead of kept with a window of another point.
+    """
+    monkeypatch.setattr(restore_reads, "BATCH_BYTES", 1)
+    monkeypatch.setattr(restore_reads.RestoreReads, "snapshot_ready", lambda reads: reads.snapshot() is not None)
+    put: list[int] = []
+    original = SwaRing.put_window
+    monkeypatch.setattr(SwaRing, "put_window", lambda ring, laid: (put.append(laid.pos_max), original(ring, laid)))
+    model = loaded_models["gemma3"]
+    msgs = branch(model, 0, 1, 2, 3, 4)
+    tokens, ends = flat(msgs)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        engine_for(model, first).prepare(tokens, ends)
+        first.flush()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+        engine = engine_for(model, second)
+        if gone is not None:
+            (tmp_path / "ck" / address(engine.compat, prefix_hash(tokens[: ends[gone]]))).unlink()
+        result = check(engine, model, msgs + branch(model, 5))
+        assert put == [len(tokens) - 1]  # the window of the end of the cells, put in once
+        if gone is None:
+            assert result.tokens_restored > 0 and result.tokens_evaluated == len(toks(model, 5))
+        else:
+            assert result.tokens_restored == 0  # rebuilt from token 0
 
 
 @pytest.mark.parametrize("arch", ARCHS)
