@@ -30,6 +30,7 @@ from .file_format import (
     Header,
     build_segment,
     check_header,
+    check_payload,
     check_placed,
     encode_header,
     expected_address,
@@ -339,8 +340,10 @@ class DiskTier:
         page cache already holds the file). ``place`` gets the verified header and a
         reader of the state at an offset (to learn a layout), and returns the pieces,
         in file order, that together take exactly ``header.state_len`` bytes; or None to
-        decline the file. The checksum is taken over the pieces: None comes back for a
-        declined, missing or corrupt file (a corrupt one is deleted and reported).
+        decline the file (it is then read and checked all the same, so that a damaged
+        file is not taken for one of another layout). The checksum is taken over the
+        pieces: None comes back for a declined, missing or corrupt file (a corrupt one is
+        deleted and reported).
         """
 
         def read(src, header: Header) -> Placed | None:
@@ -350,7 +353,8 @@ class DiskTier:
                 return os.pread(fd, size, HEADER_SIZE + offset)
 
             pieces = place(header, read_at)
-            if pieces is None:
+            if pieces is None:  # declined: still tell a damaged file from one of another layout
+                check_payload(header, _read_payload(src, header.state_len), _read_payload(src, header.logits_len))
                 return None
             if sum(len(piece) for piece in pieces) != header.state_len:
                 raise ValueError("the pieces to read into do not add up to the state")

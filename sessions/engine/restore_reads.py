@@ -94,7 +94,8 @@ def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> lis
 
 
 class RestoreReads:
-    """The reads of one restore: ``cells()`` yields the batches in order, then ``snapshot()``."""
+    """The reads of one restore: ``cells()`` yields the batches in order, ``snapshot()`` the
+    snapshot at their end (read first, so usually ready before the last batch)."""
 
     def __init__(
         self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
@@ -162,29 +163,33 @@ class RestoreReads:
         for i, info in zip(self._groups[index], group, strict=True):
             cells = info.end - info.start
             scratch: np.ndarray | None = None
+            probed: SectionShape | None = None
 
             def place(header: Header, read_at, info=info, cells=cells, at=at) -> list[memoryview] | None:
-                nonlocal scratch
+                nonlocal scratch, probed
                 if (header.start, header.end) != (info.start, info.end):
                     return None
-                if engine.cells_shape is None:
+                shape = engine.cells_shape
+                if shape is None:  # learnt from this file, kept once the file proves whole
                     try:
                         shape, _count = probe_shape(read_at, header.state_len)
                     except LayoutError:
                         return None
                     if shape.tail != bytes(ctx.cells_tail()):
                         return None  # the other memory parts hold cells: not a cells-only state
-                    engine.cells_shape = shape
-                if engine.cells_shape.size(cells) != header.state_len:
+                    probed = shape
+                if shape.size(cells) != header.state_len:
                     return None
-                scratch = np.empty(len(engine.cells_shape.fixed(cells)), dtype=np.uint8)
-                return join(engine.cells_shape).pieces(at, cells, scratch)
+                scratch = np.empty(len(shape.fixed(cells)), dtype=np.uint8)
+                return join(shape).pieces(at, cells, scratch)
 
             try:
                 got = store.read_into(engine.compat, self._prefixes[i], "cells", place)
                 if isinstance(got, Placed):
                     assert joined is not None and scratch is not None
                     joined.check(cells, scratch)
+                    if probed is not None:
+                        engine.cells_shape = probed
                 elif isinstance(got, Segment):
                     blob = as_array(got.state)
                     if engine.cells_shape is None:

@@ -226,23 +226,27 @@ def probe_shape(read_at, size: int) -> tuple[SectionShape, int]:
     ``read_at(offset, n)`` gives ``n`` bytes of the state at ``offset``. Raises
     ``LayoutError`` for a state this module does not know.
     """
+
+    def read(pos: int, n: int) -> bytes:
+        if pos + n > size:  # a damaged field can point anywhere: never read past the state
+            raise LayoutError("the state ends early")
+        return read_at(pos, n)
+
     try:
-        magic, seq, n_stream, count = struct.unpack("<IiII", read_at(0, 16))
+        magic, seq, n_stream, count = struct.unpack("<IiII", read(0, 16))
         if magic != STATE_MAGIC or n_stream != 1:
             raise LayoutError("not a single-stream sequence state")
         pos = 16 + _CELL_META * count
-        v_trans, n_layer = struct.unpack("<II", read_at(pos, 8))
+        v_trans, n_layer = struct.unpack("<II", read(pos, 8))
         if v_trans:
             raise LayoutError("V is stored transposed (flash attention off)")
         pos += 8
         layers = []
         for _ in range(2 * n_layer):
-            kind, row = struct.unpack("<iQ", read_at(pos, 12))
+            kind, row = struct.unpack("<iQ", read(pos, 12))
             layers.append((kind, row))
             pos += 12 + row * count
-        if pos > size:
-            raise LayoutError("the state ends inside a layer")
-        tail = read_at(pos, size - pos)
+        tail = read(pos, size - pos)
     except struct.error:
         raise LayoutError("the state ends early") from None
     return SectionShape(seq, tuple(layers), tail), count

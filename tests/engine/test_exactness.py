@@ -190,6 +190,37 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
             assert result.tokens_restored == 0  # rebuilt from token 0
 
 
+def test_a_layout_learnt_from_a_damaged_file_is_not_kept(loaded_models, tmp_path):
+    """The layout of cells files is learnt from the first one read, and kept only once that
+    file passed its checksum: a damaged first file is reported, and spoils nothing after."""
+    from sessions.checkpoints.file_format import HEADER_SIZE
+
+    model = loaded_models["llama"]
+    damaged, whole = branch(model, 0, 1, 2, 3), branch(model, 6, 1, 2, 3)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        writer = engine_for(model, first)
+        for msgs in (damaged, whole):
+            writer.prepare(*flat(msgs))
+        first.flush()
+    tokens, ends = flat(damaged)
+    path = tmp_path / "ck" / address(writer.compat, prefix_hash(tokens[: ends[0]]))
+    original = path.read_bytes()
+    data = bytearray(original)
+    data[HEADER_SIZE + 8 + 8 + 12 * ends[0] + 8] ^= 0x01  # the first layer's type: a layout that adds up
+    path.write_bytes(bytes(data))
+    problems: list[str] = []
+    budget = dict(ram_bytes=256 << 20, disk_bytes=1 << 30)
+    with CheckpointStore(tmp_path / "ck", **budget, on_problem=problems.append) as second:
+        engine = engine_for(model, second)
+        assert check(engine, model, damaged).tokens_restored == 0
+        assert engine.cells_shape is None
+        assert len(problems) == 1 and path.name in problems[0] and "checksum mismatch" in problems[0]
+        assert second.flush(30) and path.read_bytes() == original  # deleted, then saved again whole
+        engine._reset()
+        assert check(engine, model, whole + branch(model, 5)).tokens_restored > 0
+        assert engine.cells_shape is not None
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arch):
     """Checkpoints written by another process restore exactly in this one."""
