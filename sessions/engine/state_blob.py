@@ -241,6 +241,8 @@ def probe_shape(read_at, size: int) -> tuple[SectionShape, int]:
         if v_trans:
             raise LayoutError("V is stored transposed (flash attention off)")
         pos += 8
+        if pos + 24 * n_layer > size:
+            raise LayoutError("the state ends inside its layers")
         layers = []
         for _ in range(2 * n_layer):
             kind, row = struct.unpack("<iQ", read(pos, 12))

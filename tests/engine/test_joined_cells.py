@@ -131,3 +131,22 @@ def _shared(blob: np.ndarray) -> np.ndarray:
     meta = np.frombuffer(blob, dtype="<i4", count=6, offset=HEADER.size + 8).reshape(2, 3)
     meta[1, 1] = 2  # a cell two sequences share
     return blob
+
+
+@pytest.mark.parametrize("field", ["cell count", "layer count", "row size"])
+def test_a_damaged_field_never_sends_the_probe_past_the_state(field):
+    part = state([10, 11, 12, 13])
+    offset = {"cell count": HEADER.size + 4, "layer count": HEADER.size + 8 + 12 * 4 + 4,
+              "row size": HEADER.size + 8 + 12 * 4 + 8 + 4}[field]
+    damaged = part.copy()
+    damaged[offset : offset + 4] = np.frombuffer(np.uint32(0x7FFFFFFF).tobytes(), dtype=np.uint8)
+    reads: list[int] = []
+
+    def read_at(pos: int, size: int) -> bytes:
+        reads.append(pos)
+        assert 0 <= pos and pos + size <= len(damaged)
+        return bytes(damaged[pos : pos + size])
+
+    with pytest.raises(LayoutError):
+        probe_shape(read_at, len(damaged))
+    assert len(reads) < 10
