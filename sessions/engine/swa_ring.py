@@ -17,9 +17,11 @@ plain recompute from token 0; nothing has to be re-laid while the model runs.
 
 ``restore`` builds that ring from a window snapshot (the unmasked cells only, as
 ``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY`` writes them): each visible cell goes to ``p mod N``,
-the masked ones are zero filler with the positions the run would have left there (they
-are masked, so no attention reads them), and cells are written in index order into an
-emptied ring, which llama.cpp fills from cell 0. The search head then sits after the
+the masked ones are filler with the positions the run would have left there (zeros, or
+the keys and values an earlier restore left in the kept buffer: they are masked, so no
+attention reads them, just as the run's own masked cells hold old keys), and cells are
+written in index order into an emptied ring, which llama.cpp fills from cell 0. ``lay``
+builds the ring (on any thread), ``put_window`` and ``finish`` put it in. The search head then sits after the
 last cell written; when the ring has wrapped it must sit after the newest token instead,
 so the masked cell there is taken out again (its full-attention twin, which shares its
 position, is read first and put back).
@@ -108,8 +110,9 @@ class SwaRing:
         self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
         self.real_from = 0
         """First position whose window cell holds its real keys and values. A restore fills
-        the masked cells before its window with zeros: masked, they are never read, but a
-        cut back into them would unmask filler, so cuts must stay at or after this."""
+        the masked cells before its window with filler (zeros, or what an earlier window
+        left): masked, they are never read, but a cut back into them would unmask filler,
+        so cuts must stay at or after this."""
 
     # -- snapshots ------------------------------------------------------------------------
 
