@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sessions.checkpoints import CheckpointStore, Placed, Segment
-from sessions.checkpoints.disk_tier import _read_pieces
 from sessions.checkpoints.file_format import HEADER_SIZE
+from sessions.checkpoints.file_reads import read_pieces
 from sessions.checkpoints.keys import address
 from tests.test_checkpoint_store import COMPAT, WAIT, chain
 
@@ -109,11 +109,11 @@ def test_more_pieces_than_one_scatter_read_takes(tmp_path) -> None:
     out = np.zeros(len(data) - 5, dtype=np.uint8)
     pieces = [out[i : i + 1].data for i in range(1500)] + [out[1500:].data]  # past IOV_MAX
     with open(path, "rb") as src:
-        assert _read_pieces(src.fileno(), pieces, 5) == len(out)
+        assert read_pieces(src.fileno(), pieces, 5) == len(out)
     assert bytes(out) == data[5:]
     with open(path, "rb") as src:  # a file shorter than the pieces: the count says so
         longer = np.zeros(len(data), dtype=np.uint8)
-        assert _read_pieces(src.fileno(), [longer[:7].data, longer[7:].data], 5) == len(data) - 5
+        assert read_pieces(src.fileno(), [longer[:7].data, longer[7:].data], 5) == len(data) - 5
 
 
 def test_the_largest_file_of_a_model_whatever_its_params(tmp_path) -> None:

@@ -5,8 +5,8 @@ message boundary, ``get`` it back (verified) when a branch is rebuilt. Pure Pyth
 blobs are opaque here, so nothing in this package imports llama.cpp.
 """
 
-from .disk_tier import Place, Placed
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
+from .file_reads import Place, Placed
 from .keys import Kind, PrefixHasher, StateCompat, prefix_hash
 from .segment import Segment, SegmentMeta
 from .store import CheckpointStore, StoreStats

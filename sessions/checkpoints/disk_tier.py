@@ -14,8 +14,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,44 +36,14 @@ from .file_format import (
     expected_address,
     parse_header,
 )
+from .file_reads import Place, Placed, read_payload, read_pieces
 from .keys import FILE_SUFFIX, Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
 from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
-_IOV_MAX = 1024
-"""Pieces per ``preadv`` (Linux's ``IOV_MAX``)."""
 T = TypeVar("T")
-
-Place = Callable[[Header, Callable[[int, int], bytes]], Sequence[memoryview] | None]
-"""Where a restore wants a file's state: given its checked header and a reader of the
-state at an offset, the pieces (in file order) to read it into, or None to decline."""
-
-
-@dataclass(frozen=True)
-class Placed:
-    """A checkpoint read from disk into the caller's buffers (``CheckpointStore.read_into``)."""
-
-    start: int
-    end: int
-    nbytes: int
-    """Payload bytes read."""
-    logits: np.ndarray | None
-    """float32 logits after token ``end - 1`` as raw bytes, when the file keeps them."""
-
-
-def _read_payload(src, length: int) -> np.ndarray:
-    """``length`` bytes from ``src`` into a new buffer (read straight into it)."""
-    buf = np.empty(length, dtype=np.uint8)
-    view, done = buf.data, 0
-    while done < length:
-        n = src.readinto(view[done:])
-        if not n:
-            break
-        done += n
-    return buf[:done]
-
 
 def _read_header(path: Path) -> tuple[Header, int, float]:
     with open(path, "rb") as src:
@@ -93,26 +63,6 @@ def _entry_read(header: Header, path: Path, size: int, when: float) -> DiskEntry
         path, header.parent, size, when, header.start, header.end, header.has_logits,
         header.state_len > 0, header.role,
     )
-
-
-def _read_pieces(fd: int, pieces: Sequence[memoryview], offset: int) -> int:
-    """Fill ``pieces`` in order from ``fd`` at ``offset`` with scatter reads; bytes read.
-
-    One ``preadv`` per ``_IOV_MAX`` pieces; a short read (a file cut meanwhile) stops it.
-    """
-    done = 0
-    index, skip = 0, 0
-    while index < len(pieces):
-        batch = [pieces[index][skip:], *pieces[index + 1 : index + _IOV_MAX]]
-        n = os.preadv(fd, batch, offset + done)
-        if n <= 0:
-            break
-        done += n
-        while index < len(pieces) and n >= len(pieces[index]) - skip:
-            n -= len(pieces[index]) - skip
-            index, skip = index + 1, 0
-        skip += n
-    return done
 
 
 class DiskTier:
@@ -326,8 +276,8 @@ class DiskTier:
         """The verified segment on disk, or None (missing or deleted as corrupt)."""
 
         def read(src, header: Header) -> Segment:
-            state = _read_payload(src, header.state_len)
-            logits = _read_payload(src, header.logits_len)
+            state = read_payload(src, header.state_len)
+            logits = read_payload(src, header.logits_len)
             return build_segment(compat, header, state, logits)
 
         return self._read_checked(compat, prefix, kind, read)
@@ -354,11 +304,11 @@ class DiskTier:
 
             pieces = place(header, read_at)
             if pieces is None:  # declined: still tell a damaged file from one of another layout
-                check_payload(header, _read_payload(src, header.state_len), _read_payload(src, header.logits_len))
+                check_payload(header, read_payload(src, header.state_len), read_payload(src, header.logits_len))
                 return None
             if sum(len(piece) for piece in pieces) != header.state_len:
                 raise ValueError("the pieces to read into do not add up to the state")
-            done = _read_pieces(fd, pieces, HEADER_SIZE)
+            done = read_pieces(fd, pieces, HEADER_SIZE)
             logits = np.empty(header.logits_len, dtype=np.uint8)
             done_logits = os.preadv(fd, [logits.data], HEADER_SIZE + header.state_len) if len(logits) else 0
             check_placed(header, pieces, done, logits[:done_logits])

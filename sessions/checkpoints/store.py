@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 from .. import paths
-from .disk_tier import DiskTier, Place, Placed
+from .disk_tier import DiskTier
 from .errors import InvalidSegmentError, StoreClosedError
 from .file_format import HEADER_SIZE
+from .file_reads import Place, Placed
 from .keys import Key, Kind, StateCompat, fingerprint_id, key_of
 from .ram_tier import RamTier
 from .segment import Segment, SegmentMeta
