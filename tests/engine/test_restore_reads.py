@@ -18,6 +18,19 @@ from sessions.memory_kind import MemoryKind
 from .conftest import ARCHS
 from .test_exactness import branch, check, engine_for, flat, toks
 
+BUDGET = dict(ram_bytes=256 << 20, disk_bytes=1 << 30)
+
+
+def save(model, folder, *branches):
+    """Each branch prepared through one engine, its checkpoints written to ``folder``;
+    returns the engine's compat (what the files are filed under)."""
+    with CheckpointStore(folder, **BUDGET) as store:
+        engine = engine_for(model, store)
+        for msgs in branches:
+            engine.prepare(*flat(msgs))
+        store.flush()
+    return engine.compat
+
 
 @pytest.mark.parametrize("batch_bytes", [1, 1 << 30], ids=["a-batch-per-range", "one-batch"])
 @pytest.mark.parametrize("arch", ARCHS)
@@ -27,10 +40,8 @@ def test_restore_from_ram_and_disk_with_a_file_gone(loaded_models, tmp_path, arc
     model = loaded_models[arch]
     msgs = branch(model, 0, 1, 2, 3, 4)
     tokens, ends = flat(msgs)
-    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
-        engine_for(model, first).prepare(tokens, ends)
-        first.flush()
-    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+    save(model, tmp_path / "ck", msgs)
+    with CheckpointStore(tmp_path / "ck", **BUDGET) as second:
         engine = engine_for(model, second)
         plan = engine.plan(tokens + toks(model, 5), ends + [len(tokens) + len(toks(model, 5))])
         if engine.kind is MemoryKind.RECURRENT:
@@ -60,10 +71,8 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
     model = loaded_models["gemma3"]
     msgs = branch(model, 0, 1, 2, 3, 4)
     tokens, ends = flat(msgs)
-    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
-        engine_for(model, first).prepare(tokens, ends)
-        first.flush()
-    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+    save(model, tmp_path / "ck", msgs)
+    with CheckpointStore(tmp_path / "ck", **BUDGET) as second:
         engine = engine_for(model, second)
         if gone is not None:
             prefix = prefix_hash(tokens[: ends[gone]])
@@ -84,20 +93,15 @@ def test_a_layout_learnt_from_a_damaged_file_is_not_kept(loaded_models, tmp_path
 
     model = loaded_models["llama"]
     damaged, whole = branch(model, 0, 1, 2, 3), branch(model, 6, 1, 2, 3)
-    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
-        writer = engine_for(model, first)
-        for msgs in (damaged, whole):
-            writer.prepare(*flat(msgs))
-        first.flush()
+    compat = save(model, tmp_path / "ck", damaged, whole)
     tokens, ends = flat(damaged)
-    path = tmp_path / "ck" / address(writer.compat, prefix_hash(tokens[: ends[0]]))
+    path = tmp_path / "ck" / address(compat, prefix_hash(tokens[: ends[0]]))
     original = path.read_bytes()
     data = bytearray(original)
     data[HEADER_SIZE + 8 + 8 + 12 * ends[0] + 8] ^= 0x01  # the first layer's type: a layout that adds up
     path.write_bytes(bytes(data))
     problems: list[str] = []
-    budget = dict(ram_bytes=256 << 20, disk_bytes=1 << 30)
-    with CheckpointStore(tmp_path / "ck", **budget, on_problem=problems.append) as second:
+    with CheckpointStore(tmp_path / "ck", **BUDGET, on_problem=problems.append) as second:
         engine = engine_for(model, second)
         assert check(engine, model, damaged).tokens_restored == 0
         assert engine.cells_shape is None
