@@ -235,7 +235,7 @@ class BranchEngine:
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise
-                self.live = target[:b]
+                self.live += target[a:b]  # not target[:b]: that copies the whole prefix per batch
                 self.live_logits = None
                 crashpoint("decode.batch")
                 if on_progress:

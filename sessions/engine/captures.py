@@ -216,7 +216,7 @@ class Captures:
     def _read_window(self, end: int) -> np.ndarray:
         assert self.ring is not None
         t0 = time.perf_counter()
-        window = self.ring.window_at(end)
+        window = self.ring.unchecked_window_at(end)  # checked when saved, off the decode's path
         if window is None:
             return EMPTY
         self._timed(window, t0)
@@ -258,6 +258,8 @@ class Captures:
                 state = EMPTY if not self._has_state else None
         if state is None or (self._has_state and len(state) == 0):
             return  # the state is gone (a window the ring overwrote): a restore re-decodes
+        if self.ring is not None and not self.ring.in_run_order(state):
+            return  # a ring out of the run's layout: its window would not restore exactly
         logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
         if len(state) == 0 and logits is None:
             return

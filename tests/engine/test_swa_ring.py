@@ -9,9 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sessions.checkpoints import CheckpointStore
 from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.state_blob import FLAGS_PARTIAL, HEADER, LayoutError, read_attention
+from sessions.engine.state_blob import FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
 from sessions.engine.swa_ring import LIVE, SwaRing, ring_bytes, ring_positions, ring_size
+
+from .test_exactness import branch, check, engine_for, flat
 
 PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=2)
 TEXT = "the sea and the boats and the stars above the water, and a lighthouse by the shore "
@@ -149,3 +152,52 @@ def test_the_ring_size_prepared_from_a_window_file_is_enough(gemma3, tokens, bou
         assert np.shares_memory(laid.blob, ctx.restore_memory.get("ring", len(laid.blob)))  # kept for the next
     finally:
         ctx.close()
+
+
+def reversed_cells(window: np.ndarray) -> np.ndarray:
+    """The same window state with its cells in the opposite order (not the ring's)."""
+    section = read_attention(window, HEADER.size)
+    out = window.copy()
+    layers = [(kind, row, rows[::-1]) for kind, row, rows in section.layers]
+    write_attention(out, HEADER.size, LIVE, section.positions[::-1].copy(), layers)
+    return out
+
+
+def test_the_layout_check_tells_ring_order(gemma3, tokens):
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, 300)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        window = ring.unchecked_window_at(300)
+        assert window is not None and ring.in_run_order(window)
+        assert not ring.in_run_order(reversed_cells(window))
+        assert not ring.in_run_order(window[:10])  # not understood: not kept either
+    finally:
+        ctx.close()
+
+
+def test_windows_out_of_ring_order_are_read_unchecked_but_never_saved(gemma3, tmp_path, monkeypatch):
+    """The decode path reads windows without the layout check; saving does it."""
+    msgs = branch(gemma3, 0, 1, 2, 3, 4, 5)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(gemma3, store)
+        assert engine.ring is not None
+        read = engine.ring.unchecked_window_at
+
+        def out_of_order(end: int) -> np.ndarray | None:
+            window = read(end)
+            return None if window is None else reversed_cells(window)
+
+        monkeypatch.setattr(engine.ring, "unchecked_window_at", out_of_order)
+        engine.prepare(*flat(msgs))
+        engine.captures.flush()
+        store.flush()
+        assert not list((tmp_path / "ck").glob("*/*.snap"))
+        assert list((tmp_path / "ck").glob("*/*.ckpt"))
+        monkeypatch.undo()
+        engine.prepare(*flat(msgs[:-1] + branch(gemma3, 6)))  # the same reads, in ring order
+        engine.captures.flush()
+        store.flush()
+        assert list((tmp_path / "ck").glob("*/*.snap"))
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        check(engine_for(gemma3, store), gemma3, msgs + branch(gemma3, 6))
