@@ -48,16 +48,30 @@ class WarmBuffers:
         """A buffer of ``size`` bytes: a touched one when ready, else a new one."""
         with self._cond:
             buf = None
-            if size != self._size:
-                self._ready.clear()  # another size now: the old ones would never fit
-                self._size = size
-            elif self._ready:
+            if self._resize(size) and self._ready:
                 buf = self._ready.pop()
             if buf is None:
                 self.misses += 1
             else:
                 self.hits += 1
-        return buf if buf is not None else np.empty(size, dtype=np.uint8)
+        return buf[:size] if buf is not None else np.empty(size, dtype=np.uint8)
+
+    def expect(self, size: int) -> None:
+        """Buffers of up to ``size`` bytes will be taken: the next ``refill`` touches some.
+
+        An estimate may be larger than what is then taken: ``take`` hands out the start
+        of a larger ready buffer, and touches buffers of the size taken from then on.
+        """
+        with self._cond:
+            self._resize(size)
+
+    def _resize(self, size: int) -> bool:
+        """Touch buffers of ``size`` from now on; whether the ready ones still fit."""
+        fits = size <= self._size
+        if not fits:
+            self._ready.clear()  # they would never fit
+        self._size = size
+        return fits
 
     def refill(self) -> None:
         """Let the helper touch what was taken (cheap when nothing was)."""
@@ -90,7 +104,7 @@ class WarmBuffers:
             ctypes.memset(buf.ctypes.data, 0, size)
             with self._cond:
                 self.background_seconds += time.perf_counter() - t0
-                if size == self._size and self._wanted() > 0:
+                if size >= self._size and self._wanted() > 0:
                     self._ready.append(buf)
                     self._cond.notify_all()  # for whoever waits for a ready buffer
 

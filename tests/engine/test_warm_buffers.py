@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from sessions.checkpoints import CheckpointStore
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
+from sessions.engine.swa_ring import LIVE
 from sessions.engine.warm_buffers import WarmBuffers
+from sessions.memory_kind import MemoryKind
+
+from .test_exactness import branch, engine_for, flat
 
 
 def wait_ready(pool: WarmBuffers, count: int) -> None:
@@ -25,6 +32,20 @@ def test_a_taken_size_is_refilled_with_touched_buffers_of_that_size():
         assert not np.shares_memory(first, second)
         assert not second.any()  # touched with zeros
         assert pool.background_seconds > 0
+    finally:
+        pool.close()
+
+
+def test_an_expected_size_is_ready_for_the_first_take():
+    pool = WarmBuffers(keep=1)
+    try:
+        pool.expect(2 << 20)
+        pool.refill()
+        wait_ready(pool, 1)
+        assert len(pool.take(2 << 20)) == 2 << 20
+        assert (pool.hits, pool.misses) == (1, 0)
+        pool.expect(1 << 20)  # another size: what was ready no longer fits
+        assert pool._ready == []
     finally:
         pool.close()
 
@@ -68,3 +89,42 @@ def test_close_stops_the_helper_and_later_takes_still_work():
     assert len(pool.take(1 << 16)) == 1 << 16
     pool.refill()  # no helper is started again
     assert pool._thread is None
+
+
+def test_a_larger_expected_size_serves_smaller_takes():
+    pool = WarmBuffers(keep=1)
+    try:
+        pool.expect(3 << 20)  # an estimate on the large side
+        pool.refill()
+        wait_ready(pool, 1)
+        buf = pool.take(2 << 20)
+        assert len(buf) == 2 << 20 and pool.hits == 1
+        assert pool._size == 2 << 20  # touched at the size taken from now on
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("arch", ["gemma3", "lfm2", "mamba"])
+def test_a_prefill_sizes_the_buffers_before_its_first_snapshot(loaded_models, tmp_path, arch):
+    """Before the decode that makes a snapshot whole, the supply is sized to hold it."""
+    model = loaded_models[arch]
+    with CheckpointStore(tmp_path / "ck", ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store)
+        flags = FLAGS_PARTIAL if engine.kind is not MemoryKind.RECURRENT else FLAGS_FULL
+        tokens = flat(branch(model, 0, 1, 2, 3, 4, 5))[0]
+        whole = engine.n_swa if engine.ring is not None else 1
+        first = max(1, whole // 2)
+        engine.ctx.decode(tokens[:first], 0)
+        engine.live = tokens[:first]
+        engine.captures.before_decode(whole + 8)
+        estimate = engine.ctx.warm._size
+        engine.ctx.decode(tokens[first : whole + 8], first)
+        engine.live = tokens[: whole + 8]
+        size = engine.ctx.state_size(LIVE, flags)
+        if engine.ring is None:
+            assert estimate == size  # a recurrent state has its size from the first token
+        else:
+            assert size <= estimate < 1.1 * size
+            engine.captures.before_decode(whole + 9)  # whole now: measured, exact
+            assert engine.ctx.warm._size == size
+        engine.ctx.close()
