@@ -38,9 +38,15 @@ corrupt ones (checkpoints are a cache: the tokens are simply recomputed).
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from hashlib import blake2b
+
+try:
+    # ISA-L's CRC-32: the same checksum as zlib's, vectorised (on the development VM 50 GB/s
+    # against zlib's 4, where zlib's took a third of a restore's processor time).
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - a platform with no isal wheel: same values, slower
+    from zlib import crc32 as _crc32
 
 from .errors import CorruptCheckpointError
 from .keys import HASH_BYTES, Kind, ParsedAddress, StateCompat
@@ -81,9 +87,9 @@ class Header:
         return HEADER_SIZE + self.state_len + self.logits_len
 
 
-def crc32(data) -> int:
-    """CRC-32 of a buffer (zlib releases the GIL for large ones)."""
-    return zlib.crc32(data) & 0xFFFFFFFF
+def crc32(data, value: int = 0) -> int:
+    """CRC-32 of a buffer, continuing from ``value`` (both libraries release the GIL)."""
+    return _crc32(data, value) & 0xFFFFFFFF
 
 
 def encode_header(segment: Segment) -> bytes:
@@ -193,8 +199,8 @@ def check_placed(header: Header, pieces, state_read: int, logits) -> None:
         raise CorruptCheckpointError("truncated while reading")
     crc = 0
     for piece in pieces:
-        crc = zlib.crc32(piece, crc)
-    if crc & 0xFFFFFFFF != header.state_crc or (header.has_logits and crc32(logits) != header.logits_crc):
+        crc = crc32(piece, crc)
+    if crc != header.state_crc or (header.has_logits and crc32(logits) != header.logits_crc):
         raise CorruptCheckpointError("checksum mismatch")
 
 
