@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from array import array
 from hashlib import blake2b
 from pathlib import Path
@@ -25,7 +26,7 @@ from sessions.checkpoints import (
     prefix_hash,
 )
 from sessions.checkpoints.errors import CorruptCheckpointError
-from sessions.checkpoints.file_format import HEADER_SIZE, encode_header, parse_header
+from sessions.checkpoints.file_format import HEADER_SIZE, crc32, encode_header, parse_header
 from sessions.checkpoints.keys import address
 
 REPO = Path(__file__).resolve().parent.parent
@@ -310,3 +311,15 @@ def test_files_are_0600_and_folders_0700_whatever_the_umask(tmp_path, problems) 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_the_checksum_is_zlibs_crc32_whichever_library_computes_it():
+    """Files written before the faster CRC-32 (and by a machine without it) stay valid."""
+    data = os.urandom(1 << 20) + b"tail"
+    assert crc32(data) == zlib.crc32(data)
+    pieces = [memoryview(data)[a : a + 77_777] for a in range(0, len(data), 77_777)]
+    running = 0
+    for piece in pieces:
+        running = crc32(piece, running)
+    assert running == zlib.crc32(data)
+    assert crc32(b"") == 0
