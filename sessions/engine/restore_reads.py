@@ -6,10 +6,10 @@ laid out once in a buffer kept for restores (``RestoreMemory``), and each file i
 into its place there with one scatter read, its checksum taken over the pieces: no
 buffer per file, no join copy, no new memory to map. Ranges still in RAM are copied in.
 
-Helper threads read the next batches while llama.cpp copies batch ``k`` in (reading a
+A helper thread reads the next batches while llama.cpp copies batch ``k`` in (reading a
 file, checking it and copying release the GIL), each into a join buffer of its own. The
-snapshot is read first, into a buffer of its own, and a sliding window is laid out as
-the live ring there and then, so that at the end llama.cpp only takes it in. A range
+snapshot is read right after the first batch, into a buffer of its own, and a sliding
+window is laid out as the live ring there and then, so that llama.cpp only takes it in. A range
 that is missing, corrupt or of another layout ends its batch there: the batch then holds
 the ranges before it, and the restore stops after it.
 """
@@ -36,12 +36,13 @@ if TYPE_CHECKING:
 BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
 that the first batch is read soon and the reading overlaps the copying."""
-READERS = 2
-"""Helper threads reading side by side: checking a file (CRC-32 at about 3 GB/s) costs
-more than reading it, and more than llama.cpp's copy of it, so one helper alone keeps
-the thread that writes into llama.cpp waiting. Measured on the 2-core development VM,
-W1's gemma3 branch from disk: 13-14 ms with two (the snapshot first, beside the cells),
-18-22 ms with one."""
+READERS = 1
+"""Helper threads reading. One is enough now that checking a file costs little (CRC-32 at
+50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as llama.cpp's
+copy of it, and a second helper only competed for the cores and the GIL. Measured on the
+2-core development VM, W1's branch from disk in new processes, median of seven: gemma3
+12.0 ms with one helper (the first batch before the snapshot) against 13.8 with two,
+lfm2 13.4 against 15.6. (With zlib's CRC-32 at 4 GB/s, two had been faster than one.)"""
 JOIN_BUFFERS = READERS + 1
 """Batches in memory at once: one per helper, and the one llama.cpp is copying."""
 
@@ -95,7 +96,7 @@ def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> lis
 
 class RestoreReads:
     """The reads of one restore: ``cells()`` yields the batches in order, ``snapshot()`` the
-    snapshot at their end (read first, so usually ready before the last batch)."""
+    snapshot at their end (read after the first batch, so usually ready well before the last)."""
 
     def __init__(
         self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
@@ -109,11 +110,12 @@ class RestoreReads:
         self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if store is not None else None
         self._cells: list[Future[CellsRead]] = []
         self._snapshot: Future[SnapshotRead | None] | None = None
+        self._submit_next()  # first what llama.cpp takes first
         if self._pool is not None and snapshot is not None:
-            # First, beside the first batch: it is needed last, and laying out a window
-            # takes a while, so it is ready by the time the cells are in.
+            # Next, though it is needed last: laying out a window takes a while, and a
+            # window goes in as soon as it is laid out, between two batches.
             self._snapshot = self._pool.submit(self._read_snapshot, *snapshot)
-        for _ in range(JOIN_BUFFERS):
+        for _ in range(JOIN_BUFFERS - 1):
             self._submit_next()
 
     def _submit_next(self) -> None:

@@ -47,9 +47,8 @@ class WarmBuffers:
     def take(self, size: int) -> np.ndarray:
         """A buffer of ``size`` bytes: a touched one when ready, else a new one."""
         with self._cond:
-            buf = None
-            if self._resize(size) and self._ready:
-                buf = self._ready.pop()
+            self._resize(size)
+            buf = self._ready.pop() if self._ready else None
             if buf is None:
                 self.misses += 1
             else:
@@ -59,19 +58,17 @@ class WarmBuffers:
     def expect(self, size: int) -> None:
         """Buffers of up to ``size`` bytes will be taken: the next ``refill`` touches some.
 
-        An estimate may be larger than what is then taken: ``take`` hands out the start
-        of a larger ready buffer, and touches buffers of the size taken from then on.
+        An estimate may be a little larger than what is then taken: ``take`` hands out
+        the start of a larger ready buffer, and touches buffers of the size taken from
+        then on.
         """
         with self._cond:
             self._resize(size)
 
-    def _resize(self, size: int) -> bool:
-        """Touch buffers of ``size`` from now on; whether the ready ones still fit."""
-        fits = size <= self._size
-        if not fits:
-            self._ready.clear()  # they would never fit
+    def _resize(self, size: int) -> None:
+        """Touch buffers of ``size`` from now on, and keep the ready ones that serve it."""
+        self._ready = [buf for buf in self._ready if _serves(len(buf), size)]
         self._size = size
-        return fits
 
     def refill(self) -> None:
         """Let the helper touch what was taken (cheap when nothing was)."""
@@ -104,7 +101,7 @@ class WarmBuffers:
             ctypes.memset(buf.ctypes.data, 0, size)
             with self._cond:
                 self.background_seconds += time.perf_counter() - t0
-                if size >= self._size and self._wanted() > 0:
+                if _serves(size, self._size) and self._wanted() > 0:
                     self._ready.append(buf)
                     self._cond.notify_all()  # for whoever waits for a ready buffer
 
@@ -117,3 +114,9 @@ class WarmBuffers:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join()
+
+
+def _serves(buffer: int, size: int) -> bool:
+    """Whether a buffer of ``buffer`` bytes may be handed out for ``size``: large enough,
+    and less than twice that (the slice handed out keeps the whole buffer alive)."""
+    return size <= buffer < 2 * size

@@ -104,6 +104,19 @@ def test_a_larger_expected_size_serves_smaller_takes():
         pool.close()
 
 
+def test_a_much_smaller_take_gets_no_large_buffer():
+    """A slice keeps its whole buffer alive: a small state never holds a large one."""
+    pool = WarmBuffers(keep=1)
+    try:
+        pool.take(4 << 20)
+        pool.refill()
+        wait_ready(pool, 1)
+        assert len(pool.take(1 << 20)) == 1 << 20
+        assert pool.misses == 2 and pool._ready == []  # the 4 MB one was let go
+    finally:
+        pool.close()
+
+
 @pytest.mark.parametrize("arch", ["gemma3", "lfm2", "mamba"])
 def test_a_prefill_sizes_the_buffers_before_its_first_snapshot(loaded_models, tmp_path, arch):
     """Before the decode that makes a snapshot whole, the supply is sized to hold it."""
