@@ -63,6 +63,9 @@ class RouteRunner:
         reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
         window_in: SnapshotRead | None = None  # a window put in before the cells were all in
         try:
+            if snapshot_at is not None:
+                reads.snapshot()  # read here while the helper reads the first cells
+                window_in = self._window_early(reads)
             for batch in reads.cells():
                 if batch.blob is None or batch.start != len(engine.live) or not ctx.append_cells(batch.blob):
                     break
@@ -71,7 +74,6 @@ class RouteRunner:
                 restored += batch.nbytes
                 if not batch.complete:
                     break
-                window_in = window_in or self._window_early(reads)
             if engine.kind is MemoryKind.PLAIN:
                 valid = len(engine.live)
             recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
@@ -136,14 +138,14 @@ class RouteRunner:
         return snapshot
 
     def _window_early(self, reads: RestoreReads) -> SnapshotRead | None:
-        """Put a sliding window in between two batches of cells, once it is read and laid out.
+        """Put a sliding window in before the cells of its branch.
 
-        The window cache is apart from the cells, so it need not wait for the last of
-        them: llama.cpp's copy of the ring (the largest single state of the restore)
-        then overlaps the reading of the cells instead of following it. Should the cells
+        The window cache is apart from the cells, so it need not wait for them:
+        llama.cpp's copy of the ring (the largest single state of the restore) then
+        overlaps the reading of the cells instead of following it. Should the cells
         then stop short of the window, the live sequence is rebuilt (``RestoreFailed``).
         """
-        if self.engine.kind is not MemoryKind.SWA or not reads.snapshot_ready():
+        if self.engine.kind is not MemoryKind.SWA:
             return None
         snapshot = reads.snapshot()
         if snapshot is None or snapshot.ring is None:

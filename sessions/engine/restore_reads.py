@@ -8,8 +8,8 @@ buffer per file, no join copy, no new memory to map. Ranges still in RAM are cop
 
 A helper thread reads the next batches while llama.cpp copies batch ``k`` in (reading a
 file, checking it and copying release the GIL), each into a join buffer of its own. The
-snapshot is read right after the first batch, into a buffer of its own, and a sliding
-window is laid out as the live ring there and then, so that llama.cpp only takes it in. A range
+snapshot is read meanwhile by the thread that restores, into a buffer of its own, and a
+sliding window is laid out as the live ring there and then. A range
 that is missing, corrupt or of another layout ends its batch there: the batch then holds
 the ranges before it, and the restore stops after it.
 """
@@ -37,12 +37,12 @@ BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
 that the first batch is read soon and the reading overlaps the copying."""
 READERS = 1
-"""Helper threads reading. One is enough now that checking a file costs little (CRC-32 at
-50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as llama.cpp's
-copy of it, and a second helper only competed for the cores and the GIL. Measured on the
-2-core development VM, W1's branch from disk in new processes, median of seven: gemma3
-12.0 ms with one helper (the first batch before the snapshot) against 13.8 with two,
-lfm2 13.4 against 15.6. (With zlib's CRC-32 at 4 GB/s, two had been faster than one.)"""
+"""Helper threads reading cells. One is enough now that checking a file costs little
+(CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as
+llama.cpp's copy of it, and a second helper only competed for the cores and the GIL.
+Measured on the 2-core development VM, W1's branch from disk in new processes, median of
+seven: gemma3 12.0 ms with one helper against 13.8 with two, lfm2 13.4 against 15.6
+(with zlib's CRC-32 at 4 GB/s, two had been faster than one)."""
 JOIN_BUFFERS = READERS + 1
 """Batches in memory at once: one per helper, and the one llama.cpp is copying."""
 
@@ -96,7 +96,8 @@ def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> lis
 
 class RestoreReads:
     """The reads of one restore: ``cells()`` yields the batches in order, ``snapshot()`` the
-    snapshot at their end (read after the first batch, so usually ready well before the last)."""
+    snapshot at their end, read on the calling thread while the helper reads the first
+    batches (so that a window can go in before them, see ``RouteRunner``)."""
 
     def __init__(
         self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
@@ -109,13 +110,9 @@ class RestoreReads:
         store = engine.store
         self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if store is not None else None
         self._cells: list[Future[CellsRead]] = []
-        self._snapshot: Future[SnapshotRead | None] | None = None
-        self._submit_next()  # first what llama.cpp takes first
-        if self._pool is not None and snapshot is not None:
-            # Next, though it is needed last: laying out a window takes a while, and a
-            # window goes in as soon as it is laid out, between two batches.
-            self._snapshot = self._pool.submit(self._read_snapshot, *snapshot)
-        for _ in range(JOIN_BUFFERS - 1):
+        self._snapshot_at = snapshot if store is not None else None
+        self._snapshot: SnapshotRead | None = None
+        for _ in range(JOIN_BUFFERS):
             self._submit_next()
 
     def _submit_next(self) -> None:
@@ -129,22 +126,22 @@ class RestoreReads:
             self._submit_next()  # the buffer of batch ``index`` is free again
 
     def snapshot(self) -> SnapshotRead | None:
-        """The snapshot asked for (None when missing or failed its checks)."""
-        return self._snapshot.result() if self._snapshot is not None else None
-
-    def snapshot_ready(self) -> bool:
-        """Whether ``snapshot`` would answer without waiting."""
-        return self._snapshot is not None and self._snapshot.done()
+        """The snapshot asked for (None when missing or failed its checks), read on the
+        first call, on the calling thread: it has nothing else to do until the first
+        batch is read, and the helper is then not shared."""
+        if self._snapshot_at is not None:
+            self._snapshot = self._read_snapshot(*self._snapshot_at)
+            self._snapshot_at = None
+        return self._snapshot
 
     def close(self) -> None:
         """Stop reading (a read under way finishes: it writes into the restore buffers)."""
-        for future in [*self._cells, self._snapshot]:
-            if future is not None:
-                future.cancel()
+        for future in self._cells:
+            future.cancel()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
 
-    # -- on the helper thread -------------------------------------------------------------
+    # -- the reads --------------------------------------------------------------------------
 
     def _read_batch(self, index: int) -> CellsRead:
         engine = self._engine

@@ -64,7 +64,6 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
     rebuilt, exactly, instead of kept with a window of another point.
     """
     monkeypatch.setattr(restore_reads, "BATCH_BYTES", 1)
-    monkeypatch.setattr(restore_reads.RestoreReads, "snapshot_ready", lambda reads: reads.snapshot() is not None)
     put: list[int] = []
     original = SwaRing.put_window
     monkeypatch.setattr(SwaRing, "put_window", lambda ring, laid: (put.append(laid.pos_max), original(ring, laid)))
