@@ -33,6 +33,7 @@ class RpcServer:
         self.endpoint = f"{host}:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
+        self._drainer: threading.Thread | None = None
 
     def start(self) -> RpcServer:
         self.proc = subprocess.Popen(
@@ -47,7 +48,8 @@ class RpcServer:
                 break
         else:
             raise RuntimeError(f"rpc-server on port {self.port} did not start: {''.join(self.output)}")
-        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True)
+        self._drainer.start()
         return self
 
     def _drain(self, stream) -> None:
@@ -55,11 +57,14 @@ class RpcServer:
             self.output.append(line)
 
     def kill(self) -> None:
-        """SIGKILL, as when the machine is switched off; returns once the process is gone."""
+        """SIGKILL, as when the machine is switched off; returns once the process is gone
+        and ``output`` holds everything it wrote."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
         if self.proc is not None:
             self.proc.wait()
+        if self._drainer is not None:
+            self._drainer.join(timeout=30)  # the pipe ends once the process has exited
 
     def pause(self) -> None:
         """SIGSTOP: the server keeps its connections but answers nothing (a hung machine)."""
