@@ -36,28 +36,24 @@ def test_a_taken_size_is_refilled_with_touched_buffers_of_that_size():
         pool.close()
 
 
-def test_an_expected_size_is_ready_for_the_first_take():
+@pytest.mark.parametrize(
+    ("ready", "taken", "served"),
+    [
+        (2 << 20, 2 << 20, True),  # the size expected
+        (3 << 20, 2 << 20, True),  # an estimate on the large side serves
+        (1 << 20, 2 << 20, False),  # too small
+        (4 << 20, 1 << 20, False),  # four times too large: a slice keeps its whole buffer alive
+    ],
+)
+def test_ready_buffers_serve_takes_of_their_size_or_a_little_less(ready, taken, served):
     pool = WarmBuffers(keep=1)
     try:
-        pool.expect(2 << 20)
+        pool.expect(ready)
         pool.refill()
         wait_ready(pool, 1)
-        assert len(pool.take(2 << 20)) == 2 << 20
-        assert (pool.hits, pool.misses) == (1, 0)
-        pool.expect(1 << 20)  # another size: what was ready no longer fits
-        assert pool._ready == []
-    finally:
-        pool.close()
-
-
-def test_another_size_drops_the_ready_buffers():
-    pool = WarmBuffers(keep=1)
-    try:
-        pool.take(1 << 20)
-        pool.refill()
-        wait_ready(pool, 1)
-        assert len(pool.take(2 << 20)) == 2 << 20  # the 1 MB one does not fit
-        assert pool.misses == 2 and pool._ready == []
+        assert len(pool.take(taken)) == taken
+        assert (pool.hits, pool.misses) == ((1, 0) if served else (0, 1))
+        assert pool._ready == [] and pool._size == taken  # touched at the size taken from now on
     finally:
         pool.close()
 
@@ -89,32 +85,6 @@ def test_close_stops_the_helper_and_later_takes_still_work():
     assert len(pool.take(1 << 16)) == 1 << 16
     pool.refill()  # no helper is started again
     assert pool._thread is None
-
-
-def test_a_larger_expected_size_serves_smaller_takes():
-    pool = WarmBuffers(keep=1)
-    try:
-        pool.expect(3 << 20)  # an estimate on the large side
-        pool.refill()
-        wait_ready(pool, 1)
-        buf = pool.take(2 << 20)
-        assert len(buf) == 2 << 20 and pool.hits == 1
-        assert pool._size == 2 << 20  # touched at the size taken from now on
-    finally:
-        pool.close()
-
-
-def test_a_much_smaller_take_gets_no_large_buffer():
-    """A slice keeps its whole buffer alive: a small state never holds a large one."""
-    pool = WarmBuffers(keep=1)
-    try:
-        pool.take(4 << 20)
-        pool.refill()
-        wait_ready(pool, 1)
-        assert len(pool.take(1 << 20)) == 1 << 20
-        assert pool.misses == 2 and pool._ready == []  # the 4 MB one was let go
-    finally:
-        pool.close()
 
 
 @pytest.mark.parametrize("arch", ["gemma3", "lfm2", "mamba"])
