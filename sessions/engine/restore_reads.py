@@ -9,9 +9,9 @@ buffer per file, no join copy, no new memory to map. Ranges still in RAM are cop
 A helper thread reads the next batches while llama.cpp copies batch ``k`` in (reading a
 file, checking it and copying release the GIL), each into a join buffer of its own. The
 snapshot is read meanwhile by the thread that restores, into a buffer of its own, and a
-sliding window is laid out as the live ring there and then. A range
-that is missing, corrupt or of another layout ends its batch there: the batch then holds
-the ranges before it, and the restore stops after it.
+sliding window is laid out as the live ring there and then. A range that is missing,
+corrupt or of another layout ends its batch there: the batch then holds the ranges
+before it, and the restore stops after it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ READERS = 1
 (CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as
 llama.cpp's copy of it, and a second helper only competed for the cores and the GIL.
 Measured on the 2-core development VM, W1's branch from disk in new processes, median of
-seven: gemma3 12.0 ms with one helper against 13.8 with two, lfm2 13.4 against 15.6
+seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 12.8
 (with zlib's CRC-32 at 4 GB/s, two had been faster than one)."""
 JOIN_BUFFERS = READERS + 1
 """Batches in memory at once: one per helper, and the one llama.cpp is copying."""
