@@ -245,13 +245,25 @@ class LlamaContext:
     def state_size(self, seq: int, flags: int = FLAGS_FULL) -> int:
         return int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags))
 
-    def state_read(self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False) -> np.ndarray:
+    def state_read(
+        self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False, size: int | None = None
+    ) -> np.ndarray:
         """The state of ``seq`` in a new buffer (llama.cpp writes straight into it).
 
         ``warm`` for the reads a decode waits for, whose size repeats (a window, a
         recurrent state): the buffer comes with its pages mapped (``WarmBuffers``).
+        ``size``: the state's size when the caller knows it (a whole window keeps its
+        size), which spares llama.cpp a walk over the state to measure it; should the
+        state be larger, llama.cpp logs that it did not fit, and it is measured and
+        read again.
         """
-        size = self.state_size(seq, flags)
+        if size is not None:
+            blob = self._read_into(seq, flags, size, warm)
+            if len(blob):
+                return blob
+        return self._read_into(seq, flags, self.state_size(seq, flags), warm)
+
+    def _read_into(self, seq: int, flags: int, size: int, warm: bool) -> np.ndarray:
         buf = self.warm.take(size) if warm else np.empty(size, dtype=np.uint8)
         n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
         return buf[:n]

@@ -108,6 +108,9 @@ class SwaRing:
         self.ctx = ctx
         self.n_swa = n_swa
         self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
+        self.window_bytes: int | None = None
+        """Size of a whole window's state (``n_swa`` cells), once one was read: the same
+        for every whole window, so later reads need not have llama.cpp measure it."""
         self.real_from = 0
         """First position whose window cell holds its real keys and values. A restore fills
         the masked cells before its window with filler (zeros, or what an earlier window
@@ -144,16 +147,21 @@ class SwaRing:
         pos_max = self.ctx.pos_max(LIVE)
         if end - 1 > pos_max or pos_max - (end - 1) >= self.size - self.n_swa:
             return None
+        whole = end >= self.n_swa
+        size = self.window_bytes if whole else None
         if end - 1 == pos_max:
-            return self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)
-        self.ctx.seq_cp(LIVE, SPARE, max(0, end - self.n_swa), end)
-        try:
-            blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, warm=True)
-        finally:
-            self.ctx.seq_rm(SPARE)
-        if not self.in_run_order(blob):  # relabelling needs the layout understood
-            return None
-        relabel(blob, LIVE)  # byte for byte the snapshot taken back then
+            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True, size=size)
+        else:
+            self.ctx.seq_cp(LIVE, SPARE, max(0, end - self.n_swa), end)
+            try:
+                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, warm=True, size=size)
+            finally:
+                self.ctx.seq_rm(SPARE)
+            if not self.in_run_order(blob):  # relabelling needs the layout understood
+                return None
+            relabel(blob, LIVE)  # byte for byte the snapshot taken back then
+        if whole:
+            self.window_bytes = len(blob)
         return blob
 
     def in_run_order(self, blob: np.ndarray) -> bool:

@@ -201,3 +201,27 @@ def test_windows_out_of_ring_order_are_read_unchecked_but_never_saved(gemma3, tm
         assert list((tmp_path / "ck").glob("*/*.snap"))
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         check(engine_for(gemma3, store), gemma3, msgs + branch(gemma3, 6))
+
+
+def test_a_whole_window_is_read_at_its_known_size_and_a_wrong_size_costs_only_time(gemma3, tokens):
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, 300)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        assert ring.window_bytes is None
+        first = ring.unchecked_window_at(300)
+        assert first is not None and ring.window_bytes == len(first) == ctx.state_size(LIVE, FLAGS_PARTIAL)
+        again = ring.unchecked_window_at(300)  # read at the size learnt
+        assert again is not None and np.array_equal(again, first)
+        for size in (len(first), len(first) - 1, 16, len(first) + 100):  # exact, too small, larger
+            assert np.array_equal(ctx.state_read(LIVE, FLAGS_PARTIAL, size=size), first)
+    finally:
+        ctx.close()
+    young = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(young, tokens, 0, 20)  # fewer tokens than a window: not a whole one
+        ring = SwaRing(young, gemma3.info.n_swa)
+        partial = ring.unchecked_window_at(20)
+        assert partial is not None and len(partial) < len(first) and ring.window_bytes is None
+    finally:
+        young.close()
