@@ -85,15 +85,18 @@ class SessionController(ControllerBase):
         """Load a model (blocking); a model that fails to load leaves the previous one loaded."""
         with self._jobs.job():
             current, self.engine = self.engine, None  # no model while the swap runs
-            self.engine, error = swap_engine(self._factory, self.settings, self.listener, current,
-                                             Path(path).expanduser())
+            engine, error = swap_engine(self._factory, self.settings, self.listener, current,
+                                        Path(path).expanduser())
             if error is not None:
+                self.engine = engine  # the previous model, when it could be loaded again
                 raise error
-            info = self._engine().info
+            assert engine is not None  # loaded, since nothing failed
+            info = engine.info
             carry_legacy_tokens(self._store, info)
-        with self._lock:
-            if self._conversation is not None:
-                self._conversation.record_model(str(info.path), info.fingerprint)
+            with self._lock:
+                if self._conversation is not None:
+                    self._conversation.record_model(str(info.path), info.fingerprint)
+            self.engine = engine  # only now: whoever sees the model sees the chat's record of it
         return info
 
     @property
