@@ -45,6 +45,7 @@ _MB = 1024 * 1024
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 T = TypeVar("T")
 
+
 def _read_header(path: Path) -> tuple[Header, int, float]:
     with open(path, "rb") as src:
         info = os.fstat(src.fileno())
@@ -58,7 +59,7 @@ def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntr
     )
 
 
-def _entry_read(header: Header, path: Path, size: int, when: float) -> DiskEntry:
+def _entry_from_header(header: Header, path: Path, size: int, when: float) -> DiskEntry:
     return DiskEntry(
         path, header.parent, size, when, header.start, header.end, header.has_logits,
         header.state_len > 0, header.role,
@@ -144,10 +145,7 @@ class DiskTier:
                     self._report(f"checkpoint {path.name} could not be read ({error.strerror}); skipped")
                     continue
                 self._clock.seen(mtime)
-                index.add(parsed.key, DiskEntry(
-                    path, header.parent, size, mtime, header.start, header.end, header.has_logits,
-                    header.state_len > 0, header.role,
-                ))
+                index.add(parsed.key, _entry_from_header(header, path, size, mtime))
 
     def known(self, key: Key) -> bool:
         """True when the index is built and lists ``key`` (never does I/O)."""
@@ -356,7 +354,7 @@ class DiskTier:
             if key in self._index:
                 self._index.touch(key, now)
             else:  # written by another process since the index was built
-                self._index.add(key, _entry_read(header, path, size, now))
+                self._index.add(key, _entry_from_header(header, path, size, now))
         try:
             os.utime(path)
         except OSError:

@@ -34,7 +34,6 @@ ROLES: tuple[Role, ...] = ("", "prompt", "tip")
 Payload = bytes | bytearray | memoryview | np.ndarray
 
 
-
 @dataclass(frozen=True)
 class SegmentMeta:
     """What the store knows about a checkpoint without reading its payload.

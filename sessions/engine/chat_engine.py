@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
-from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.context import SEQUENCES, ContextParams, LlamaContext
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
@@ -63,7 +63,7 @@ class LlamaChatEngine:
                                 on_progress=on_progress)
         info = self.model.info
         if checkpoints is not None and info.kind is MemoryKind.SWA:
-            cells = ring_size(params.n_ctx, info.n_swa, 2, params.n_batch)
+            cells = ring_size(params.n_ctx, info.n_swa, SEQUENCES, params.n_batch)  # as the context will have it
             memory.prepare(lambda: {
                 "ring": ring_bytes(checkpoints.largest(info.fingerprint, "snapshot"), cells, info.n_swa)})
         self.placement = self.model.placement

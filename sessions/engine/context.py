@@ -26,6 +26,8 @@ from sessions.engine.warm_buffers import WarmBuffers
 
 LIVE = 0
 SPARE = 1
+SEQUENCES = 2
+"""Sequence ids of a context (``n_seq_max``): the live one and the spare."""
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
@@ -91,7 +93,7 @@ class ContextParams:
         return (
             f"state-v2;fa={self.flash_attn};type_k={self.type_k};type_v={self.type_v};"
             f"n_batch={self.n_batch};n_ubatch={self.n_batch};n_gpu_layers={self.n_gpu_layers};"
-            "n_seq_max=2;kv_unified=1;swa_full=0" + (f";devices={self.devices}" if self.devices else "")
+            f"n_seq_max={SEQUENCES};kv_unified=1;swa_full=0" + (f";devices={self.devices}" if self.devices else "")
         )
 
 
@@ -130,7 +132,7 @@ class LlamaContext:
         cp.n_ctx = params.n_ctx
         cp.n_batch = params.n_batch
         cp.n_ubatch = params.n_batch
-        cp.n_seq_max = 2
+        cp.n_seq_max = SEQUENCES
         cp.kv_unified = True
         cp.swa_full = False
         cp.n_threads = cp.n_threads_batch = params.threads()

@@ -61,11 +61,10 @@ class RouteRunner:
         restored = 0
         snapshot_at = (prefixes[plan.evaluate_from], plan.evaluate_from) if plan.snapshot is not None else None
         reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
-        window_in: SnapshotRead | None = None  # a window put in before the cells were all in
+        window_in: SnapshotRead | None = None  # a window put in before the cells
         try:
-            if snapshot_at is not None:
-                reads.snapshot()  # read here while the helper reads the first cells
-                window_in = self._window_early(reads)
+            if snapshot_at is not None:  # read here while the helper reads the first cells
+                window_in = self._window_early(reads.snapshot())
             for batch in reads.cells():
                 if batch.blob is None or batch.start != len(engine.live) or not ctx.append_cells(batch.blob):
                     break
@@ -85,7 +84,7 @@ class RouteRunner:
             reads.close()
         logits = engine.live_logits if plan.logits_source == "live" else None
         if snapshot is not None:
-            self._apply(snapshot, window_in=window_in is not None)
+            self._apply(snapshot)
             engine.live = list(target[: plan.evaluate_from])
             valid = plan.evaluate_from
             restored += snapshot.nbytes
@@ -137,35 +136,29 @@ class RouteRunner:
             raise RestoreFailed("the snapshot to rewind to is gone")
         return snapshot
 
-    def _window_early(self, reads: RestoreReads) -> SnapshotRead | None:
-        """Put a sliding window in before the cells of its branch.
+    def _window_early(self, snapshot: SnapshotRead | None) -> SnapshotRead | None:
+        """Put a sliding window in before the cells of its branch; the snapshot if it went in.
 
         The window cache is apart from the cells, so it need not wait for them:
         llama.cpp's copy of the ring (the largest single state of the restore) then
         overlaps the reading of the cells instead of following it. Should the cells
         then stop short of the window, the live sequence is rebuilt (``RestoreFailed``).
         """
-        if self.engine.kind is not MemoryKind.SWA:
-            return None
-        snapshot = reads.snapshot()
-        if snapshot is None or snapshot.ring is None:
+        if self.engine.kind is not MemoryKind.SWA or snapshot is None or snapshot.ring is None:
             return None
         assert self.engine.ring is not None
         self.engine.ring.put_window(snapshot.ring)
         return snapshot
 
-    def _apply(self, snapshot: SnapshotRead, *, window_in: bool = False) -> None:
-        """Put the window or recurrent state of ``snapshot`` back (``window_in``: the window
-        cache already holds it, only the head is left)."""
+    def _apply(self, snapshot: SnapshotRead) -> None:
+        """Put the recurrent state of ``snapshot`` back, or finish its window (which
+        ``_window_early`` put in: only the head is left)."""
         engine, ctx = self.engine, self.engine.ctx
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
-            assert engine.ring is not None and snapshot.ring is not None
-            if window_in:
-                engine.ring.finish(snapshot.ring)
-            else:
-                engine.ring.write(snapshot.ring)
+            assert engine.ring is not None and snapshot.ring is not None  # laid whenever it has a state
+            engine.ring.finish(snapshot.ring)
         else:
             flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
             if not ctx.state_write(snapshot.state, LIVE, flags):
