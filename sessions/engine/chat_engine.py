@@ -19,13 +19,12 @@ from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.restore_memory import RestoreMemory
-from sessions.engine.restore_reads import disk_sizes
+from sessions.engine.restore_reads import disk_sizes, snapshot_sizes
 from sessions.engine.sampler import Sampler
-from sessions.engine.swa_ring import ring_bytes, ring_size
+from sessions.engine.swa_ring import ring_size
 from sessions.engine.template_choice import choose_template
 from sessions.engine.template_families import ALL_MARKERS
 from sessions.engine.template_override import TemplateOverride
-from sessions.memory_kind import MemoryKind
 
 
 class LlamaChatEngine:
@@ -62,10 +61,9 @@ class LlamaChatEngine:
         self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, tensor_split=tensor_split,
                                 on_progress=on_progress)
         info = self.model.info
-        if checkpoints is not None and info.kind is MemoryKind.SWA:
+        if checkpoints is not None:
             cells = ring_size(params.n_ctx, info.n_swa, SEQUENCES, params.n_batch)  # as the context will have it
-            memory.prepare(lambda: {
-                "ring": ring_bytes(checkpoints.largest(info.fingerprint, "snapshot"), cells, info.n_swa)})
+            memory.prepare(lambda: snapshot_sizes(checkpoints, info, cells))
         self.placement = self.model.placement
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()

@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 KEEP = 64 << 20
 """Largest buffer kept between restores; a larger one is made for one restore and freed.
 
-Kept buffers are memory held for good (join buffers, a window, a ring: about 25 MB for
-the bench gemma3); a model whose ring alone is hundreds of MB pays the page faults per
-restore rather than hold that twice over beside its cache."""
+Kept buffers are memory held for good (join buffers, and a ring or a recurrent
+snapshot: about 17 MB for the bench gemma3); a model whose ring alone is hundreds of MB
+pays the page faults per restore rather than hold that twice over beside its cache."""
 
 
 def touched(size: int) -> np.ndarray:
@@ -64,6 +64,18 @@ class RestoreMemory:
             with self._cond:
                 self._buffers[name] = buf
         return buf
+
+    def drop(self, name: str) -> None:
+        """Forget the buffer under ``name``: the next ``get`` gives zeroed memory.
+
+        For a buffer whose bytes must not outlive a failed read (a damaged file's bytes
+        scattered into the ring's masked cells, say), and for one a model turns out not
+        to need.
+        """
+        with self._cond:
+            while name in self._busy:
+                self._cond.wait()
+            self._buffers.pop(name, None)
 
     def prepare(self, sizes: Callable[[], dict[str, int]]) -> None:
         """Touch the buffers ``sizes()`` names, in its order, on a helper thread.

@@ -8,14 +8,15 @@ buffer per file, no join copy, no new memory to map. Ranges still in RAM are cop
 
 A helper thread reads the next batches while llama.cpp copies batch ``k`` in (reading a
 file, checking it and copying release the GIL), each into a join buffer of its own. The
-snapshot is read meanwhile by the thread that restores, into a buffer of its own, and a
-sliding window is laid out as the live ring there and then. A range that is missing,
-corrupt or of another layout ends its batch there: the batch then holds the ranges
-before it, and the restore stops after it.
+snapshot is read meanwhile by the thread that restores, a sliding window straight into
+its cells of the ring llama.cpp takes (``SwaRing.into``): no copy of it either. A range
+that is missing, corrupt or of another layout ends its batch there: the batch then holds
+the ranges before it, and the restore stops after it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,13 +26,18 @@ import numpy as np
 
 from sessions.checkpoints import Placed, Segment
 from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
+from sessions.engine.swa_ring import ring_bytes
+from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.checkpoints import CheckpointStore
     from sessions.checkpoints.file_format import Header
     from sessions.engine.live import LiveSequence
+    from sessions.engine.model import ModelInfo
     from sessions.engine.planner import SegmentInfo
-    from sessions.engine.swa_ring import LaidRing
+    from sessions.engine.swa_ring import LaidRing, WindowInto
+
+log = logging.getLogger(__name__)
 
 BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
@@ -69,15 +75,26 @@ class SnapshotRead:
     logits: np.ndarray | None
     nbytes: int
     ring: LaidRing | None
-    """A sliding window already laid out as the live ring (on the helper thread)."""
+    """A sliding window laid out as the live ring: read into it from disk (``SwaRing.into``),
+    or laid from a state in RAM; ``state`` is then that ring."""
 
 
 def disk_sizes(store: CheckpointStore, model_fingerprint: str) -> dict[str, int]:
-    """The buffers a restore from the model's checkpoints on disk fills (``RestoreMemory``)."""
+    """The join buffers a restore of the model's cells on disk fills (``RestoreMemory``).
+
+    Known from the fingerprint alone, so touched while the model loads; what the
+    snapshot goes into depends on the model's memory (``snapshot_sizes``)."""
     cells = store.largest(model_fingerprint, "cells")
-    sizes = {f"join{i}": BATCH_BYTES + cells for i in range(JOIN_BUFFERS)} if cells else {}
-    sizes["snapshot"] = store.largest(model_fingerprint, "snapshot")
-    return sizes
+    return {f"join{i}": BATCH_BYTES + cells for i in range(JOIN_BUFFERS)} if cells else {}
+
+
+def snapshot_sizes(store: CheckpointStore, info: ModelInfo, ring_cells: int) -> dict[str, int]:
+    """The buffer a restore reads the model's snapshots into: the ring for a sliding
+    window (``SwaRing.into`` reads it there), else a buffer of the largest snapshot."""
+    largest = store.largest(info.fingerprint, "snapshot")
+    if info.kind is MemoryKind.SWA:
+        return {"ring": ring_bytes(largest, ring_cells, info.n_swa)}
+    return {"snapshot": largest}
 
 
 def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> list[list[int]]:
@@ -216,19 +233,37 @@ class RestoreReads:
     def _read_snapshot(self, prefix: str, end: int) -> SnapshotRead | None:
         engine = self._engine
         assert engine.store is not None
-        memory = engine.ctx.restore_memory
+        ring = engine.ring
         buffer: list[np.ndarray] = []
+        into: list[WindowInto] = []
 
-        def place(header: Header, _read_at) -> list[memoryview]:
-            buffer.append(memory.get("snapshot", header.state_len))
+        def place(header: Header, read_at) -> list[memoryview]:
+            if ring is not None and header.state_len:  # straight into the ring if it can
+                target = ring.into(header.state_len, end - 1, read_at)
+                if target is not None:
+                    into.append(target)
+                    return target.pieces
+            buffer.append(engine.ctx.restore_memory.get("snapshot", header.state_len))
             return [buffer[0].data]
 
         got = engine.store.read_into(engine.compat, prefix, "snapshot", place)
+        if into:  # read into the ring
+            assert ring is not None
+            try:
+                laid = ring.laid_from(into[0]) if got is not None else None
+            except LayoutError as error:
+                log.warning("window snapshot %s not used: %s", prefix[:12], error)
+                laid = None
+            if laid is None:  # a damaged file's bytes must not stay on as masked filler
+                engine.ctx.restore_memory.drop("ring")
+                return None
+            assert isinstance(got, Placed)  # ``place`` runs for files only
+            return SnapshotRead(laid.blob, got.logits, got.nbytes, laid)
         if got is None:
             return None
         if isinstance(got, Placed):
             state, logits = buffer[0], got.logits
         else:
             state, logits = as_array(got.state), as_array(got.logits) if got.logits is not None else None
-        ring = engine.ring.lay(state, end - 1) if engine.ring is not None and len(state) else None
-        return SnapshotRead(state, logits, got.nbytes, ring)
+        ring_laid = ring.lay(state, end - 1) if ring is not None and len(state) else None
+        return SnapshotRead(state, logits, got.nbytes, ring_laid)

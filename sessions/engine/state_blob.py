@@ -40,7 +40,7 @@ HEADER = struct.Struct("<Ii")
 FLAGS_FULL = 0
 FLAGS_PARTIAL = 1
 """``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``: only the window (iSWA) or the recurrent state (hybrid)."""
-_CELL_META = 12  # pos:i32, n_seq:u32, seq:i32
+CELL_META = 12  # pos:i32, n_seq:u32, seq:i32
 
 
 class LayoutError(Exception):
@@ -98,7 +98,7 @@ def _read_cells(blob: np.ndarray, offset: int) -> np.ndarray:
     if n_stream != 1:
         raise LayoutError(f"{n_stream} cache streams (only a unified cache is supported)")
     (count,) = struct.unpack_from("<I", blob.data, offset + 4)
-    if offset + 8 + _CELL_META * count > len(blob):
+    if offset + 8 + CELL_META * count > len(blob):
         raise LayoutError("the state ends inside its cell list")
     meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=offset + 8).reshape(count, 3)
     if count and not np.all(meta[:, 1] == 1):
@@ -122,7 +122,7 @@ def read_attention(blob: np.ndarray, offset: int) -> AttentionSection:
         pos = offset + 8
         if count == 0:
             return AttentionSection(offset, pos, np.zeros(0, np.int32), ())
-        pos += _CELL_META * count
+        pos += CELL_META * count
         v_trans, n_layer = struct.unpack_from("<II", blob.data, pos)
         pos += 8
         if v_trans:
@@ -146,7 +146,7 @@ def attention_bytes(positions: np.ndarray, layers) -> int:
     count = len(positions)
     if count == 0:
         return 8
-    return 8 + _CELL_META * count + 8 + sum(12 + row * count for _kind, row, _rows in layers)
+    return 8 + CELL_META * count + 8 + sum(12 + row * count for _kind, row, _rows in layers)
 
 
 def write_attention(out: np.ndarray, offset: int, seq: int, positions: np.ndarray, layers) -> int:
@@ -165,7 +165,7 @@ def write_attention(out: np.ndarray, offset: int, seq: int, positions: np.ndarra
     meta[:, 0] = positions
     meta[:, 1] = 1
     meta[:, 2] = seq
-    pos += _CELL_META * count
+    pos += CELL_META * count
     struct.pack_into("<II", out.data, pos, 0, len(layers) // 2)
     pos += 8
     for kind, row, rows in layers:
@@ -204,7 +204,7 @@ class SectionShape:
 
     def size(self, count: int) -> int:
         """Bytes of a cells-only state of ``count`` cells."""
-        section = 8 + (_CELL_META * count + 8 + sum(12 + row * count for _kind, row in self.layers) if count else 0)
+        section = 8 + (CELL_META * count + 8 + sum(12 + row * count for _kind, row in self.layers) if count else 0)
         return HEADER.size + section + len(self.tail)
 
     def fixed(self, count: int) -> bytes:
@@ -236,7 +236,7 @@ def probe_shape(read_at, size: int) -> tuple[SectionShape, int]:
         magic, seq, n_stream, count = struct.unpack("<IiII", read(0, 16))
         if magic != STATE_MAGIC or n_stream != 1:
             raise LayoutError("not a single-stream sequence state")
-        pos = 16 + _CELL_META * count
+        pos = 16 + CELL_META * count
         v_trans, n_layer = struct.unpack("<II", read(pos, 8))
         if v_trans:
             raise LayoutError("V is stored transposed (flash attention off)")
@@ -281,8 +281,8 @@ class JoinedCells:
         HEADER.pack_into(self.blob.data, 0, STATE_MAGIC, shape.seq)
         self.blob[end:] = np.frombuffer(shape.tail, dtype=np.uint8)
         section = read_attention(self.blob, HEADER.size)
-        self.meta = np.frombuffer(self.blob, dtype=np.uint8, count=_CELL_META * count, offset=HEADER.size + 8)
-        self.meta = self.meta.reshape(count, _CELL_META)
+        self.meta = np.frombuffer(self.blob, dtype=np.uint8, count=CELL_META * count, offset=HEADER.size + 8)
+        self.meta = self.meta.reshape(count, CELL_META)
         self.rows = [rows for _kind, _row, rows in section.layers]
 
     def pieces(self, at: int, count: int, scratch: np.ndarray) -> list[memoryview]:
@@ -323,8 +323,8 @@ class JoinedCells:
         layers = tuple((kind, row) for kind, row, _rows in section.layers)
         if layers != self.shape.layers or bytes(blob[section.end :]) != self.shape.tail:
             raise LayoutError("a checkpoint of another layout")
-        self.meta[at : at + count] = blob[section.start + 8 : section.start + 8 + _CELL_META * count].reshape(
-            count, _CELL_META
+        self.meta[at : at + count] = blob[section.start + 8 : section.start + 8 + CELL_META * count].reshape(
+            count, CELL_META
         )
         for dst, (_kind, _row, src) in zip(self.rows, section.layers, strict=True):
             dst[at : at + count] = src

@@ -35,19 +35,24 @@ fix never touches it, and a cut that frees it sets the head to 0 itself.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from sessions.engine.state_blob import (
+    CELL_META,
     FLAGS_FULL,
     FLAGS_PARTIAL,
     HEADER,
     STATE_MAGIC,
+    AttentionSection,
     Buffer,
     LayoutError,
+    SectionShape,
     as_array,
     attention_bytes,
+    probe_shape,
     read_attention,
     read_header,
     read_positions,
@@ -101,6 +106,34 @@ class LaidRing:
     """Cells written: the ring's size once it has wrapped."""
 
 
+@dataclass(frozen=True)
+class WindowInto:
+    """A window state read straight into its cells of the ring (``SwaRing.into``).
+
+    ``pieces`` take a window file's state in file order: its fields and cell list go to
+    ``fixed`` and ``meta``, each layer's rows to the ring cells they belong in. Once
+    read, ``check`` tells whether the file really held that window.
+    """
+
+    laid: LaidRing
+    pieces: list[memoryview]
+    shape: SectionShape
+    fixed: np.ndarray
+    meta: np.ndarray
+    positions: np.ndarray
+    """The positions the window's cells must hold, in file (ring) order."""
+
+    def check(self) -> None:
+        """Raise ``LayoutError`` unless the file read held that very window."""
+        meta = self.meta.view("<i4").reshape(-1, 3)
+        if self.fixed.tobytes() != self.shape.fixed(len(self.positions)):
+            raise LayoutError("a window file of another layout")
+        if not np.array_equal(meta[:, 0], self.positions):
+            raise LayoutError("the window file does not hold the window of its place")
+        if not (np.all(meta[:, 1] == 1) and np.all(meta[:, 2] == LIVE)):
+            raise LayoutError("a window of another sequence")
+
+
 class SwaRing:
     """Window snapshots and exact ring restores for the live sequence of one context."""
 
@@ -111,6 +144,8 @@ class SwaRing:
         self.window_bytes: int | None = None
         """Size of a whole window's state (``n_swa`` cells), once one was read: the same
         for every whole window, so later reads need not have llama.cpp measure it."""
+        self.window_shape: SectionShape | None = None
+        """The layout of window states, once learnt from a file read into the ring (``into``)."""
         self.real_from = 0
         """First position whose window cell holds its real keys and values. A restore fills
         the masked cells before its window with filler (zeros, or what an earlier window
@@ -196,24 +231,80 @@ class SwaRing:
         window = as_array(window)
         read_header(window)
         section = read_attention(window, HEADER.size)
-        expected = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
-        if not np.array_equal(np.sort(section.positions), expected):
+        expected = self._window_positions(pos_max)
+        if not np.array_equal(np.sort(section.positions), np.sort(expected)):
             raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
-        positions = ring_positions(pos_max, self.size)
-        size = HEADER.size + attention_bytes(positions, section.layers)
-        # Kept between restores: the masked cells keep what an earlier window left there,
-        # real keys and values that no attention reads, as in the uninterrupted run.
-        ring = self.ctx.restore_memory.get("ring", size)
-        HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
-        layers = [(kind, row, None) for kind, row, _rows in section.layers]
-        write_attention(ring, HEADER.size, LIVE, positions, layers)
-        target = read_attention(ring, HEADER.size)
+        laid, target = self._skeleton(pos_max, [(kind, row) for kind, row, _rows in section.layers])
         slots = section.positions.astype(np.int64) % self.size  # cell by cell, in the window's order
-        runs = np.flatnonzero(np.diff(slots) != 1) + 1
         for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):
-            for lo, hi in zip([0, *runs], [*runs, len(slots)], strict=True):
-                dst[slots[lo] : slots[lo] + hi - lo] = src[lo:hi]
-        return LaidRing(ring, pos_max, int(expected[0]), len(positions))
+            for lo, hi, slot in _runs(slots):
+                dst[slot : slot + hi - lo] = src[lo:hi]
+        return laid
+
+    def into(self, state_len: int, pos_max: int, read_at: Callable[[int, int], bytes]) -> WindowInto | None:
+        """Where to read a window file's state so that it lands laid out as the ring.
+
+        ``lay`` copies a window read whole into the ring; this spares that copy (and
+        the window's own buffer): the file's rows are read straight into their ring
+        cells with one scatter read. ``state_len`` is the file's state size and
+        ``read_at(offset, n)`` reads its state, for learning the layout once. None
+        when the state is not the window of ``pos_max`` in a layout known here: the
+        caller then reads it whole and lays it. Once read and its checksum passed,
+        ``laid_from`` gives the ring.
+        """
+        positions = self._window_positions(pos_max)
+        count = len(positions)
+        shape = self.window_shape
+        if shape is None:
+            try:
+                shape, probed = probe_shape(read_at, state_len)
+            except LayoutError:
+                return None
+            if probed != count or shape.tail or shape.seq != LIVE:
+                return None
+        if shape.size(count) != state_len:
+            return None
+        laid, target = self._skeleton(pos_max, shape.layers)
+        fixed = np.empty(len(shape.fixed(count)), dtype=np.uint8)
+        meta = np.empty(CELL_META * count, dtype=np.uint8)
+        runs = _runs(positions.astype(np.int64) % self.size)
+        pieces = [fixed[:16], meta, fixed[16:24]]
+        at = 24
+        for (_kind, _row, rows) in target.layers:
+            pieces.append(fixed[at : at + 12])
+            at += 12
+            pieces += [rows[slot : slot + hi - lo].reshape(-1) for lo, hi, slot in runs]
+        return WindowInto(laid, [piece.data for piece in pieces], shape, fixed, meta, positions)
+
+    def laid_from(self, read: WindowInto) -> LaidRing:
+        """The ring a window file was read into (``into``), once its checksum passed.
+
+        Raises ``LayoutError`` unless the file held the window of its place; a layout
+        learnt from it is kept only then (a damaged first file spoils nothing after).
+        """
+        read.check()
+        self.window_shape = read.shape
+        return read.laid
+
+    def _window_positions(self, pos_max: int) -> np.ndarray:
+        """The positions of the window after ``pos_max``, in ring order (as a run saves them)."""
+        positions = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
+        return positions[np.argsort(positions % self.size, kind="stable")]
+
+    def _skeleton(self, pos_max: int, layers) -> tuple[LaidRing, AttentionSection]:
+        """The kept ring buffer with the fields and cells of the ring after ``pos_max``,
+        its rows as the last user left them; and the section that views its rows.
+
+        Kept between restores: the masked cells keep what an earlier window left there,
+        real keys and values that no attention reads, as in the uninterrupted run.
+        """
+        positions = ring_positions(pos_max, self.size)
+        rows = [(kind, row, None) for kind, row in layers]
+        ring = self.ctx.restore_memory.get("ring", HEADER.size + attention_bytes(positions, rows))
+        HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
+        write_attention(ring, HEADER.size, LIVE, positions, rows)
+        real_from = max(0, pos_max - self.n_swa + 1)
+        return LaidRing(ring, pos_max, real_from, len(positions)), read_attention(ring, HEADER.size)
 
     def write(self, laid: LaidRing) -> None:
         """Put a laid-out ring into the live sequence (see ``restore``)."""
@@ -264,3 +355,9 @@ class SwaRing:
         blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL)
         self.restore(blob, pos_max)
 
+
+def _runs(slots: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(lo, hi, slot)`` for each run of consecutive ring cells: cells ``lo..hi`` of a
+    window go to ring cells ``slot..slot + hi - lo`` (one run, or two once it wraps)."""
+    breaks = (np.flatnonzero(np.diff(slots) != 1) + 1).tolist()
+    return [(lo, hi, int(slots[lo])) for lo, hi in zip([0, *breaks], [*breaks, len(slots)], strict=True)]

@@ -109,3 +109,36 @@ def test_a_layout_learnt_from_a_damaged_file_is_not_kept(loaded_models, tmp_path
         engine._reset()
         assert check(engine, model, whole + branch(model, 5)).tokens_restored > 0
         assert engine.cells_shape is not None
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["whole", "damaged"])
+def test_a_window_file_read_straight_into_the_ring(loaded_models, tmp_path, damaged):
+    """A window comes off disk into its ring cells (the layout is learnt from it). A damaged
+    one is reported and its bytes leave the ring buffer with it; the branch stays exact."""
+    from sessions.checkpoints.file_format import HEADER_SIZE
+
+    model = loaded_models["gemma3"]
+    msgs = branch(model, 0, 1, 2, 3, 4)
+    tokens, _ends = flat(msgs)
+    compat = save(model, tmp_path / "ck", msgs)
+    path = tmp_path / "ck" / address(compat, prefix_hash(tokens), "snapshot")
+    if damaged:
+        data = bytearray(path.read_bytes())
+        data[HEADER_SIZE + len(data) // 2] ^= 0x40  # inside a layer's rows
+        path.write_bytes(bytes(data))
+    problems: list[str] = []
+    with CheckpointStore(tmp_path / "ck", **BUDGET, on_problem=problems.append) as second:
+        engine = engine_for(model, second)
+        assert engine.ring is not None
+        dropped: list[str] = []
+        memory = engine.ctx.restore_memory
+        original = memory.drop
+        memory.drop = lambda name: (dropped.append(name), original(name))  # type: ignore[method-assign]
+        result = check(engine, model, msgs + branch(model, 5))
+        if damaged:
+            assert engine.ring.window_shape is None and dropped == ["ring"]
+            assert len(problems) == 1 and path.name in problems[0] and "checksum mismatch" in problems[0]
+            assert result.tokens_evaluated > len(toks(model, 5))  # the window's tokens decoded again
+        else:
+            assert engine.ring.window_shape is not None and dropped == [] and problems == []
+            assert result.tokens_evaluated == len(toks(model, 5))

@@ -135,6 +135,69 @@ def test_a_window_that_does_not_fit_is_refused(gemma3, tokens):
         ctx.close()
 
 
+def _read_as_file(target, window: np.ndarray) -> None:
+    """Fill ``target.pieces`` from ``window`` in order, as the scatter read of its file does."""
+    at = 0
+    for piece in target.pieces:
+        np.frombuffer(piece, dtype=np.uint8)[...] = window[at : at + len(piece)]
+        at += len(piece)
+    assert at == len(window)
+
+
+@pytest.mark.parametrize("boundary", [20, 200, 300, 600])
+def test_a_window_read_into_the_ring_is_the_laid_ring(gemma3, tokens, boundary):
+    """Read straight into its ring cells (``into``), a window file gives the very ring ``lay``
+    makes of it, byte for byte: before and after the ring wraps, and a window still short."""
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, boundary)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        window = ring.window()
+        assert window is not None
+        ctx.restore_memory.drop("ring")  # both start from a zeroed ring
+        expected = ring.lay(window, boundary - 1).blob.copy()
+        ctx.restore_memory.drop("ring")
+        target = ring.into(len(window), boundary - 1, lambda at, n: window[at : at + n].tobytes())
+        assert target is not None and ring.window_shape is None  # learnt only from a file that checks out
+        _read_as_file(target, window)
+        laid = ring.laid_from(target)
+        assert ring.window_shape is not None
+        assert np.array_equal(laid.blob, expected)
+        assert (laid.pos_max, laid.real_from) == (boundary - 1, max(0, boundary - gemma3.info.n_swa))
+    finally:
+        ctx.close()
+
+
+def test_a_window_file_of_another_place_or_layout_is_refused(gemma3, tokens):
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(ctx, tokens, 0, 300)
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        window = ring.window()
+        assert window is not None
+
+        def read_at(at: int, n: int) -> bytes:
+            return window[at : at + n].tobytes()
+
+        assert ring.into(len(window) - 5, 299, read_at) is None  # not a window state: read whole instead
+        assert ring.into(len(window), 10, read_at) is None  # the window after position 10 has 11 cells
+        shifted = ring.into(len(window), 310, read_at)  # as many cells, other positions
+        assert shifted is not None
+        _read_as_file(shifted, window)
+        with pytest.raises(LayoutError, match="window of its place"):
+            ring.laid_from(shifted)
+        damaged = window.copy()
+        damaged[HEADER.size + 8 + 12 * gemma3.info.n_swa + 8] ^= 1  # the first layer's type
+        target = ring.into(len(window), 299, read_at)
+        assert target is not None
+        _read_as_file(target, damaged)
+        with pytest.raises(LayoutError, match="another layout"):
+            ring.laid_from(target)
+        assert ring.window_shape is None
+    finally:
+        ctx.close()
+
+
 @pytest.mark.parametrize("boundary", [20, 300, 600])
 def test_the_ring_size_prepared_from_a_window_file_is_enough(gemma3, tokens, boundary):
     """``ring_bytes`` (what the engine touches while the model loads) bounds the laid ring."""
