@@ -17,8 +17,9 @@ tokens, or any GGUF given with ``--model``) it:
   tokens;
 - reopens the session in fresh objects (new model load, empty RAM tier: everything from
   disk, page cache warm) and restores the last branch, five times over, and compares the
-  median with reading and copying the same bytes plainly; then checks the restored logits
-  bit for bit, regenerates the last reply and continues with a new message.
+  median with reading and copying the same bytes plainly (right after the restore, and
+  with the CPU caches emptied first, as a reopen finds them); then checks the restored
+  logits bit for bit, regenerates the last reply and continues with a new message.
 Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goals. With
 ``--rpc HOST:PORT,...`` the models are split over those servers (``--ngl`` layers, half
 each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``).

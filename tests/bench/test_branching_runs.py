@@ -36,6 +36,7 @@ def test_the_benchmark_runs_on_tiny_models():
     low, high = restore["restore_seconds_range"]
     assert restore["reopens"] == 5 and low <= restore["restore_seconds"] <= high
     assert restore["bytes_read_vs_whole_state"] <= restore["budget_bytes_read_vs_whole_state"]
+    assert restore["read_plus_memcpy_seconds"] > 0 and restore["read_plus_memcpy_cold_seconds"] > 0
     assert events["reopen: exactness"]["bit_identical_logits"] is True
     assert events["reopen: regenerate last reply"]["tokens_evaluated"] == 0
     budgets = [value for record in events.values() for key, value in record.items() if key.startswith("budget_")]
