@@ -21,12 +21,17 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-KEEP = 64 << 20
+KEEP = 256 << 20
 """Largest buffer kept between restores; a larger one is made for one restore and freed.
 
 Kept buffers are memory held for good (join buffers, and a ring or a recurrent
-snapshot: about 17 MB for the bench gemma3); a model whose ring alone is hundreds of MB
-pays the page faults per restore rather than hold that twice over beside its cache."""
+snapshot: about 17 MB for the bench gemma3). The limit lets the ring of a model of a
+few billion parameters stay: a gemma3 of about 2B with a 1,024-token window has a
+ring of 100-200 MB by its shape, and mapping that much anew took 20-120 ms on the
+development VM, several times the copy into it (12 ms for 128 MB) and more than a
+GPU's prefill of a few thousand tokens. Beyond it (a model whose ring or largest
+cells file alone passes 256 MB), a restore pays the page faults rather than hold
+that much beside the cache for good."""
 
 
 def touched(size: int) -> np.ndarray:
