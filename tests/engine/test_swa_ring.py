@@ -6,6 +6,9 @@ ring has 256 cells, so a few hundred tokens wrap it several times.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 
@@ -36,6 +39,20 @@ def decode(ctx: LlamaContext, tokens: list[int], start: int, end: int) -> np.nda
         logits = ctx.decode(tokens[a : min(a + 64, end)], a)
     assert logits is not None
     return logits
+
+
+@contextmanager
+def decoded(model, tokens: list[int], end: int) -> Iterator[tuple[LlamaContext, SwaRing, np.ndarray]]:
+    """A context that decoded ``tokens[:end]``, its ring, and the window it holds."""
+    ctx = LlamaContext(model, PARAMS)
+    try:
+        decode(ctx, tokens, 0, end)
+        ring = SwaRing(ctx, model.info.n_swa)
+        window = ring.window()
+        assert window is not None
+        yield ctx, ring, window
+    finally:
+        ctx.close()
 
 
 def test_ring_geometry_follows_llama_cpp():
@@ -119,20 +136,13 @@ def test_window_in_other_cells_gives_other_bits(gemma3, tokens):
 
 
 def test_a_window_that_does_not_fit_is_refused(gemma3, tokens):
-    ctx = LlamaContext(gemma3, PARAMS)
-    try:
-        decode(ctx, tokens, 0, 300)
-        ring = SwaRing(ctx, gemma3.info.n_swa)
-        window = ring.window()
-        assert window is not None
+    with decoded(gemma3, tokens, 300) as (_ctx, ring, window):
         positions = read_attention(window, HEADER.size).positions
         assert positions.min() == 300 - gemma3.info.n_swa and positions.max() == 299
         with pytest.raises(LayoutError):
             ring.restore(window, 310)  # claims a window it does not hold
         with pytest.raises(LayoutError):
             ring.restore(window[:-5], 299)
-    finally:
-        ctx.close()
 
 
 def _read_as_file(target, window: np.ndarray) -> None:
@@ -148,12 +158,7 @@ def _read_as_file(target, window: np.ndarray) -> None:
 def test_a_window_read_into_the_ring_is_the_laid_ring(gemma3, tokens, boundary):
     """Read straight into its ring cells (``into``), a window file gives the very ring ``lay``
     makes of it, byte for byte: before and after the ring wraps, and a window still short."""
-    ctx = LlamaContext(gemma3, PARAMS)
-    try:
-        decode(ctx, tokens, 0, boundary)
-        ring = SwaRing(ctx, gemma3.info.n_swa)
-        window = ring.window()
-        assert window is not None
+    with decoded(gemma3, tokens, boundary) as (ctx, ring, window):
         ctx.restore_memory.drop("ring")  # both start from a zeroed ring
         expected = ring.lay(window, boundary - 1).blob.copy()
         ctx.restore_memory.drop("ring")
@@ -164,17 +169,10 @@ def test_a_window_read_into_the_ring_is_the_laid_ring(gemma3, tokens, boundary):
         assert ring.window_shape is not None
         assert np.array_equal(laid.blob, expected)
         assert (laid.pos_max, laid.real_from) == (boundary - 1, max(0, boundary - gemma3.info.n_swa))
-    finally:
-        ctx.close()
 
 
 def test_a_window_file_of_another_place_or_layout_is_refused(gemma3, tokens):
-    ctx = LlamaContext(gemma3, PARAMS)
-    try:
-        decode(ctx, tokens, 0, 300)
-        ring = SwaRing(ctx, gemma3.info.n_swa)
-        window = ring.window()
-        assert window is not None
+    with decoded(gemma3, tokens, 300) as (_ctx, ring, window):
 
         def read_at(at: int, n: int) -> bytes:
             return window[at : at + n].tobytes()
@@ -194,27 +192,18 @@ def test_a_window_file_of_another_place_or_layout_is_refused(gemma3, tokens):
         with pytest.raises(LayoutError, match="another layout"):
             ring.laid_from(target)
         assert ring.window_shape is None
-    finally:
-        ctx.close()
 
 
 @pytest.mark.parametrize("boundary", [20, 300, 600])
 def test_the_ring_size_prepared_from_a_window_file_is_enough(gemma3, tokens, boundary):
     """``ring_bytes`` (what the engine touches while the model loads) bounds the laid ring."""
-    ctx = LlamaContext(gemma3, PARAMS)
-    try:
-        decode(ctx, tokens, 0, boundary)
-        ring = SwaRing(ctx, gemma3.info.n_swa)
-        window = ring.window()
-        assert window is not None
+    with decoded(gemma3, tokens, boundary) as (ctx, ring, window):
         laid = ring.lay(window, boundary - 1)
         needed = ring_bytes(len(window), ring.size, ring.n_swa)
         assert len(laid.blob) <= needed
         if boundary >= ring.n_swa:  # a full window: the estimate is close, not just large
             assert needed < len(laid.blob) + len(window)
         assert np.shares_memory(laid.blob, ctx.restore_memory.get("ring", len(laid.blob)))  # kept for the next
-    finally:
-        ctx.close()
 
 
 def reversed_cells(window: np.ndarray) -> np.ndarray:
