@@ -48,9 +48,13 @@ READERS = 1
 llama.cpp's copy of it, and a second helper only competed for the cores and the GIL.
 Measured on the 2-core development VM, W1's branch from disk in new processes, median of
 seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 12.8
-(with zlib's CRC-32 at 4 GB/s, two had been faster than one)."""
+(with zlib's CRC-32 at 4 GB/s, two had been faster than one). There, reading every
+batch on the restoring thread itself took about as long again: the two cores' copies
+slow each other down about as much as running them side by side gains."""
 JOIN_BUFFERS = READERS + 1
-"""Batches in memory at once: one per helper, and the one llama.cpp is copying."""
+"""Batches in memory at once: one per helper, and the one llama.cpp is copying. Four,
+so that the helper goes on reading while the ring goes in, measured no faster there
+(gemma3, median of twelve new processes: 12.8 ms against 13.2)."""
 
 
 @dataclass(frozen=True)
