@@ -1,4 +1,4 @@
-"""The branching benchmark runs end to end on tiny models, and its figures hold together.
+"""The benchmarks run end to end on tiny models, and their figures hold together.
 
 The benchmark is run by hand (its bench-size models take minutes); this keeps it from
 rotting in between, and checks what holds on any machine: W1 evaluates only its new
@@ -41,3 +41,18 @@ def test_the_benchmark_runs_on_tiny_models():
     assert events["reopen: regenerate last reply"]["tokens_evaluated"] == 0
     budgets = [value for record in events.values() for key, value in record.items() if key.startswith("budget_")]
     assert budgets and all(isinstance(value, int | float) for value in budgets)
+
+
+@pytest.mark.engine
+def test_the_reopen_comparison_runs_on_a_tiny_model(tmp_path):
+    """Two trees (here the same one twice), one restore each in a new process."""
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.bench.reopen_ab", "--size", "tiny", "--arch", "lfm2", "--threads", "1",
+         "--data", str(tmp_path / "w1"), "--repeat", "1", "--tree", str(REPO)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [r["tree"] for r in records] == [str(REPO), str(REPO)]
+    assert all(len(r["runs_ms"]) == 1 and r["median_ms"] == r["runs_ms"][0] > 0 for r in records)
+    assert (tmp_path / "w1" / "w1.json").exists()  # kept: a second comparison skips the build

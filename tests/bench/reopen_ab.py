@@ -1,0 +1,107 @@
+"""Reopen restores of W1's last branch, each in a new process, alternating source trees.
+
+Run: ``python -m tests.bench.reopen_ab [--arch gemma3] [--data DIR] [--repeat 9]
+[--tree PATH ...]``. It builds W1's session once into ``DIR`` (kept, so later runs skip
+the build), then for each repeat starts one new process per source tree that loads the
+model, opens the session and restores the last branch from disk, and prints one JSON
+line per tree: the median restore time, its quartiles and every run.
+
+For a change to the restore path: the development machine's restore of the same bytes
+swings by a third between minutes, far more than most changes, so compare code side by
+side, alternating, in new processes. ``--tree`` takes another checkout (a ``git
+worktree`` of the commit before, say) whose ``tests.bench.branching.Bench`` is used in
+its processes; the checkpoint files must be of a format both trees read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+REPO = HERE.parents[2]
+
+
+def build(arch: str, size: str, data: Path, threads: int) -> dict:
+    """W1's session for ``arch`` in ``data`` (made once): the session and leaf to restore."""
+    marker = data / "w1.json"
+    if marker.exists():
+        return json.loads(marker.read_text())
+    from tests.bench.branching import Bench, models
+
+    data.mkdir(parents=True, exist_ok=True)
+    path = dict(models(argparse.Namespace(arch=[arch], model=[], size=size)))[arch]
+    bench = Bench(arch, path, threads, 32, data)
+    with contextlib.redirect_stdout(sys.stderr):  # the build's own figures are not wanted here
+        w1 = bench.run_w1()
+    bench.close()
+    marker.write_text(json.dumps({**w1, "model": str(path)}))
+    return w1 | {"model": str(path)}
+
+
+def child(tree: Path, data: Path, threads: int) -> None:
+    """In a new process, with ``tree``'s code: load, open the session, restore; print seconds."""
+    sys.path.insert(0, str(tree))
+    from tests.bench.branching import Bench
+
+    w1 = json.loads((data / "w1.json").read_text())
+    with contextlib.redirect_stdout(sys.stderr):
+        bench = Bench("ab", Path(w1["model"]), threads, 32, data)
+        bench.ctl.open_session(w1["session"])
+        t0 = time.perf_counter()
+        result = bench.ctl.warm(w1["leaf"])
+        seconds = time.perf_counter() - t0
+        bench.close()
+    print(json.dumps({"restore_seconds": seconds, "tokens_evaluated": result.tokens_evaluated}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="gemma3", choices=["llama", "gemma3", "lfm2", "mamba"])
+    parser.add_argument("--data", type=Path, help="where W1's session is kept (default: the cache folder)")
+    parser.add_argument("--size", choices=["bench", "tiny"], default="bench",
+                        help="made model's size (tiny: a quick check that the comparison runs)")
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--tree", type=Path, action="append", default=[], help="another checkout to compare")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    from sessions import paths
+
+    data = args.data or paths.cache_dir() / "bench" / f"reopen-{args.arch}"
+    os.environ["LLAMACHAT_CACHE_DIR"] = str(data / "cache")
+    os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
+    if args.child is not None:
+        child(args.child, data, args.threads)
+        return 0
+    build(args.arch, args.size, data, args.threads)
+    trees = [REPO, *(tree.resolve() for tree in args.tree)]
+    runs: list[list[float]] = [[] for _ in trees]
+    for _ in range(args.repeat):
+        for tree, seconds in zip(trees, runs, strict=True):
+            command = [sys.executable, str(HERE), "--arch", args.arch, "--data", str(data),
+                       "--threads", str(args.threads), "--child", str(tree)]
+            out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+            if out.returncode != 0:
+                raise SystemExit(f"{tree}: the restore failed:\n{out.stderr[-3000:]}")
+            record = json.loads(out.stdout.splitlines()[-1])
+            if record["tokens_evaluated"]:
+                raise SystemExit(f"{tree}: the restore evaluated {record['tokens_evaluated']} tokens")
+            seconds.append(record["restore_seconds"])
+    for tree, seconds in zip(trees, runs, strict=True):
+        q1, median, q3 = statistics.quantiles(seconds, n=4) if len(seconds) > 1 else (seconds[0],) * 3
+        print(json.dumps({"tree": str(tree), "arch": args.arch, "median_ms": round(median * 1e3, 2),
+                          "quartiles_ms": [round(q1 * 1e3, 2), round(q3 * 1e3, 2)],
+                          "runs_ms": [round(s * 1e3, 2) for s in seconds]}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
