@@ -40,10 +40,10 @@ def build(arch: str, size: str, data: Path, threads: int) -> dict:
     path = dict(models(argparse.Namespace(arch=[arch], model=[], size=size)))[arch]
     bench = Bench(arch, path, threads, 32, data)
     with contextlib.redirect_stdout(sys.stderr):  # the build's own figures are not wanted here
-        w1 = bench.run_w1()
+        w1 = {**bench.run_w1(), "model": str(path)}
     bench.close()
-    marker.write_text(json.dumps({**w1, "model": str(path)}))
-    return w1 | {"model": str(path)}
+    marker.write_text(json.dumps(w1))
+    return w1
 
 
 def child(tree: Path, data: Path, threads: int) -> None:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from sessions import paths
 
-    data = args.data or paths.cache_dir() / "bench" / f"reopen-{args.arch}"
+    data = args.data or paths.cache_dir() / "bench" / f"reopen-{args.arch}-{args.size}"
     os.environ["LLAMACHAT_CACHE_DIR"] = str(data / "cache")
     os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
     if args.child is not None:
