@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
-from sessions.engine.context import SEQUENCES, ContextParams, LlamaContext
+from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.model import LlamaModel
 from sessions.engine.planner import Plan
@@ -21,7 +21,6 @@ from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.restore_memory import RestoreMemory
 from sessions.engine.restore_reads import disk_sizes, snapshot_sizes
 from sessions.engine.sampler import Sampler
-from sessions.engine.swa_ring import ring_size
 from sessions.engine.template_choice import choose_template
 from sessions.engine.template_families import ALL_MARKERS
 from sessions.engine.template_override import TemplateOverride
@@ -62,8 +61,7 @@ class LlamaChatEngine:
                                 on_progress=on_progress)
         info = self.model.info
         if checkpoints is not None:
-            cells = ring_size(params.n_ctx, info.n_swa, SEQUENCES, params.n_batch)  # as the context will have it
-            memory.prepare(lambda: snapshot_sizes(checkpoints, info, cells))
+            memory.prepare(lambda: snapshot_sizes(checkpoints, info, params))
         self.placement = self.model.placement
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()

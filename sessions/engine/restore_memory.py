@@ -73,9 +73,8 @@ class RestoreMemory:
     def drop(self, name: str) -> None:
         """Forget the buffer under ``name``: the next ``get`` gives zeroed memory.
 
-        For a buffer whose bytes must not outlive a failed read (a damaged file's bytes
-        scattered into the ring's masked cells, say), and for one a model turns out not
-        to need.
+        For a buffer whose bytes must not outlive a failed read: a damaged file's bytes
+        scattered into the ring's masked cells.
         """
         with self._cond:
             while name in self._busy:

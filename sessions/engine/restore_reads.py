@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.checkpoints import Placed, Segment
+from sessions.engine.context import SEQUENCES
 from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
-from sessions.engine.swa_ring import ring_bytes
+from sessions.engine.swa_ring import ring_bytes, ring_size
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.checkpoints import CheckpointStore
     from sessions.checkpoints.file_format import Header
+    from sessions.engine.context import ContextParams
     from sessions.engine.live import LiveSequence
     from sessions.engine.model import ModelInfo
     from sessions.engine.planner import SegmentInfo
@@ -52,9 +54,9 @@ seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 1
 batch on the restoring thread itself took about as long again: the two cores' copies
 slow each other down about as much as running them side by side gains."""
 JOIN_BUFFERS = READERS + 1
-"""Batches in memory at once: one per helper, and the one llama.cpp is copying. Four,
-so that the helper goes on reading while the ring goes in, measured no faster there
-(gemma3, median of twelve new processes: 12.8 ms against 13.2)."""
+"""Batches in memory at once: one per helper, and the one llama.cpp is copying. Four
+(so that the helper goes on reading while the ring goes in) measured no faster on the
+development VM: gemma3, median of twelve new processes, 12.8 ms against 13.2."""
 
 
 @dataclass(frozen=True)
@@ -92,12 +94,14 @@ def disk_sizes(store: CheckpointStore, model_fingerprint: str) -> dict[str, int]
     return {f"join{i}": BATCH_BYTES + cells for i in range(JOIN_BUFFERS)} if cells else {}
 
 
-def snapshot_sizes(store: CheckpointStore, info: ModelInfo, ring_cells: int) -> dict[str, int]:
-    """The buffer a restore reads the model's snapshots into: the ring for a sliding
-    window (``SwaRing.into`` reads it there), else a buffer of the largest snapshot."""
+def snapshot_sizes(store: CheckpointStore, info: ModelInfo, params: ContextParams) -> dict[str, int]:
+    """The buffer a restore reads the model's snapshots into: the ring (as a context of
+    ``params`` will have it) for a sliding window, which ``SwaRing.into`` reads there;
+    else a buffer of the largest snapshot."""
     largest = store.largest(info.fingerprint, "snapshot")
     if info.kind is MemoryKind.SWA:
-        return {"ring": ring_bytes(largest, ring_cells, info.n_swa)}
+        cells = ring_size(params.n_ctx, info.n_swa, SEQUENCES, params.n_batch)
+        return {"ring": ring_bytes(largest, cells, info.n_swa)}
     return {"snapshot": largest}
 
 

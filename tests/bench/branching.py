@@ -221,7 +221,7 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
 
 REOPENS = 5
 """Reopens timed, each in fresh objects after a new load: one alone swings by a third with
-the machine's minutes (10-15 ms for the same restore here), so the median is reported."""
+the machine's minutes (10-17 ms for the same restore here), so the median is reported."""
 
 
 def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:

@@ -52,7 +52,7 @@ def child(tree: Path, data: Path, threads: int) -> None:
     from tests.bench.branching import Bench
 
     w1 = json.loads((data / "w1.json").read_text())
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr):  # written out: an older tree lacks restore_last_branch
         bench = Bench("ab", Path(w1["model"]), threads, 32, data)
         bench.ctl.open_session(w1["session"])
         t0 = time.perf_counter()
