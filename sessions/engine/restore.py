@@ -61,18 +61,20 @@ class RouteRunner:
         restored = 0
         snapshot_at = (prefixes[plan.evaluate_from], plan.evaluate_from) if plan.snapshot is not None else None
         reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
-        window_in: SnapshotRead | None = None  # a window put in before the cells
+        window_in: SnapshotRead | None = None  # a window put in while cells still arrive
+        early = snapshot_at is not None and engine.kind is MemoryKind.SWA
         try:
-            if snapshot_at is not None:  # read here while the helper reads the first cells
-                window_in = self._window_early(reads.snapshot())
-            for batch in reads.cells():
-                if batch.blob is None or batch.start != len(engine.live) or not ctx.append_cells(batch.blob):
-                    break
-                engine.live = list(target[: batch.end])
-                engine.live_logits = None
-                restored += batch.nbytes
-                if not batch.complete:
-                    break
+            with ctx.appending() as append:
+                for batch in reads.cells():
+                    if batch.blob is None or batch.start != len(engine.live) or not append(batch.blob):
+                        break
+                    engine.live = list(target[: batch.end])
+                    engine.live_logits = None
+                    restored += batch.nbytes
+                    if early:  # read while the first batch went in: copied in while the rest is read
+                        window_in, early = self._window_early(reads.snapshot()), False
+                    if not batch.complete:
+                        break
             if engine.kind is MemoryKind.PLAIN:
                 valid = len(engine.live)
             recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
@@ -80,6 +82,8 @@ class RouteRunner:
             if window_in is not None and not wanted:
                 raise RestoreFailed("the cells stopped short of the window already put back")
             snapshot = window_in or (reads.snapshot() if wanted else None)
+            if snapshot is not None and window_in is None:  # a window with no cells to restore
+                window_in = self._window_early(snapshot)
         finally:
             reads.close()
         logits = engine.live_logits if plan.logits_source == "live" else None
@@ -137,7 +141,8 @@ class RouteRunner:
         return snapshot
 
     def _window_early(self, snapshot: SnapshotRead | None) -> SnapshotRead | None:
-        """Put a sliding window in before the cells of its branch; the snapshot if it went in.
+        """Put a sliding window in while the cells of its branch still arrive; the
+        snapshot if it went in.
 
         The window cache is apart from the cells, so it need not wait for them:
         llama.cpp's copy of the ring (the largest single state of the restore) then

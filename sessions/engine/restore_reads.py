@@ -6,12 +6,15 @@ laid out once in a buffer kept for restores (``RestoreMemory``), and each file i
 into its place there with one scatter read, its checksum taken over the pieces: no
 buffer per file, no join copy, no new memory to map. Ranges still in RAM are copied in.
 
-A helper thread reads the next batches while llama.cpp copies batch ``k`` in (reading a
-file, checking it and copying release the GIL), each into a join buffer of its own. The
-snapshot is read meanwhile by the thread that restores, a sliding window straight into
-its cells of the ring llama.cpp takes (``SwaRing.into``): no copy of it either. A range
-that is missing, corrupt or of another layout ends its batch there: the batch then holds
-the ranges before it, and the restore stops after it.
+A helper thread does all the reading, while the thread that restores only hands what
+was read to llama.cpp (reading a file, checking it and copying release the GIL): the
+first batch, then the snapshot, then the other batches, each into a join buffer of its
+own. The snapshot comes second so that llama.cpp's copy of it (a sliding window's ring is
+the largest single state of a restore) starts as soon as the first batch is in, and
+overlaps the reading of the rest. A sliding window is read straight into its cells of
+the ring llama.cpp takes (``SwaRing.into``): no copy of it either. A range that is
+missing, corrupt or of another layout ends its batch there: the batch then holds the
+ranges before it, and the restore stops after it.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
 that the first batch is read soon and the reading overlaps the copying."""
 READERS = 1
-"""Helper threads reading cells. One is enough now that checking a file costs little
+"""Helper threads reading. One, so that the reads happen in the order they were asked
+for (the snapshot second). One is enough now that checking a file costs little
 (CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as
 llama.cpp's copy of it, and a second helper only competed for the cores and the GIL.
 Measured on the 2-core development VM, W1's branch from disk in new processes, median of
@@ -53,10 +57,16 @@ seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 1
 (with zlib's CRC-32 at 4 GB/s, two had been faster than one). There, reading every
 batch on the restoring thread itself took about as long again: the two cores' copies
 slow each other down about as much as running them side by side gains."""
-JOIN_BUFFERS = READERS + 1
-"""Batches in memory at once: one per helper, and the one llama.cpp is copying. Four
-(so that the helper goes on reading while the ring goes in) measured no faster on the
-development VM: gemma3, median of twelve new processes, 12.8 ms against 13.2."""
+JOIN_BUFFERS = 3
+"""Batches in memory at once: the one llama.cpp is copying, the one the helper reads, and
+one more, so that the helper goes on reading while llama.cpp copies the snapshot in.
+
+With the snapshot read by the helper too (the restoring thread used to read it before
+the cells), W1's reopen on the development VM, medians of fifteen new processes taken
+alternately: gemma3 11.4 ms against 13.6, lfm2 14.8 against 14.8 (its 22 MB of cells
+keep the helper busy throughout). A restore there now takes about the sum of its reading
+and its copying done alone (lfm2: 5.3 + 5.8 ms): that machine's two cores copy memory no
+faster side by side than one after the other (8.2 GB/s on one core, 6.9 on two)."""
 
 
 @dataclass(frozen=True)
@@ -120,9 +130,9 @@ def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> lis
 
 
 class RestoreReads:
-    """The reads of one restore: ``cells()`` yields the batches in order, ``snapshot()`` the
-    snapshot at their end, read on the calling thread while the helper reads the first
-    batches (so that a window can go in before them, see ``RouteRunner``)."""
+    """The reads of one restore, all on the helper thread, in the order the restoring
+    thread wants them: ``cells()`` yields the batches in order, ``snapshot()`` waits for
+    the snapshot at their end, which is read right after the first batch."""
 
     def __init__(
         self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
@@ -135,9 +145,11 @@ class RestoreReads:
         store = engine.store
         self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if store is not None else None
         self._cells: list[Future[CellsRead]] = []
-        self._snapshot_at = snapshot if store is not None else None
-        self._snapshot: SnapshotRead | None = None
-        for _ in range(JOIN_BUFFERS):
+        self._snapshot: Future[SnapshotRead | None] | None = None
+        self._submit_next()
+        if self._pool is not None and snapshot is not None:
+            self._snapshot = self._pool.submit(self._read_snapshot, *snapshot)
+        for _ in range(JOIN_BUFFERS - 1):
             self._submit_next()
 
     def _submit_next(self) -> None:
@@ -151,17 +163,12 @@ class RestoreReads:
             self._submit_next()  # the buffer of batch ``index`` is free again
 
     def snapshot(self) -> SnapshotRead | None:
-        """The snapshot asked for (None when missing or failed its checks), read on the
-        first call, on the calling thread: it has nothing else to do until the first
-        batch is read, and the helper is then not shared."""
-        if self._snapshot_at is not None:
-            self._snapshot = self._read_snapshot(*self._snapshot_at)
-            self._snapshot_at = None
-        return self._snapshot
+        """The snapshot asked for (None when missing or failed its checks), once read."""
+        return self._snapshot.result() if self._snapshot is not None else None
 
     def close(self) -> None:
         """Stop reading (a read under way finishes: it writes into the restore buffers)."""
-        for future in self._cells:
+        for future in [*self._cells, *([self._snapshot] if self._snapshot is not None else [])]:
             future.cancel()
         if self._pool is not None:
             self._pool.shutdown(wait=True)

@@ -12,6 +12,8 @@ import pytest
 from sessions.checkpoints import CheckpointStore, prefix_hash
 from sessions.checkpoints.keys import address
 from sessions.engine import restore_reads
+from sessions.engine.context import SPARE, LlamaContext
+from sessions.engine.state_blob import FLAGS_FULL
 from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
 
@@ -58,15 +60,20 @@ def test_restore_from_ram_and_disk_with_a_file_gone(loaded_models, tmp_path, arc
 
 @pytest.mark.parametrize("gone", [None, 3], ids=["all-there", "a-later-file-gone"])
 def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone, monkeypatch):
-    """The window goes in as soon as it is read, the cells after it: the same bits.
+    """The window goes in right after the first batch, the other cells after it: the same bits.
 
     Should a later range be gone, the cells stop short of that window: the branch is
     rebuilt, exactly, instead of kept with a window of another point.
     """
     monkeypatch.setattr(restore_reads, "BATCH_BYTES", 1)
     put: list[int] = []
+    order: list[str] = []
     original = SwaRing.put_window
-    monkeypatch.setattr(SwaRing, "put_window", lambda ring, laid: (put.append(laid.pos_max), original(ring, laid)))
+    monkeypatch.setattr(SwaRing, "put_window", lambda ring, laid: (put.append(laid.pos_max), order.append("window"),
+                                                                   original(ring, laid)))
+    state_write = LlamaContext.state_write
+    monkeypatch.setattr(LlamaContext, "state_write", lambda ctx, blob, seq, flags=FLAGS_FULL: (
+        seq == SPARE and order.append("cells"), state_write(ctx, blob, seq, flags))[1])
     model = loaded_models["gemma3"]
     msgs = branch(model, 0, 1, 2, 3, 4)
     tokens, ends = flat(msgs)
@@ -79,6 +86,7 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
             (tmp_path / "ck" / address(engine.compat, prefix)).unlink()
         result = check(engine, model, msgs + branch(model, 5))
         assert put == [len(tokens) - 1]  # the window of the end of the cells, put in once
+        assert order[:3] == ["cells", "window", "cells"]  # its copy overlaps the reading of the rest
         if gone is None:
             assert result.tokens_restored > 0 and result.tokens_evaluated == len(toks(model, 5))
         else:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.state_blob import FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
+from sessions.engine.context import SPARE, ContextParams, LlamaContext
+from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
 from sessions.engine.swa_ring import LIVE, SwaRing, ring_bytes, ring_positions, ring_size
 
 from .test_exactness import branch, check, engine_for, flat
@@ -82,6 +82,40 @@ def test_restored_ring_continues_bit_identically(gemma3, tokens, boundary):
         got = decode(fresh, tokens, boundary, end)
         assert np.array_equal(got, expected), f"max diff {np.abs(got - expected).max()}"
         assert fresh.pos_min() == whole.pos_min()
+    finally:
+        for ctx in (whole, source, fresh):
+            ctx.close()
+
+
+def test_cells_appended_batch_after_batch_leave_the_spare_empty(gemma3, tokens):
+    """One ``appending()`` for several batches, one of them refused (a truncated state):
+    the live sequence holds the batches put in, the spare nothing once done, and the
+    restored branch continues bit-identically."""
+    whole = LlamaContext(gemma3, PARAMS)
+    source = LlamaContext(gemma3, PARAMS)
+    fresh = LlamaContext(gemma3, PARAMS)
+    try:
+        decode(whole, tokens, 0, 300)
+        expected = decode(whole, tokens, 300, 500)  # batches from 300, as the restored one
+        decode(source, tokens, 0, 300)
+        window = SwaRing(source, gemma3.info.n_swa).window()
+        assert window is not None
+        first, second, third = (source.read_range(a, b) for a, b in [(0, 100), (100, 220), (220, 300)])
+        def spare_empty() -> bool:
+            return np.array_equal(fresh.state_read(SPARE, FLAGS_FULL), fresh.empty_state)
+
+        with fresh.appending() as append:
+            assert append(first) and append(second)
+            assert not spare_empty()  # it keeps the last batch until the next write
+            assert not append(third[: len(third) // 2])
+        assert spare_empty()
+        assert np.array_equal(fresh.read_range(0, 300), source.read_range(0, 220))  # the first two only
+        with fresh.appending() as append:
+            assert append(third)
+        assert spare_empty()
+        SwaRing(fresh, gemma3.info.n_swa).restore(window, 299)
+        got = decode(fresh, tokens, 300, 500)
+        assert np.array_equal(got, expected), f"max diff {np.abs(got - expected).max()}"
     finally:
         for ctx in (whole, source, fresh):
             ctx.close()
