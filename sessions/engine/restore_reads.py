@@ -168,8 +168,10 @@ class RestoreReads:
 
     def close(self) -> None:
         """Stop reading (a read under way finishes: it writes into the restore buffers)."""
-        for future in [*self._cells, *([self._snapshot] if self._snapshot is not None else [])]:
+        for future in self._cells:
             future.cancel()
+        if self._snapshot is not None:
+            self._snapshot.cancel()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
 
