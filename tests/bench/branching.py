@@ -18,8 +18,9 @@ tokens, or any GGUF given with ``--model``) it:
 - reopens the session in fresh objects (new model load, empty RAM tier: everything from
   disk, page cache warm) and restores the last branch, five times over, and compares the
   median with reading and copying the same bytes plainly (right after the restore, and
-  with the CPU caches emptied first, as a reopen finds them); then checks the restored
-  logits bit for bit, regenerates the last reply and continues with a new message.
+  with the CPU caches emptied first, as a reopen finds them); times the same restore in
+  five new processes (``new_process_*``); then checks the restored logits bit for bit,
+  regenerates the last reply and continues with a new message.
 Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goals. With
 ``--rpc HOST:PORT,...`` the models are split over those servers (``--ngl`` layers, half
 each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``).
@@ -233,8 +234,24 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     return ctl.warm(w1["leaf"]), files
 
 
+def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int) -> dict:
+    """The same restore in ``REOPENS`` new processes, as a user's reopen runs: Python's
+    code, numpy and the restore buffers all start cold there (``reopen_ab``)."""
+    from tests.bench.reopen_ab import REPO, keep_w1, restores_in_new_processes
+
+    keep_w1(root, w1, model)
+    seconds = sorted(restores_in_new_processes(root, threads, REOPENS, [REPO])[0])
+    median = seconds[len(seconds) // 2]
+    return {"new_process_restore_seconds": round(median, 5),
+            "new_process_restore_seconds_range": [round(seconds[0], 5), round(seconds[-1], 5)],
+            "new_process_restore_gb_per_second": round(whole_state / median / 1e9, 3)}
+
+
 def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict, rpc=None, ngl=0) -> None:
-    """Fresh objects on the same files: the model is loaded again, RAM holds nothing."""
+    """Fresh objects on the same files: the model is loaded again, RAM holds nothing.
+
+    The restore is timed in fresh objects in this process and in new processes
+    (without ``rpc``: a new process would need the servers' addresses too)."""
     timed = []
     for _ in range(REOPENS - 1):
         bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl)
@@ -249,6 +266,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     emit({"model": label, "event": "reopen: restore the last branch from disk",
           **costs.restore_speed(timed[len(timed) // 2], whole, files), "reopens": REOPENS,
           "restore_seconds_range": [round(timed[0].seconds, 5), round(timed[-1].seconds, 5)],
+          **(new_process_restores(root, w1, path, threads, whole) if rpc is None else {}),
           **bench.traffic_fields()})
     t0 = time.perf_counter()
     ctl.regenerate(leaf.id)

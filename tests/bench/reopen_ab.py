@@ -40,10 +40,35 @@ def build(arch: str, size: str, data: Path, threads: int) -> dict:
     path = dict(models(argparse.Namespace(arch=[arch], model=[], size=size)))[arch]
     bench = Bench(arch, path, threads, 32, data)
     with contextlib.redirect_stdout(sys.stderr):  # the build's own figures are not wanted here
-        w1 = {**bench.run_w1(), "model": str(path)}
+        w1 = bench.run_w1()
     bench.close()
-    marker.write_text(json.dumps(w1))
+    return keep_w1(data, w1, path)
+
+
+def keep_w1(data: Path, w1: dict, model: Path) -> dict:
+    """Note in ``data`` (a bench's folder) which session, leaf and model the restores take."""
+    w1 = {**w1, "model": str(model)}
+    (data / "w1.json").write_text(json.dumps(w1))
     return w1
+
+
+def restores_in_new_processes(data: Path, threads: int, repeat: int, trees: list[Path]) -> list[list[float]]:
+    """Seconds of each restore of W1's last branch, per tree: ``repeat`` new processes each,
+    the trees taken in turn (so that the machine's slow minutes fall on all of them)."""
+    runs: list[list[float]] = [[] for _ in trees]
+    for _ in range(repeat):
+        for tree, seconds in zip(trees, runs, strict=True):
+            command = [sys.executable, str(HERE), "--data", str(data), "--threads", str(threads),
+                       "--child", str(tree)]
+            env = {**os.environ, "PYTHONPATH": str(tree), "LLAMACHAT_CACHE_DIR": str(data / "cache")}
+            out = subprocess.run(command, capture_output=True, text=True, env=env)
+            if out.returncode != 0:
+                raise SystemExit(f"{tree}: the restore failed:\n{out.stderr[-3000:]}")
+            record = json.loads(out.stdout.splitlines()[-1])
+            if record["tokens_evaluated"]:
+                raise SystemExit(f"{tree}: the restore evaluated {record['tokens_evaluated']} tokens")
+            seconds.append(record["restore_seconds"])
+    return runs
 
 
 def child(tree: Path, data: Path, threads: int) -> None:
@@ -83,18 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     build(args.arch, args.size, data, args.threads)
     trees = [REPO, *(tree.resolve() for tree in args.tree)]
-    runs: list[list[float]] = [[] for _ in trees]
-    for _ in range(args.repeat):
-        for tree, seconds in zip(trees, runs, strict=True):
-            command = [sys.executable, str(HERE), "--arch", args.arch, "--data", str(data),
-                       "--threads", str(args.threads), "--child", str(tree)]
-            out = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
-            if out.returncode != 0:
-                raise SystemExit(f"{tree}: the restore failed:\n{out.stderr[-3000:]}")
-            record = json.loads(out.stdout.splitlines()[-1])
-            if record["tokens_evaluated"]:
-                raise SystemExit(f"{tree}: the restore evaluated {record['tokens_evaluated']} tokens")
-            seconds.append(record["restore_seconds"])
+    runs = restores_in_new_processes(data, args.threads, args.repeat, trees)
     for tree, seconds in zip(trees, runs, strict=True):
         q1, median, q3 = statistics.quantiles(seconds, n=4) if len(seconds) > 1 else (seconds[0],) * 3
         print(json.dumps({"tree": str(tree), "arch": args.arch, "median_ms": round(median * 1e3, 2),

@@ -35,6 +35,8 @@ def test_the_benchmark_runs_on_tiny_models():
     assert restore["tokens_restored"] > 0 and restore["tokens_evaluated"] == 0
     low, high = restore["restore_seconds_range"]
     assert restore["reopens"] == 5 and low <= restore["restore_seconds"] <= high
+    low, high = restore["new_process_restore_seconds_range"]
+    assert 0 < low <= restore["new_process_restore_seconds"] <= high
     assert restore["bytes_read_vs_whole_state"] <= restore["budget_bytes_read_vs_whole_state"]
     assert restore["read_plus_memcpy_seconds"] > 0 and restore["read_plus_memcpy_cold_seconds"] > 0
     assert events["reopen: exactness"]["bit_identical_logits"] is True
