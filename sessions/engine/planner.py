@@ -118,12 +118,25 @@ class Plan:
         return self.keep == 0 and self.live_len > 0
 
 
+_CHUNK = 256
+
+
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the prefix ``a`` and ``b`` share.
+
+    Compared a chunk at a time (slices compare in C), then token by token inside the
+    first chunk that differs: every turn plans against a live branch of thousands of
+    tokens, where a loop over all of them took 0.4 ms.
+    """
+    if not (isinstance(a, list) and isinstance(b, list)):  # slices of other sequences compare otherwise
+        a, b = list(a), list(b)
     n = min(len(a), len(b))
     i = 0
+    while i < n and a[i : i + _CHUNK] == b[i : i + _CHUNK]:
+        i += _CHUNK
     while i < n and a[i] == b[i]:
         i += 1
-    return i
+    return min(i, n)
 
 
 def cut_allowed(kind: MemoryKind, n_swa: int, live: LiveState, p: int) -> bool:
@@ -161,13 +174,14 @@ def plan_route(
     """
     if not boundaries or boundaries[-1] != len(target):
         raise ValueError("boundaries must end at the target's length")
-    best: Plan | None = None
+    best: tuple[tuple[int, float, int], Plan] | None = None
     for plan in _candidates(kind, n_swa, live, target, boundaries, cells, snapshot, need_logits):
-        plan = _with_estimate(plan, cost)
-        if best is None or _key(plan) < _key(best):
-            best = plan
+        seconds = _estimate(plan, cost)
+        key = (plan.tokens_to_evaluate, seconds, -plan.keep)
+        if best is None or key < best[0]:
+            best = key, plan
     assert best is not None  # clearing and decoding everything always qualifies
-    return best
+    return replace(best[1], estimate_seconds=best[0][1])
 
 
 def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot, need_logits: bool):
@@ -195,7 +209,7 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
             continue
         chain: list[SegmentInfo] = []
         reach = keep
-        points = [(keep, None)]  # (end of restored cells, snapshot restored there)
+        points: list[tuple[int, SnapshotInfo | None]] = [(keep, None)]  # (end of the cells, snapshot there)
         for b in boundaries:
             if b <= keep:
                 continue
@@ -209,8 +223,9 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                 points.append((b, snap if snap is not None and snap.has_logits else None))
             elif snap is not None and snap.has_state:
                 points.append((b, snap))
+        ends = [info.end for info in chain]
         for end, snap in points:
-            restored = tuple(s for s in chain if s.end <= end)
+            restored = tuple(chain[: ends.index(end) + 1]) if end > keep else ()
             finished = _finish(plan(keep, restored, end, rewind=rewind, snapshot=snap), live, need_logits)
             if finished is not None:
                 yield finished
@@ -244,14 +259,11 @@ def _finish(plan: Plan, live: LiveState, need_logits: bool) -> Plan | None:
     return None  # a shorter route decodes the last segment again
 
 
-def _with_estimate(plan: Plan, cost: CostModel) -> Plan:
+def _estimate(plan: Plan, cost: CostModel) -> float:
+    """Seconds the route should take: decoding, and reading what it restores."""
     seconds = plan.tokens_to_evaluate * cost.eval_per_token
     for part in (*plan.restore, plan.rewind, plan.snapshot):
         if part is not None:
             rate = cost.ram_seconds_per_byte if part.tier == "ram" else cost.disk_seconds_per_byte
             seconds += part.nbytes * rate
-    return replace(plan, estimate_seconds=seconds)
-
-
-def _key(plan: Plan) -> tuple[int, float, int]:
-    return (plan.tokens_to_evaluate, plan.estimate_seconds, -plan.keep)
+    return seconds

@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pytest
 
-from sessions.engine.planner import LiveState, SegmentInfo, SnapshotInfo, cut_allowed, plan_route
+from sessions.engine.planner import LiveState, SegmentInfo, SnapshotInfo, common_prefix, cut_allowed, plan_route
 from sessions.memory_kind import MemoryKind as K
 
 TARGET = list(range(100))
@@ -115,3 +115,19 @@ def test_disk_costs_more_than_ram_for_the_same_route():
 def test_boundaries_must_end_at_the_target():
     with pytest.raises(ValueError):
         plan_route(K.PLAIN, 0, live(0), TARGET, [20, 50], cells(), snaps())
+
+
+@pytest.mark.parametrize("length", [0, 1, 255, 256, 257, 600])
+def test_common_prefix_finds_the_first_difference_anywhere(length):
+    """Chunk by chunk, then token by token: the same answer as a plain loop, at and
+    around the chunk edges, for sequences of other lengths and types."""
+    base = list(range(1000, 1000 + 700))
+    for at in sorted({0, 1, 254, 255, 256, 257, 511, 512, 513, length - 1, length}):
+        if not 0 <= at < length:
+            continue
+        other = base[:length]
+        other[at] = -1
+        assert common_prefix(base[:length], other) == at
+    assert common_prefix(base[:length], base) == length  # one a prefix of the other
+    assert common_prefix(base, base[:length]) == length
+    assert common_prefix(tuple(base[:length]), base) == length  # a tuple against a list
