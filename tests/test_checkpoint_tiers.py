@@ -193,6 +193,26 @@ def test_a_full_disk_makes_room_from_abandoned_checkpoints_then_writes(small_dis
     assert len(full) == 1 and "deleted to make room" in full[0]
 
 
+def test_a_read_from_disk_counts_as_a_use_after_a_restart(tmp_path, problems) -> None:
+    """Reading a file stamps its time, so the next process evicts the unread leaf first."""
+    root, a1, b1 = seg(BRANCH_A, 0, 10), seg(BRANCH_A, 10, 20), seg(BRANCH_B, 10, 20)
+    with CheckpointStore(tmp_path, ram_bytes=0, disk_bytes=10 * FILE) as store:
+        for s in (root, a1, b1):
+            store.put(s)
+    now = time.time()
+    for s, age in ((root, 300), (a1, 200), (b1, 100)):  # a1 the older leaf...
+        os.utime(tmp_path / address(COMPAT, s.prefix), (now - age, now - age))
+    with CheckpointStore(tmp_path, ram_bytes=0, disk_bytes=10 * FILE) as store:
+        got = store.read_into(COMPAT, a1.prefix, "cells", lambda header, read_at: [memoryview(bytearray(STATE))])
+        assert got is not None and (got.start, got.end) == (10, 20)  # ...until it is read
+    assert (tmp_path / address(COMPAT, a1.prefix)).stat().st_mtime > now - 100
+    with CheckpointStore(tmp_path, ram_bytes=0, disk_bytes=2 * FILE, on_problem=problems.append) as store:
+        assert store.where(COMPAT, root.prefix) == "disk"  # the index is built, over budget
+        assert store.stats().evictions == 1
+        assert files_of(tmp_path, root, a1, b1) == [True, True, False]
+    assert problems == []
+
+
 def test_a_disk_full_of_other_files_is_reported_once_and_writing_resumes(small_disk, problems) -> None:
     small_disk.need_mount()
     folder = small_disk.folder / "ck"

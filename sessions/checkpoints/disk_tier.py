@@ -37,7 +37,7 @@ from .file_format import (
     parse_header,
 )
 from .file_reads import Place, Placed, read_payload, read_pieces
-from .keys import FILE_SUFFIX, Key, Kind, StateCompat, address, is_model_folder, key_of, parse_address
+from .keys import FILE_SUFFIX, Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
 from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,14 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
     with open(path, "rb") as src:
         info = os.fstat(src.fileno())
         return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
+
+
+def _mark_used(fd: int) -> None:
+    """Set a file's times to now: its last use, which eviction reads back in the next process."""
+    try:
+        os.utime(fd)
+    except OSError:
+        pass
 
 
 def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
@@ -77,6 +85,7 @@ class DiskTier:
         is_active: Callable[[Key], bool],
     ) -> None:
         self.directory = Path(directory)
+        self._root = str(self.directory)
         self.budget = max(0, int(budget))
         self._report = report
         self._is_active = is_active
@@ -326,13 +335,15 @@ class DiskTier:
         if self._disabled:
             return None
         key = key_of(compat, prefix, kind)
-        path = self.directory / address(compat, prefix, kind)
+        path = os.path.join(self._root, address_text(compat, prefix, kind))
         try:
             with open(path, "rb", buffering=0) as src:
                 size = os.fstat(src.fileno()).st_size
                 header = parse_header(src.read(HEADER_SIZE))
                 check_header(header, expected_address(compat, prefix, kind), size)
                 result = read(src, header)
+                if result is not None:
+                    _mark_used(src.fileno())
         except FileNotFoundError:
             with self._lock:
                 self._index.remove(key)  # type: ignore[union-attr]
@@ -340,10 +351,10 @@ class DiskTier:
         except CorruptCheckpointError as error:
             with self._lock:
                 self._index.remove(key)  # type: ignore[union-attr]
-            self._delete_corrupt(path, error.reason)
+            self._delete_corrupt(Path(path), error.reason)
             return None
         except OSError as error:
-            self._report(f"checkpoint {path.name} could not be read ({error.strerror}); "
+            self._report(f"checkpoint {os.path.basename(path)} could not be read ({error.strerror}); "
                          "its tokens will be recomputed")
             return None
         if result is None:
@@ -354,11 +365,7 @@ class DiskTier:
             if key in self._index:
                 self._index.touch(key, now)
             else:  # written by another process since the index was built
-                self._index.add(key, _entry_from_header(header, path, size, now))
-        try:
-            os.utime(path)
-        except OSError:
-            pass
+                self._index.add(key, _entry_from_header(header, Path(path), size, now))
         return result
 
     def largest(self, model_id: bytes, kind: Kind) -> int:
