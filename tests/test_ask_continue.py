@@ -101,3 +101,14 @@ def test_ask_continue_in_a_new_process_restores_the_reply_and_evaluates_nothing(
     with SessionStore.open() as store:
         cut, longer = store.get_message(first["message"]), store.get_message(more["message"])
         assert longer.text == cut.text + more["stdout"].rstrip("\n")
+    # The continued version is checkpointed whole too: continued again in a third process,
+    # or followed by a question, none of its 11 tokens is replayed.
+    again = ask("-m", model, "--session", str(first["session"]), "--max-tokens", "4",
+                "--continue", str(more["message"]))
+    assert (again["tokens_evaluated"], again["tokens_generated"]) == (0, 15)
+    assert again["tokens_restored"] == first["tokens_evaluated"] + 11
+    question = ask("-m", model, "--session", str(first["session"]), "--max-tokens", "2", "And then?")
+    with SessionStore.open() as store:
+        assert store.get_message(question["parent"]).parent_id == again["message"]
+    assert question["tokens_restored"] == first["tokens_evaluated"] + 15
+    assert question["tokens_evaluated"] < first["tokens_evaluated"]  # the question's tokens only

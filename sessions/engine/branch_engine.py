@@ -70,6 +70,23 @@ class GenerateResult:
     seconds: float
 
 
+def _continued_from(ends: Sequence[int], stepped: Sequence[bool] | None, interval: int) -> int:
+    """Where the first segment of a reply generated after a branch ending at ``ends`` starts.
+
+    After a prompt, at its end. After a generated reply (``stepped[-1]``: the reply is
+    being continued), at the last segment boundary of that reply that stays one in the
+    longer version: ``segment_boundaries`` cuts a message from its own start, so the end
+    of the shorter version is no boundary there. Segments cut that way are the ones a
+    later process looks for (checkpoints are found by their boundaries); cut at the old
+    end instead, a reopened continued reply was replayed token by token.
+    """
+    end = ends[-1] if ends else 0
+    if not stepped or not stepped[-1]:
+        return end
+    start = ends[-2] if len(ends) > 1 else 0
+    return start + (end - start) // interval * interval
+
+
 CONTINUABLE = frozenset({StopReason.LENGTH, StopReason.CANCELLED, StopReason.CONTEXT_FULL})
 """Replies that may be continued later: the logits after their last token are kept."""
 
@@ -98,6 +115,8 @@ class BranchEngine:
         self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self, self.captures)
+        self._reply_from = (0, 0)
+        """(live length ``prepare`` left, where the segment a reply after it adds starts)."""
         self.cells_shape: SectionShape | None = None
         self.deferred_seconds = 0.0
         """Time spent reading checkpoints out after the replies (off the path to a token)."""
@@ -186,6 +205,7 @@ class BranchEngine:
         elif logits is None and need_logits:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
         self.live_logits = logits
+        self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
         self.captures.note_end(len(target), prefixes[len(target)], logits, tip=not reply_follows)
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
@@ -278,7 +298,9 @@ class BranchEngine:
         from sessions.engine.detokenizer import Detokenizer
 
         t0 = time.perf_counter()
-        seg_start = len(self.live)
+        began = len(self.live)
+        prepared, reply_from = self._reply_from
+        seg_start = reply_from if prepared == began else began  # before ``began`` in a continuation
         tokens: list[int] = []
         detok = Detokenizer(self.model.piece)
         first: float | None = None
@@ -316,9 +338,9 @@ class BranchEngine:
             if tail and on_text:
                 on_text(tail)
         finally:
-            if len(self.live) > seg_start:
+            if len(self.live) > max(seg_start, began):
                 self.captures.note_reply_range(seg_start, self.live, last=True)
-            if len(self.live) > seg_start or tokens:
+            if len(self.live) > max(seg_start, began) or tokens:
                 keep_logits = reason in CONTINUABLE
                 self.captures.note_tip(self.live, self.live_logits if keep_logits else None)
             self.captures.flush()

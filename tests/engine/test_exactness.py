@@ -21,6 +21,7 @@ from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.segments import message_ends
 from sessions.engine.snapshot_policy import SnapshotPolicy
 from sessions.memory_kind import MemoryKind
+from sessions.stop_reason import StopReason
 
 from .conftest import ARCHS, greedy_after
 
@@ -189,6 +190,30 @@ def test_generated_reply_then_continue(loaded_models, store, arch):
     follow_up = with_reply + branch(model, 3)
     res = check(engine, model, follow_up, stepped=[False, False, True, False])
     assert res.tokens_evaluated == len(toks(model, 3))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_continued_reply_restores_in_the_next_process_without_replaying(loaded_models, tmp_path, arch):
+    """A reply cut, then continued past a segment boundary: its checkpoints are cut where a
+    reopened branch looks for them (from the reply's start), so all of it restores."""
+    from sessions.engine.sampler import Sampler
+    from sessions.sampling import SamplingSettings
+
+    model, interval = loaded_models[arch], 16
+    msgs = branch(model, 0, 1)
+    sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        engine = engine_for(model, first, interval)
+        cut = engine.generate(engine.prepare(*flat(msgs), reply_follows=True).logits, sampler, max_tokens=6)
+        again = engine.prepare(*flat(msgs + [cut.tokens]), stepped=[False, False, True], reply_follows=True)
+        assert again.tokens_evaluated == 0
+        more = engine.generate(again.logits, sampler, max_tokens=20)
+        assert (cut.stop_reason, more.stop_reason, len(more.tokens)) == (StopReason.LENGTH,) * 2 + (20,)
+    sampler.close()
+    longer = msgs + [cut.tokens + more.tokens]
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+        result = check(engine_for(model, second, interval), model, longer, interval, stepped=[False, False, True])
+        assert (result.tokens_evaluated, result.plan.keep) == (0, 0)
 
 
 def test_hybrid_cuts_back_only_to_a_snapshot(loaded_models, store):
