@@ -23,7 +23,8 @@ tokens, or any GGUF given with ``--model``) it:
   regenerates the last reply and continues with a new message.
 Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goals. With
 ``--rpc HOST:PORT,...`` the models are split over those servers (``--ngl`` layers, half
-each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``).
+each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``);
+without it, ``--ngl N`` offloads N layers to this machine's GPUs (a CUDA or Metal build).
 """
 
 from __future__ import annotations
@@ -54,9 +55,13 @@ class Bench:
         from sessions.store import SessionStore
 
         self.label, self.path, self.root = label, path, root
-        split = dict(rpc=rpc.endpoints, n_gpu_layers=ngl, tensor_split=(1.0, 1.0)) if rpc else {}
-        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, **split)
+        split = dict(rpc=rpc.endpoints, tensor_split=(1.0, 1.0)) if rpc else {}
+        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, n_gpu_layers=ngl, **split)
         self.traffic = rpc
+        self.events: list[tuple[int, int, dict]] = []
+        """(the message its prompt ends with, the reply, the record) of each event timed, in order."""
+        self.built, self.build_seconds = 0, 0.0
+        """The leaf of W1's chat and the seconds of its one prefill (``run_w1``)."""
         self.sampling = SamplingSettings(temperature=0.0, max_tokens=reply_tokens)
         self.reply_tokens = reply_tokens
         self.checkpoints = CheckpointStore(root / "checkpoints", ram_bytes=8 << 30, disk_bytes=50 << 30)
@@ -114,6 +119,7 @@ class Bench:
             **self.traffic_fields(),
         }
         emit(record)
+        self.events.append((new_message.id, reply.id, record))
         return record
 
     def run_w1(self) -> dict:
@@ -133,6 +139,7 @@ class Bench:
         build = ctl.warm()
         deferred = self.branches.deferred_seconds - deferred
         leaf = ctl.snapshot().head
+        self.built, self.build_seconds = leaf.id, build.seconds
         bare = self.scratch(leaf.id)
         emit({"model": self.label, "event": "build: one prefill of the 12-turn chat",
               **costs.critical_path(build, deferred),
@@ -234,12 +241,12 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     return ctl.warm(w1["leaf"]), files
 
 
-def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int) -> dict:
+def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, ngl: int) -> dict:
     """The same restore in ``REOPENS`` new processes, as a user's reopen runs: Python's
     code, numpy and the restore buffers all start cold there (``reopen_ab``)."""
     from tests.bench.reopen_ab import REPO, keep_w1, restores_in_new_processes
 
-    keep_w1(root, w1, model)
+    keep_w1(root, w1, model, ngl)
     seconds = sorted(restores_in_new_processes(root, threads, REOPENS, [REPO])[0])
     median = seconds[len(seconds) // 2]
     return {"new_process_restore_seconds": round(median, 5),
@@ -266,7 +273,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     emit({"model": label, "event": "reopen: restore the last branch from disk",
           **costs.restore_speed(timed[len(timed) // 2], whole, files), "reopens": REOPENS,
           "restore_seconds_range": [round(timed[0].seconds, 5), round(timed[-1].seconds, 5)],
-          **(new_process_restores(root, w1, path, threads, whole) if rpc is None else {}),
+          **(new_process_restores(root, w1, path, threads, whole, ngl) if rpc is None else {}),
           **bench.traffic_fields()})
     t0 = time.perf_counter()
     ctl.regenerate(leaf.id)
@@ -302,8 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--reply-tokens", type=int, default=32)
     parser.add_argument("--rpc", metavar="HOST:PORT,...", help="split the models over these RPC servers")
-    parser.add_argument("--ngl", type=int, default=12, help="with --rpc: layers on the servers (of 18)")
+    parser.add_argument("--ngl", type=int, default=None,
+                        help="layers offloaded: to this machine's GPUs (default 0), or with --rpc to the "
+                             "servers (default 12 of the made models' 18)")
     args = parser.parse_args(argv)
+    if args.ngl is None:
+        args.ngl = 12 if args.rpc else 0
     from tests.bench.rpc_traffic import RpcTraffic
 
     rpc = RpcTraffic(args.rpc.split(",")) if args.rpc else None

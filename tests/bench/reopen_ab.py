@@ -45,9 +45,10 @@ def build(arch: str, size: str, data: Path, threads: int) -> dict:
     return keep_w1(data, w1, path)
 
 
-def keep_w1(data: Path, w1: dict, model: Path) -> dict:
-    """Note in ``data`` (a bench's folder) which session, leaf and model the restores take."""
-    w1 = {**w1, "model": str(model)}
+def keep_w1(data: Path, w1: dict, model: Path, ngl: int = 0) -> dict:
+    """Note in ``data`` (a bench's folder) which session, leaf and model the restores take,
+    and the layers offloaded (the checkpoints are only found with the same placement)."""
+    w1 = {**w1, "model": str(model), "ngl": ngl}
     (data / "w1.json").write_text(json.dumps(w1))
     return w1
 
@@ -78,7 +79,7 @@ def child(tree: Path, data: Path, threads: int) -> None:
 
     w1 = json.loads((data / "w1.json").read_text())
     with contextlib.redirect_stdout(sys.stderr):  # written out: an older tree lacks restore_last_branch
-        bench = Bench("ab", Path(w1["model"]), threads, 32, data)
+        bench = Bench("ab", Path(w1["model"]), threads, 32, data, ngl=w1.get("ngl", 0))
         bench.ctl.open_session(w1["session"])
         t0 = time.perf_counter()
         result = bench.ctl.warm(w1["leaf"])

@@ -58,3 +58,70 @@ def test_the_reopen_comparison_runs_on_a_tiny_model(tmp_path):
     assert [r["tree"] for r in records] == [str(REPO), str(REPO)]
     assert all(len(r["runs_ms"]) == 1 and r["median_ms"] == r["runs_ms"][0] > 0 for r in records)
     assert (tmp_path / "w1" / "w1.json").exists()  # kept: a second comparison skips the build
+
+
+STUB_SERVER = '''
+"""A stand-in for llama-server's /health and /completion: one slot whose cache keeps the
+last prompt, so that ``prompt_n`` counts the tokens past the prefix it shares."""
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+port = int(sys.argv[sys.argv.index("--port") + 1])
+cached = []
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def do_POST(self):
+        global cached
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = body["prompt"]
+        assert body["n_predict"] == 0 and body["cache_prompt"] is True
+        shared = next((i for i, (a, b) in enumerate(zip(cached, prompt)) if a != b), min(len(cached), len(prompt)))
+        cached = list(prompt)
+        answer = json.dumps({"content": "", "timings": {"prompt_n": len(prompt) - shared,
+                                                        "prompt_ms": 0.01 * (len(prompt) - shared)}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+'''
+
+
+@pytest.mark.engine
+def test_the_server_comparison_sends_each_prompt_and_our_replies_in_order(tmp_path):
+    """The harness against a stand-in server (CI has no llama-server): every prompt goes
+    out once timed and, after an event, once more with our reply, so the stand-in's cache
+    ends each event holding what our engine held."""
+    server = tmp_path / "llama-server"
+    server.write_text(f"#!{sys.executable}\n{STUB_SERVER}")
+    server.chmod(0o755)
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.bench.server_compare", "--server", str(server), "--size", "tiny",
+         "--arch", "lfm2", "--threads", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    ours = {r["event"]: r for r in records if not r["event"].startswith("llama-server")}
+    theirs = [r for r in records if r["event"].startswith("llama-server: ") and "summary" not in r["event"]]
+    assert [r["event"] for r in theirs][0] == "llama-server: build: one prefill of the 12-turn chat"
+    assert theirs[0]["server_prompt_n"] == theirs[0]["prompt_tokens"] > 0  # an empty cache: everything
+    for record in theirs[1:]:
+        event = ours[record["event"].removeprefix("llama-server: ")]
+        assert record["our_tokens_evaluated"] == event["tokens_evaluated"]
+        assert 0 < record["server_prompt_n"] <= record["prompt_tokens"]
+    # Switching back after the first edit: we restore the original branch, the stand-in
+    # (a cache of one prompt) processes everything after user turn 1 again.
+    assert theirs[2]["event"] == "llama-server: switch back after edit 2 + next reply"
+    assert theirs[2]["server_prompt_n"] > 5 * theirs[2]["our_tokens_evaluated"]
+    [summary] = [r for r in records if r["event"] == "llama-server: W1 summary"]
+    assert summary["server_tokens_processed"] == sum(r["server_prompt_n"] for r in theirs[1:])
+    assert summary["our_tokens_evaluated"] == ours["W1 summary"]["tokens_evaluated"]
