@@ -318,10 +318,13 @@ def test_tokenizer_round_trips_and_merges_common_words(load):
         assert len(tokenize(vocab, word)) == 1, f"{word!r} is not one token"
 
 
-def test_bench_sizes_are_about_100m_parameters():
+def test_sizes_are_what_they_say():
     for arch in ARCHS:
         assert 80_000_000 <= param_count(arch, "bench") <= 130_000_000, arch
         assert param_count(arch, "tiny") < 2_000_000, arch
+        assert 1_700_000_000 <= param_count(arch, "gpu") <= 2_300_000_000, arch
+        gpu = model_spec(arch, "gpu")
+        assert gpu.weights_f16 and gpu.head_dim in (0, 128), arch  # CUDA's flash attention has 128
 
 
 @pytest.mark.parametrize(

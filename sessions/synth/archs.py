@@ -5,10 +5,13 @@ is what the engine's checkpointing has to get right: ``llama`` has a plain KV ca
 ``gemma3`` interleaves sliding-window layers (5 windowed, then 1 global), ``lfm2`` mixes
 attention with short-convolution layers, and ``mamba`` is purely recurrent.
 
-Two sizes exist. ``tiny`` loads in milliseconds and is what tests and the demo use.
+Three sizes exist. ``tiny`` loads in milliseconds and is what tests and the demo use.
 ``bench`` has about 100M parameters in realistic layer shapes (F16 weights, grouped-query
 attention, a 32k vocabulary whose output layer costs what it costs in real models), so
-benchmarks measure state sizes and evaluation times of a meaningful order.
+benchmarks measure state sizes and evaluation times of a meaningful order on a CPU.
+``gpu`` has about 2B parameters (a 4 GB file), the size people run on one GPU, with heads
+of 128 dimensions: CUDA has flash-attention kernels for that size (not for every size:
+with 160, llama.cpp runs attention on the CPU, and a benchmark measures that instead).
 
 The metadata keys are the ones llama.cpp's loader reads for each architecture (see
 ``load_hparams`` and ``load_arch_hparams`` in the vendored ``src/llama-model.cpp`` and
@@ -24,7 +27,7 @@ from ..memory_kind import MemoryKind
 from .errors import SynthError
 
 ARCHS = ("llama", "gemma3", "lfm2", "mamba")
-SIZES = ("tiny", "bench")
+SIZES = ("tiny", "bench", "gpu")
 
 _KINDS = {
     "llama": MemoryKind.PLAIN,
@@ -51,7 +54,7 @@ class ModelSpec:
     vocab_size: int
     n_ctx_train: int
     weights_f16: bool
-    """Matrices in F16 (bench) or everything in F32 (tiny, exact and small anyway)."""
+    """Matrices in F16 (bench, gpu) or everything in F32 (tiny, exact and small anyway)."""
     n_head: int = 0
     n_head_kv: int = 0
     head_dim: int = 0
@@ -78,6 +81,7 @@ class ModelSpec:
 
 _TINY_ATTENTION = dict(n_embd=128, n_ff=256, vocab_size=1024, n_head=4, n_head_kv=2, head_dim=32)
 _BENCH_ATTENTION = dict(n_embd=640, n_ff=1280, vocab_size=32000, n_head=10, n_head_kv=2, head_dim=64)
+_GPU_ATTENTION = dict(n_embd=2048, n_ff=8192, vocab_size=32000, n_head=16, n_head_kv=4, head_dim=128)
 
 _SPECS: dict[tuple[str, str], dict] = {
     ("llama", "tiny"): dict(_TINY_ATTENTION, n_layer=4),
@@ -96,6 +100,15 @@ _SPECS: dict[tuple[str, str], dict] = {
         n_embd=640, n_ff=0, vocab_size=32000, n_layer=24,
         ssm_d_conv=4, ssm_d_inner=1280, ssm_d_state=16, ssm_dt_rank=40,
     ),
+    ("llama", "gpu"): dict(_GPU_ATTENTION, n_layer=30),
+    ("gemma3", "gpu"): dict(_GPU_ATTENTION, n_layer=30),
+    ("lfm2", "gpu"): dict(
+        _GPU_ATTENTION, n_layer=30, attention_layers=tuple(range(2, 30, 3)), shortconv_l_cache=3,
+    ),
+    ("mamba", "gpu"): dict(
+        n_embd=2048, n_ff=0, vocab_size=32000, n_layer=64,
+        ssm_d_conv=4, ssm_d_inner=4096, ssm_d_state=16, ssm_dt_rank=128,
+    ),
 }
 
 
@@ -112,7 +125,8 @@ def model_spec(arch: str, size: str = "tiny", *, swa_window: int = 64, n_ctx_tra
         raise SynthError(f"unknown model size {size!r}: choose one of {', '.join(SIZES)}")
     if isinstance(n_ctx_train, bool) or not isinstance(n_ctx_train, int) or n_ctx_train < 16:
         raise SynthError(f"the training context must be a whole number of at least 16, not {n_ctx_train!r}")
-    spec = ModelSpec(arch=arch, size=size, n_ctx_train=n_ctx_train, weights_f16=size == "bench", **_SPECS[arch, size])
+    spec = ModelSpec(arch=arch, size=size, n_ctx_train=n_ctx_train, weights_f16=size != "tiny",
+                     **_SPECS[arch, size])
     if arch == "gemma3":
         if isinstance(swa_window, bool) or not isinstance(swa_window, int) or swa_window < 1:
             raise SynthError(f"the sliding window must be a positive whole number of tokens, not {swa_window!r}")

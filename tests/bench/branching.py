@@ -295,7 +295,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
 def models(args) -> list[tuple[str, Path]]:
     from sessions.synth import make_model
 
-    window = 512 if args.size == "bench" else 64
+    window = {"tiny": 64, "bench": 512, "gpu": 1024}[args.size]
     found = [(arch, make_model(arch, args.size, swa_window=window)) for arch in args.arch]
     return found + [(Path(p).name, Path(p).expanduser().resolve()) for p in args.model]
 
@@ -304,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="*", default=None, help="made bench models (default: gemma3 lfm2)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a GGUF file (repeatable)")
-    parser.add_argument("--size", choices=["bench", "tiny"], default="bench",
-                        help="made models' size (tiny: a quick check that the benchmark runs)")
+    parser.add_argument("--size", choices=["bench", "tiny", "gpu"], default="bench",
+                        help="made models' size (tiny: a quick check that the benchmark runs; gpu: ~2B, "
+                             "window 1,024)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--reply-tokens", type=int, default=32)
     parser.add_argument("--rpc", metavar="HOST:PORT,...", help="split the models over these RPC servers")

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 
 
-def build(arch: str, size: str, data: Path, threads: int) -> dict:
+def build(arch: str, size: str, data: Path, threads: int, ngl: int = 0) -> dict:
     """W1's session for ``arch`` in ``data`` (made once): the session and leaf to restore."""
     marker = data / "w1.json"
     if marker.exists():
@@ -38,11 +38,11 @@ def build(arch: str, size: str, data: Path, threads: int) -> dict:
 
     data.mkdir(parents=True, exist_ok=True)
     path = dict(models(argparse.Namespace(arch=[arch], model=[], size=size)))[arch]
-    bench = Bench(arch, path, threads, 32, data)
+    bench = Bench(arch, path, threads, 32, data, ngl=ngl)
     with contextlib.redirect_stdout(sys.stderr):  # the build's own figures are not wanted here
         w1 = bench.run_w1()
     bench.close()
-    return keep_w1(data, w1, path)
+    return keep_w1(data, w1, path, ngl)
 
 
 def keep_w1(data: Path, w1: dict, model: Path, ngl: int = 0) -> dict:
@@ -92,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="gemma3", choices=["llama", "gemma3", "lfm2", "mamba"])
     parser.add_argument("--data", type=Path, help="where W1's session is kept (default: the cache folder)")
-    parser.add_argument("--size", choices=["bench", "tiny"], default="bench",
+    parser.add_argument("--size", choices=["bench", "tiny", "gpu"], default="bench",
                         help="made model's size (tiny: a quick check that the comparison runs)")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--tree", type=Path, action="append", default=[], help="another checkout to compare")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--ngl", type=int, default=0, help="layers offloaded to this machine's GPUs")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     from sessions import paths
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child is not None:
         child(args.child, data, args.threads)
         return 0
-    build(args.arch, args.size, data, args.threads)
+    build(args.arch, args.size, data, args.threads, args.ngl)
     trees = [REPO, *(tree.resolve() for tree in args.tree)]
     runs = restores_in_new_processes(data, args.threads, args.repeat, trees)
     for tree, seconds in zip(trees, runs, strict=True):

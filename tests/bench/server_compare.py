@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", type=Path, required=True, help="a llama-server binary")
     parser.add_argument("--arch", nargs="*", default=None, help="made bench models (default: gemma3 lfm2)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a GGUF file (repeatable)")
-    parser.add_argument("--size", choices=["bench", "tiny"], default="bench")
+    parser.add_argument("--size", choices=["bench", "tiny", "gpu"], default="bench")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--ngl", type=int, default=0, help="layers offloaded to this machine's GPUs (both sides)")
     args = parser.parse_args(argv)
