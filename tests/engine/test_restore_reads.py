@@ -7,6 +7,8 @@ file that must not leave a wrong layout behind.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from sessions.checkpoints import CheckpointStore, prefix_hash
@@ -74,6 +76,13 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
     state_write = LlamaContext.state_write
     monkeypatch.setattr(LlamaContext, "state_write", lambda ctx, blob, seq, flags=FLAGS_FULL: (
         seq == SPARE and order.append("cells"), state_write(ctx, blob, seq, flags))[1])
+    readers: dict[str, str] = {}  # what was read on which thread
+    reads = restore_reads.RestoreReads
+    read_batch, read_snapshot = reads._read_batch, reads._read_snapshot
+    monkeypatch.setattr(reads, "_read_batch", lambda self, index: (
+        readers.setdefault(f"batch {index}", threading.current_thread().name), read_batch(self, index))[1])
+    monkeypatch.setattr(reads, "_read_snapshot", lambda self, prefix, end: (
+        readers.setdefault("snapshot", threading.current_thread().name), read_snapshot(self, prefix, end))[1])
     model = loaded_models["gemma3"]
     msgs = branch(model, 0, 1, 2, 3, 4)
     tokens, ends = flat(msgs)
@@ -87,6 +96,10 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
         result = check(engine, model, msgs + branch(model, 5))
         assert put == [len(tokens) - 1]  # the window of the end of the cells, put in once
         assert order[:3] == ["cells", "window", "cells"]  # its copy overlaps the reading of the rest
+        # The restoring thread reads the first batch while the helper reads the window.
+        assert readers.pop("batch 0") == threading.current_thread().name
+        assert {"snapshot", "batch 1"} <= readers.keys()
+        assert all(name.startswith("checkpoint-read") for name in readers.values()), readers
         if gone is None:
             assert result.tokens_restored > 0 and result.tokens_evaluated == len(toks(model, 5))
         else:
