@@ -84,7 +84,11 @@ class Server:
                    "-ngl", str(ngl), "--no-webui"]
         self._log = log.open("w")
         self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_SECONDS
