@@ -78,9 +78,23 @@ class PtyApp:
             if time.monotonic() > deadline:
                 self.kill()
                 raise AssertionError("the app did not end")
+        if not self._ends_by(deadline):
+            self.kill()
+            raise AssertionError("the app did not end after its terminal closed")
         _, status = os.waitpid(self.pid, 0)
         self.status = os.waitstatus_to_exitcode(status)
         return self.status
+
+    def _ends_by(self, deadline: float) -> bool:
+        """Whether the app's process ends by ``deadline`` (waited on through a pidfd where
+        the system has them, so that a hung app fails the test instead of hanging it)."""
+        if not hasattr(os, "pidfd_open"):
+            return True  # waitpid then waits as long as it takes
+        pidfd = os.pidfd_open(self.pid)
+        try:
+            return bool(select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0])
+        finally:
+            os.close(pidfd)
 
     def _read_some(self, deadline: float) -> bool:
         """Read what is there (waiting until ``deadline``); False once the terminal is closed."""

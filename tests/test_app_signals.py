@@ -83,6 +83,43 @@ def test_a_terminal_that_goes_away_leaves_the_reply_stored(demo_env, first_words
     check_stopped_reply(first_words)
 
 
+def test_a_sigcont_the_app_did_not_stop_for_changes_nothing(demo_env, first_words):
+    """The kernel sends SIGCONT with the SIGHUP of a hang-up. Textual's own handler takes
+    any SIGCONT for a return from Ctrl+Z and takes the screen again with a second output
+    thread (which a hang-up then kills, and shutdown waited on it for ever); the app's
+    driver resumes only after it was suspended (``tui.terminal_driver``)."""
+    app = PtyApp("--demo", env=demo_env)
+    try:
+        app.read_until(lambda a: "Demo model" in a.text, "the app to start")
+        app.type(QUESTION.encode() + b"\r")
+        app.read_until(lambda a: first_words in a.text.rpartition(QUESTION)[2], "the reply to stream")
+        app.signal(signal.SIGCONT)
+        streamed = len(app.output)
+        app.read_until(lambda a: len(a.output) > streamed + 4000, "more of the reply after the SIGCONT")
+        assert app.output.count(ALT_SCREEN_ON) == 1, "the app took the screen again"
+        app.signal(signal.SIGTERM)
+        assert app.wait() == 128 + signal.SIGTERM, app.text[-2000:]
+    finally:
+        app.kill()
+    check_stopped_reply(first_words)
+
+
+def test_after_a_stop_from_outside_sigcont_takes_the_screen_again(demo_env):
+    """SIGTSTP (Ctrl+Z from a shell's job control) gives the terminal back; SIGCONT (``fg``)
+    takes it again, and the app goes on."""
+    app = PtyApp("--demo", env=demo_env)
+    try:
+        app.read_until(lambda a: "Demo model" in a.text, "the app to start")
+        app.signal(signal.SIGTSTP)
+        app.read_until(lambda a: ALT_SCREEN_OFF in a.output, "the app to give the screen back")
+        app.signal(signal.SIGCONT)
+        app.read_until(lambda a: ALT_SCREEN_ON in a.after_last(ALT_SCREEN_OFF), "the app to take the screen again")
+        app.signal(signal.SIGTERM)
+        assert app.wait() == 128 + signal.SIGTERM, app.text[-2000:]
+    finally:
+        app.kill()
+
+
 def check_stopped_reply(first_words: str) -> None:
     with SessionStore.open() as store:
         question, reply = store.messages(1)

@@ -23,6 +23,7 @@ import signal
 
 from textual import events
 from textual.app import App
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
 
@@ -63,6 +64,16 @@ class LlamaChatApp(App[None]):
         """Signals that end the app as Ctrl+Q does (``tui.launch`` passes SIGTERM and SIGHUP)."""
         self.stopped_by: int | None = None
         """The signal the app was asked to end by, if any."""
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this platform; on Linux and macOS, one that a terminal
+        going away cannot leave hanging (``tui.terminal_driver``)."""
+        driver = super().get_driver_class()
+        if driver.__name__ == "LinuxDriver":
+            from tui.terminal_driver import TerminalDriver
+
+            return TerminalDriver
+        return driver
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return default_variables()
