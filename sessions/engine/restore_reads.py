@@ -1,4 +1,4 @@
-"""Checkpoints read on helper threads, straight into the states llama.cpp restores from.
+"""Checkpoints read beside the restore, straight into the states llama.cpp restores from.
 
 A branch's cells come back in batches of consecutive ranges, one llama.cpp call per batch
 (each call costs a sequence copy and a cache scan, so joining ranges pays). A batch is
@@ -11,10 +11,10 @@ snapshot; then the helper reads the other batches, each into a join buffer of it
 while the restoring thread hands what was read to llama.cpp (reading a file, checking it
 and copying release the GIL). The snapshot is read first so that llama.cpp's copy of it
 (a sliding window's ring is the largest single state of a restore) starts as soon as the
-first batch is in, and overlaps the reading of the rest. A sliding window is read straight into its cells of
-the ring llama.cpp takes (``SwaRing.into``): no copy of it either. A range that is
-missing, corrupt or of another layout ends its batch there: the batch then holds the
-ranges before it, and the restore stops after it.
+first batch is in, and overlaps the reading of the rest. A sliding window is read
+straight into its cells of the ring llama.cpp takes (``SwaRing.into``): no copy of it
+either. A range that is missing, corrupt or of another layout ends its batch there: the
+batch then holds the ranges before it, and the restore stops after it.
 """
 
 from __future__ import annotations
