@@ -301,10 +301,12 @@ def models(args) -> list[tuple[str, Path]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sessions.synth import SIZES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="*", default=None, help="made bench models (default: gemma3 lfm2)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a GGUF file (repeatable)")
-    parser.add_argument("--size", choices=["bench", "tiny", "gpu"], default="bench",
+    parser.add_argument("--size", choices=SIZES, default="bench",
                         help="made models' size (tiny: a quick check that the benchmark runs; gpu: ~2B, "
                              "window 1,024)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)

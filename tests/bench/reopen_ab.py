@@ -89,10 +89,12 @@ def child(tree: Path, data: Path, threads: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sessions.synth import SIZES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="gemma3", choices=["llama", "gemma3", "lfm2", "mamba"])
     parser.add_argument("--data", type=Path, help="where W1's session is kept (default: the cache folder)")
-    parser.add_argument("--size", choices=["bench", "tiny", "gpu"], default="bench",
+    parser.add_argument("--size", choices=SIZES, default="bench",
                         help="made model's size (tiny: a quick check that the comparison runs)")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--tree", type=Path, action="append", default=[], help="another checkout to compare")

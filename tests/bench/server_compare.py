@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessions.synth import SIZES
 from tests.bench.branching import Bench, emit, models
+from tests.rpc.servers import free_port
 
 START_SECONDS = 300.0
 """How long the server may take to load a model and answer ``/health``."""
@@ -66,12 +67,6 @@ def w1_prompts(bench: Bench) -> list[Prompt]:
         prompts.append(Prompt(record["event"], tokens(message_id), reply, record["prompt_seconds"],
                               record["tokens_evaluated"]))
     return prompts
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Server:
@@ -160,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", type=Path, required=True, help="a llama-server binary")
     parser.add_argument("--arch", nargs="*", default=None, help="made bench models (default: gemma3 lfm2)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a GGUF file (repeatable)")
-    parser.add_argument("--size", choices=["bench", "tiny", "gpu"], default="bench")
+    parser.add_argument("--size", choices=SIZES, default="bench")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--ngl", type=int, default=0, help="layers offloaded to this machine's GPUs (both sides)")
     args = parser.parse_args(argv)
