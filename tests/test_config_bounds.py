@@ -125,3 +125,37 @@ def test_a_context_llama_cpp_cannot_allocate_is_a_plain_error(capsys, monkeypatc
     code, out, err = run(capsys, "-c", str(MAX_CONTEXT), "big")
     assert_one_line_error(code, out, err, f"could not create a context of {MAX_CONTEXT} tokens (out of memory?)")
     assert "unexpected" not in err
+
+
+@pytest.mark.parametrize(("line", "value"), [
+    ('n_gpu_layers = "auto"', "auto"), ('n_gpu_layers = "All"', "all"), ("n_gpu_layers = 12", 12),
+    ("n_gpu_layers = -1", -1), ("", "auto"),
+])
+def test_gpu_layers_take_a_number_auto_or_all(line, value):
+    write(line + "\n")
+    loaded = load_config()
+    assert loaded.problems == [] and loaded.config.n_gpu_layers == value
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ('n_gpu_layers = "most"', 'must be a number of layers, "auto" or "all", not a string'),
+    ("n_gpu_layers = -2", "must be at least -1"),
+    ("n_gpu_layers = 1.5", 'must be a number of layers, "auto" or "all", not a number'),
+])
+def test_other_gpu_layers_are_reported_and_auto_is_used(line, words):
+    write(line + "\n")
+    [problem] = load_config().problems
+    assert problem.field == "n_gpu_layers" and words in problem.message
+    assert "using the default ('auto')" in problem.message
+
+
+@pytest.mark.parametrize(("flag", "value"), [("auto", "auto"), ("ALL", "all"), ("-1", -1), ("40", 40)])
+def test_the_gpu_layers_flag_takes_llama_cpp_words(flag, value):
+    from sessions.cli.parser import build_parser
+
+    assert build_parser().parse_args(["-ngl", flag, "sessions"]).n_gpu_layers == value
+
+
+def test_a_wrong_gpu_layers_flag_is_one_line(capsys):
+    assert_one_line_error(*run(capsys, "-ngl", "lots"), 'GPU layers must be a number, "auto" or "all", not \'lots\'')
+    assert_one_line_error(*run(capsys, "-ngl", "-2"), "GPU layers must be at least -1, not -2")

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 
 from sessions.config.validate import INT32_MAX, MAX_CONTEXT, UINT32_MAX, max_threads
+from sessions.engine.offload import ALL, AUTO
 
 LARGEST_ID = 2**63 - 1
 """The largest row id SQLite can hold."""
@@ -39,7 +40,20 @@ def whole_number(minimum: int | None = None, what: str = "value",
 session_id = whole_number(1, "session id", LARGEST_ID)
 message_id = whole_number(1, "message id", LARGEST_ID)
 context_size = whole_number(0, "context size", MAX_CONTEXT)
-gpu_layers = whole_number(-1, "GPU layers", INT32_MAX)
+_layer_count = whole_number(-1, "GPU layers", INT32_MAX)
+
+
+def gpu_layers(text: str) -> int | str:
+    """``-ngl``: a number of layers (-1: every layer), ``auto`` or ``all``, as llama.cpp takes."""
+    word = text.strip().lower()
+    if word in (AUTO, ALL):
+        return word
+    if not word.removeprefix("-").isdigit():
+        raise argparse.ArgumentTypeError(f'GPU layers must be a number, "auto" or "all", not {text!r}')
+    return _layer_count(word)
+
+
+gpu_layers.__name__ = "GPU layers"
 threads = whole_number(1, "threads", max_threads())
 seed = whole_number(-1, "seed", UINT32_MAX)
 

@@ -48,7 +48,9 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("-c", "--ctx-size", metavar="N", type=context_size,
                        default=default(None), help="context size in tokens (0: the model's own)")
     group.add_argument("-ngl", "--n-gpu-layers", metavar="N", type=gpu_layers,
-                       default=default(None), help="layers to offload to the GPU (-1: all)")
+                       default=default(None),
+                       help='layers to offload to the GPUs: a number, "all", or "auto" (default: '
+                            "those that fit)")
     group.add_argument("-t", "--threads", metavar="N", type=threads,
                        default=default(None), help="CPU threads for generation")
     group.add_argument("--rpc", metavar="HOST:PORT[,...]", type=rpc_servers, default=default(None),

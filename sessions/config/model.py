@@ -67,8 +67,10 @@ class Config:
     """Context size in tokens; 0 uses the model's trained context length."""
     n_batch: int = 512
     """Most tokens evaluated in one call while reading a prompt."""
-    n_gpu_layers: int = 0
-    """Layers offloaded to the GPU; 0 runs on the CPU only, -1 offloads every layer."""
+    n_gpu_layers: int | str = "auto"
+    """Layers offloaded to the GPUs and RPC servers: a number (0: CPU only, -1: every
+    layer), ``"all"``, or ``"auto"``: every layer that fits their free memory (none on
+    a machine without a GPU). See ``sessions.engine.offload``."""
     threads: int | None = None
     """CPU threads used for generation; unset uses every core but one (at most 8)."""
     rpc: list[str] = field(default_factory=list)

@@ -41,8 +41,9 @@ def config_template() -> str:
 # n_ctx = {c.n_ctx}
 # Most tokens evaluated in one call while reading a prompt.
 # n_batch = {c.n_batch}
-# Layers offloaded to the GPU (0: CPU only, -1: all of them).
-# n_gpu_layers = {c.n_gpu_layers}
+# Layers offloaded to the GPUs (and RPC servers): a number (0: CPU only), "all", or
+# "auto": every layer that fits their free memory (none without a GPU).
+# n_gpu_layers = {_value(c.n_gpu_layers)}
 # CPU threads; leave unset to use every core but one (at most 8).
 # threads = 4
 # RPC servers of other machines (`llamachat rpc-server` there) that take the offloaded

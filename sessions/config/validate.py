@@ -17,6 +17,7 @@ from typing import Any
 from sessions.config.model import CheckpointConfig, Config
 from sessions.config.model_tables import check_models
 from sessions.config.toml_text import find_key_line
+from sessions.engine.offload import ALL, AUTO
 from sessions.sampling import SamplingSettings
 
 
@@ -44,7 +45,8 @@ class Rule:
 
     kind: str
     """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``,
-    ``endpoints`` (a list of ``host:port``), ``float_list``."""
+    ``endpoints`` (a list of ``host:port``), ``float_list``, ``gpu_layers`` (a whole
+    number, ``"auto"`` or ``"all"``)."""
     minimum: float | None = None
     maximum: float | None = None
     optional: bool = False
@@ -74,7 +76,7 @@ TOP_RULES: dict[str, Rule] = {
     "model_dirs": Rule("str_list"),
     "n_ctx": Rule("int", minimum=0, maximum=MAX_CONTEXT),
     "n_batch": Rule("int", minimum=1, maximum=MAX_BATCH),
-    "n_gpu_layers": Rule("int", minimum=-1, maximum=INT32_MAX),
+    "n_gpu_layers": Rule("gpu_layers", minimum=-1, maximum=INT32_MAX),
     "threads": Rule("int", minimum=1, maximum=max_threads(), optional=True),
     "rpc": Rule("endpoints"),
     "tensor_split": Rule("float_list", minimum=0.0),
@@ -119,6 +121,7 @@ _TYPE_WORDS = {
     "str_map": "a table of strings",
     "endpoints": 'a list of "host:port" strings',
     "float_list": "a list of numbers",
+    "gpu_layers": 'a number of layers, "auto" or "all"',
 }
 
 
@@ -140,6 +143,8 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         "endpoints": isinstance(value, list) and all(isinstance(v, str) for v in value),
         "float_list": isinstance(value, list)
         and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
+        "gpu_layers": (isinstance(value, int) and not isinstance(value, bool))
+        or (isinstance(value, str) and value.strip().lower() in (AUTO, ALL)),
     }[rule.kind]
     if not ok:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {_toml_type(value)} ({value!r})"
@@ -154,6 +159,8 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
             return list(parse_endpoints(value)), None
         except EndpointError as error:
             return None, f"must be a list of \"host:port\" strings: {error}"
+    if rule.kind == "gpu_layers" and isinstance(value, str):
+        return value.strip().lower(), None
     if rule.kind == "float_list":
         if not all(math.isfinite(v) for v in value):
             return None, f"must hold finite numbers, not {value!r}"

@@ -16,6 +16,7 @@ from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareR
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.model import LlamaModel
+from sessions.engine.offload import GpuLayers, resolve_gpu_layers
 from sessions.engine.planner import Plan
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.restore_memory import RestoreMemory
@@ -31,7 +32,9 @@ class LlamaChatEngine:
 
     ``rpc`` servers are probed and added to this process's device registry before the
     model loads (for good: see ``sessions.rpc.backend``); ``n_gpu_layers`` and
-    ``tensor_split`` then place layers on them as llama.cpp does.
+    ``tensor_split`` then place layers on them as llama.cpp does. ``n_gpu_layers`` may
+    also be ``"all"`` or ``"auto"``, which is resolved here, with the servers' free
+    memory from their probe (``sessions.engine.offload``).
     """
 
     def __init__(
@@ -39,7 +42,7 @@ class LlamaChatEngine:
         model_path: str | Path,
         params: ContextParams = ContextParams(),
         *,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: GpuLayers = 0,
         tensor_split: Sequence[float] = (),
         rpc: Sequence[str] = (),
         checkpoints=None,
@@ -48,12 +51,19 @@ class LlamaChatEngine:
         template_override: TemplateOverride | None = None,
     ):
         t0 = time.perf_counter()
+        rpc_free: list[int] = []
         if rpc:
             from sessions.rpc.backend import add_servers
             from sessions.rpc.endpoints import check_offload
 
             check_offload(rpc, n_gpu_layers)
-            add_servers(rpc)
+            rpc_free = [device.free_bytes for server in add_servers(rpc) for device in server.devices]
+        n_gpu_layers = resolve_gpu_layers(n_gpu_layers, model_path, params.n_ctx, rpc_free=rpc_free)
+        if rpc and n_gpu_layers == 0:  # "auto" found no room
+            from sessions.rpc.errors import RpcError
+
+            raise RpcError("the free memory of the RPC servers holds no layer of this model with its context "
+                           "(-ngl auto): pass -ngl N to offload N layers anyway, or a smaller context (-c)")
         memory = RestoreMemory()
         if checkpoints is not None:  # touched while the model loads, for a first restore at once
             memory.prepare(lambda: disk_sizes(checkpoints, model_fingerprint(model_path)))

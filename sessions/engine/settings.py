@@ -23,7 +23,8 @@ class EngineSettings:
 
     n_ctx: int = 8192
     n_batch: int = 512
-    n_gpu_layers: int = 0
+    n_gpu_layers: int | str = "auto"
+    """A number of layers, ``"all"`` or ``"auto"`` (``sessions.engine.offload``)."""
     threads: int | None = None
     checkpoint_interval: int = 2048
     rpc: tuple[str, ...] = ()

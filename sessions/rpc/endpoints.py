@@ -49,10 +49,10 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def check_offload(rpc: Iterable[str], n_gpu_layers: int) -> None:
+def check_offload(rpc: Iterable[str], n_gpu_layers: int | str) -> None:
     """RPC servers hold only offloaded layers: with ``-ngl 0`` they would get none."""
     if tuple(rpc) and n_gpu_layers == 0:
         from sessions.rpc.errors import RpcError
 
-        raise RpcError("with -ngl 0 no layer goes to the RPC servers: pass -ngl 99 to offload every layer, "
+        raise RpcError("with -ngl 0 no layer goes to the RPC servers: pass -ngl all to offload every layer, "
                        "or a number of layers (set n_gpu_layers in config.toml to keep it)")

@@ -43,9 +43,11 @@ def server_lines(endpoints: Sequence[str], timeout: float = 2.0) -> list[str]:
     return lines
 
 
-def offload_line(endpoints: Sequence[str], n_gpu_layers: int) -> str:
+def offload_line(endpoints: Sequence[str], n_gpu_layers: int | str) -> str:
     """Where the layers would go with these settings (before anything is loaded)."""
-    layers = "every layer" if n_gpu_layers < 0 else f"{n_gpu_layers} layers" if n_gpu_layers else "no layer"
+    from sessions.engine.offload import describe
+
+    layers = describe(n_gpu_layers)
     targets = f"{len(endpoints)} RPC server{'s' if len(endpoints) != 1 else ''}, then local GPUs" if endpoints \
         else "local GPUs"
     return f"offload (-ngl {n_gpu_layers}): {layers} to {targets}; the rest on the CPU"

@@ -18,6 +18,7 @@ from sessions.rpc.devices import Placement, PlacementLog, describe_devices
 from sessions.rpc.endpoints import EndpointError, check_offload, parse_endpoints
 from sessions.rpc.errors import REBUILD, RpcError
 from sessions.rpc.probe import probe
+from sessions.synth.archs import model_spec
 from tests.cli_support import assert_one_line_error, run
 
 from .conftest import split_settings, tiny_model
@@ -97,7 +98,7 @@ def test_placement_read_from_the_load_log():
 def test_with_ngl_0_no_layer_would_go_to_the_servers():
     check_offload([], 0)
     check_offload(["a:1"], -1)
-    with pytest.raises(RpcError, match="with -ngl 0 no layer goes to the RPC servers: pass -ngl 99"):
+    with pytest.raises(RpcError, match="with -ngl 0 no layer goes to the RPC servers: pass -ngl all"):
         check_offload(["a:1"], 0)
 
 
@@ -164,6 +165,22 @@ def test_ngl_0_with_servers_is_refused_before_loading(shared_pair):
                       checkpoint_dir=None)
 
 
+def test_auto_puts_every_layer_that_fits_on_the_servers(shared_pair):
+    """Each server offers its CPU's free memory, far more than the tiny model needs: with
+    ``-ngl auto`` (the default) every layer goes to the servers, none to the local CPU."""
+    from sessions.engine.engine_process import EngineProcess
+
+    settings = split_settings("llama", shared_pair.endpoints, n_gpu_layers="auto")
+    engine = EngineProcess(tiny_model("llama"), settings, checkpoint_dir=None)
+    try:
+        layers = engine.placement.layers
+    finally:
+        engine.close()
+    assert len(layers) == model_spec("llama", "tiny").n_layer + 1  # the repeating layers, then the output layer
+    assert {label[:4] for label in layers} == {"RPC["}
+    assert set(engine.placement.rpc_endpoints) == set(shared_pair.endpoints)
+
+
 def test_models_and_help_show_the_devices(shared_pair, capsys):
     nobody = f"127.0.0.1:{free_port()}"
     code, _, out = run(capsys, "models", "--rpc", f"{shared_pair.endpoints[0]},{nobody}", "-ngl", "99")
@@ -172,5 +189,7 @@ def test_models_and_help_show_the_devices(shared_pair, capsys):
     assert f"RPC server {shared_pair.endpoints[0]}: 1 device, " in out
     assert f"RPC server {nobody} is unreachable: connection refused" in out
     assert "offload (-ngl 99): 99 layers to 2 RPC servers, then local GPUs; the rest on the CPU" in out
+    out = run(capsys, "models", "--rpc", shared_pair.endpoints[0])[2]
+    assert "offload (-ngl auto): the layers that fit to 1 RPC server, then local GPUs; the rest on the CPU" in out
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "\ndevices: CPU (" in out

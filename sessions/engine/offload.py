@@ -1,0 +1,166 @@
+"""How many layers go to the GPUs and RPC servers when the user leaves it to llamachat.
+
+``n_gpu_layers`` (``-ngl``) takes llama.cpp's own words: a number of layers, counted from
+the output end as llama.cpp offloads them, ``all``, or ``auto``, the default, as in
+llama-server. A CUDA or Metal build then uses its GPU without being told, and a machine
+without one runs on the CPU as before: with no GPU and no RPC server, ``auto`` is 0 and
+nothing is read.
+
+``auto`` offloads every layer when the devices' free memory holds them, and otherwise as
+many as fit. llama-server fits by building the model and its buffers without data
+(``common_fit_params``, in llama.cpp's common library, which llama-cpp-python does not
+ship). Here the cost of each layer is estimated from the GGUF header instead: its tensor
+bytes, plus the F16 keys and values of its attention heads for the whole context. A
+sliding-window layer is counted at the full context too, although llama.cpp gives it a
+smaller ring, so the estimate errs on the safe side. ``RESERVE_BYTES`` stay free on
+each device for llama.cpp's compute buffers, as in llama.cpp's own fit (its default
+target). The number found is part of the checkpoint key like any other number of
+layers, so a wrong estimate costs speed or a failed load, never a different result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessions.discovery.ggml_types import tensor_nbytes
+from sessions.discovery.gguf_header import ModelFileError, read_gguf_header
+from sessions.discovery.model_card import split_part_paths
+
+AUTO = "auto"
+ALL = "all"
+GpuLayers = int | str
+"""A number of layers (-1: every layer), ``"auto"`` or ``"all"``."""
+RESERVE_BYTES = 1 << 30
+"""Left free on each device: llama.cpp's compute buffers and the backend's own use
+(llama.cpp's fit keeps 1 GiB by default, ``fit_params_target``)."""
+F16_BYTES = 2
+INPUT_TENSORS = ("token_embd.weight", "position_embd.weight", "token_types.weight")
+"""The input layer, which llama.cpp keeps on the CPU whatever ``n_gpu_layers`` says."""
+ACCELERATOR_KINDS = ("GPU", "iGPU")
+"""Device kinds llama.cpp offloads layers to (an accelerator such as BLAS takes none)."""
+
+
+def describe(choice: GpuLayers) -> str:
+    """``choice`` in a few words: ``every layer``, ``the layers that fit``, ``3 layers``."""
+    if choice == AUTO:
+        return "the layers that fit"
+    if choice == ALL or (isinstance(choice, int) and choice < 0):
+        return "every layer"
+    return f"{choice} layer{'s' if choice != 1 else ''}" if choice else "no layer"
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """Device bytes per layer of a model with its context, as llama.cpp offloads them."""
+
+    blocks: tuple[int, ...]
+    """Each repeating layer (``blk.N``): its weights and its K and V cells."""
+    output: int
+    """The output layer, offloaded first: every tensor outside the blocks but the input
+    embeddings (which stay on the CPU), and those too when the model ties them to the
+    output, as llama.cpp then copies them there."""
+
+    def fit(self, budget: int) -> int:
+        """Layers that fit in ``budget`` bytes, counted as ``n_gpu_layers`` (-1: all)."""
+        budget -= self.output
+        if budget < 0:
+            return 0
+        count = 1
+        for cost in reversed(self.blocks):
+            budget -= cost
+            if budget < 0:
+                return count
+            count += 1
+        return -1
+
+
+def _int_list(value: object, count: int, default: int) -> list[int]:
+    """A per-layer setting: one number for all layers, or one per layer.
+
+    Arrays longer than the header reader keeps come back without their values; the
+    default (the larger head count) then stands in, on the safe side."""
+    if isinstance(value, list) and len(value) == count and all(isinstance(v, int) for v in value):
+        return list(value)
+    return [value if isinstance(value, int) and not isinstance(value, bool) else default] * count
+
+
+def layer_costs(path: Path | str, n_ctx: int) -> LayerCosts:
+    """The costs of ``path`` (every part of a split model) with ``n_ctx`` cells of context
+    (0: its trained length). ``ModelFileError`` when a header cannot be read."""
+    path = Path(path)
+    first = read_gguf_header(path)
+    count = first.get("split.count")
+    headers = [first] + [read_gguf_header(part) for part in split_part_paths(path, count)[1:]] \
+        if isinstance(count, int) and count > 1 else [first]
+    arch = str(first.get("general.architecture", ""))
+    n_layer = first.get(f"{arch}.block_count")
+    n_layer = n_layer if isinstance(n_layer, int) and n_layer > 0 else 0
+    sizes: dict[str, int] = {}
+    for header in headers:
+        for tensor in header.tensors:
+            sizes[tensor.name] = tensor_nbytes(tensor.type_id, tensor.n_elements) or 0
+    blocks = [0] * n_layer
+    for name, size in sizes.items():
+        number = name.split(".", 2)[1] if name.startswith("blk.") else ""
+        if number.isdigit() and int(number) < n_layer:
+            blocks[int(number)] += size
+    output = sum(size for name, size in sizes.items() if not name.startswith("blk.") and name not in INPUT_TENSORS)
+    if "output.weight" not in sizes:
+        output += sizes.get("token_embd.weight", 0)
+    cells = n_ctx or first.get(f"{arch}.context_length") or 0
+    per_cell = _kv_bytes_per_cell(first.metadata, arch, n_layer)
+    return LayerCosts(tuple(w + kv * int(cells) for w, kv in zip(blocks, per_cell, strict=True)), output)
+
+
+def _kv_bytes_per_cell(meta: dict, arch: str, n_layer: int) -> list[int]:
+    """F16 key and value bytes one cell of context costs in each layer (0: no attention)."""
+    heads = meta.get(f"{arch}.attention.head_count")
+    most = max(heads) if isinstance(heads, list) and heads and all(isinstance(h, int) for h in heads) else heads
+    most = most if isinstance(most, int) and not isinstance(most, bool) else 0
+    kv_heads = _int_list(meta.get(f"{arch}.attention.head_count_kv", heads), n_layer, most)
+    embd = meta.get(f"{arch}.embedding_length")
+    head_dim = embd // most if isinstance(embd, int) and most else 0
+    key = meta.get(f"{arch}.attention.key_length", head_dim)
+    value = meta.get(f"{arch}.attention.value_length", key)
+    key = key if isinstance(key, int) else head_dim
+    value = value if isinstance(value, int) else key
+    return [n * (key + value) * F16_BYTES for n in kv_heads]
+
+
+def accelerator_free_bytes() -> list[int]:
+    """Free memory of each of this process's GPUs (RPC servers' devices not included);
+    none when ggml's device registry cannot be reached."""
+    from sessions.rpc.backend import devices
+
+    try:
+        found = devices()
+    except OSError:
+        return []
+    return [d.free_bytes or 0 for d in found if d.kind in ACCELERATOR_KINDS and not d.is_rpc]
+
+
+def resolve_gpu_layers(
+    choice: GpuLayers, path: Path | str, n_ctx: int, free: Sequence[int] | None = None,
+    rpc_free: Sequence[int] = (),
+) -> int:
+    """``choice`` as the number llama.cpp takes (-1: every layer).
+
+    ``free``: each local GPU's free bytes (default: asked of ggml's device registry);
+    ``rpc_free``: those of the RPC servers' devices (from their probe)."""
+    if choice == ALL:
+        return -1
+    if isinstance(choice, int):
+        return choice
+    if choice != AUTO:
+        raise ValueError(f"unknown number of GPU layers: {choice!r}")
+    free = [*(accelerator_free_bytes() if free is None else free), *rpc_free]
+    if not free:
+        return 0
+    budget = sum(max(0, size - RESERVE_BYTES) for size in free)
+    try:
+        costs = layer_costs(path, n_ctx)
+    except (ModelFileError, OSError):
+        return 0  # llama.cpp's loader, next, says what is wrong with the file
+    return costs.fit(budget)
