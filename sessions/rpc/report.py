@@ -43,11 +43,17 @@ def server_lines(endpoints: Sequence[str], timeout: float = 2.0) -> list[str]:
     return lines
 
 
-def offload_line(endpoints: Sequence[str], n_gpu_layers: int | str) -> str:
-    """Where the layers would go with these settings (before anything is loaded)."""
-    from sessions.engine.offload import describe
+def offload_line(endpoints: Sequence[str], n_gpu_layers: int | str, gpus: Sequence[int] | None = None) -> str:
+    """Where the layers would go with these settings (before anything is loaded).
 
-    layers = describe(n_gpu_layers)
-    targets = f"{len(endpoints)} RPC server{'s' if len(endpoints) != 1 else ''}, then local GPUs" if endpoints \
-        else "local GPUs"
-    return f"offload (-ngl {n_gpu_layers}): {layers} to {targets}; the rest on the CPU"
+    ``gpus``: the local GPUs' free bytes (default: asked of ggml). Without a GPU or a
+    server, nothing can leave the CPU, and the line says so."""
+    from sessions.engine.offload import accelerator_free_bytes, describe
+
+    gpus = accelerator_free_bytes() if gpus is None else gpus
+    if not endpoints and not gpus:
+        return f"offload (-ngl {n_gpu_layers}): no GPU here, so every layer runs on the CPU"
+    local = f"{len(gpus)} local GPU{'s' if len(gpus) != 1 else ''} ({_gib(sum(gpus))} free)" if gpus else ""
+    servers = f"{len(endpoints)} RPC server{'s' if len(endpoints) != 1 else ''}" if endpoints else ""
+    targets = ", then ".join(part for part in (servers, local) if part)
+    return f"offload (-ngl {n_gpu_layers}): {describe(n_gpu_layers)} to {targets}; the rest on the CPU"

@@ -18,6 +18,7 @@ from sessions.rpc.devices import Placement, PlacementLog, describe_devices
 from sessions.rpc.endpoints import EndpointError, check_offload, parse_endpoints
 from sessions.rpc.errors import REBUILD, RpcError
 from sessions.rpc.probe import probe
+from sessions.rpc.report import offload_line
 from sessions.synth.archs import model_spec
 from tests.cli_support import assert_one_line_error, run
 
@@ -188,8 +189,19 @@ def test_models_and_help_show_the_devices(shared_pair, capsys):
     assert "llamachat: devices: CPU (" in out and "RPC backend built in" in out
     assert f"RPC server {shared_pair.endpoints[0]}: 1 device, " in out
     assert f"RPC server {nobody} is unreachable: connection refused" in out
-    assert "offload (-ngl 99): 99 layers to 2 RPC servers, then local GPUs; the rest on the CPU" in out
+    assert "offload (-ngl 99): 99 layers to 2 RPC servers; the rest on the CPU" in out
     out = run(capsys, "models", "--rpc", shared_pair.endpoints[0])[2]
-    assert "offload (-ngl auto): the layers that fit to 1 RPC server, then local GPUs; the rest on the CPU" in out
+    assert "offload (-ngl auto): the layers that fit to 1 RPC server; the rest on the CPU" in out
+    out = run(capsys, "models")[2]
+    assert offload_line([], "auto") in out
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "\ndevices: CPU (" in out
+
+
+def test_the_offload_line_names_the_gpus_and_servers():
+    gib = 1 << 30
+    assert offload_line([], "auto", gpus=[3 * gib, gib]) == \
+        "offload (-ngl auto): the layers that fit to 2 local GPUs (4.0 GiB free); the rest on the CPU"
+    assert offload_line(["a:1"], 20, gpus=[gib]) == \
+        "offload (-ngl 20): 20 layers to 1 RPC server, then 1 local GPU (1.0 GiB free); the rest on the CPU"
+    assert offload_line([], "all", gpus=[]) == "offload (-ngl all): no GPU here, so every layer runs on the CPU"
