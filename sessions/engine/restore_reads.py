@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,16 +47,6 @@ log = logging.getLogger(__name__)
 BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
 that the first batch is read soon and the reading overlaps the copying."""
-READERS = 1
-"""Helper threads reading. One, so that the reads happen in the order they were asked
-for (the snapshot first). One is enough now that checking a file costs little
-(CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as
-llama.cpp's copy of it, and a second helper only competed for the cores and the GIL.
-Measured on the 2-core development VM, W1's branch from disk in new processes, median of
-seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 12.8
-(with zlib's CRC-32 at 4 GB/s, two had been faster than one). There, reading every
-batch on the restoring thread itself took about as long again: the two cores' copies
-slow each other down about as much as running them side by side gains."""
 JOIN_BUFFERS = 3
 """Batches in memory at once: the one llama.cpp is copying, the one the helper reads, and
 one more, so that the helper goes on reading while llama.cpp copies the snapshot in.
@@ -148,7 +138,7 @@ class RestoreReads:
         self._infos, self._prefixes = infos, prefixes
         self._groups = group_batches(infos)
         store = engine.store
-        self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read") if store is not None else None
+        self._pool = engine.ctx.restore_memory.reader() if store is not None else None
         self._cells: list[Future[CellsRead]] = []
         """Batches 1, 2, ... as the helper reads them (the restoring thread reads batch 0)."""
         self._snapshot: Future[SnapshotRead | None] | None = None
@@ -181,13 +171,10 @@ class RestoreReads:
         return self._snapshot.result() if self._snapshot is not None else None
 
     def close(self) -> None:
-        """Stop reading (a read under way finishes: it writes into the restore buffers)."""
-        for future in self._cells:
-            future.cancel()
-        if self._snapshot is not None:
-            self._snapshot.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        """Stop reading: reads the helper has not begun are dropped, and one under way is
+        waited for (it writes into the restore buffers)."""
+        asked: list[Future] = [*self._cells, *([self._snapshot] if self._snapshot is not None else [])]
+        wait([future for future in asked if not future.cancel()])
 
     # -- the reads --------------------------------------------------------------------------
 
