@@ -17,6 +17,7 @@ import shutil
 import struct
 import sys
 import termios
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,27 @@ class PtyApp:
 
     def signal(self, number: int) -> None:
         os.kill(self.pid, number)
+
+    def wait_stopped(self) -> None:
+        """Wait until the app's process is stopped, as a shell's job control does before
+        it can ``fg`` it: a SIGCONT sent sooner would come before the app stops itself."""
+        status: list[int] = []
+
+        def wait() -> None:
+            try:
+                status.append(os.waitpid(self.pid, os.WUNTRACED)[1])
+            except ChildProcessError:  # reaped by ``kill`` after the time ran out
+                pass
+
+        waiter = threading.Thread(target=wait, daemon=True)
+        waiter.start()
+        waiter.join(LIMIT_SECONDS)
+        if not status:
+            self.kill()  # which also ends the waiting thread
+            raise AssertionError("the app did not stop")
+        if not os.WIFSTOPPED(status[0]):
+            self.status = os.waitstatus_to_exitcode(status[0])
+            raise AssertionError(f"the app ended ({self.status}) instead of stopping")
 
     def close_terminal(self) -> None:
         """The terminal window goes away: the kernel hangs up the app (SIGHUP)."""

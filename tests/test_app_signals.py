@@ -112,6 +112,7 @@ def test_after_a_stop_from_outside_sigcont_takes_the_screen_again(demo_env):
         app.read_until(lambda a: "Demo model" in a.text, "the app to start")
         app.signal(signal.SIGTSTP)
         app.read_until(lambda a: ALT_SCREEN_OFF in a.output, "the app to give the screen back")
+        app.wait_stopped()
         app.signal(signal.SIGCONT)
         app.read_until(lambda a: ALT_SCREEN_ON in a.after_last(ALT_SCREEN_OFF), "the app to take the screen again")
         app.signal(signal.SIGTERM)
