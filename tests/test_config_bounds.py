@@ -159,3 +159,33 @@ def test_the_gpu_layers_flag_takes_llama_cpp_words(flag, value):
 def test_a_wrong_gpu_layers_flag_is_one_line(capsys):
     assert_one_line_error(*run(capsys, "-ngl", "lots"), 'GPU layers must be a number, "auto" or "all", not \'lots\'')
     assert_one_line_error(*run(capsys, "-ngl", "-2"), "GPU layers must be at least -1, not -2")
+
+
+def test_cache_types_are_read_in_any_case_and_reach_the_context():
+    from sessions.engine.settings import EngineSettings
+
+    write('cache_type_k = "Q8_0"\ncache_type_v = "q4_0"\n')
+    loaded = load_config()
+    assert loaded.problems == [] and (loaded.config.cache_type_k, loaded.config.cache_type_v) == ("q8_0", "q4_0")
+    params = EngineSettings.from_config(loaded.config).context_params()
+    assert (params.type_k, params.type_v) == (8, 2)
+    assert params.compat() != EngineSettings().context_params().compat()  # checkpoints never cross types
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ('cache_type_v = "q3_k"', "must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1, not 'q3_k'"),
+    ("cache_type_k = 8", "must be a string, not a whole number"),
+])
+def test_other_cache_types_are_reported_and_f16_is_used(line, words):
+    write(line + "\n")
+    [problem] = load_config().problems
+    assert words in problem.message and "using the default ('f16')" in problem.message
+
+
+def test_the_cache_type_flags_take_llama_cpp_names(capsys):
+    from sessions.cli.parser import build_parser
+
+    args = build_parser().parse_args(["-ctk", "q8_0", "--cache-type-v", "Q5_1", "sessions"])
+    assert (args.cache_type_k, args.cache_type_v) == ("q8_0", "q5_1")
+    assert apply_flags(Config(), args).cache_type_v == "q5_1"
+    assert_one_line_error(*run(capsys, "-ctv", "q2"), "cache type must be one of f32, f16, bf16, q8_0")

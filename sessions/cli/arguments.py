@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 
 from sessions.config.validate import INT32_MAX, MAX_CONTEXT, UINT32_MAX, max_threads
+from sessions.engine.cache_types import CACHE_TYPES
 from sessions.engine.offload import ALL, AUTO
 
 LARGEST_ID = 2**63 - 1
@@ -54,6 +55,17 @@ def gpu_layers(text: str) -> int | str:
 
 
 gpu_layers.__name__ = "GPU layers"
+
+
+def cache_type(text: str) -> str:
+    """``-ctk``/``-ctv``: one of llama.cpp's cache types, in any case."""
+    word = text.strip().lower()
+    if word not in CACHE_TYPES:
+        raise argparse.ArgumentTypeError(f"cache type must be one of {', '.join(CACHE_TYPES)}, not {text!r}")
+    return word
+
+
+cache_type.__name__ = "cache type"
 threads = whole_number(1, "threads", max_threads())
 seed = whole_number(-1, "seed", UINT32_MAX)
 

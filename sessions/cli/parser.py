@@ -13,7 +13,16 @@ from typing import Any, NoReturn
 
 from sessions import __version__
 from sessions.cli import commands
-from sessions.cli.arguments import context_size, gpu_layers, proportions, rpc_servers, seed, session_id, threads
+from sessions.cli.arguments import (
+    cache_type,
+    context_size,
+    gpu_layers,
+    proportions,
+    rpc_servers,
+    seed,
+    session_id,
+    threads,
+)
 from sessions.cli.errors import UsageError
 
 PROG = "llamachat"
@@ -53,6 +62,10 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
                             "those that fit)")
     group.add_argument("-t", "--threads", metavar="N", type=threads,
                        default=default(None), help="CPU threads for generation")
+    group.add_argument("-ctk", "--cache-type-k", metavar="TYPE", type=cache_type, default=default(None),
+                       help="type of the K cache: f16 (default), q8_0, q4_0... (less memory per token)")
+    group.add_argument("-ctv", "--cache-type-v", metavar="TYPE", type=cache_type, default=default(None),
+                       help="type of the V cache, likewise")
     group.add_argument("--rpc", metavar="HOST:PORT[,...]", type=rpc_servers, default=default(None),
                        help="RPC servers (`llamachat rpc-server` on other machines) that take the "
                             "offloaded layers (-ngl); trusted networks only")

@@ -66,6 +66,8 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
         n_ctx=getattr(args, "ctx_size", None),
         n_gpu_layers=getattr(args, "n_gpu_layers", None),
         threads=getattr(args, "threads", None),
+        cache_type_k=getattr(args, "cache_type_k", None),
+        cache_type_v=getattr(args, "cache_type_v", None),
         rpc=getattr(args, "rpc", None),
         tensor_split=getattr(args, "tensor_split", None),
         seed=getattr(args, "seed", None),

@@ -73,6 +73,11 @@ class Config:
     a machine without a GPU). See ``sessions.engine.offload``."""
     threads: int | None = None
     """CPU threads used for generation; unset uses every core but one (at most 8)."""
+    cache_type_k: str = "f16"
+    """Type of the K cache: ``f16``, or a quantized type (``q8_0``...) that takes less
+    memory per token of context. See ``sessions.engine.cache_types``."""
+    cache_type_v: str = "f16"
+    """Type of the V cache, likewise."""
     rpc: list[str] = field(default_factory=list)
     """RPC servers (``"host:port"``, started with ``llamachat rpc-server``) whose devices take
     the offloaded layers (``n_gpu_layers``), as llama.cpp's ``--rpc``; empty: this machine only."""

@@ -46,6 +46,10 @@ def config_template() -> str:
 # n_gpu_layers = {_value(c.n_gpu_layers)}
 # CPU threads; leave unset to use every core but one (at most 8).
 # threads = 4
+# Types of the K and V caches: f16, or a quantized type that takes less memory per token
+# of context (q8_0 about half; also q4_0, q4_1, iq4_nl, q5_0, q5_1, bf16, f32).
+# cache_type_k = {_value(c.cache_type_k)}
+# cache_type_v = {_value(c.cache_type_v)}
 # RPC servers of other machines (`llamachat rpc-server` there) that take the offloaded
 # layers (n_gpu_layers); the protocol has no authentication: trusted networks only.
 # rpc = ["192.168.1.20:50052", "192.168.1.21:50052"]

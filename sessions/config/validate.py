@@ -17,6 +17,7 @@ from typing import Any
 from sessions.config.model import CheckpointConfig, Config
 from sessions.config.model_tables import check_models
 from sessions.config.toml_text import find_key_line
+from sessions.engine.cache_types import CACHE_TYPES
 from sessions.engine.offload import ALL, AUTO
 from sessions.sampling import SamplingSettings
 
@@ -51,6 +52,8 @@ class Rule:
     maximum: float | None = None
     optional: bool = False
     """The field may be absent (None); TOML has no null, so absence is the only way."""
+    choices: tuple[str, ...] = ()
+    """For ``str``: the values allowed (any case), when not any string."""
 
 
 INT32_MAX = 2**31 - 1
@@ -78,6 +81,8 @@ TOP_RULES: dict[str, Rule] = {
     "n_batch": Rule("int", minimum=1, maximum=MAX_BATCH),
     "n_gpu_layers": Rule("gpu_layers", minimum=-1, maximum=INT32_MAX),
     "threads": Rule("int", minimum=1, maximum=max_threads(), optional=True),
+    "cache_type_k": Rule("str", choices=CACHE_TYPES),
+    "cache_type_v": Rule("str", choices=CACHE_TYPES),
     "rpc": Rule("endpoints"),
     "tensor_split": Rule("float_list", minimum=0.0),
     "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
@@ -161,6 +166,11 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
             return None, f"must be a list of \"host:port\" strings: {error}"
     if rule.kind == "gpu_layers" and isinstance(value, str):
         return value.strip().lower(), None
+    if rule.choices:
+        word = value.strip().lower()
+        if word not in rule.choices:
+            return None, f"must be one of {', '.join(rule.choices)}, not {value!r}"
+        return word, None
     if rule.kind == "float_list":
         if not all(math.isfinite(v) for v in value):
             return None, f"must hold finite numbers, not {value!r}"

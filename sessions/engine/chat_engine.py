@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
+from sessions.engine.cache_types import bytes_per_value
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.model import LlamaModel
@@ -58,7 +59,9 @@ class LlamaChatEngine:
 
             check_offload(rpc, n_gpu_layers)
             rpc_free = [device.free_bytes for server in add_servers(rpc) for device in server.devices]
-        n_gpu_layers = resolve_gpu_layers(n_gpu_layers, model_path, params.n_ctx, rpc_free=rpc_free)
+        cache_bytes = bytes_per_value(params.type_k), bytes_per_value(params.type_v)
+        n_gpu_layers = resolve_gpu_layers(n_gpu_layers, model_path, params.n_ctx, rpc_free=rpc_free,
+                                          cache_bytes=cache_bytes)
         if rpc and n_gpu_layers == 0:  # "auto" found no room
             from sessions.rpc.errors import RpcError
 

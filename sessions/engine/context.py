@@ -20,7 +20,7 @@ import numpy as np
 
 from sessions.engine.abort_flag import AbortFlag
 from sessions.engine.model import LlamaModel
-from sessions.engine.native import lib
+from sessions.engine.native import held_errors, lib
 from sessions.engine.restore_memory import RestoreMemory
 from sessions.engine.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
 from sessions.engine.warm_buffers import WarmBuffers
@@ -150,9 +150,11 @@ class LlamaContext:
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""
-        self._ctx = L.llama_init_from_model(model.handle, cp)
+        with held_errors() as errors:
+            self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
-            raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens (out of memory?)")
+            why = errors[-1].partition(": ")[2] or errors[-1] if errors else "out of memory?"
+            raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens: {why}")
         self._mem = L.llama_get_memory(self._ctx)
         self.n_ctx = int(L.llama_n_ctx(self._ctx))
         self.n_ubatch = int(L.llama_n_ubatch(self._ctx))

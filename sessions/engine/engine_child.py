@@ -39,7 +39,6 @@ class _Channel:
 def _open(request: LoadRequest, channel: _Channel):
     from sessions.checkpoints import CheckpointStore
     from sessions.engine.chat_engine import LlamaChatEngine
-    from sessions.engine.context import ContextParams
 
     s = request.settings
     store = None
@@ -50,7 +49,7 @@ def _open(request: LoadRequest, channel: _Channel):
     try:
         engine = LlamaChatEngine(
             request.path,
-            ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=s.threads),
+            s.context_params(),
             n_gpu_layers=s.n_gpu_layers,
             tensor_split=s.tensor_split,
             rpc=s.rpc,

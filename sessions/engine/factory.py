@@ -39,12 +39,10 @@ def llama_engine_factory(
             return EngineProcess(path, settings, checkpoint_dir=checkpoints.directory if checkpoints else None,
                                  on_progress=on_progress, on_notice=on_problem)
         from sessions.engine.chat_engine import LlamaChatEngine
-        from sessions.engine.context import ContextParams
 
-        params = ContextParams(n_ctx=settings.n_ctx, n_batch=settings.n_batch, n_threads=settings.threads)
         return LlamaChatEngine(
             path,
-            params,
+            settings.context_params(),
             n_gpu_layers=settings.n_gpu_layers,
             tensor_split=settings.tensor_split,
             rpc=settings.rpc,

@@ -8,14 +8,12 @@ are turned into ``ModelLoadError`` with plain words: llama.cpp itself only retur
 from __future__ import annotations
 
 import ctypes
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sessions.engine.fingerprint import model_fingerprint
-from sessions.engine.native import lib, log_lines
-from sessions.engine.native import log as native_log
+from sessions.engine.native import held_errors, lib, log_lines
 from sessions.memory_kind import MemoryKind
 from sessions.rpc.devices import Placement, PlacementLog
 
@@ -65,26 +63,13 @@ def _check_file(path: Path) -> None:
         raise ModelLoadError(str(error)) from None
 
 
-class _LoadLog(logging.Handler):
-    """llama.cpp's error lines while a model loads: the only place it says *why* it failed.
-
-    While attached it also keeps those lines off the terminal (the error is reported once,
-    as a ``ModelLoadError``, instead of as log noise around it).
-    """
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def reason(self) -> str | None:
-        for line in self.lines:
-            _, found, why = line.partition("error loading model: ")
-            if found and why.strip():
-                return why.strip()
-        return None
+def _load_reason(errors: list[str]) -> str | None:
+    """What llama.cpp's error lines during a load say went wrong, if they say."""
+    for line in errors:
+        _, found, why = line.partition("error loading model: ")
+        if found and why.strip():
+            return why.strip()
+    return None
 
 
 def _memory_kind(L, model) -> MemoryKind:
@@ -136,17 +121,13 @@ class LlamaModel:
 
             self._progress_cb = _progress
             params.progress_callback = _progress
-        load_log, placement_log = _LoadLog(), PlacementLog()
-        native_log.addHandler(load_log)
-        try:
-            with log_lines(placement_log):
-                self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
-        finally:
-            native_log.removeHandler(load_log)
+        placement_log = PlacementLog()
+        with held_errors() as errors, log_lines(placement_log):
+            self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
         self.placement: Placement | None = placement_log.placement() if self._model else None
         if not self._model:
             raise ModelLoadError(
-                f"llama.cpp could not load {self.path.name}: " + (load_log.reason() or
+                f"llama.cpp could not load {self.path.name}: " + (_load_reason(errors) or
                 "the file is truncated, damaged, or of an architecture this llama.cpp does not support")
             )
         self.vocab = L.llama_model_get_vocab(self._model)

@@ -27,6 +27,10 @@ from types import ModuleType
 
 log = logging.getLogger("llamachat.llama")
 
+LOG_WARN = 3
+LOG_ERROR = 4
+"""ggml's log levels (``GGML_LOG_LEVEL_WARN``, ``_ERROR``); below them is load chatter."""
+
 _lock = threading.Lock()
 _lib: ModuleType | None = None
 _log_callback = None  # kept alive: llama.cpp holds a raw pointer to it
@@ -47,11 +51,10 @@ def lib() -> ModuleType:
             def _route(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
                 for listener in tuple(_line_listeners):
                     listener(level, text.decode("utf-8", "replace").rstrip() if text else "")
-                # GGML_LOG_LEVEL_WARN = 3, ERROR = 4; the rest is load chatter.
-                if level >= 3 and text:
+                if level >= LOG_WARN and text:
                     message = text.decode("utf-8", "replace").rstrip()
                     if message:
-                        log.log(logging.ERROR if level == 4 else logging.WARNING, message)
+                        log.log(logging.ERROR if level == LOG_ERROR else logging.WARNING, message)
 
             _log_callback = _route
             L.llama_log_set(_log_callback, ctypes.c_void_p())
@@ -69,6 +72,30 @@ def log_lines(listener: Callable[[int, str], None]) -> Iterator[None]:
         yield
     finally:
         _line_listeners.remove(listener)
+
+
+class _HeldErrors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def held_errors() -> Iterator[list[str]]:
+    """llama.cpp's error lines while inside, in a list that fills as they come.
+
+    They are the only place llama.cpp says *why* a load or a context failed, and while
+    held they stay off the terminal: the failure is reported once, as an error that
+    says why, instead of as log noise around it."""
+    handler = _HeldErrors()
+    log.addHandler(handler)
+    try:
+        yield handler.lines
+    finally:
+        log.removeHandler(handler)
 
 
 @dataclass(frozen=True)

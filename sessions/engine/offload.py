@@ -10,9 +10,10 @@ nothing is read.
 many as fit. llama-server fits by building the model and its buffers without data
 (``common_fit_params``, in llama.cpp's common library, which llama-cpp-python does not
 ship). Here the cost of each layer is estimated from the GGUF header instead: its tensor
-bytes, plus the F16 keys and values of its attention heads for the whole context. A
-sliding-window layer is counted at the full context too, although llama.cpp gives it a
-smaller ring, so the estimate errs on the safe side. ``RESERVE_BYTES`` stay free on
+bytes, plus the keys and values of its attention heads for the whole context, in the
+cache types asked for (``sessions.engine.cache_types``). A sliding-window layer is
+counted at the full context too, although llama.cpp gives it a smaller ring, so the
+estimate errs on the safe side. ``RESERVE_BYTES`` stay free on
 each device for llama.cpp's compute buffers, as in llama.cpp's own fit (its default
 target). The number found is part of the checkpoint key like any other number of
 layers, so a wrong estimate costs speed or a failed load, never a different result.
@@ -35,7 +36,8 @@ GpuLayers = int | str
 RESERVE_BYTES = 1 << 30
 """Left free on each device: llama.cpp's compute buffers and the backend's own use
 (llama.cpp's fit keeps 1 GiB by default, ``fit_params_target``)."""
-F16_BYTES = 2
+F16_CACHE = (2.0, 2.0)
+"""Bytes per key and per value in the default cache type."""
 INPUT_TENSORS = ("token_embd.weight", "position_embd.weight", "token_types.weight")
 """The input layer, which llama.cpp keeps on the CPU whatever ``n_gpu_layers`` says."""
 ACCELERATOR_KINDS = ("GPU", "iGPU")
@@ -86,9 +88,10 @@ def _int_list(value: object, count: int, default: int) -> list[int]:
     return [value if isinstance(value, int) and not isinstance(value, bool) else default] * count
 
 
-def layer_costs(path: Path | str, n_ctx: int) -> LayerCosts:
+def layer_costs(path: Path | str, n_ctx: int, cache_bytes: tuple[float, float] = F16_CACHE) -> LayerCosts:
     """The costs of ``path`` (every part of a split model) with ``n_ctx`` cells of context
-    (0: its trained length). ``ModelFileError`` when a header cannot be read."""
+    (0: its trained length), keys and values taking ``cache_bytes`` bytes each.
+    ``ModelFileError`` when a header cannot be read."""
     path = Path(path)
     first = read_gguf_header(path)
     count = first.get("split.count")
@@ -110,12 +113,12 @@ def layer_costs(path: Path | str, n_ctx: int) -> LayerCosts:
     if "output.weight" not in sizes:
         output += sizes.get("token_embd.weight", 0)
     cells = n_ctx or first.get(f"{arch}.context_length") or 0
-    per_cell = _kv_bytes_per_cell(first.metadata, arch, n_layer)
+    per_cell = _kv_bytes_per_cell(first.metadata, arch, n_layer, cache_bytes)
     return LayerCosts(tuple(w + kv * int(cells) for w, kv in zip(blocks, per_cell, strict=True)), output)
 
 
-def _kv_bytes_per_cell(meta: dict, arch: str, n_layer: int) -> list[int]:
-    """F16 key and value bytes one cell of context costs in each layer (0: no attention)."""
+def _kv_bytes_per_cell(meta: dict, arch: str, n_layer: int, cache_bytes: tuple[float, float]) -> list[int]:
+    """Key and value bytes one cell of context costs in each layer (0: no attention)."""
     heads = meta.get(f"{arch}.attention.head_count")
     most = max(heads) if isinstance(heads, list) and heads and all(isinstance(h, int) for h in heads) else heads
     most = most if isinstance(most, int) and not isinstance(most, bool) else 0
@@ -126,7 +129,7 @@ def _kv_bytes_per_cell(meta: dict, arch: str, n_layer: int) -> list[int]:
     value = meta.get(f"{arch}.attention.value_length", key)
     key = key if isinstance(key, int) else head_dim
     value = value if isinstance(value, int) else key
-    return [n * (key + value) * F16_BYTES for n in kv_heads]
+    return [round(n * (key * cache_bytes[0] + value * cache_bytes[1])) for n in kv_heads]
 
 
 def accelerator_free_bytes() -> list[int]:
@@ -143,12 +146,13 @@ def accelerator_free_bytes() -> list[int]:
 
 def resolve_gpu_layers(
     choice: GpuLayers, path: Path | str, n_ctx: int, free: Sequence[int] | None = None,
-    rpc_free: Sequence[int] = (),
+    rpc_free: Sequence[int] = (), cache_bytes: tuple[float, float] = F16_CACHE,
 ) -> int:
     """``choice`` as the number llama.cpp takes (-1: every layer).
 
     ``free``: each local GPU's free bytes (default: asked of ggml's device registry);
-    ``rpc_free``: those of the RPC servers' devices (from their probe)."""
+    ``rpc_free``: those of the RPC servers' devices (from their probe); ``cache_bytes``:
+    bytes per key and per value in the cache."""
     if choice == ALL:
         return -1
     if isinstance(choice, int):
@@ -160,7 +164,7 @@ def resolve_gpu_layers(
         return 0
     budget = sum(max(0, size - RESERVE_BYTES) for size in free)
     try:
-        costs = layer_costs(path, n_ctx)
+        costs = layer_costs(path, n_ctx, cache_bytes)
     except (ModelFileError, OSError):
         return 0  # llama.cpp's loader, next, says what is wrong with the file
     return costs.fit(budget)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessions.config.model import CheckpointConfig
+from sessions.engine.cache_types import type_id
 from sessions.engine.template_override import (
     ModelTemplateRule,
     TemplateOverride,
@@ -13,6 +15,9 @@ from sessions.engine.template_override import (
     resolve_file,
     rules_from_config,
 )
+
+if TYPE_CHECKING:
+    from sessions.engine.context import ContextParams
 
 _CHECKPOINTS = CheckpointConfig()
 
@@ -26,6 +31,9 @@ class EngineSettings:
     n_gpu_layers: int | str = "auto"
     """A number of layers, ``"all"`` or ``"auto"`` (``sessions.engine.offload``)."""
     threads: int | None = None
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    """The K and V cache types (``sessions.engine.cache_types``)."""
     checkpoint_interval: int = 2048
     rpc: tuple[str, ...] = ()
     """RPC servers (``host:port``) whose devices take offloaded layers; when set, the model
@@ -48,6 +56,13 @@ class EngineSettings:
             everywhere = TemplateOverride("--chat-template-file", file=self.chat_template_file)
         return override_for(Path(model), everywhere=everywhere, rules=self.model_templates)
 
+    def context_params(self) -> ContextParams:
+        """The context these settings ask for."""
+        from sessions.engine.context import ContextParams
+
+        return ContextParams(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=self.threads,
+                             type_k=type_id(self.cache_type_k), type_v=type_id(self.cache_type_v))
+
     @classmethod
     def from_config(cls, config) -> EngineSettings:
         from sessions import paths
@@ -58,6 +73,8 @@ class EngineSettings:
             n_batch=config.n_batch,
             n_gpu_layers=config.n_gpu_layers,
             threads=config.threads,
+            cache_type_k=config.cache_type_k,
+            cache_type_v=config.cache_type_v,
             checkpoint_interval=config.checkpoints.interval,
             chat_template_file=resolve_file(template_file, paths.config_dir()) if template_file else None,
             model_templates=rules_from_config(getattr(config, "models", {}), paths.config_dir()),

@@ -55,13 +55,14 @@ DENSE = SnapshotPolicy(every_boundary=True)
 policy snapshots where it pays on the machine at hand; exactness does not depend on it."""
 
 
-def engine_for(model, store, interval: int = 2048, policy: SnapshotPolicy = DENSE) -> BranchEngine:
-    return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=interval, policy=policy)
+def engine_for(model, store, interval: int = 2048, policy: SnapshotPolicy = DENSE,
+               params: ContextParams = PARAMS) -> BranchEngine:
+    return BranchEngine(model, LlamaContext(model, params), store, interval=interval, policy=policy)
 
 
-def reference(model, msgs, interval: int = 2048, stepped=None):
+def reference(model, msgs, interval: int = 2048, stepped=None, params: ContextParams = PARAMS):
     """A fresh context that evaluates the whole branch from token 0, no checkpoints."""
-    engine = engine_for(model, None, interval)
+    engine = engine_for(model, None, interval, params=params)
     tokens, ends = flat(msgs)
     result = engine.prepare(tokens, ends, stepped=stepped)
     greedy = greedy_after(engine, result.logits)
@@ -70,9 +71,11 @@ def reference(model, msgs, interval: int = 2048, stepped=None):
 
 
 def check(engine, model, msgs, interval: int = 2048, stepped=None):
+    """``engine`` prepares ``msgs``; its logits and continuation must be a recompute's,
+    in a context made as ``engine``'s was."""
     tokens, ends = flat(msgs)
     result = engine.prepare(tokens, ends, stepped=stepped)
-    logits, greedy = reference(model, msgs, interval, stepped)
+    logits, greedy = reference(model, msgs, interval, stepped, params=engine.ctx.params)
     assert np.array_equal(result.logits, logits), f"max diff {np.abs(result.logits - logits).max()}"
     assert greedy_after(engine, result.logits) == greedy
     return result

@@ -7,7 +7,9 @@ import pytest
 
 from sessions.discovery.ggml_types import tensor_nbytes
 from sessions.discovery.gguf_header import read_gguf_header
+from sessions.engine.cache_types import bytes_per_value, type_id
 from sessions.engine.offload import (
+    F16_CACHE,
     RESERVE_BYTES,
     LayerCosts,
     accelerator_free_bytes,
@@ -24,16 +26,19 @@ writes 12 bytes of cell metadata per token into a sequence state besides the key
 values."""
 
 
-def per_cell(path) -> list[int]:
-    one, two = layer_costs(path, 1), layer_costs(path, 2)
+def per_cell(path, cache_bytes=F16_CACHE) -> list[int]:
+    one, two = layer_costs(path, 1, cache_bytes), layer_costs(path, 2, cache_bytes)
     return [b - a for a, b in zip(one.blocks, two.blocks, strict=True)]
 
 
+@pytest.mark.parametrize(("k", "v"), [("f16", "f16"), ("q8_0", "q4_0")])
 @pytest.mark.parametrize("arch", ARCHS)
-def test_each_token_of_context_costs_what_llama_cpp_stores_for_it(arch, model_paths, loaded_models):
+def test_each_token_of_context_costs_what_llama_cpp_stores_for_it(arch, model_paths, loaded_models, k, v):
     from sessions.engine.context import ContextParams, LlamaContext
 
-    ctx = LlamaContext(loaded_models[arch], ContextParams(n_ctx=256, n_batch=32))
+    types = type_id(k), type_id(v)
+    params = ContextParams(n_ctx=256, n_batch=32, type_k=types[0], type_v=types[1])
+    ctx = LlamaContext(loaded_models[arch], params)
     try:
         ctx.decode([1] * 10, 0)
         before = ctx.state_size(0)
@@ -41,7 +46,8 @@ def test_each_token_of_context_costs_what_llama_cpp_stores_for_it(arch, model_pa
         grown = ctx.state_size(0) - before
     finally:
         ctx.close()
-    assert grown == sum(per_cell(model_paths[arch])) + 12 * ATTENTION_CACHES[arch]
+    cache_bytes = bytes_per_value(types[0]), bytes_per_value(types[1])
+    assert grown == sum(per_cell(model_paths[arch], cache_bytes)) + 12 * ATTENTION_CACHES[arch]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
