@@ -25,6 +25,7 @@ Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goa
 ``--rpc HOST:PORT,...`` the models are split over those servers (``--ngl`` layers, half
 each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``);
 without it, ``--ngl N`` offloads N layers to this machine's GPUs (a CUDA or Metal build).
+``--cache-type q8_0`` (or another of llama.cpp's types) keeps the K and V caches in it.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def emit(record: dict) -> None:
 
 
 class Bench:
-    def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path, rpc=None, ngl=0):
+    def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path, rpc=None, ngl=0,
+                 cache_type: str = "f16"):
         from sessions.checkpoints import CheckpointStore
         from sessions.controller import EngineSettings, SessionController
         from sessions.engine.factory import llama_engine_factory
@@ -56,7 +58,8 @@ class Bench:
 
         self.label, self.path, self.root = label, path, root
         split = dict(rpc=rpc.endpoints, tensor_split=(1.0, 1.0)) if rpc else {}
-        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, n_gpu_layers=ngl, **split)
+        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, n_gpu_layers=ngl,
+                                       cache_type_k=cache_type, cache_type_v=cache_type, **split)
         self.traffic = rpc
         self.events: list[tuple[int, int, dict]] = []
         """(the message its prompt ends with, the reply, the record) of each event timed, in order."""
@@ -241,12 +244,13 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     return ctl.warm(w1["leaf"]), files
 
 
-def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, ngl: int) -> dict:
+def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, ngl: int,
+                         cache_type: str = "f16") -> dict:
     """The same restore in ``REOPENS`` new processes, as a user's reopen runs: Python's
     code, numpy and the restore buffers all start cold there (``reopen_ab``)."""
     from tests.bench.reopen_ab import REPO, keep_w1, restores_in_new_processes
 
-    keep_w1(root, w1, model, ngl)
+    keep_w1(root, w1, model, ngl, cache_type)
     seconds = sorted(restores_in_new_processes(root, threads, REOPENS, [REPO])[0])
     median = seconds[len(seconds) // 2]
     return {"new_process_restore_seconds": round(median, 5),
@@ -254,17 +258,18 @@ def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_
             "new_process_restore_gb_per_second": round(whole_state / median / 1e9, 3)}
 
 
-def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict, rpc=None, ngl=0) -> None:
+def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict, rpc=None, ngl=0,
+           cache_type: str = "f16") -> None:
     """Fresh objects on the same files: the model is loaded again, RAM holds nothing.
 
     The restore is timed in fresh objects in this process and in new processes
     (without ``rpc``: a new process would need the servers' addresses too)."""
     timed = []
     for _ in range(REOPENS - 1):
-        bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl)
+        bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl, cache_type)
         timed.append(restore_last_branch(bench, w1)[0])
         bench.close()
-    bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl)
+    bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl, cache_type)
     ctl = bench.ctl
     last, files = restore_last_branch(bench, w1)
     timed = sorted([*timed, last], key=lambda result: result.seconds)
@@ -273,7 +278,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     emit({"model": label, "event": "reopen: restore the last branch from disk",
           **costs.restore_speed(timed[len(timed) // 2], whole, files), "reopens": REOPENS,
           "restore_seconds_range": [round(timed[0].seconds, 5), round(timed[-1].seconds, 5)],
-          **(new_process_restores(root, w1, path, threads, whole, ngl) if rpc is None else {}),
+          **(new_process_restores(root, w1, path, threads, whole, ngl, cache_type) if rpc is None else {}),
           **bench.traffic_fields()})
     t0 = time.perf_counter()
     ctl.regenerate(leaf.id)
@@ -301,6 +306,7 @@ def models(args) -> list[tuple[str, Path]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sessions.engine.cache_types import CACHE_TYPES
     from sessions.synth import SIZES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -315,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ngl", type=int, default=None,
                         help="layers offloaded: to this machine's GPUs (default 0), or with --rpc to the "
                              "servers (default 12 of the made models' 18)")
+    parser.add_argument("--cache-type", choices=CACHE_TYPES, default="f16", help="K and V cache type (-ctk, -ctv)")
     args = parser.parse_args(argv)
     if args.ngl is None:
         args.ngl = 12 if args.rpc else 0
@@ -334,12 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
             root = Path(tmp)
             os.environ["LLAMACHAT_CACHE_DIR"] = str(root / "cache")
-            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl)
+            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl, args.cache_type)
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
-                  "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params})
+                  "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params,
+                  "cache_type": args.cache_type})
             w1 = bench.run_w1()
             bench.close()
-            reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl)
+            reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type)
     return 0
 
 

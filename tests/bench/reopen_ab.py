@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 
 
-def build(arch: str, size: str, data: Path, threads: int, ngl: int = 0) -> dict:
+def build(arch: str, size: str, data: Path, threads: int, ngl: int = 0, cache_type: str = "f16") -> dict:
     """W1's session for ``arch`` in ``data`` (made once): the session and leaf to restore."""
     marker = data / "w1.json"
     if marker.exists():
@@ -38,17 +38,17 @@ def build(arch: str, size: str, data: Path, threads: int, ngl: int = 0) -> dict:
 
     data.mkdir(parents=True, exist_ok=True)
     path = dict(models(argparse.Namespace(arch=[arch], model=[], size=size)))[arch]
-    bench = Bench(arch, path, threads, 32, data, ngl=ngl)
+    bench = Bench(arch, path, threads, 32, data, ngl=ngl, cache_type=cache_type)
     with contextlib.redirect_stdout(sys.stderr):  # the build's own figures are not wanted here
         w1 = bench.run_w1()
     bench.close()
-    return keep_w1(data, w1, path, ngl)
+    return keep_w1(data, w1, path, ngl, cache_type)
 
 
-def keep_w1(data: Path, w1: dict, model: Path, ngl: int = 0) -> dict:
+def keep_w1(data: Path, w1: dict, model: Path, ngl: int = 0, cache_type: str = "f16") -> dict:
     """Note in ``data`` (a bench's folder) which session, leaf and model the restores take,
-    and the layers offloaded (the checkpoints are only found with the same placement)."""
-    w1 = {**w1, "model": str(model), "ngl": ngl}
+    the layers offloaded and the cache type (the checkpoints are only found with the same)."""
+    w1 = {**w1, "model": str(model), "ngl": ngl, "cache_type": cache_type}
     (data / "w1.json").write_text(json.dumps(w1))
     return w1
 
@@ -79,7 +79,9 @@ def child(tree: Path, data: Path, threads: int) -> None:
 
     w1 = json.loads((data / "w1.json").read_text())
     with contextlib.redirect_stdout(sys.stderr):  # written out: an older tree lacks restore_last_branch
-        bench = Bench("ab", Path(w1["model"]), threads, 32, data, ngl=w1.get("ngl", 0))
+        cache_type = w1.get("cache_type", "f16")  # named only when not the default, which every tree has
+        bench = Bench("ab", Path(w1["model"]), threads, 32, data, ngl=w1.get("ngl", 0),
+                      **({"cache_type": cache_type} if cache_type != "f16" else {}))
         bench.ctl.open_session(w1["session"])
         t0 = time.perf_counter()
         result = bench.ctl.warm(w1["leaf"])
@@ -100,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, action="append", default=[], help="another checkout to compare")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--ngl", type=int, default=0, help="layers offloaded to this machine's GPUs")
+    parser.add_argument("--cache-type", default="f16", help="K and V cache type of a new build (-ctk, -ctv)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     from sessions import paths
@@ -110,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child is not None:
         child(args.child, data, args.threads)
         return 0
-    build(args.arch, args.size, data, args.threads, args.ngl)
+    build(args.arch, args.size, data, args.threads, args.ngl, args.cache_type)
     trees = [REPO, *(tree.resolve() for tree in args.tree)]
     runs = restores_in_new_processes(data, args.threads, args.repeat, trees)
     for tree, seconds in zip(trees, runs, strict=True):

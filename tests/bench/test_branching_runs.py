@@ -29,6 +29,7 @@ def test_the_benchmark_runs_on_tiny_models():
                  "reopen: restore the last branch from disk", "reopen: regenerate last reply",
                  "reopen: exactness", "reopen: continue with a new message", "turn overhead"):
         assert name in events, f"no {name!r} event"
+    assert events["load"]["cache_type"] == "f16"
     summary = events["W1 summary"]
     assert summary["tokens_evaluated"] == summary["new_tokens"] > 0
     restore = events["reopen: restore the last branch from disk"]
@@ -50,14 +51,15 @@ def test_the_reopen_comparison_runs_on_a_tiny_model(tmp_path):
     """Two trees (here the same one twice), one restore each in a new process."""
     run = subprocess.run(
         [sys.executable, "-m", "tests.bench.reopen_ab", "--size", "tiny", "--arch", "lfm2", "--threads", "1",
-         "--data", str(tmp_path / "w1"), "--repeat", "1", "--tree", str(REPO)],
+         "--data", str(tmp_path / "w1"), "--repeat", "1", "--tree", str(REPO), "--cache-type", "q8_0"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [r["tree"] for r in records] == [str(REPO), str(REPO)]
     assert all(len(r["runs_ms"]) == 1 and r["median_ms"] == r["runs_ms"][0] > 0 for r in records)
-    assert (tmp_path / "w1" / "w1.json").exists()  # kept: a second comparison skips the build
+    w1 = json.loads((tmp_path / "w1" / "w1.json").read_text())  # kept: a second comparison skips the build
+    assert w1["cache_type"] == "q8_0"  # and the restores in new processes used it: none evaluated a token
 
 
 STUB_SERVER = '''
