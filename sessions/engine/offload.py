@@ -24,10 +24,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessions.discovery.ggml_types import tensor_nbytes
 from sessions.discovery.gguf_header import ModelFileError, read_gguf_header
 from sessions.discovery.model_card import split_part_paths
+
+if TYPE_CHECKING:
+    from sessions.rpc.backend import Device
 
 AUTO = "auto"
 ALL = "all"
@@ -40,8 +44,6 @@ F16_CACHE = (2.0, 2.0)
 """Bytes per key and per value in the default cache type."""
 INPUT_TENSORS = ("token_embd.weight", "position_embd.weight", "token_types.weight")
 """The input layer, which llama.cpp keeps on the CPU whatever ``n_gpu_layers`` says."""
-ACCELERATOR_KINDS = ("GPU", "iGPU")
-"""Device kinds llama.cpp offloads layers to (an accelerator such as BLAS takes none)."""
 
 
 def describe(choice: GpuLayers) -> str:
@@ -133,15 +135,24 @@ def _kv_bytes_per_cell(meta: dict, arch: str, n_layer: int, cache_bytes: tuple[f
 
 
 def accelerator_free_bytes() -> list[int]:
-    """Free memory of each of this process's GPUs (RPC servers' devices not included);
-    none when ggml's device registry cannot be reached."""
+    """Free memory of each GPU of this process that llama.cpp offloads to (RPC servers'
+    devices not included); none when ggml's device registry cannot be reached."""
     from sessions.rpc.backend import devices
 
     try:
         found = devices()
     except OSError:
         return []
-    return [d.free_bytes or 0 for d in found if d.kind in ACCELERATOR_KINDS and not d.is_rpc]
+    return offload_targets(found)
+
+
+def offload_targets(found: Sequence[Device]) -> list[int]:
+    """The free bytes of the local devices llama.cpp puts layers on, as its loader picks
+    them: the discrete GPUs, or the integrated ones when there is none (``llama.cpp``'s
+    ``llama_model_load``); an accelerator such as BLAS takes no layers."""
+    local = [d for d in found if not d.is_rpc]
+    gpus = [d for d in local if d.kind == "GPU"] or [d for d in local if d.kind == "iGPU"]
+    return [d.free_bytes or 0 for d in gpus]
 
 
 def resolve_gpu_layers(

@@ -15,6 +15,7 @@ from sessions.engine.offload import (
     accelerator_free_bytes,
     describe,
     layer_costs,
+    offload_targets,
     resolve_gpu_layers,
 )
 from tests.engine.conftest import ARCHS
@@ -130,6 +131,17 @@ def test_auto_on_this_machine_loads_as_the_cpu_did(model_paths):
         finally:
             engine.close()
     assert keys[0] == keys[1]
+
+
+def test_layers_go_to_discrete_gpus_or_else_integrated_ones():
+    from sessions.rpc.backend import Device
+
+    cpu, blas = Device("CPU", "AMD EPYC", "CPU", 20, 32), Device("BLAS", "OpenBLAS", "accelerator", 20, 32)
+    cuda, igpu = Device("CUDA0", "RTX", "GPU", 8, 12), Device("Vulkan1", "Radeon 780M", "iGPU", 4, 16)
+    rpc = Device("RPC0", "10.0.0.2:50052", "RPC")
+    assert offload_targets([cpu, blas, cuda, igpu, rpc]) == [8]  # llama.cpp leaves the iGPU out then
+    assert offload_targets([cpu, igpu, rpc]) == [4]
+    assert offload_targets([cpu, blas, rpc]) == []
 
 
 def test_the_choice_in_words():
