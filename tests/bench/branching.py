@@ -181,6 +181,13 @@ class Bench:
         return costs.disk_use(self.root / "checkpoints", unique, sum(per_branch), len(per_branch),
                               whole, len(live.live), kv)
 
+    def placement_fields(self) -> dict:
+        """Where the layers went: ``-ngl`` as resolved (``auto`` included) and the devices."""
+        from sessions.rpc.devices import describe_devices
+
+        engine = self.ctl.engine
+        return {"n_gpu_layers": engine.ctx.params.n_gpu_layers, "devices": describe_devices(engine) or "CPU"}
+
     def close(self) -> None:
         if self._scratch is not None:
             self._scratch.ctx.close()
@@ -244,7 +251,7 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     return ctl.warm(w1["leaf"]), files
 
 
-def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, ngl: int,
+def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, ngl: int | str,
                          cache_type: str = "f16") -> dict:
     """The same restore in ``REOPENS`` new processes, as a user's reopen runs: Python's
     code, numpy and the restore buffers all start cold there (``reopen_ab``)."""
@@ -306,6 +313,7 @@ def models(args) -> list[tuple[str, Path]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sessions.cli.arguments import gpu_layers
     from sessions.engine.cache_types import CACHE_TYPES
     from sessions.synth import SIZES
 
@@ -318,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--reply-tokens", type=int, default=32)
     parser.add_argument("--rpc", metavar="HOST:PORT,...", help="split the models over these RPC servers")
-    parser.add_argument("--ngl", type=int, default=None,
+    parser.add_argument("--ngl", type=gpu_layers, default=None,
                         help="layers offloaded: to this machine's GPUs (default 0), or with --rpc to the "
                              "servers (default 12 of the made models' 18)")
     parser.add_argument("--cache-type", choices=CACHE_TYPES, default="f16", help="K and V cache type (-ctk, -ctv)")
@@ -344,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl, args.cache_type)
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
                   "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params,
-                  "cache_type": args.cache_type})
+                  "cache_type": args.cache_type, **bench.placement_fields()})
             w1 = bench.run_w1()
             bench.close()
             reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type)

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 
 
-def build(arch: str, size: str, data: Path, threads: int, ngl: int = 0, cache_type: str = "f16") -> dict:
+def build(arch: str, size: str, data: Path, threads: int, ngl: int | str = 0, cache_type: str = "f16") -> dict:
     """W1's session for ``arch`` in ``data`` (made once): the session and leaf to restore."""
     marker = data / "w1.json"
     if marker.exists():
@@ -45,7 +45,7 @@ def build(arch: str, size: str, data: Path, threads: int, ngl: int = 0, cache_ty
     return keep_w1(data, w1, path, ngl, cache_type)
 
 
-def keep_w1(data: Path, w1: dict, model: Path, ngl: int = 0, cache_type: str = "f16") -> dict:
+def keep_w1(data: Path, w1: dict, model: Path, ngl: int | str = 0, cache_type: str = "f16") -> dict:
     """Note in ``data`` (a bench's folder) which session, leaf and model the restores take,
     the layers offloaded and the cache type (the checkpoints are only found with the same)."""
     w1 = {**w1, "model": str(model), "ngl": ngl, "cache_type": cache_type}
@@ -91,6 +91,7 @@ def child(tree: Path, data: Path, threads: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sessions.cli.arguments import gpu_layers
     from sessions.synth import SIZES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--tree", type=Path, action="append", default=[], help="another checkout to compare")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--ngl", type=int, default=0, help="layers offloaded to this machine's GPUs")
+    parser.add_argument("--ngl", type=gpu_layers, default=0, help="layers offloaded to this machine's GPUs")
     parser.add_argument("--cache-type", default="f16", help="K and V cache type of a new build (-ctk, -ctv)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -72,7 +72,7 @@ def w1_prompts(bench: Bench) -> list[Prompt]:
 class Server:
     """A llama-server process on a free loopback port, with our context settings."""
 
-    def __init__(self, binary: Path, model: Path, threads: int, ngl: int, log: Path) -> None:
+    def __init__(self, binary: Path, model: Path, threads: int, ngl: int | str, log: Path) -> None:
         self.port = free_port()
         command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port),
                    "-c", "8192", "-b", "512", "-ub", "512", "-fa", "on", "-np", "1", "-t", str(threads),
@@ -151,13 +151,16 @@ def compare(label: str, prompts: list[Prompt], server: Server) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sessions.cli.arguments import gpu_layers
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", type=Path, required=True, help="a llama-server binary")
     parser.add_argument("--arch", nargs="*", default=None, help="made bench models (default: gemma3 lfm2)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a GGUF file (repeatable)")
     parser.add_argument("--size", choices=SIZES, default="bench")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--ngl", type=int, default=0, help="layers offloaded to this machine's GPUs (both sides)")
+    parser.add_argument("--ngl", type=gpu_layers, default=0,
+                        help="layers offloaded to this machine's GPUs (both sides): a number, auto or all")
     args = parser.parse_args(argv)
     if not os.access(args.server, os.X_OK):
         parser.error(f"{args.server} is not an executable llama-server")

@@ -29,7 +29,8 @@ def test_the_benchmark_runs_on_tiny_models():
                  "reopen: restore the last branch from disk", "reopen: regenerate last reply",
                  "reopen: exactness", "reopen: continue with a new message", "turn overhead"):
         assert name in events, f"no {name!r} event"
-    assert events["load"]["cache_type"] == "f16"
+    load = events["load"]
+    assert load["cache_type"] == "f16" and load["n_gpu_layers"] == 0 and load["devices"] == "CPU"
     summary = events["W1 summary"]
     assert summary["tokens_evaluated"] == summary["new_tokens"] > 0
     restore = events["reopen: restore the last branch from disk"]
