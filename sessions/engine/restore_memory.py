@@ -36,10 +36,11 @@ cells file alone passes 256 MB), a restore pays the page faults rather than hold
 that much beside the cache for good."""
 
 READERS = 1
-"""Helper threads reading beside a restore (``reader``). One, so that the reads happen in the order they were asked
-for (the snapshot first). One is enough now that checking a file costs little
-(CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes about as long as
-llama.cpp's copy of it, and a second helper only competed for the cores and the GIL.
+"""Helper threads reading beside a restore (``reader``). One, so that the reads happen in
+the order they were asked for (the snapshot first). One is enough now that checking a
+file costs little (CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes
+about as long as llama.cpp's copy of it, and a second helper only competed for the cores
+and the GIL.
 Measured on the 2-core development VM, W1's branch from disk in new processes, median of
 seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 12.8
 (with zlib's CRC-32 at 4 GB/s, two had been faster than one). There, reading every
