@@ -153,7 +153,7 @@ class LlamaContext:
         with held_errors() as errors:
             self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
-            why = errors[-1].partition(": ")[2] or errors[-1] if errors else "out of memory?"
+            why = (errors[-1].partition(": ")[2] or errors[-1]) if errors else "out of memory?"
             raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens: {why}")
         self._mem = L.llama_get_memory(self._ctx)
         self.n_ctx = int(L.llama_n_ctx(self._ctx))
