@@ -61,7 +61,7 @@ class LlamaChatEngine:
             rpc_free = [device.free_bytes for server in add_servers(rpc) for device in server.devices]
         cache_bytes = bytes_per_value(params.type_k), bytes_per_value(params.type_v)
         n_gpu_layers = resolve_gpu_layers(n_gpu_layers, model_path, params.n_ctx, rpc_free=rpc_free,
-                                          cache_bytes=cache_bytes)
+                                          cache_bytes=cache_bytes, n_batch=params.n_batch)
         if rpc and n_gpu_layers == 0:  # "auto" found no room
             from sessions.rpc.errors import RpcError
 

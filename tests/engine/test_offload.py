@@ -3,6 +3,9 @@ allocates, and the number of layers that fits the devices' free memory."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 import pytest
 
 from sessions.discovery.ggml_types import tensor_nbytes
@@ -14,9 +17,11 @@ from sessions.engine.offload import (
     LayerCosts,
     accelerator_free_bytes,
     describe,
+    kv_bytes_per_cell,
     layer_costs,
     offload_targets,
     resolve_gpu_layers,
+    sliding_layers,
 )
 from tests.engine.conftest import ARCHS
 from tests.gguf_support import make_gguf
@@ -28,8 +33,18 @@ values."""
 
 
 def per_cell(path, cache_bytes=F16_CACHE) -> list[int]:
-    one, two = layer_costs(path, 1, cache_bytes), layer_costs(path, 2, cache_bytes)
-    return [b - a for a, b in zip(one.blocks, two.blocks, strict=True)]
+    return kv_bytes_per_cell(read_gguf_header(path).metadata, cache_bytes)
+
+
+def layer_weights(path) -> list[int]:
+    """Bytes of each repeating layer's tensors."""
+    header = read_gguf_header(path)
+    n_layer = header.metadata[f"{header.metadata['general.architecture']}.block_count"]
+    weights = [0] * n_layer
+    for tensor in header.tensors:
+        if tensor.name.startswith("blk."):
+            weights[int(tensor.name.split(".")[1])] += tensor_nbytes(tensor.type_id, tensor.n_elements)
+    return weights
 
 
 @pytest.mark.parametrize(("k", "v"), [("f16", "f16"), ("q8_0", "q4_0")])
@@ -54,8 +69,8 @@ def test_each_token_of_context_costs_what_llama_cpp_stores_for_it(arch, model_pa
 @pytest.mark.parametrize("arch", ARCHS)
 def test_the_layers_hold_every_weight_llama_cpp_loads_but_the_input_embeddings(arch, model_paths, loaded_models):
     path, model = model_paths[arch], loaded_models[arch]
-    costs = layer_costs(path, 1)
-    weights = sum(costs.blocks) - sum(per_cell(path))
+    costs = layer_costs(path, 256)  # every layer, windowed or not, holds 256 cells then
+    weights = sum(costs.blocks) - 256 * sum(per_cell(path))
     sizes = {t.name: tensor_nbytes(t.type_id, t.n_elements) for t in read_gguf_header(path).tensors}
     assert "output.weight" in sizes  # so the embeddings are not counted in the output layer
     assert weights + costs.output + sizes["token_embd.weight"] == model._L.llama_model_size(model.handle)
@@ -70,9 +85,48 @@ def test_a_split_model_is_costed_over_all_its_parts(tmp_path):
     parts = sorted(tmp_path.glob("big-*-of-*.gguf"))
     assert len(parts) == 4
     costs = layer_costs(parts[0], 100)
-    kv = 2 * (8 + 8) * 2 * 100  # 2 KV heads of 32 / 4 = 8 dimensions, F16 keys and values, 100 cells
+    kv = 2 * (8 + 8) * 2 * 256  # 2 KV heads of 32 / 4 = 8 dimensions, F16 keys and values, 100 cells made 256
     assert costs.blocks == (4 * 32 * 4 + kv,) * 5
     assert costs.output == 32 * 4 + 8 * 32 * 4  # no output matrix: the embeddings are copied there
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_each_layer_is_costed_at_the_cells_llama_cpp_gives_it(arch, model_paths, loaded_models):
+    """llama.cpp says what it allocates as it makes a context ("N cells, L layers" per
+    cache): a context of 1,000 cells is made 1,024, and gemma3's windowed layers get a
+    ring of 256 (a window of 32 for 2 sequences, plus a batch of 32, rounded up)."""
+    from sessions.engine.context import ContextParams, LlamaContext
+    from sessions.engine.native import log_lines
+
+    path, n_ctx, n_batch = model_paths[arch], 1000, 32
+    made: Counter[int] = Counter()
+
+    def listen(_level: int, line: str) -> None:
+        found = re.search(r"llama_kv_cache: size = .*?(\d+) cells, +(\d+) layers", line)
+        if found:
+            made[int(found[1])] += int(found[2])
+
+    with log_lines(listen):
+        LlamaContext(loaded_models[arch], ContextParams(n_ctx=n_ctx, n_batch=n_batch)).close()
+    costs, weights, kv = layer_costs(path, n_ctx, n_batch=n_batch), layer_weights(path), per_cell(path)
+    costed = Counter((cost - weight) // per for cost, weight, per in zip(costs.blocks, weights, kv, strict=True) if per)
+    assert costed == made
+    assert set(made) == ({1024, 256} if arch == "gemma3" else {1024} if arch != "mamba" else set())
+
+
+def test_sliding_layers_follow_the_architecture_or_the_file():
+    gemma3 = {"general.architecture": "gemma3", "gemma3.attention.sliding_window": 1024}
+    assert sliding_layers(gemma3, 12) == [True] * 5 + [False] + [True] * 5 + [False]
+    assert sliding_layers({**gemma3, "gemma3.attention.sliding_window_pattern": 3}, 6) == [True, True, False] * 2
+    flags = [True, False, False, True]
+    assert sliding_layers({**gemma3, "gemma3.attention.sliding_window_pattern": flags}, 4) == flags
+    gpt_oss = {"general.architecture": "gpt-oss", "gpt-oss.attention.sliding_window": 128}
+    assert sliding_layers(gpt_oss, 4) == [True, False, True, False]
+    # not sure, so every layer counts at the full context
+    assert sliding_layers({**gemma3, "gemma3.attention.sliding_window_pattern": flags}, 5) == [False] * 5
+    assert sliding_layers({**gemma3, "gemma3.attention.sliding_window": 0}, 6) == [False] * 6
+    assert sliding_layers({"general.architecture": "gemma3"}, 6) == [False] * 6
+    assert sliding_layers({"general.architecture": "llama4", "llama4.attention.sliding_window": 8192}, 4) == [False] * 4
 
 
 def test_layers_fit_from_the_output_end():
