@@ -344,9 +344,17 @@ class LlamaContext:
         finally:
             self.seq_rm(SPARE)
 
-    def close(self) -> None:
-        self.warm.close()
-        self.restore_memory.close()
+    def close(self, wait: bool = True) -> None:
+        """Free the context; ``wait``: for the helper threads to end as well.
+
+        ``__del__`` does not wait. A collection of a context left in a reference cycle
+        can run on any thread at any allocation, threading's own bookkeeping included:
+        a thread starting up collects while it holds the lock that a join of a
+        non-daemon thread (the checkpoint reader) takes, and that join then waits for
+        itself for good. Told to stop, the helpers end on their own.
+        """
+        self.warm.close(wait)
+        self.restore_memory.close(wait)
         if self._ctx:
             self._L.llama_batch_free(self._batch)
             self._L.llama_free(self._ctx)
@@ -354,6 +362,6 @@ class LlamaContext:
 
     def __del__(self) -> None:  # pragma: no cover
         try:
-            self.close()
+            self.close(wait=False)
         except Exception:
             pass

@@ -144,13 +144,16 @@ class RestoreMemory:
         thread.start()
         self.reader()  # its thread starts now, not in the first restore
 
-    def close(self) -> None:
-        for thread in self._threads:
-            thread.join()
+    def close(self, wait: bool = True) -> None:
+        """Let the buffers go and stop the reader; ``wait``: for the helper threads to end
+        (not from a finaliser: see ``LlamaContext.close``)."""
+        if wait:
+            for thread in self._threads:
+                thread.join()
         self._threads = []
         with self._cond:
             reader, self._reader = self._reader, None
         if reader is not None:
-            reader.shutdown(wait=True)
+            reader.shutdown(wait=wait)
         with self._cond:
             self._buffers.clear()

@@ -105,14 +105,14 @@ class WarmBuffers:
                     self._ready.append(buf)
                     self._cond.notify_all()  # for whoever waits for a ready buffer
 
-    def close(self) -> None:
-        """Stop the helper thread and let the buffers go."""
+    def close(self, wait: bool = True) -> None:
+        """Stop the helper thread and let the buffers go; ``wait``: for the thread to end."""
         with self._cond:
             self._closed = True
             self._ready.clear()
             self._cond.notify_all()
         thread, self._thread = self._thread, None
-        if thread is not None:
+        if thread is not None and wait:
             thread.join()
 
 

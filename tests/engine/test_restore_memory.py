@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sessions.engine import restore_memory
 from sessions.engine.restore_memory import RestoreMemory
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_buffer_is_kept_and_handed_out_again_while_large_enough():
@@ -114,3 +117,35 @@ def test_an_engine_touches_what_a_restore_of_its_checkpoints_needs_while_it_load
         else:
             assert sizes == {**joins, "snapshot": snapshot}
         second.close()
+
+
+COLLECTED_INSIDE_THREADING = """
+import gc, sys, threading
+from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.model import LlamaModel
+
+ctx = LlamaContext(LlamaModel(sys.argv[1]), ContextParams(n_ctx=256, n_batch=32))
+ctx.restore_memory.reader()  # the checkpoint reader's thread runs (not a daemon)
+ctx.warm.expect(1 << 16)
+ctx.warm.refill()  # and the warm buffers' helper
+ctx.cycle = ctx  # only a collection frees it now
+del ctx
+# A thread starting up holds this lock while it tidies threading's records, and a
+# collection can run there: the context's finaliser must not join a thread then.
+with threading._shutdown_locks_lock:
+    gc.collect()
+print("collected")
+"""
+
+
+@pytest.mark.skipif(not hasattr(threading, "_shutdown_locks_lock"), reason="this Python starts threads otherwise")
+def test_a_context_collected_inside_threadings_own_lock_does_not_wait_for_its_threads(model_paths):
+    """A context in a reference cycle is freed by whichever thread collects next; once, in
+    the test suite, that was a checkpoint reader starting up, and the finaliser's join of
+    the old context's reader waited for a lock its own thread held, for good."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", COLLECTED_INSIDE_THREADING, str(model_paths["llama"])],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0 and done.stdout.strip() == "collected", done.stderr[-2000:]
