@@ -47,8 +47,6 @@ RESERVE_BYTES = 1 << 30
 (llama.cpp's fit keeps 1 GiB by default, ``fit_params_target``)."""
 F16_CACHE = (2.0, 2.0)
 """Bytes per key and per value in the default cache type."""
-PAD_CELLS = 256
-"""llama.cpp rounds the context, and a sliding window's ring, up to a multiple of this."""
 INPUT_TENSORS = ("token_embd.weight", "position_embd.weight", "token_types.weight")
 """The input layer, which llama.cpp keeps on the CPU whatever ``n_gpu_layers`` says."""
 
@@ -141,7 +139,7 @@ def layer_costs(path: Path | str, n_ctx: int, cache_bytes: tuple[float, float] =
     ring holds one besides the window), keys and values taking ``cache_bytes`` bytes each.
     ``ModelFileError`` when a header cannot be read."""
     from sessions.engine.context import SEQUENCES
-    from sessions.engine.swa_ring import ring_size
+    from sessions.engine.swa_ring import padded, ring_size
 
     path = Path(path)
     first = read_gguf_header(path)
@@ -162,7 +160,7 @@ def layer_costs(path: Path | str, n_ctx: int, cache_bytes: tuple[float, float] =
     if "output.weight" not in sizes:
         output += sizes.get("token_embd.weight", 0)
     trained = first.get(f"{arch}.context_length")
-    cells = -(-(n_ctx or (trained if _is_int(trained) and trained > 0 else 0)) // PAD_CELLS) * PAD_CELLS
+    cells = padded(n_ctx or (trained if _is_int(trained) and trained > 0 else 0))
     window = first.get(f"{arch}.attention.sliding_window")
     ring = ring_size(cells, window, SEQUENCES, n_batch) if _is_int(window) and window > 0 else cells
     layer_cells = [ring if sliding else cells for sliding in sliding_layers(first.metadata, n_layer)]

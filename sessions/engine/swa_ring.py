@@ -65,10 +65,18 @@ LIVE = 0
 SPARE = 1
 
 
+CACHE_PAD = 256
+"""llama.cpp rounds the context, and the sliding-window cache, up to a multiple of this."""
+
+
+def padded(cells: int) -> int:
+    """``cells`` rounded up as llama.cpp sizes a cache."""
+    return -(-cells // CACHE_PAD) * CACHE_PAD
+
+
 def ring_size(n_ctx: int, n_swa: int, n_seq_max: int, n_ubatch: int) -> int:
     """Cells of llama.cpp's sliding-window cache for a unified cache (``swa_full`` off)."""
-    cells = min(n_ctx, n_swa * n_seq_max + n_ubatch)
-    return -(-cells // 256) * 256
+    return padded(min(n_ctx, n_swa * n_seq_max + n_ubatch))
 
 
 def ring_bytes(window_bytes: int, size: int, n_swa: int) -> int:
