@@ -108,8 +108,13 @@ def test_each_layer_is_costed_at_the_cells_llama_cpp_gives_it(arch, model_paths,
 
     with log_lines(listen):
         LlamaContext(loaded_models[arch], ContextParams(n_ctx=n_ctx, n_batch=n_batch)).close()
-    costs, weights, kv = layer_costs(path, n_ctx, n_batch=n_batch), layer_weights(path), per_cell(path)
-    costed = Counter((cost - weight) // per for cost, weight, per in zip(costs.blocks, weights, kv, strict=True) if per)
+    costed: Counter[int] = Counter()
+    for cost, weight, per in zip(layer_costs(path, n_ctx, n_batch=n_batch).blocks, layer_weights(path),
+                                 per_cell(path), strict=True):
+        if per:
+            cells, rest = divmod(cost - weight, per)
+            assert rest == 0
+            costed[cells] += 1
     assert costed == made
     assert set(made) == ({1024, 256} if arch == "gemma3" else {1024} if arch != "mamba" else set())
 
