@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from sessions.engine.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
+from sessions.engine.offload import AUTO, GpuLayers
 from sessions.sampling import SamplingSettings
 
 DEFAULT_THEME = "llamachat-dark"
@@ -67,16 +69,16 @@ class Config:
     """Context size in tokens; 0 uses the model's trained context length."""
     n_batch: int = 512
     """Most tokens evaluated in one call while reading a prompt."""
-    n_gpu_layers: int | str = "auto"
+    n_gpu_layers: GpuLayers = AUTO
     """Layers offloaded to the GPUs and RPC servers: a number (0: CPU only, -1: every
     layer), ``"all"``, or ``"auto"``: every layer that fits their free memory (none on
     a machine without a GPU). See ``sessions.engine.offload``."""
     threads: int | None = None
     """CPU threads used for generation; unset uses every core but one (at most 8)."""
-    cache_type_k: str = "f16"
+    cache_type_k: str = DEFAULT_CACHE_TYPE
     """Type of the K cache: ``f16``, or a quantized type (``q8_0``...) that takes less
     memory per token of context. See ``sessions.engine.cache_types``."""
-    cache_type_v: str = "f16"
+    cache_type_v: str = DEFAULT_CACHE_TYPE
     """Type of the V cache, likewise."""
     rpc: list[str] = field(default_factory=list)
     """RPC servers (``"host:port"``, started with ``llamachat rpc-server``) whose devices take

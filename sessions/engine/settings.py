@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sessions.config.model import CheckpointConfig
+from sessions.engine.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
 from sessions.engine.cache_types import type_id
+from sessions.engine.offload import AUTO, GpuLayers
 from sessions.engine.template_override import (
     ModelTemplateRule,
     TemplateOverride,
@@ -28,11 +30,11 @@ class EngineSettings:
 
     n_ctx: int = 8192
     n_batch: int = 512
-    n_gpu_layers: int | str = "auto"
+    n_gpu_layers: GpuLayers = AUTO
     """A number of layers, ``"all"`` or ``"auto"`` (``sessions.engine.offload``)."""
     threads: int | None = None
-    cache_type_k: str = "f16"
-    cache_type_v: str = "f16"
+    cache_type_k: str = DEFAULT_CACHE_TYPE
+    cache_type_v: str = DEFAULT_CACHE_TYPE
     """The K and V cache types (``sessions.engine.cache_types``)."""
     checkpoint_interval: int = 2048
     rpc: tuple[str, ...] = ()
