@@ -50,12 +50,16 @@ def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: List
 
 
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
-    from sessions.rpc.devices import describe_devices
+    from sessions.rpc.devices import describe_devices, placement_of
 
     info = engine.info
     devices = describe_devices(engine)
     devices = "" if devices == "CPU" else devices  # only worth saying when not just this CPU
     listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, seconds, devices))
+    placement = placement_of(engine)
+    notice = placement.attention_notice() if placement is not None else None
+    if notice:
+        listener(NoticeRaised(notice))
 
 
 def carry_legacy_tokens(store: SessionStore, info: ModelInfo) -> int:

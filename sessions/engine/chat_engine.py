@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from sessions.engine.attention_check import flash_attention_verdict
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.cache_types import bytes_per_value
 from sessions.engine.context import ContextParams, LlamaContext
@@ -76,6 +77,11 @@ class LlamaChatEngine:
         if checkpoints is not None:
             memory.prepare(lambda: snapshot_sizes(checkpoints, info, params))
         self.placement = self.model.placement
+        if self.placement is not None and self.placement.on_local_gpu:
+            verdict = flash_attention_verdict(self.model, params)
+            if verdict is not None and not verdict.supported:
+                self.placement = replace(self.placement,
+                                         attention_elsewhere=(verdict.layer_device, verdict.attention_device))
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()
             from sessions.rpc.errors import RpcError

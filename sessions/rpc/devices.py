@@ -25,10 +25,19 @@ class Placement:
     """
 
     layers: tuple[str, ...]
+    attention_elsewhere: tuple[str, str] | None = None
+    """``(device, instead)`` when llama.cpp has no flash-attention kernel for this model
+    on a device that holds layers and runs their attention on ``instead`` (the CPU):
+    found by ``attention_check``, told by ``attention_notice``."""
 
     @property
     def local_only(self) -> bool:
         return all(label == "CPU" for label in self.layers)
+
+    @property
+    def on_local_gpu(self) -> bool:
+        """Whether a layer is on a device of this machine other than its CPU."""
+        return any(label != "CPU" and not label.startswith("RPC[") for label in self.layers)
 
     @property
     def rpc_endpoints(self) -> tuple[str, ...]:
@@ -47,7 +56,8 @@ class Placement:
         return ",".join(f"{label}:{a}-{b}" for label, a, b in runs)
 
     def summary(self) -> str:
-        """E.g. ``CPU + 2 RPC (127.0.0.1:50052, 127.0.0.1:50053)``."""
+        """E.g. ``CPU + 2 RPC (127.0.0.1:50052, 127.0.0.1:50053)``, or ``CPU + CUDA0
+        (attention on CPU)`` when its attention runs elsewhere."""
         parts = ["CPU"]
         others = [label.split("[")[0] for label in dict.fromkeys(self.layers) if label != "CPU"
                   and not label.startswith("RPC[")]
@@ -55,7 +65,19 @@ class Placement:
         rpc = self.rpc_endpoints
         if rpc:
             parts.append(f"{len(rpc)} RPC ({', '.join(rpc)})")
-        return " + ".join(parts)
+        elsewhere = f" (attention on {self.attention_elsewhere[1]})" if self.attention_elsewhere else ""
+        return " + ".join(parts) + elsewhere
+
+    def attention_notice(self) -> str | None:
+        """What the user should know when attention does not run where its layers are."""
+        if self.attention_elsewhere is None:
+            return None
+        device, instead = self.attention_elsewhere
+        where = "the CPU" if instead == "CPU" else instead
+        return (f"llama.cpp has no flash-attention kernel on {device} for this model (its head size or "
+                f"cache type), so the attention of its layers there runs on {where}: prompts and replies "
+                f"will be much slower than {device} allows. llamachat keeps flash attention on, as its "
+                "exact checkpoints need")
 
 
 class PlacementLog:
@@ -96,5 +118,11 @@ def describe_devices(engine) -> str:
     ``CPU``, ``CPU + CUDA0``, ``CPU + 2 RPC (127.0.0.1:50052, 127.0.0.1:50053)``; empty
     when the engine does not say (a stand-in engine in tests).
     """
+    placement = placement_of(engine)
+    return placement.summary() if placement is not None else ""
+
+
+def placement_of(engine) -> Placement | None:
+    """Where a loaded engine's layers are, when it says (a stand-in engine in tests may not)."""
     placement = getattr(engine, "placement", None)
-    return placement.summary() if isinstance(placement, Placement) else ""
+    return placement if isinstance(placement, Placement) else None
