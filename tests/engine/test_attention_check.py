@@ -26,3 +26,36 @@ def test_a_quantized_v_cache_gets_none(loaded_models):
 
     params = ContextParams(type_k=type_id("q8_0"), type_v=type_id("q8_0"))
     assert flash_attention_verdict(loaded_models["llama"], params) is None
+
+
+@pytest.mark.parametrize("verdict", [AttentionVerdict(True), AttentionVerdict(False, "CUDA0", "CPU"), None])
+def test_an_engine_with_a_layer_on_a_gpu_asks_and_keeps_the_answer(verdict, model_paths, monkeypatch):
+    """What the engine does with each answer; the question is only asked with a GPU layer
+    (here every layer is on the CPU, so the placement is told it has one)."""
+    from sessions.engine import chat_engine
+    from sessions.rpc.devices import Placement
+
+    asked = []
+
+    def answer(model, params):
+        asked.append(params)
+        return verdict
+
+    monkeypatch.setattr(chat_engine, "flash_attention_verdict", answer)
+    params = ContextParams(n_ctx=256, n_batch=32)
+    engine = chat_engine.LlamaChatEngine(model_paths["llama"], params)
+    try:
+        assert asked == [] and engine.placement is not None and engine.placement.attention_elsewhere is None
+    finally:
+        engine.close()
+    monkeypatch.setattr(Placement, "on_local_gpu", property(lambda self: True))
+    engine = chat_engine.LlamaChatEngine(model_paths["llama"], params)
+    try:
+        assert asked == [params]
+        placement = engine.placement
+        assert placement is not None
+        refused = verdict is not None and not verdict.supported
+        assert placement.attention_elsewhere == (("CUDA0", "CPU") if refused else None)
+        assert (placement.attention_notice() is not None) == refused
+    finally:
+        engine.close()
