@@ -131,3 +131,23 @@ def test_common_prefix_finds_the_first_difference_anywhere(length):
     assert common_prefix(base[:length], base) == length  # one a prefix of the other
     assert common_prefix(base, base[:length]) == length
     assert common_prefix(tuple(base[:length]), base) == length  # a tuple against a list
+
+
+@pytest.mark.parametrize("kind", [K.PLAIN, K.SWA, K.HYBRID, K.RECURRENT])
+def test_the_store_is_asked_about_each_boundary_once(kind):
+    """Every start walks the chain after it; the answers are kept for the plan, so a
+    branch of n boundaries costs n lookups of each kind, not n**2 / 2."""
+    asked: list[tuple[str, int]] = []
+    known_cells, known_snaps = cells(*BOUNDS), snaps(*BOUNDS)
+
+    def cell_lookup(b: int):
+        asked.append(("cells", b))
+        return known_cells(b)
+
+    def snap_lookup(b: int):
+        asked.append(("snapshot", b))
+        return known_snaps(b)
+
+    other = TARGET[:90] + [999] * 5  # every boundary before 90 is a start
+    plan_route(kind, 16, live(95, tokens=other), TARGET, BOUNDS, cell_lookup, snap_lookup)
+    assert asked and len(asked) == len(set(asked))
