@@ -31,8 +31,6 @@ log = logging.getLogger(__name__)
 _MISMATCH = re.compile(r"layer \d+ is assigned to device (\S+) but Flash Attention is assigned to device (\S+)")
 _ENABLED = "Flash Attention enabled"
 _DISABLED = "Flash Attention not supported"
-_AUTO = -1
-"""``LLAMA_FLASH_ATTN_TYPE_AUTO``."""
 PROBE_CELLS = 256
 """The probe context's size: the smallest llama.cpp makes (it pads to 256). Whether a
 device has a kernel does not depend on it, and its few megabytes are freed at once."""
@@ -86,7 +84,7 @@ def flash_attention_verdict(model: LlamaModel, params: ContextParams) -> Attenti
     cp.n_batch = cp.n_ubatch = 1  # the check itself reserves a graph of one token
     cp.n_seq_max = 1
     cp.n_threads = cp.n_threads_batch = 1
-    cp.flash_attn_type = _AUTO
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_AUTO
     cp.type_k, cp.type_v = params.type_k, params.type_v
     cp.no_perf = True
     heard = VerdictLog()
