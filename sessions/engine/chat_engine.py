@@ -77,11 +77,6 @@ class LlamaChatEngine:
         if checkpoints is not None:
             memory.prepare(lambda: snapshot_sizes(checkpoints, info, params))
         self.placement = self.model.placement
-        if self.placement is not None and self.placement.on_local_gpu:
-            verdict = flash_attention_verdict(self.model, params)
-            if verdict is not None and not verdict.supported:
-                self.placement = replace(self.placement,
-                                         attention_elsewhere=(verdict.layer_device, verdict.attention_device))
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()
             from sessions.rpc.errors import RpcError
@@ -90,6 +85,11 @@ class LlamaChatEngine:
         devices = self.placement.key() if self.placement is not None else (
             f"ngl={n_gpu_layers};ts={list(tensor_split)};rpc={list(rpc)}" if n_gpu_layers or rpc else "")
         try:
+            if self.placement is not None and self.placement.on_local_gpu:  # a failure closes the model too
+                verdict = flash_attention_verdict(self.model, params)
+                if verdict is not None and not verdict.supported:
+                    self.placement = replace(self.placement,
+                                             attention_elsewhere=(verdict.layer_device, verdict.attention_device))
             self.ctx = LlamaContext(self.model, replace(params, devices=devices, n_gpu_layers=n_gpu_layers), memory)
         except BaseException:
             self.model.close()
