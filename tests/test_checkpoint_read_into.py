@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,55 @@ def test_a_file_is_read_into_the_pieces_given_and_not_kept_in_ram(tmp_path, prob
         assert store.where(COMPAT, segment.prefix) == "disk"  # the page cache keeps it, not the RAM tier
         assert store.stats().hits_disk == 1
     assert problems == []
+
+
+def test_a_file_the_index_lists_is_read_with_one_system_call(tmp_path, problems, monkeypatch) -> None:
+    """Header, state, logits and the byte past the end in one scatter read; nothing else
+    (no open file object, no ``fstat``, no separate header read)."""
+    segment = chain([0, 40], size=2048)[0]
+    on_disk(tmp_path, [segment])
+    out, place = split_into([10, 1000], [])
+    with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24, on_problem=problems.append) as store:
+        assert store.where(COMPAT, segment.prefix) == "disk"  # the index is built now
+        reads: list[int] = []
+        real_preadv = os.preadv
+        monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset: reads.append(len(buffers)) or real_preadv(fd, buffers, offset))
+        monkeypatch.setattr(os, "fstat", lambda fd: pytest.fail("a file the index lists needs no fstat"))
+        got = store.read_into(COMPAT, segment.prefix, "cells", place)
+        assert isinstance(got, Placed) and got.logits is not None and bytes(got.logits) == segment.logits
+        assert bytes(out[:2048]) == segment.state
+        assert reads == [1 + 3 + 1 + 1]  # header, the three pieces, logits, the byte past the end
+    assert problems == []
+
+
+@pytest.mark.parametrize("change", ["a byte appended", "cut short", "another state length"])
+def test_a_file_that_changed_since_it_was_listed_is_checked_and_refused(tmp_path, problems, change) -> None:
+    """What the index said no longer holds: the checked read finds why, says so, and
+    deletes the file; nothing of it is taken."""
+    segment = chain([0, 40], size=2048)[0]
+    on_disk(tmp_path, [segment])
+    path = tmp_path / address(COMPAT, segment.prefix)
+    data = path.read_bytes()
+    out, place = split_into([], [])
+    with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24, on_problem=problems.append) as store:
+        assert store.where(COMPAT, segment.prefix) == "disk"  # listed as it was
+        if change == "a byte appended":
+            path.write_bytes(data + b"x")
+        elif change == "cut short":
+            path.write_bytes(data[:-1])
+        else:  # a whole, valid file of the same size under the same name: a longer state, no logits
+            longer = Segment(COMPAT, segment.prefix, None, 0, 40, bytes(range(256)) * 8 + bytes(16), None)
+            on_disk(tmp_path / "elsewhere", [longer])
+            path.write_bytes((tmp_path / "elsewhere" / address(COMPAT, segment.prefix)).read_bytes())
+        got = store.read_into(COMPAT, segment.prefix, "cells", place)
+    if change == "another state length":  # a good file: read the checked way, into the pieces asked then
+        assert isinstance(got, Placed) and got.logits is None
+        assert bytes(out[: 2048 + 16]) == bytes(range(256)) * 8 + bytes(16)
+        assert problems == []
+    else:
+        assert got is None and not path.exists()
+        reason = "size mismatch" if change == "a byte appended" else "truncated"
+        assert len(problems) == 1 and reason in problems[0]
 
 
 def test_a_segment_in_ram_comes_back_whole_and_place_is_not_asked(store_with_one) -> None:

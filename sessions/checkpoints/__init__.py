@@ -6,7 +6,7 @@ blobs are opaque here, so nothing in this package imports llama.cpp.
 """
 
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
-from .file_reads import Place, Placed
+from .file_reads import Place, Placed, StateSpan
 from .keys import Kind, PrefixHasher, StateCompat, prefix_hash
 from .segment import Segment, SegmentMeta
 from .store import CheckpointStore, StoreStats
@@ -22,6 +22,7 @@ __all__ = [
     "Segment",
     "SegmentMeta",
     "StateCompat",
+    "StateSpan",
     "StoreClosedError",
     "StoreStats",
     "prefix_hash",

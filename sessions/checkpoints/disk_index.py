@@ -36,6 +36,8 @@ class DiskEntry:
     has_logits: bool
     has_state: bool = True
     role: Role = ""
+    state_len: int = 0
+    """Bytes of the state (the logits follow it): what a restore places before it reads."""
 
 
 class UseClock:

@@ -36,7 +36,7 @@ from .file_format import (
     expected_address,
     parse_header,
 )
-from .file_reads import Place, Placed, read_payload, read_pieces
+from .file_reads import Place, Placed, StateSpan, mark_used, read_in_one, read_payload, read_pieces
 from .keys import FILE_SUFFIX, Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
 from .segment import Segment, as_view
 
@@ -52,25 +52,17 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
         return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
 
 
-def _mark_used(fd: int) -> None:
-    """Set a file's times to now: its last use, which eviction reads back in the next process."""
-    try:
-        os.utime(fd)
-    except OSError:
-        pass
-
-
 def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
     return DiskEntry(
         path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
-        len(segment.state) > 0, segment.role,
+        len(segment.state) > 0, segment.role, len(segment.state),
     )
 
 
 def _entry_from_header(header: Header, path: Path, size: int, when: float) -> DiskEntry:
     return DiskEntry(
         path, header.parent, size, when, header.start, header.end, header.has_logits,
-        header.state_len > 0, header.role,
+        header.state_len > 0, header.role, header.state_len,
     )
 
 
@@ -290,18 +282,32 @@ class DiskTier:
         return self._read_checked(compat, prefix, kind, read)
 
     def load_into(self, compat: StateCompat, prefix: str, kind: Kind, place: Place) -> Placed | None:
-        """Read a file's state straight into the buffers ``place`` gives for its header.
+        """Read a file's state straight into the buffers ``place`` gives for it.
 
         For restores: the bytes land where llama.cpp will read them, in memory the caller
         keeps ready, with one scatter read and no copy. Nothing enters the RAM tier (the
-        page cache already holds the file). ``place`` gets the verified header and a
+        page cache already holds the file). ``place`` gets what the file holds and a
         reader of the state at an offset (to learn a layout), and returns the pieces,
-        in file order, that together take exactly ``header.state_len`` bytes; or None to
+        in file order, that together take exactly ``state_len`` bytes; or None to
         decline the file (it is then read and checked all the same, so that a damaged
         file is not taken for one of another layout). The checksum is taken over the
         pieces: None comes back for a declined, missing or corrupt file (a corrupt one is
         deleted and reported).
+
+        A file the index describes is first read in one go (``read_in_one``); anything
+        unexpected there is left to the checked read below, which reports it.
         """
+        self.ensure_index()
+        key = key_of(compat, prefix, kind)
+        with self._lock:
+            entry = self._index.get(key) if self._index is not None and not self._disabled else None
+        if entry is not None:
+            span = StateSpan(entry.start, entry.end, entry.state_len)
+            placed = read_in_one(str(entry.path), expected_address(compat, prefix, kind), span, entry.size, place)
+            if placed is not None:
+                with self._lock:
+                    self._index.touch(key, self._clock.now())  # type: ignore[union-attr]
+                return placed
 
         def read(src, header: Header) -> Placed | None:
             fd = src.fileno()
@@ -309,7 +315,7 @@ class DiskTier:
             def read_at(offset: int, size: int) -> bytes:
                 return os.pread(fd, size, HEADER_SIZE + offset)
 
-            pieces = place(header, read_at)
+            pieces = place(StateSpan(header.start, header.end, header.state_len), read_at)
             if pieces is None:  # declined: still tell a damaged file from one of another layout
                 check_payload(header, read_payload(src, header.state_len), read_payload(src, header.logits_len))
                 return None
@@ -343,7 +349,7 @@ class DiskTier:
                 check_header(header, expected_address(compat, prefix, kind), size)
                 result = read(src, header)
                 if result is not None:
-                    _mark_used(src.fileno())
+                    mark_used(src.fileno())
         except FileNotFoundError:
             with self._lock:
                 self._index.remove(key)  # type: ignore[union-attr]

@@ -3,6 +3,8 @@
 The disk tier opens a file and checks its header; these read what follows. A restore
 reads with ``read_pieces``: one scatter read puts each part of a file's state where
 llama.cpp will read it from (see ``DiskTier.load_into``), so nothing is copied twice.
+A file the disk tier's index already describes is read with ``read_in_one``: header,
+state and logits in a single scatter read, checked afterwards.
 """
 
 from __future__ import annotations
@@ -13,14 +15,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .file_format import Header
+from .errors import CorruptCheckpointError
+from .file_format import HEADER_SIZE, check_header, check_placed, parse_header
+from .keys import ParsedAddress
 
 _IOV_MAX = 1024
 """Pieces per ``preadv`` (Linux's ``IOV_MAX``)."""
 
-Place = Callable[[Header, Callable[[int, int], bytes]], Sequence[memoryview] | None]
-"""Where a restore wants a file's state: given its checked header and a reader of the
-state at an offset, the pieces (in file order) to read it into, or None to decline."""
+
+@dataclass(frozen=True)
+class StateSpan:
+    """What a file holds, as far as placing its state goes: tokens and state bytes."""
+
+    start: int
+    end: int
+    state_len: int
+
+
+Place = Callable[[StateSpan, Callable[[int, int], bytes]], Sequence[memoryview] | None]
+"""Where a restore wants a file's state: given what the file holds and a reader of the
+state at an offset, the pieces (in file order) to read it into, or None to decline.
+
+It may be asked twice for one file (``read_in_one`` then the checked read): each answer
+stands alone."""
 
 
 @dataclass(frozen=True)
@@ -65,3 +82,56 @@ def read_pieces(fd: int, pieces: Sequence[memoryview], offset: int) -> int:
             index, skip = index + 1, 0
         skip += n
     return done
+
+
+def read_in_one(path: str, expected: ParsedAddress, span: StateSpan, size: int, place: Place) -> Placed | None:
+    """A file whose index entry says ``span`` and ``size``, read into ``place``'s pieces
+    with one scatter read (header, state, logits and one byte past the end); None when
+    anything is not as expected, for the caller's checked read to sort out (and report).
+
+    The index learnt the header when it listed the file, so the pieces can be known
+    before the header is read again: one system call instead of an open file object, a
+    ``fstat``, a header read and a payload read. Everything is checked after the read,
+    as strictly as before: the header and its checksum, that it is the file the index
+    described, that the file ends exactly there (nothing came into the byte past it),
+    and the state's CRC over the pieces.
+    """
+    logits_len = size - HEADER_SIZE - span.state_len
+    if logits_len < 0:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        pieces = place(span, lambda offset, n: os.pread(fd, n, HEADER_SIZE + offset))
+        if pieces is None:
+            return None
+        if sum(len(piece) for piece in pieces) != span.state_len:
+            raise ValueError("the pieces to read into do not add up to the state")
+        if len(pieces) + 3 > _IOV_MAX:
+            return None
+        raw = bytearray(HEADER_SIZE)
+        logits = np.empty(logits_len, dtype=np.uint8)
+        got = os.preadv(fd, [raw, *pieces, *([logits.data] if logits_len else []), bytearray(1)], 0)
+        if got != size:
+            return None
+        header = parse_header(bytes(raw))
+        check_header(header, expected, size)
+        if (header.start, header.end) != (span.start, span.end):
+            return None
+        check_placed(header, pieces, span.state_len, logits)  # refuses a state of another length
+        mark_used(fd)
+    except (CorruptCheckpointError, OSError):
+        return None
+    finally:
+        os.close(fd)
+    return Placed(header.start, header.end, size - HEADER_SIZE, logits if header.has_logits else None)
+
+
+def mark_used(fd: int) -> None:
+    """Set a file's times to now: its last use, which eviction reads back in the next process."""
+    try:
+        os.utime(fd)
+    except OSError:
+        pass

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.checkpoints import Placed, Segment
+from sessions.checkpoints import Placed, Segment, StateSpan
 from sessions.engine.context import SEQUENCES
 from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
 from sessions.engine.swa_ring import ring_bytes, ring_size
@@ -35,7 +35,6 @@ from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.checkpoints import CheckpointStore
-    from sessions.checkpoints.file_format import Header
     from sessions.engine.context import ContextParams
     from sessions.engine.live import LiveSequence
     from sessions.engine.model import ModelInfo
@@ -199,20 +198,21 @@ class RestoreReads:
             scratch: np.ndarray | None = None
             probed: SectionShape | None = None
 
-            def place(header: Header, read_at, info=info, cells=cells, at=at) -> list[memoryview] | None:
+            def place(span: StateSpan, read_at, info=info, cells=cells, at=at) -> list[memoryview] | None:
                 nonlocal scratch, probed
-                if (header.start, header.end) != (info.start, info.end):
+                scratch = probed = None
+                if (span.start, span.end) != (info.start, info.end):
                     return None
                 shape = engine.cells_shape
                 if shape is None:  # learnt from this file, kept once the file proves whole
                     try:
-                        shape, _count = probe_shape(read_at, header.state_len)
+                        shape, _count = probe_shape(read_at, span.state_len)
                     except LayoutError:
                         return None
                     if shape.tail != bytes(ctx.cells_tail()):
                         return None  # the other memory parts hold cells: not a cells-only state
                     probed = shape
-                if shape.size(cells) != header.state_len:
+                if shape.size(cells) != span.state_len:
                     return None
                 scratch = np.empty(len(shape.fixed(cells)), dtype=np.uint8)
                 return join(shape).pieces(at, cells, scratch)
@@ -255,13 +255,15 @@ class RestoreReads:
         buffer: list[np.ndarray] = []
         into: list[WindowInto] = []
 
-        def place(header: Header, read_at) -> list[memoryview]:
-            if ring is not None and header.state_len:  # straight into the ring if it can
-                target = ring.into(header.state_len, end - 1, read_at)
+        def place(span: StateSpan, read_at) -> list[memoryview]:
+            into.clear()  # asked again when the first read of the file fell through
+            buffer.clear()
+            if ring is not None and span.state_len:  # straight into the ring if it can
+                target = ring.into(span.state_len, end - 1, read_at)
                 if target is not None:
                     into.append(target)
                     return target.pieces
-            buffer.append(engine.ctx.restore_memory.get("snapshot", header.state_len))
+            buffer.append(engine.ctx.restore_memory.get("snapshot", span.state_len))
             return [buffer[0].data]
 
         got = engine.store.read_into(engine.compat, prefix, "snapshot", place)

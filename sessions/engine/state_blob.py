@@ -269,21 +269,40 @@ class JoinedCells:
 
     The skeleton (header, section fields, tail) is written at once; each range's cells
     then go to their place, from a state in memory (``copy``) or, as file pieces, by a
-    scatter read (``pieces``), without a separate join.
+    scatter read (``pieces``), without a separate join. The cell list is left as it is:
+    every range writes its own, and only the cells written are ever used (``first``).
+
+    A restore makes one per batch and asks for the pieces of every file, so offsets are
+    worked out once here and pieces are slices of a ``memoryview``: numpy views cost
+    several times more, and W1's restore asks for some 500 pieces.
     """
 
     def __init__(self, shape: SectionShape, count: int, out: np.ndarray) -> None:
+        if count <= 0:
+            raise ValueError("a join of no cells")
         self.shape, self.count = shape, count
-        size = shape.size(count)
-        self.blob = out[:size]
-        layers = [(kind, row, None) for kind, row in shape.layers]
-        end = write_attention(self.blob, HEADER.size, shape.seq, np.zeros(count, np.int32), layers)
-        HEADER.pack_into(self.blob.data, 0, STATE_MAGIC, shape.seq)
-        self.blob[end:] = np.frombuffer(shape.tail, dtype=np.uint8)
-        section = read_attention(self.blob, HEADER.size)
-        self.meta = np.frombuffer(self.blob, dtype=np.uint8, count=CELL_META * count, offset=HEADER.size + 8)
-        self.meta = self.meta.reshape(count, CELL_META)
-        self.rows = [rows for _kind, _row, rows in section.layers]
+        self.blob = out[: shape.size(count)]
+        self._view = memoryview(self.blob)
+        fixed = shape.fixed(count)  # header, cell count, then each field after a block of cells
+        self._meta_at = HEADER.size + 8
+        self._view[: self._meta_at] = fixed[: self._meta_at]
+        pos = self._meta_at + CELL_META * count
+        self._view[pos : pos + 8] = fixed[16:24]
+        pos += 8
+        self._rows_at: list[tuple[int, int]] = []
+        """Offset and row size of each layer's rows."""
+        for i, (_kind, row) in enumerate(shape.layers):
+            self._view[pos : pos + 12] = fixed[24 + 12 * i : 36 + 12 * i]
+            pos += 12
+            self._rows_at.append((pos, row))
+            pos += row * count
+        self._view[pos:] = shape.tail
+        self.meta = self.blob[self._meta_at : self._meta_at + CELL_META * count].reshape(count, CELL_META)
+
+    @functools.cached_property
+    def rows(self) -> list[np.ndarray]:
+        """Each layer's rows, one per cell."""
+        return [self.blob[at : at + row * self.count].reshape(self.count, row) for at, row in self._rows_at]
 
     def pieces(self, at: int, count: int, scratch: np.ndarray) -> list[memoryview]:
         """Where the state of a file holding cells ``[at, at + count)`` of this one goes.
@@ -292,13 +311,15 @@ class JoinedCells:
         ``len(shape.fixed(count))`` bytes, to be checked with ``check``), cells and rows
         to their place here.
         """
-        out = [scratch[:16], self.meta[at : at + count].reshape(-1), scratch[16:24]]
+        view, fields = self._view, memoryview(scratch)
+        meta = self._meta_at + CELL_META * at
+        out = [fields[:16], view[meta : meta + CELL_META * count], fields[16:24]]
         pos = 24
-        for rows in self.rows:
-            out += [scratch[pos : pos + 12], rows[at : at + count].reshape(-1)]
+        for offset, row in self._rows_at:
+            out += [fields[pos : pos + 12], view[offset + row * at : offset + row * (at + count)]]
             pos += 12
-        out.append(scratch[pos : pos + len(self.shape.tail)])
-        return [piece.data for piece in out]
+        out.append(fields[pos : pos + len(self.shape.tail)])
+        return out
 
     def check(self, count: int, scratch: np.ndarray) -> None:
         """Raise ``LayoutError`` unless a file read with ``pieces`` had this shape.
@@ -309,9 +330,13 @@ class JoinedCells:
             raise LayoutError("a checkpoint of another layout")
 
     def check_cells(self, count: int) -> None:
-        """Raise ``LayoutError`` unless the first ``count`` cells belong to this sequence alone."""
-        cells = self.meta[:count].view("<i4")
-        if not (np.all(cells[:, 1] == 1) and np.all(cells[:, 2] == self.shape.seq)):
+        """Raise ``LayoutError`` unless the first ``count`` cells belong to this sequence alone.
+
+        Each cell's ``n_seq`` and ``seq`` are read as one 64-bit word (``n_seq`` low), a
+        single strided comparison: a quarter of the time of comparing the two columns.
+        """
+        words = np.ndarray((count,), dtype="<u8", buffer=self.blob, offset=self._meta_at + 4, strides=(CELL_META,))
+        if not (words == (1 | (self.shape.seq & 0xFFFFFFFF) << 32)).all():
             raise LayoutError("cells shared by several sequences")
 
     def copy(self, at: int, blob: np.ndarray) -> int:
