@@ -66,7 +66,12 @@ def test_a_file_the_index_lists_is_read_with_one_system_call(tmp_path, problems,
         assert store.where(COMPAT, segment.prefix) == "disk"  # the index is built now
         reads: list[int] = []
         real_preadv = os.preadv
-        monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset: reads.append(len(buffers)) or real_preadv(fd, buffers, offset))
+
+        def preadv(fd, buffers, offset):
+            reads.append(len(buffers))
+            return real_preadv(fd, buffers, offset)
+
+        monkeypatch.setattr(os, "preadv", preadv)
         monkeypatch.setattr(os, "fstat", lambda fd: pytest.fail("a file the index lists needs no fstat"))
         got = store.read_into(COMPAT, segment.prefix, "cells", place)
         assert isinstance(got, Placed) and got.logits is not None and bytes(got.logits) == segment.logits

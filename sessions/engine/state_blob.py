@@ -282,7 +282,7 @@ class JoinedCells:
             raise ValueError("a join of no cells")
         self.shape, self.count = shape, count
         self.blob = out[: shape.size(count)]
-        self._view = memoryview(self.blob)
+        self._view = self.blob.data
         fixed = shape.fixed(count)  # header, cell count, then each field after a block of cells
         self._meta_at = HEADER.size + 8
         self._view[: self._meta_at] = fixed[: self._meta_at]
@@ -311,7 +311,7 @@ class JoinedCells:
         ``len(shape.fixed(count))`` bytes, to be checked with ``check``), cells and rows
         to their place here.
         """
-        view, fields = self._view, memoryview(scratch)
+        view, fields = self._view, scratch.data
         meta = self._meta_at + CELL_META * at
         out = [fields[:16], view[meta : meta + CELL_META * count], fields[16:24]]
         pos = 24
