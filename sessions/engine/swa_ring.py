@@ -46,8 +46,8 @@ from sessions.engine.state_blob import (
     FLAGS_PARTIAL,
     HEADER,
     STATE_MAGIC,
-    AttentionSection,
     Buffer,
+    Layers,
     LayoutError,
     SectionShape,
     as_array,
@@ -242,9 +242,10 @@ class SwaRing:
         expected = self._window_positions(pos_max)
         if not np.array_equal(np.sort(section.positions), np.sort(expected)):
             raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
-        laid, target = self._skeleton(pos_max, [(kind, row) for kind, row, _rows in section.layers])
+        laid, rows_at = self._skeleton(pos_max, tuple((kind, row) for kind, row, _rows in section.layers))
         slots = section.positions.astype(np.int64) % self.size  # cell by cell, in the window's order
-        for (_k, _r, src), (_k2, _r2, dst) in zip(section.layers, target.layers, strict=True):
+        for (_k, _r, src), (offset, row) in zip(section.layers, rows_at, strict=True):
+            dst = laid.blob[offset : offset + row * laid.cells].reshape(laid.cells, row)
             for lo, hi, slot in _runs(slots):
                 dst[slot : slot + hi - lo] = src[lo:hi]
         return laid
@@ -272,17 +273,18 @@ class SwaRing:
                 return None
         if shape.size(count) != state_len:
             return None
-        laid, target = self._skeleton(pos_max, shape.layers)
+        laid, rows_at = self._skeleton(pos_max, shape.layers)
         fixed = np.empty(len(shape.fixed(count)), dtype=np.uint8)
         meta = np.empty(CELL_META * count, dtype=np.uint8)
         runs = _runs(positions.astype(np.int64) % self.size)
-        pieces = [fixed[:16], meta, fixed[16:24]]
+        ring, fields = laid.blob.data, fixed.data  # memoryview slices: a fifth of numpy views' cost
+        pieces = [fields[:16], meta.data, fields[16:24]]
         at = 24
-        for (_kind, _row, rows) in target.layers:
-            pieces.append(fixed[at : at + 12])
+        for offset, row in rows_at:
+            pieces.append(fields[at : at + 12])
             at += 12
-            pieces += [rows[slot : slot + hi - lo].reshape(-1) for lo, hi, slot in runs]
-        return WindowInto(laid, [piece.data for piece in pieces], shape, fixed, meta, positions)
+            pieces += [ring[offset + row * slot : offset + row * (slot + hi - lo)] for lo, hi, slot in runs]
+        return WindowInto(laid, pieces, shape, fixed, meta, positions)
 
     def laid_from(self, read: WindowInto) -> LaidRing:
         """The ring a window file was read into (``into``), once its checksum passed.
@@ -299,20 +301,28 @@ class SwaRing:
         positions = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
         return positions[np.argsort(positions % self.size, kind="stable")]
 
-    def _skeleton(self, pos_max: int, layers) -> tuple[LaidRing, AttentionSection]:
+    def _skeleton(self, pos_max: int, layers: Layers) -> tuple[LaidRing, list[tuple[int, int]]]:
         """The kept ring buffer with the fields and cells of the ring after ``pos_max``,
-        its rows as the last user left them; and the section that views its rows.
+        its rows as the last user left them; and the offset and row size of each
+        layer's rows there.
 
         Kept between restores: the masked cells keep what an earlier window left there,
         real keys and values that no attention reads, as in the uninterrupted run.
         """
         positions = ring_positions(pos_max, self.size)
+        count = len(positions)
         rows = [(kind, row, None) for kind, row in layers]
         ring = self.ctx.restore_memory.get("ring", HEADER.size + attention_bytes(positions, rows))
         HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
         write_attention(ring, HEADER.size, LIVE, positions, rows)
+        offset = HEADER.size + 8 + CELL_META * count + 8  # past the cell list and v_trans, n_layer
+        rows_at = []
+        for _kind, row in layers:
+            offset += 12
+            rows_at.append((offset, row))
+            offset += row * count
         real_from = max(0, pos_max - self.n_swa + 1)
-        return LaidRing(ring, pos_max, real_from, len(positions)), read_attention(ring, HEADER.size)
+        return LaidRing(ring, pos_max, real_from, count), rows_at
 
     def write(self, laid: LaidRing) -> None:
         """Put a laid-out ring into the live sequence (see ``restore``)."""
