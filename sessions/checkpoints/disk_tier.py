@@ -15,7 +15,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -165,11 +164,12 @@ class DiskTier:
                 self._index.touch(key, self._clock.now())
 
     def describe(self, key: Key) -> DiskEntry | None:
-        """A copy of the index entry for ``key`` (builds the index on first use)."""
+        """The index entry for ``key`` (builds the index on first use), not a copy: a plan
+        asks for dozens. Read it, never change it; only its ``last_use`` changes later
+        (under the tier's lock), and nothing that reads an entry from here uses that."""
         self.ensure_index()
         with self._lock:
-            entry = self._index.get(key) if self._index is not None else None
-            return replace(entry) if entry is not None else None
+            return self._index.get(key) if self._index is not None else None
 
     def totals(self) -> tuple[int, int]:
         """(bytes, files) on disk as the index knows them; (0, 0) before it is built."""

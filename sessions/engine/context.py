@@ -323,7 +323,7 @@ class LlamaContext:
             return append(blob)
 
     @contextmanager
-    def appending(self) -> Iterator[Callable[[Buffer], bool]]:
+    def appending(self, live_empty: bool = False) -> Iterator[Callable[[Buffer], bool]]:
         """A function that adds saved attention cells to the live sequence, batch after batch.
 
         A batch is written into the spare sequence and copied to the live one. llama.cpp
@@ -331,9 +331,16 @@ class LlamaContext:
         of a batch until the next one's write, and is emptied once, on leaving: each
         emptying scans the whole cache, and a restore of many batches saves two scans a
         batch (0.07-0.1 ms each on the development VM, for the bench models' 8,192 cells).
+        With ``live_empty`` (the caller knows the live sequence holds nothing) the first
+        batch goes straight into the live sequence, the very cells it would have taken
+        through the spare one, and saves that batch's copy and scan.
         """
+        direct = [live_empty]
 
         def append(blob: Buffer) -> bool:
+            if direct[0]:
+                direct[0] = False
+                return self.state_write(blob, LIVE, FLAGS_FULL)
             if not self.state_write(blob, SPARE, FLAGS_FULL):
                 return False
             self.seq_cp(SPARE, LIVE)

@@ -64,7 +64,7 @@ class RouteRunner:
         window_in: SnapshotRead | None = None  # a window put in while cells still arrive
         early = snapshot_at is not None and engine.kind is MemoryKind.SWA
         try:
-            with ctx.appending() as append:
+            with ctx.appending(live_empty=not engine.live) as append:
                 for batch in reads.cells():
                     if batch.blob is None or batch.start != len(engine.live) or not append(batch.blob):
                         break

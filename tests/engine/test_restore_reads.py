@@ -14,7 +14,7 @@ import pytest
 from sessions.checkpoints import CheckpointStore, prefix_hash
 from sessions.checkpoints.keys import address
 from sessions.engine import restore_reads
-from sessions.engine.context import SPARE, LlamaContext
+from sessions.engine.context import LlamaContext
 from sessions.engine.state_blob import FLAGS_FULL
 from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
@@ -75,7 +75,7 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
                                                                    original(ring, laid)))
     state_write = LlamaContext.state_write
     monkeypatch.setattr(LlamaContext, "state_write", lambda ctx, blob, seq, flags=FLAGS_FULL: (
-        seq == SPARE and order.append("cells"), state_write(ctx, blob, seq, flags))[1])
+        flags == FLAGS_FULL and order.append("cells"), state_write(ctx, blob, seq, flags))[1])
     readers: dict[str, str] = {}  # what was read on which thread
     reads = restore_reads.RestoreReads
     read_batch, read_snapshot = reads._read_batch, reads._read_snapshot

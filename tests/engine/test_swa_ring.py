@@ -87,10 +87,12 @@ def test_restored_ring_continues_bit_identically(gemma3, tokens, boundary):
             ctx.close()
 
 
-def test_cells_appended_batch_after_batch_leave_the_spare_empty(gemma3, tokens):
+@pytest.mark.parametrize("live_empty", [False, True], ids=["through-the-spare", "first-straight-in"])
+def test_cells_appended_batch_after_batch_leave_the_spare_empty(gemma3, tokens, live_empty):
     """One ``appending()`` for several batches, one of them refused (a truncated state):
     the live sequence holds the batches put in, the spare nothing once done, and the
-    restored branch continues bit-identically."""
+    restored branch continues bit-identically; the same when the first batch goes
+    straight into the (empty) live sequence."""
     whole = LlamaContext(gemma3, PARAMS)
     source = LlamaContext(gemma3, PARAMS)
     fresh = LlamaContext(gemma3, PARAMS)
@@ -104,7 +106,7 @@ def test_cells_appended_batch_after_batch_leave_the_spare_empty(gemma3, tokens):
         def spare_empty() -> bool:
             return np.array_equal(fresh.state_read(SPARE, FLAGS_FULL), fresh.empty_state)
 
-        with fresh.appending() as append:
+        with fresh.appending(live_empty=live_empty) as append:
             assert append(first) and append(second)
             assert not spare_empty()  # it keeps the last batch until the next write
             assert not append(third[: len(third) // 2])
