@@ -335,11 +335,12 @@ class LlamaContext:
         batch goes straight into the live sequence, the very cells it would have taken
         through the spare one, and saves that batch's copy and scan.
         """
-        direct = [live_empty]
+        direct = live_empty
 
         def append(blob: Buffer) -> bool:
-            if direct[0]:
-                direct[0] = False
+            nonlocal direct
+            if direct:
+                direct = False
                 return self.state_write(blob, LIVE, FLAGS_FULL)
             if not self.state_write(blob, SPARE, FLAGS_FULL):
                 return False

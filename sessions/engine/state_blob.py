@@ -149,6 +149,19 @@ def attention_bytes(positions: np.ndarray, layers) -> int:
     return 8 + CELL_META * count + 8 + sum(12 + row * count for _kind, row, _rows in layers)
 
 
+def rows_offsets(layers: Layers, count: int, offset: int = HEADER.size) -> list[tuple[int, int]]:
+    """Offset and row size of each layer's rows in an attention section of ``count``
+    (> 0) cells at ``offset``: the layout ``write_attention`` writes, without reading it
+    back (a restore's pieces are slices at these offsets)."""
+    at = offset + 8 + CELL_META * count + 8  # past the cell list, then v_trans and n_layer
+    out = []
+    for _kind, row in layers:
+        at += 12  # the layer's type and row size
+        out.append((at, row))
+        at += row * count
+    return out
+
+
 def write_attention(out: np.ndarray, offset: int, seq: int, positions: np.ndarray, layers) -> int:
     """Write an attention section into ``out`` at ``offset``; returns the end offset.
 
@@ -283,20 +296,16 @@ class JoinedCells:
         self.shape, self.count = shape, count
         self.blob = out[: shape.size(count)]
         self._view = self.blob.data
-        fixed = shape.fixed(count)  # header, cell count, then each field after a block of cells
+        fixed = shape.fixed(count)  # header, cell count, v_trans and n_layer, each layer's fields, tail
         self._meta_at = HEADER.size + 8
         self._view[: self._meta_at] = fixed[: self._meta_at]
-        pos = self._meta_at + CELL_META * count
-        self._view[pos : pos + 8] = fixed[16:24]
-        pos += 8
-        self._rows_at: list[tuple[int, int]] = []
+        self._rows_at = rows_offsets(shape.layers, count)
         """Offset and row size of each layer's rows."""
-        for i, (_kind, row) in enumerate(shape.layers):
-            self._view[pos : pos + 12] = fixed[24 + 12 * i : 36 + 12 * i]
-            pos += 12
-            self._rows_at.append((pos, row))
-            pos += row * count
-        self._view[pos:] = shape.tail
+        layers_at = self._meta_at + CELL_META * count  # v_trans and n_layer, after the cell list
+        self._view[layers_at : layers_at + 8] = fixed[16:24]
+        for i, (at, _row) in enumerate(self._rows_at):
+            self._view[at - 12 : at] = fixed[24 + 12 * i : 36 + 12 * i]
+        self._view[len(self.blob) - len(shape.tail) :] = shape.tail
         self.meta = self.blob[self._meta_at : self._meta_at + CELL_META * count].reshape(count, CELL_META)
 
     @functools.cached_property

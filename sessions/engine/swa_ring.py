@@ -56,6 +56,7 @@ from sessions.engine.state_blob import (
     read_attention,
     read_header,
     read_positions,
+    rows_offsets,
     write_attention,
 )
 
@@ -315,14 +316,8 @@ class SwaRing:
         ring = self.ctx.restore_memory.get("ring", HEADER.size + attention_bytes(positions, rows))
         HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
         write_attention(ring, HEADER.size, LIVE, positions, rows)
-        offset = HEADER.size + 8 + CELL_META * count + 8  # past the cell list and v_trans, n_layer
-        rows_at = []
-        for _kind, row in layers:
-            offset += 12
-            rows_at.append((offset, row))
-            offset += row * count
         real_from = max(0, pos_max - self.n_swa + 1)
-        return LaidRing(ring, pos_max, real_from, count), rows_at
+        return LaidRing(ring, pos_max, real_from, count), rows_offsets(layers, count)
 
     def write(self, laid: LaidRing) -> None:
         """Put a laid-out ring into the live sequence (see ``restore``)."""
