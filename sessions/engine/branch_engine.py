@@ -23,6 +23,7 @@ import numpy as np
 
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat
 from sessions.crashpoints import crashpoint
+from sessions.engine.batch_fill import TokenIds
 from sessions.engine.captures import Captures, prefix_hashes
 from sessions.engine.context import ContextFull, DecodeCancelled, LlamaContext
 from sessions.engine.model import LlamaModel
@@ -245,13 +246,13 @@ class BranchEngine:
         t0 = time.perf_counter()
         seg_start = max([0] + [b for b in bounds if b <= start])
         logits = None
-        ids = np.asarray(target, dtype=np.int32)  # batches are filled from slices of it
+        ids = TokenIds(target)  # batches are copied from it (``batch_fill``)
         for end in (b for b in bounds if b > start):
             step = any(a <= seg_start < b for a, b in stepped_ranges)
             for a, b in batches(len(self.live), end, self.ctx.params.n_batch, stepped=step):
                 self.captures.before_decode(b)
                 try:
-                    logits = self.ctx.decode(ids[a:b], a, want_logits=(b == len(target)), abortable=True)
+                    logits = self.ctx.decode_span(ids, a, b, want_logits=(b == len(target)), abortable=True)
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise

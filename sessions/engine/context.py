@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sessions.engine.abort_flag import AbortFlag
+from sessions.engine.batch_fill import BatchFiller, TokenIds
 from sessions.engine.model import LlamaModel
 from sessions.engine.native import held_errors, lib
 from sessions.engine.restore_memory import RestoreMemory
@@ -98,29 +99,6 @@ class ContextParams:
         )
 
 
-class _BatchViews:
-    """numpy views of a ``llama_batch``'s arrays, so a batch is filled without a Python loop.
-
-    Every token of every batch belongs to the live sequence alone, so the sequence ids
-    are written once; tokens, positions and the logits flags are written per batch.
-    """
-
-    def __init__(self, batch, capacity: int) -> None:
-        self.token = np.ctypeslib.as_array(batch.token, shape=(capacity,))
-        self.pos = np.ctypeslib.as_array(batch.pos, shape=(capacity,))
-        self.logits = np.ctypeslib.as_array(batch.logits, shape=(capacity,))
-        np.ctypeslib.as_array(batch.n_seq_id, shape=(capacity,))[:] = 1
-        for i in range(capacity):
-            batch.seq_id[i][0] = LIVE
-
-    def fill(self, tokens: Sequence[int] | np.ndarray, start: int, want_logits: bool) -> None:
-        n = len(tokens)
-        self.token[:n] = tokens
-        self.pos[:n] = np.arange(start, start + n, dtype=self.pos.dtype)
-        self.logits[:n] = 0
-        self.logits[n - 1] = 1 if want_logits else 0
-
-
 class LlamaContext:
     """Decoding and sequence-state operations on one context of a loaded model."""
 
@@ -161,7 +139,7 @@ class LlamaContext:
         self.n_seq_max = int(L.llama_n_seq_max(self._ctx))
         self.n_vocab = model.info.n_vocab
         self._batch = L.llama_batch_init(params.n_batch, 0, 1)
-        self._batch_views = _BatchViews(self._batch, params.n_batch)
+        self._filler = BatchFiller(self._batch, params.n_batch, self.n_ctx, LIVE)
         self.decode_seconds = 0.0
         """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
         self.decode_cpu_seconds = 0.0
@@ -199,20 +177,30 @@ class LlamaContext:
         the exact floating-point state, so they are chosen by the caller, not here.
         ``abortable`` lets ``request_abort`` stop it midway (``DecodeCancelled``).
         """
+        self._admit(len(tokens), start, abortable)
+        self._filler.tokens(tokens, start, want_logits)
+        return self._run(want_logits)
+
+    def decode_span(self, ids: TokenIds, a: int, b: int, *, want_logits: bool, abortable: bool) -> np.ndarray | None:
+        """``decode(ids[a:b], a)``: a prompt batch, whose tokens sit at their own positions,
+        copied into llama.cpp's batch without numpy (``batch_fill``)."""
+        self._admit(b - a, a, abortable)
+        self._filler.span(ids, a, b, want_logits)
+        return self._run(want_logits)
+
+    def _admit(self, n: int, start: int, abortable: bool) -> None:
         if abortable and self.stop_between_batches and self._abort.is_set():
             raise DecodeCancelled()
         self._set_abortable(abortable and not self.stop_between_batches)
-        n = len(tokens)
-        if n == 0 or n > self.params.n_batch:
+        if n <= 0 or n > self.params.n_batch:
             raise ValueError(f"batch of {n} tokens (n_batch is {self.params.n_batch})")
         if start + n > self.n_ctx:
             raise ContextFull(f"the conversation needs {start + n} tokens but the context holds {self.n_ctx}")
-        b = self._batch
-        self._batch_views.fill(tokens, start, want_logits)
-        b.n_tokens = n
+
+    def _run(self, want_logits: bool) -> np.ndarray | None:
         self.warm.refill()
         t0, c0 = time.perf_counter(), time.thread_time()
-        rc = self._L.llama_decode(self._ctx, b)
+        rc = self._L.llama_decode(self._ctx, self._batch)
         # llama_decode returns before an asynchronous backend (a GPU, RPC servers) has
         # finished; the next state read or logits call would wait for it instead, and
         # the decode's time would be counted as the engine's own.
