@@ -26,6 +26,14 @@ def _address(array: np.ndarray) -> int:
     return int(array.__array_interface__["data"][0])
 
 
+def _target(field) -> int:
+    """Where a ``llama_batch`` array field points (llama_batch_init allocated it)."""
+    address = ctypes.cast(field, ctypes.c_void_p).value
+    if not address:
+        raise ValueError("a llama_batch without its arrays")
+    return address
+
+
 class TokenIds:
     """Token ids as one int32 array whose address is taken once, for batches copied out of it."""
 
@@ -49,9 +57,9 @@ class BatchFiller:
     def __init__(self, batch, capacity: int, n_ctx: int, seq: int) -> None:
         self._batch = batch
         self._capacity = capacity
-        self._token = ctypes.cast(batch.token, ctypes.c_void_p).value
-        self._pos = ctypes.cast(batch.pos, ctypes.c_void_p).value
-        self._flags = ctypes.cast(batch.logits, ctypes.c_void_p).value
+        self._token = _target(batch.token)
+        self._pos = _target(batch.pos)
+        self._flags = _target(batch.logits)
         self._positions = np.arange(max(n_ctx, capacity), dtype=np.int32)
         """Position ``p`` at index ``p``: a batch's positions are one slice of it."""
         self._n_positions = len(self._positions)
