@@ -4,6 +4,12 @@ The engine keeps the logits of every checkpoint it saves, so a regenerate at a r
 message boundary samples without decoding anything. llama.cpp's ``llama_sampler_sample``
 only reads logits from a context, so this applies the same sampler chain to a
 ``llama_token_data_array`` built from a numpy array instead.
+
+Building that array over the whole vocabulary costs more than the chain itself: with a
+262,144-token vocabulary (Gemma 3) about 0.55 ms a token on the development VM, and
+after a decode (caches cold) 1.2 ms, a third of a small model's token on a GPU. Greedy
+sampling with no repeat penalty needs none of it: the chain's greedy sampler takes the
+first largest logit, which is what ``np.argmax`` finds (0.05 ms there).
 """
 
 from __future__ import annotations
@@ -44,9 +50,16 @@ class Sampler:
             add(L.llama_sampler_init_dist(self.seed))
         self._data = np.zeros(n_vocab, dtype=_TOKEN_DATA)
         self._ids = np.arange(n_vocab, dtype=np.int32)
+        unpenalised = settings.repeat_penalty == 1.0 or settings.repeat_last_n == 0
+        self._argmax = unpenalised and settings.greedy
+        """Greedy alone: the chain's answer is the first largest logit."""
 
     def sample(self, logits: np.ndarray) -> int:
         """Pick the next token from ``logits`` and record it in the chain's history."""
+        if self._argmax:
+            token = int(np.argmax(logits))
+            if logits[token] == logits[token]:  # not NaN: argmax stops at the first NaN, the chain never takes one
+                return token  # greedy alone keeps no history
         data = self._data
         data["id"] = self._ids
         data["logit"] = logits

@@ -88,6 +88,37 @@ def test_greedy_sampler_is_argmax_and_seeded_sampling_repeats(loaded_models):
     assert {top.sample(logits) for _ in range(10)} == {int(np.argmax(logits))}
 
 
+@pytest.mark.parametrize("case", ["random", "ties", "nan first", "nan inside", "infinities", "signed zeros"])
+def test_greedy_shortcut_picks_what_the_chain_picks(case):
+    """Greedy with no penalty skips the chain (``np.argmax``): the same token, edge cases included."""
+    from sessions.engine.sampler import Sampler
+
+    n = 4096
+    rng = np.random.default_rng(11)
+    logits = rng.normal(size=n).astype(np.float32)
+    if case == "ties":
+        logits = np.round(logits).astype(np.float32)  # many equal largest values: the first one wins
+    elif case == "nan first":
+        logits[0] = np.nan  # the chain's greedy keeps index 0 (nothing compares larger than NaN)
+    elif case == "nan inside":
+        logits[[7, 300]] = np.nan
+    elif case == "infinities":
+        logits[[5, 9]] = np.inf
+        logits[::3] = -np.inf
+    elif case == "signed zeros":
+        logits[:] = -1.0
+        logits[[40, 41]] = [-0.0, 0.0]
+    shortcut = Sampler(SamplingSettings(temperature=0.0), n)
+    chain = Sampler(SamplingSettings(temperature=0.0), n)
+    chain._argmax = False  # the reference: the whole vocabulary through llama.cpp's chain
+    assert shortcut._argmax
+    assert shortcut.sample(logits) == chain.sample(logits)
+    penalised = Sampler(SamplingSettings(temperature=0.0, repeat_penalty=1.3), n)
+    assert not penalised._argmax  # a penalty keeps history: the chain must see every token
+    for sampler in (shortcut, chain, penalised):
+        sampler.close()
+
+
 def test_repeat_penalty_changes_the_choice(loaded_models):
     from sessions.engine.sampler import Sampler
 
