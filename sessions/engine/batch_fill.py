@@ -20,6 +20,7 @@ import numpy as np
 
 SHORT = 8
 """Batches up to this many tokens are written element by element (a generated token)."""
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def _address(array: np.ndarray) -> int:
@@ -83,7 +84,10 @@ class BatchFiller:
         if n <= SHORT:
             batch = self._batch
             for i in range(n):
-                batch.token[i] = int(tokens[i])
+                token = int(tokens[i])
+                if not INT32_MIN <= token <= INT32_MAX:  # ctypes would keep the low 32 bits
+                    raise ValueError(f"token id {token} is not a 32-bit integer")
+                batch.token[i] = token
                 batch.pos[i] = start + i
                 batch.logits[i] = 0
             batch.logits[n - 1] = 1 if want_logits else 0

@@ -79,3 +79,10 @@ def test_a_short_batch_is_held_to_the_same_limits():
             filler.tokens([1], N_CTX, want_logits=True)
     finally:
         L.llama_batch_free(small)
+
+
+@pytest.mark.parametrize("tokens", [[1 << 32], [5, -(1 << 31) - 1], list(range(SHORT)) + [1 << 40]])
+def test_a_token_id_beyond_32_bits_is_refused_not_cut(batch, tokens):
+    filler = BatchFiller(batch, CAPACITY, N_CTX, seq=0)
+    with pytest.raises((ValueError, OverflowError)):
+        filler.tokens(tokens, 0, want_logits=True)
