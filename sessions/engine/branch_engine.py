@@ -311,7 +311,7 @@ class BranchEngine:
                 if should_stop():
                     reason = StopReason.CANCELLED
                     break
-                token = sampler.sample(logits)
+                token = sampler.sample(logits, output_of=self.ctx if tokens else None)  # after a decode: its logits
                 if first is None:
                     first = time.perf_counter()
                 if self.model.is_eog(token):

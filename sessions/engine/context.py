@@ -218,6 +218,18 @@ class LlamaContext:
         ptr = self._L.llama_get_logits_ith(self._ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
 
+    def sample_last(self, chain) -> int | None:
+        """The token llama.cpp's sampler ``chain`` picks from the last decode's logits,
+        accepted into its history; None when that decode kept no logits.
+
+        llama.cpp builds the candidate array in C here, where ``Sampler`` would build
+        the same array in numpy. Every chain ``Sampler`` makes ends in a sampler that
+        always picks (greedy or dist), so llama.cpp's check that one was picked holds.
+        """
+        if not self._L.llama_get_logits_ith(self._ctx, -1):
+            return None
+        return int(self._L.llama_sampler_sample(chain, self._ctx, -1))
+
     # -- sequence memory --------------------------------------------------------------
 
     def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:

@@ -9,18 +9,25 @@ Building that array over the whole vocabulary costs more than the chain itself: 
 262,144-token vocabulary (Gemma 3) about 0.55 ms a token on the development VM, and
 after a decode (caches cold) 1.2 ms, a third of a small model's token on a GPU. Greedy
 sampling with no repeat penalty needs none of it: the chain's greedy sampler takes the
-first largest logit, which is what ``np.argmax`` finds (0.05 ms there).
+first largest logit, which is what ``np.argmax`` finds (0.05 ms there). Other sampling,
+when the logits are those of the context's last decode (every generated token after the
+first), lets llama.cpp fill the array itself in C (``llama_sampler_sample``): the same
+array, so the same token, without numpy's three passes.
 """
 
 from __future__ import annotations
 
 import ctypes
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sessions.engine.native import lib
 from sessions.sampling import SamplingSettings
+
+if TYPE_CHECKING:
+    from sessions.engine.context import LlamaContext
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")], align=True)
 
@@ -54,12 +61,20 @@ class Sampler:
         self._argmax = unpenalised and settings.greedy
         """Greedy alone: the chain's answer is the first largest logit."""
 
-    def sample(self, logits: np.ndarray) -> int:
-        """Pick the next token from ``logits`` and record it in the chain's history."""
+    def sample(self, logits: np.ndarray, *, output_of: LlamaContext | None = None) -> int:
+        """Pick the next token from ``logits`` and record it in the chain's history.
+
+        ``output_of``: the context whose last decode gave ``logits``; the chain then reads
+        them there.
+        """
         if self._argmax:
             token = int(np.argmax(logits))
             if logits[token] == logits[token]:  # not NaN: argmax stops at the first NaN, the chain never takes one
                 return token  # greedy alone keeps no history
+        if output_of is not None:
+            sampled = output_of.sample_last(self._chain)
+            if sampled is not None:
+                return sampled
         data = self._data
         data["id"] = self._ids
         data["logit"] = logits
