@@ -1,8 +1,8 @@
-"""Token sampling from logits held in numpy, not in the context.
+"""Token sampling from logits held in numpy, or still in the context.
 
 The engine keeps the logits of every checkpoint it saves, so a regenerate at a restored
 message boundary samples without decoding anything. llama.cpp's ``llama_sampler_sample``
-only reads logits from a context, so this applies the same sampler chain to a
+only reads logits from a context, so for those this applies the same sampler chain to a
 ``llama_token_data_array`` built from a numpy array instead.
 
 Building that array over the whole vocabulary costs more than the chain itself: with a
