@@ -44,9 +44,6 @@ class TokenIds:
         self.array = np.array(tokens, dtype=np.int32)  # a copy: the address must outlive the caller's list
         self.address = _address(self.array)
 
-    def __len__(self) -> int:
-        return len(self.array)
-
 
 class BatchFiller:
     """Writes tokens, positions and logits flags into one ``llama_batch`` of the live sequence.
@@ -75,6 +72,7 @@ class BatchFiller:
         """``ids[a:b]`` at positions ``a..b-1`` (a prompt batch: its tokens sit where they stand)."""
         if not 0 <= a < b <= len(ids.array):
             raise ValueError(f"tokens {a}..{b} of {len(ids.array)}")
+        self._check(b - a, a)
         self._fill(ids.address + 4 * a, b - a, a, want_logits)
 
     def tokens(self, tokens: Sequence[int] | np.ndarray, start: int, want_logits: bool) -> None:
@@ -101,7 +99,7 @@ class BatchFiller:
             raise ValueError(f"a batch of {n} tokens at position {start} does not fit")
 
     def _fill(self, token_at: int, n: int, start: int, want_logits: bool) -> None:
-        self._check(n, start)
+        """The three copies, for a batch its caller checked (``_check``)."""
         ctypes.memmove(self._token, token_at, 4 * n)
         ctypes.memmove(self._pos, self._positions_at + 4 * start, 4 * n)
         ctypes.memmove(self._flags, self._no_logits_at, n)
