@@ -19,7 +19,8 @@ tokens, or any GGUF given with ``--model``) it:
   disk, page cache warm) and restores the last branch, five times over, and compares the
   median with reading and copying the same bytes plainly (right after the restore, and
   with the CPU caches emptied first, as a reopen finds them); times the same restore in
-  five new processes (``new_process_*``); then checks the restored logits bit for bit,
+  five new processes (``new_process_*``), each paired with that cold read and memcpy
+  measured right after it; then checks the restored logits bit for bit,
   regenerates the last reply and continues with a new message.
 Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goals. With
 ``--rpc HOST:PORT,...`` the models are split over those servers (``--ngl`` layers, half
@@ -251,18 +252,31 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     return ctl.warm(w1["leaf"]), files
 
 
-def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, ngl: int | str,
-                         cache_type: str = "f16") -> dict:
+def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, files: list[Path],
+                         ngl: int | str, cache_type: str = "f16") -> dict:
     """The same restore in ``REOPENS`` new processes, as a user's reopen runs: Python's
-    code, numpy and the restore buffers all start cold there (``reopen_ab``)."""
+    code, numpy and the restore buffers all start cold there (``reopen_ab``).
+
+    Each restore is paired with a plain read and memcpy of the same files, with the CPU
+    caches emptied first (as the new process finds them), measured right after it: the
+    machine's speed swings by a third from one minute to the next, and a pair meets the
+    same minute, so the ratio of each pair holds where the seconds alone do not."""
     from tests.bench.reopen_ab import REPO, keep_w1, restores_in_new_processes
 
     keep_w1(root, w1, model, ngl, cache_type)
-    seconds = sorted(restores_in_new_processes(root, threads, REOPENS, [REPO])[0])
+    references: list[float] = []
+    runs = restores_in_new_processes(root, threads, REOPENS, [REPO],
+                                     after_each=lambda: references.append(costs.cold_memcpy_reference(files)))[0]
+    seconds = sorted(runs)
     median = seconds[len(seconds) // 2]
+    ratios = sorted(run / max(reference, 1e-9) for run, reference in zip(runs, references, strict=True))
     return {"new_process_restore_seconds": round(median, 5),
             "new_process_restore_seconds_range": [round(seconds[0], 5), round(seconds[-1], 5)],
-            "new_process_restore_gb_per_second": round(whole_state / median / 1e9, 3)}
+            "new_process_restore_gb_per_second": round(whole_state / median / 1e9, 3),
+            "new_process_read_plus_memcpy_cold_seconds": round(sorted(references)[len(references) // 2], 5),
+            "new_process_vs_read_plus_memcpy_cold": round(ratios[len(ratios) // 2], 2),
+            "new_process_vs_read_plus_memcpy_cold_range": [round(ratios[0], 2), round(ratios[-1], 2)],
+            "budget_new_process_vs_read_plus_memcpy_cold": costs.BUDGET_RESTORE_VS_MEMCPY}
 
 
 def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict, rpc=None, ngl=0,
@@ -285,7 +299,7 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     emit({"model": label, "event": "reopen: restore the last branch from disk",
           **costs.restore_speed(timed[len(timed) // 2], whole, files), "reopens": REOPENS,
           "restore_seconds_range": [round(timed[0].seconds, 5), round(timed[-1].seconds, 5)],
-          **(new_process_restores(root, w1, path, threads, whole, ngl, cache_type) if rpc is None else {}),
+          **(new_process_restores(root, w1, path, threads, whole, files, ngl, cache_type) if rpc is None else {}),
           **bench.traffic_fields()})
     t0 = time.perf_counter()
     ctl.regenerate(leaf.id)

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -53,9 +54,13 @@ def keep_w1(data: Path, w1: dict, model: Path, ngl: int | str = 0, cache_type: s
     return w1
 
 
-def restores_in_new_processes(data: Path, threads: int, repeat: int, trees: list[Path]) -> list[list[float]]:
+def restores_in_new_processes(data: Path, threads: int, repeat: int, trees: list[Path],
+                              after_each: Callable[[], None] | None = None) -> list[list[float]]:
     """Seconds of each restore of W1's last branch, per tree: ``repeat`` new processes each,
-    the trees taken in turn (so that the machine's slow minutes fall on all of them)."""
+    the trees taken in turn (so that the machine's slow minutes fall on all of them).
+
+    ``after_each`` runs right after each process ends: a reference measured beside each
+    restore, so that restore and reference meet the same minute of the machine."""
     runs: list[list[float]] = [[] for _ in trees]
     for _ in range(repeat):
         for tree, seconds in zip(trees, runs, strict=True):
@@ -69,6 +74,8 @@ def restores_in_new_processes(data: Path, threads: int, repeat: int, trees: list
             if record["tokens_evaluated"]:
                 raise SystemExit(f"{tree}: the restore evaluated {record['tokens_evaluated']} tokens")
             seconds.append(record["restore_seconds"])
+            if after_each is not None:
+                after_each()
     return runs
 
 
