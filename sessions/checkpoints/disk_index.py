@@ -13,9 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .keys import Key
 from .segment import Role
+
+if TYPE_CHECKING:
+    from .file_format import Header
+    from .segment import Segment
 
 
 @dataclass
@@ -38,6 +43,18 @@ class DiskEntry:
     role: Role = ""
     state_len: int = 0
     """Bytes of the state (the logits follow it): what a restore places before it reads."""
+
+    @classmethod
+    def of_segment(cls, segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
+        """The entry of a file just written from ``segment``."""
+        return cls(path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
+                   len(segment.state) > 0, segment.role, len(segment.state))
+
+    @classmethod
+    def of_header(cls, header: Header, path: Path, size: int, when: float) -> DiskEntry:
+        """The entry of a file found on disk, from its checked header."""
+        return cls(path, header.parent, size, when, header.start, header.end, header.has_logits,
+                   header.state_len > 0, header.role, header.state_len)
 
 
 class UseClock:
@@ -64,6 +81,8 @@ class DiskIndex:
         self._entries: dict[Key, DiskEntry] = {}
         self._children: Counter[Key] = Counter()
         self.total_bytes = 0
+        self.removals = 0
+        """Entries removed so far: a read that saw it change cannot tell its file still exists."""
 
     def add(self, key: Key, entry: DiskEntry) -> None:
         self.remove(key)
@@ -76,6 +95,7 @@ class DiskIndex:
         entry = self._entries.pop(key, None)
         if entry is None:
             return None
+        self.removals += 1
         self.total_bytes -= entry.size
         if entry.parent is not None:
             parent: Key = (key[0], entry.parent, "cells")

@@ -51,20 +51,6 @@ def _read_header(path: Path) -> tuple[Header, int, float]:
         return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
 
 
-def _entry_for(segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
-    return DiskEntry(
-        path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
-        len(segment.state) > 0, segment.role, len(segment.state),
-    )
-
-
-def _entry_from_header(header: Header, path: Path, size: int, when: float) -> DiskEntry:
-    return DiskEntry(
-        path, header.parent, size, when, header.start, header.end, header.has_logits,
-        header.state_len > 0, header.role, header.state_len,
-    )
-
-
 class DiskTier:
     """Checkpoint files under one folder, their in-memory index, and their budget."""
 
@@ -84,6 +70,8 @@ class DiskTier:
         self._build_lock = threading.Lock()
         self._index: DiskIndex | None = None
         self._clock = UseClock()
+        self._leaving: set[Key] = set()
+        """Keys the index no longer lists whose files are still being deleted."""
         self._disabled = False
         self._writes_failing = False
         self._told_too_large = False
@@ -109,6 +97,7 @@ class DiskTier:
                 self._scan_into(index)
             except OSError as error:
                 self._disabled = True
+                index = DiskIndex()  # list nothing: plans would count on files every read refuses
                 self._report(
                     f"the checkpoint folder {self.directory} cannot be used ({error.strerror or error}); "
                     "checkpoints are kept in memory only"
@@ -145,7 +134,7 @@ class DiskTier:
                     self._report(f"checkpoint {path.name} could not be read ({error.strerror}); skipped")
                     continue
                 self._clock.seen(mtime)
-                index.add(parsed.key, _entry_from_header(header, path, size, mtime))
+                index.add(parsed.key, DiskEntry.of_header(header, path, size, mtime))
 
     def known(self, key: Key) -> bool:
         """True when the index is built and lists ``key`` (never does I/O)."""
@@ -214,10 +203,9 @@ class DiskTier:
         self._writes_failing = False
         with self._lock:
             assert self._index is not None
-            self._index.add(key, _entry_for(segment, path, size, self._clock.now()))
+            self._index.add(key, DiskEntry.of_segment(segment, path, size, self._clock.now()))
             self.writes += 1
-            victims = self._index.pop_victims(self.budget, self._is_active)
-            self.evictions += len(victims)
+            victims = self._pop_victims(self.budget)
         self._delete_evicted(victims)
 
     def _write(self, path: Path, chunks) -> OSError | None:
@@ -233,9 +221,7 @@ class DiskTier:
         free twice ``size``. False when nothing was left to delete."""
         with self._lock:
             assert self._index is not None
-            target = max(0, self._index.total_bytes - 2 * size)
-            victims = self._index.pop_victims(target, self._is_active)
-            self.evictions += len(victims)
+            victims = self._pop_victims(max(0, self._index.total_bytes - 2 * size))
         self._delete_evicted(victims)
         if victims and not self._told_full:
             self._told_full = True
@@ -245,6 +231,14 @@ class DiskTier:
                 f"({freed / _MB:.1f} MB) were deleted to make room"
             )
         return bool(victims)
+
+    def _pop_victims(self, budget: int) -> list[tuple[Key, DiskEntry]]:
+        """Take entries off the index until it fits ``budget`` (under the lock); their
+        files are then deleted with ``_delete_evicted``."""
+        victims = self._index.pop_victims(budget, self._is_active)  # type: ignore[union-attr]
+        self.evictions += len(victims)
+        self._leaving.update(key for key, _entry in victims)
+        return victims
 
     def _tell_too_large(self, size: int) -> None:
         if not self._told_too_large:
@@ -259,15 +253,19 @@ class DiskTier:
         self.ensure_index()
         with self._lock:
             entry = self._index.remove(key) if self._index is not None else None
+            if entry is not None:
+                self._leaving.add(key)
         if entry is not None:
             self._delete_evicted([(key, entry)])
 
     def _delete_evicted(self, victims: list[tuple[Key, DiskEntry]]) -> None:
-        for _key, entry in victims:
+        for key, entry in victims:
             try:
                 entry.path.unlink(missing_ok=True)
             except OSError as error:
                 log.warning("could not delete evicted checkpoint %s: %s", entry.path, error)
+            with self._lock:
+                self._leaving.discard(key)
 
     # ----- reading ----------------------------------------------------------------------
 
@@ -342,6 +340,8 @@ class DiskTier:
             return None
         key = key_of(compat, prefix, kind)
         path = os.path.join(self._root, address_text(compat, prefix, kind))
+        with self._lock:  # to tell a file written by another process from one being deleted
+            removals, leaving = self._index.removals, key in self._leaving  # type: ignore[union-attr]
         try:
             with open(path, "rb", buffering=0) as src:
                 size = os.fstat(src.fileno()).st_size
@@ -370,8 +370,9 @@ class DiskTier:
             now = self._clock.now()
             if key in self._index:
                 self._index.touch(key, now)
-            else:  # written by another process since the index was built
-                self._index.add(key, _entry_from_header(header, Path(path), size, now))
+            elif self._index.removals == removals and not leaving:  # written by another process
+                self._index.add(key, DiskEntry.of_header(header, Path(path), size, now))
+            # (else it may have been deleted while this read had it open; another's is listed next read)
         return result
 
     def largest(self, model_id: bytes, kind: Kind) -> int:

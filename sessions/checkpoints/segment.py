@@ -25,11 +25,11 @@ LOGIT_BYTES = 4
 """Logits are stored as raw float32."""
 
 Tier = Literal["ram", "disk"]
+"""Where a checkpoint is: in memory (or on its way to disk), or only on disk."""
 Role = Literal["", "prompt", "tip"]
 """Why a snapshot is on disk: "" kept for good; "prompt" or "tip" for a branch's latest
 prompt end or tip, which the next turn on that branch replaces (the engine's captures)."""
 ROLES: tuple[Role, ...] = ("", "prompt", "tip")
-"""Where a checkpoint is: in memory (or on its way to disk), or only on disk."""
 
 Payload = bytes | bytearray | memoryview | np.ndarray
 

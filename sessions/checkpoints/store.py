@@ -69,7 +69,8 @@ class CheckpointStore:
     that cannot be written); it is called from the writer thread as well as the caller's,
     so a UI must hand the message over to its own thread. ``queue_items`` and
     ``queue_bytes`` bound the segments waiting for the disk (default: 64 segments and the
-    larger of ``ram_bytes`` and 256 MiB); past that the oldest waiting write is dropped.
+    larger of ``ram_bytes`` and 256 MiB); past that the oldest waiting writes are dropped
+    (all of them for a segment larger than ``queue_bytes``, which is then queued alone).
     """
 
     def __init__(
@@ -112,7 +113,8 @@ class CheckpointStore:
         if self._closed:
             raise StoreClosedError()
         self._ram.put(segment)
-        if persist and not self._disk.known(segment.key):
+        # Until the writer has deleted a file the index lists it, yet a write must follow.
+        if persist and (self._writer.deleting(segment.key) or not self._disk.known(segment.key)):
             self._writer.submit(segment)
 
     def drop_from_disk(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> None:

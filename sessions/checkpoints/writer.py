@@ -2,7 +2,13 @@
 
 Generation must never wait on a disk. ``submit`` only appends to a bounded queue; when
 the queue is full the oldest pending write is dropped (the segment is still in RAM, and
-at worst its tokens are recomputed later) rather than making the caller wait.
+at worst its tokens are recomputed later) rather than making the caller wait. A segment
+larger than the whole queue still goes in, after the writes before it: a sliding window
+of a large model can weigh more than the queue's bound (a 27B Gemma 3's 1,024-token
+window is about 400 MB), and refusing it would keep every such snapshot off the disk, so
+that a reopen recomputes the chat; the queue then holds that one segment alone. Deletions
+are never dropped (a file left behind would stay on disk unlisted until a restart) and do
+not count against either bound: each is a key and no payload, one at most per checkpoint.
 """
 
 from __future__ import annotations
@@ -42,18 +48,20 @@ class BackgroundWriter:
         """Pending writes, and deletions (``None``) queued behind them in the same order."""
         self._queued_bytes = 0
         self._in_flight: Segment | None = None
+        self._deleting: Key | None = None
+        """The key whose deletion is being worked on."""
         self._busy = False
         """An item (a write or a deletion) is being worked on."""
         self._ready = False
         self._closing = False
         self._cond = threading.Condition()
         self.dropped = 0
-        """Queued writes dropped because the queue was full."""
+        """Queued writes dropped for room in the queue."""
         self._thread = threading.Thread(target=self._run, name="checkpoint-writer", daemon=True)
         self._thread.start()
 
     def submit(self, segment: Segment) -> None:
-        """Queue ``segment`` for writing; returns at once, dropping the oldest if full."""
+        """Queue ``segment`` for writing; returns at once, dropping the oldest writes if full."""
         key = segment.key
         with self._cond:
             if self._closing:
@@ -61,17 +69,24 @@ class BackgroundWriter:
             if self._queue.get(key) is not None or (self._in_flight is not None and self._in_flight.key == key):
                 return
             self._queue.pop(key, None)  # a deletion queued before: this write supersedes it
-            while self._queue and (
-                len(self._queue) >= self.max_items
-                or self._queued_bytes + segment.nbytes > self.max_bytes
-            ):
-                _old_key, old = self._queue.popitem(last=False)
-                if old is not None:
-                    self._queued_bytes -= old.nbytes
-                    self.dropped += 1
+            self._make_room(segment.nbytes)
             self._queue[key] = segment
             self._queued_bytes += segment.nbytes
             self._cond.notify_all()
+
+    def _make_room(self, nbytes: int) -> None:
+        """Drop the oldest queued writes (never a deletion) until one of ``nbytes`` fits, or
+        none is left (a segment larger than the whole bound)."""
+        writes = [key for key, item in self._queue.items() if item is not None]  # oldest first
+        count = len(writes)
+        for key in writes:
+            if count < self.max_items and self._queued_bytes + nbytes <= self.max_bytes:
+                return
+            old = self._queue.pop(key)
+            assert old is not None
+            self._queued_bytes -= old.nbytes
+            self.dropped += 1
+            count -= 1
 
     def discard(self, key: Key) -> None:
         """Take ``key`` off the disk: drop its queued write, or delete its file after any write in flight."""
@@ -92,9 +107,9 @@ class BackgroundWriter:
             return self._queue.get(key)  # None for a queued deletion too
 
     def deleting(self, key: Key) -> bool:
-        """Whether a deletion of ``key`` is queued."""
+        """Whether a deletion of ``key`` is queued or under way (the disk index may still list it)."""
         with self._cond:
-            return key in self._queue and self._queue[key] is None
+            return self._deleting == key or (key in self._queue and self._queue[key] is None)
 
     @property
     def pending_count(self) -> int:
@@ -137,6 +152,7 @@ class BackgroundWriter:
                 if segment is not None:
                     self._queued_bytes -= segment.nbytes
                 self._in_flight = segment
+                self._deleting = key if segment is None else None
                 self._busy = True
             try:
                 if segment is None:
@@ -148,6 +164,6 @@ class BackgroundWriter:
                 self._report(f"a checkpoint could not be written ({error}); it stays in memory only")
             finally:
                 with self._cond:
-                    self._in_flight = None
+                    self._in_flight = self._deleting = None
                     self._busy = False
                     self._cond.notify_all()

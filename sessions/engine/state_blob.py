@@ -190,13 +190,6 @@ def write_attention(out: np.ndarray, offset: int, seq: int, positions: np.ndarra
     return pos
 
 
-def split_attention(blob: np.ndarray) -> tuple[AttentionSection, np.ndarray]:
-    """The attention section of a full-state blob, and everything after it."""
-    read_header(blob)
-    section = read_attention(blob, HEADER.size)
-    return section, blob[section.end :]
-
-
 Layers = tuple[tuple[int, int], ...]
 """``(type, row_bytes)`` of every K layer then every V layer of an attention section."""
 
@@ -241,7 +234,9 @@ def probe_shape(read_at, size: int) -> tuple[SectionShape, int]:
     """
 
     def read(pos: int, n: int) -> bytes:
-        if pos + n > size:  # a damaged field can point anywhere: never read past the state
+        # A damaged field can point anywhere: never read past the state, nor ask for a
+        # negative length (the tail's, when the last layer's rows end past the state).
+        if n < 0 or pos + n > size:
             raise LayoutError("the state ends early")
         return read_at(pos, n)
 
