@@ -83,6 +83,12 @@ class Captures:
         """Size of the largest snapshot read (or, before the first, measured) so far: a
         full window or a recurrent state keeps its size, so the policy needs no size query
         per boundary once it has one."""
+        self._reply_hasher: PrefixHasher | None = None
+        """The hash of the reply being written up to its last noted range, extended range by
+        range: hashing the whole live sequence at each range costs time quadratic in the
+        reply's length. It lives for one ``generate`` only: ``flush``, which every
+        ``prepare`` starts with and every ``generate`` ends with, drops it, so it never
+        follows a live sequence that changed other than by the reply's tokens."""
 
     @property
     def _has_state(self) -> bool:
@@ -98,9 +104,12 @@ class Captures:
         """A range of a reply (every ``interval`` tokens, and its end when ``last``)."""
         if self.store is None:
             return
-        prefix = prefix_hash(live)
+        hasher = self._reply_hasher
+        if hasher is None or hasher.count != start:  # the reply's first range: hash what it follows
+            hasher = self._reply_hasher = PrefixHasher(live[:start])
+        parent = hasher.hexdigest() if start else None
+        prefix = hasher.extend(live[start:]).hexdigest()
         if self.engine.kind is not MemoryKind.RECURRENT:
-            parent = prefix_hash(live[:start]) if start else None
             self.ranges.append((start, len(live), prefix, parent))
         if not last:
             self.maybe_snapshot(len(live), prefix)
@@ -158,7 +167,9 @@ class Captures:
         if self.store is None or (not self._has_state and logits is None):
             return
         self._set_mark(len(live))
-        self.snapshots.append(_Snapshot(len(live), prefix_hash(live), None, logits, "tip"))
+        hasher = self._reply_hasher  # at the reply's end when its last range was noted
+        prefix = hasher.hexdigest() if hasher is not None and hasher.count == len(live) else prefix_hash(live)
+        self.snapshots.append(_Snapshot(len(live), prefix, None, logits, "tip"))
 
     def restored_at(self, end: int) -> None:
         """A restore put back the state at ``end``: the snapshot clock starts again there."""
@@ -222,9 +233,13 @@ class Captures:
             ctx.warm.expect(-(-size * self.engine.n_swa // live))
 
     def _overwritten(self, end: int, next_end: int) -> bool:
-        """Do tokens up to ``next_end`` overwrite a cell of the window at ``end``?"""
+        """Do tokens up to ``next_end`` overwrite a cell of the window at ``end``?
+
+        By the ring's own rule (``SwaRing.overwritten``), which its reads refuse by: a
+        window left for ``flush`` is then still there to read.
+        """
         assert self.ring is not None
-        return end - self.engine.n_swa <= next_end - 1 - self.ring.size
+        return self.ring.overwritten(end, next_end - 1)
 
     # -- reading out -------------------------------------------------------------------
 
@@ -252,6 +267,7 @@ class Captures:
 
     def flush(self) -> None:
         """Read out everything noted and hand it to the store (after the reply)."""
+        self._reply_hasher = None
         if not self.ranges and not self.snapshots:
             return
         t0 = time.perf_counter()

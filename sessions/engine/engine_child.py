@@ -18,6 +18,7 @@ import queue
 import signal
 import sys
 import threading
+from dataclasses import fields
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def _open(request: LoadRequest, channel: _Channel):
             checkpoints=store,
             interval=s.checkpoint_interval,
             on_progress=lambda f: channel.send("load_progress", f),
+            template_override=s.template_override(Path(request.path)),
         )
     except BaseException:
         if store is not None:
@@ -107,6 +109,16 @@ class _Worker:
                 self.channel.send(*reply)
             except OSError:  # the app is gone: nobody to answer
                 return
+
+    def _template(self) -> dict:
+        """The chat template the engine chose, as the fields that rebuild it.
+
+        The parent renders every prompt, so it must use this very template (the user's
+        override, or the fallback the vocabulary picks), not choose one of its own. A
+        compiled Jinja template does not pickle: it is compiled again there.
+        """
+        template = self.engine.template
+        return {f.name: getattr(template, f.name) for f in fields(template) if f.name != "_compiled"}
 
     def _tokenize(self, text: str, add_bos: bool):
         return self.engine.tokenize(text, add_bos)

@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO
@@ -94,6 +95,8 @@ class EngineProcess:
         self._send(("load", self._request))
         try:
             loaded = self._wait(stoppable=False)
+            self._send(("call", "template", ()))
+            chosen = self._wait(stoppable=False)
         except BaseException:
             self._kill()
             self._child = None  # the next call tries again
@@ -103,9 +106,7 @@ class EngineProcess:
         self.n_ctx = loaded.n_ctx
         self.load_seconds = loaded.load_seconds
         self.placement = loaded.placement
-        self.template = ChatTemplate.load(
-            self.info.chat_template, bos_token=self.info.bos_text, eos_token=self.info.eos_text
-        )
+        self.template = _rebuilt(chosen)
 
     def _send(self, message: tuple) -> None:
         with self._send_lock:
@@ -256,6 +257,21 @@ class EngineProcess:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+def _rebuilt(chosen: dict) -> ChatTemplate:
+    """The template the child's engine chose (``engine_child._Worker._template``), compiled here.
+
+    The child chose it as an engine in this process would (``template_choice``: the user's
+    override, the model's own, or a built-in picked by the vocabulary); choosing again here
+    would need the model's vocabulary and read the override file a second time, which may
+    have changed since. Compiling the same source with the same options gives the same
+    template; what the choice and the child's probe decided is copied over as it was.
+    """
+    template = ChatTemplate.compile(chosen["source"], name=chosen["name"], origin=chosen["origin"],
+                                    bos_token=chosen["bos_token"], eos_token=chosen["eos_token"],
+                                    variables=chosen["variables"])
+    return replace(template, fallback_reason=chosen["fallback_reason"], merges_system=chosen["merges_system"])
 
 
 def _abort_reason(tail: str) -> str | None:

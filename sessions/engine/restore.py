@@ -40,13 +40,19 @@ class RouteRunner:
         """Do the cut and restores of ``plan``; returns (logits if they came with it, bytes restored).
 
         Afterwards ``engine.live`` is the prefix of ``target`` the context holds exactly;
-        it may be shorter than the plan hoped when a checkpoint failed.
+        it may be shorter than the plan hoped when a checkpoint failed. A failure
+        rebuilds ``target`` from token 0, so the captures learn that branch (from 0, as
+        a restore that put nothing back would): otherwise they would still hold the
+        prompt end and tip of the branch left as this one's, and the next ones of this
+        branch would take those off the disk.
         """
         engine = self.engine
         try:
             return self._run(plan, target, prefixes)
         except (RestoreFailed, LayoutError, RuntimeError):
             engine._reset()
+            self.captures.learn_branch(prefixes, 0)
+            self.captures.restored_at(0)
             return None, 0
 
     def _run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:

@@ -171,10 +171,10 @@ class SwaRing:
     def window_at(self, end: int) -> np.ndarray | None:
         """The window as it stood after token ``end - 1`` of the live sequence.
 
-        Its cells are still in the ring while fewer than ``N - n_swa`` tokens came after
-        ``end``: copying them to the spare sequence and reading that gives exactly the
-        snapshot that would have been taken then. None when they are gone, or when the
-        ring is not in the run's layout.
+        Its cells are still in the ring until the run overwrites one (``overwritten``):
+        copying them to the spare sequence and reading that gives exactly the snapshot
+        that would have been taken then. None when they are gone, or when the ring is not
+        in the run's layout.
         """
         blob = self.unchecked_window_at(end)
         return blob if blob is not None and self.in_run_order(blob) else None
@@ -189,7 +189,7 @@ class SwaRing:
         about 1 ms per window in all.
         """
         pos_max = self.ctx.pos_max(LIVE)
-        if end - 1 > pos_max or pos_max - (end - 1) >= self.size - self.n_swa:
+        if end - 1 > pos_max or self.overwritten(end, pos_max):
             return None
         whole = end >= self.n_swa
         size = self.window_bytes if whole else None
@@ -207,6 +207,19 @@ class SwaRing:
         if whole:
             self.window_bytes = len(blob)
         return blob
+
+    def overwritten(self, end: int, pos_max: int) -> bool:
+        """Whether a run up to ``pos_max`` has reused a cell of the window at ``end``.
+
+        That window is positions ``end - n_swa .. end - 1``; the oldest lives in cell
+        ``(end - n_swa) mod N``, which position ``end - n_swa + N`` is the first to reuse.
+        So the window is whole while at most ``N - n_swa`` tokens came after it. (A window
+        shorter than ``n_swa``, near the start, would last longer: it is counted as a
+        whole one, which errs on the safe side.) Captures decide by this whether a window
+        must be read before a decode, and reads refuse by it: the two must agree, or a
+        window left for later is found gone.
+        """
+        return pos_max >= end - self.n_swa + self.size
 
     def in_run_order(self, blob: np.ndarray) -> bool:
         """Whether a window state holds its cells in the ring order of an uninterrupted run."""
