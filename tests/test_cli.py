@@ -13,7 +13,7 @@ import pytest
 
 import sessions
 from sessions import paths
-from sessions.cli import build_parser
+from sessions.cli import build_parser, main
 from sessions.cli import commands as command_registry
 from sessions.cli.launch_options import LaunchOptions
 from sessions.config import CheckpointConfig
@@ -190,3 +190,25 @@ def test_cli_never_imports_the_ui():
                             env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_seed_flag_says_it_seeds_sampling(capsys):
+    """``--seed`` only seeds the sampler (``effective_sampling``), not the model context."""
+    assert main(["ask", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert "--seed N seed for sampling replies (-1: a new one for every reply)" in help_text
+    assert "model context" not in help_text
+
+
+def test_every_error_meant_for_the_user_is_where_the_runner_looks():
+    """The runner looks its known errors up by module and name once something failed: a
+    class moved elsewhere would turn a one-sentence refusal into a crash of the handler."""
+    import importlib
+
+    from sessions.cli import runner
+
+    for module, name in runner._ERRORS_FOR_THE_USER:
+        found = getattr(importlib.import_module(module), name)
+        assert isinstance(found, type) and issubclass(found, Exception), (module, name)
+    assert set(runner._known_errors()) >= {getattr(importlib.import_module(m), n)
+                                           for m, n in runner._ERRORS_FOR_THE_USER}

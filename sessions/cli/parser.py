@@ -72,7 +72,7 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("-ts", "--tensor-split", metavar="N0,N1,...", type=proportions, default=default(None),
                        help="share of the offloaded layers per device, RPC servers first")
     group.add_argument("--seed", metavar="N", type=seed, default=default(None),
-                       help="seed of the model context (-1: random)")
+                       help="seed for sampling replies (-1: a new one for every reply)")
     group.add_argument("--demo", action="store_true", default=default(False),
                        help="start with the built-in demo model (no download needed)")
     group.add_argument("--session", metavar="ID", type=session_id, default=default(None),

@@ -29,25 +29,26 @@ from sessions.text_safety import inert
 def _known_errors() -> tuple[type[BaseException], ...]:
     """The project's own error classes: their messages are meant for the user.
 
-    Looked up only once something went wrong, so a command that never touches the store
-    does not import it.
+    Each is taken from its module only if that module is loaded already: an error can
+    only have been raised by code that ran, and a command that never touched the store,
+    the engine or a chat template does not import them here (nor fail to).
     """
-    from sessions.discovery import ModelFileError
-
-    found: list[type[BaseException]] = [CliError, ConfigError, ModelFileError]
-    try:
-        from sessions.store import StoreError
-
-        found.append(StoreError)
-        from sessions.exchange import ExchangeError
-
-        found.append(ExchangeError)
-    except ImportError:
-        pass
-    engine = sys.modules.get("sessions.engine.context")  # loaded only if the engine ran
-    if engine is not None:
-        found.append(engine.DecodeError)  # "could not create a context of N tokens (out of memory?)"
+    found: list[type[BaseException]] = [CliError, ConfigError]
+    for module, name in _ERRORS_FOR_THE_USER:
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            found.append(getattr(loaded, name))
     return tuple(found)
+
+
+_ERRORS_FOR_THE_USER = (
+    ("sessions.discovery.gguf_header", "ModelFileError"),  # a file that cannot be a model
+    ("sessions.store.errors", "StoreError"),
+    ("sessions.exchange.builder", "ExchangeError"),
+    ("sessions.engine.context", "DecodeError"),  # "could not create a context of N tokens (out of memory?)"
+    ("sessions.engine.chat_template", "TemplateError"),  # "the chat template rejected the conversation: ..."
+)
+"""(module, class) of the errors whose message is one sentence for the user."""
 
 
 def apply_flags(config: Config, args: argparse.Namespace) -> Config:

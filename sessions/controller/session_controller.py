@@ -82,7 +82,12 @@ class SessionController(ControllerBase):
     # -- the model (worker thread) --------------------------------------------------
 
     def load_model(self, path: str | Path) -> ModelInfo:
-        """Load a model (blocking); a model that fails to load leaves the previous one loaded."""
+        """Load a model (blocking); a model that fails to load leaves the previous one loaded.
+
+        A model loaded whose use the store cannot record for the open chat (a read-only or
+        busy database, a file replaced under it) is closed again and the store's error
+        raised: the previous model was closed already, so no model is left loaded.
+        """
         with self._jobs.job():
             current, self.engine = self.engine, None  # no model while the swap runs
             engine, error = swap_engine(self._factory, self.settings, self.listener, current,
@@ -92,10 +97,14 @@ class SessionController(ControllerBase):
                 raise error
             assert engine is not None  # loaded, since nothing failed
             info = engine.info
-            carry_legacy_tokens(self._store, info)
-            with self._lock:
-                if self._conversation is not None:
-                    self._conversation.record_model(str(info.path), info.fingerprint)
+            try:
+                carry_legacy_tokens(self._store, info)
+                with self._lock:
+                    if self._conversation is not None:
+                        self._conversation.record_model(str(info.path), info.fingerprint)
+            except BaseException:
+                engine.close()  # held by no one otherwise: its memory would stay taken
+                raise
             self.engine = engine  # only now: whoever sees the model sees the chat's record of it
         return info
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from sessions.sampling import SamplingSettings
+from sessions.store.errors import DatabaseDamaged
 from sessions.tree import GenerationStats, Message
 
 TITLE_LENGTH = 60
 """Longest title taken from the first user message."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,8 @@ def session_from_row(row: sqlite3.Row) -> Session:
         model_path=row["model_path"],
         model_fingerprint=row["model_fingerprint"],
         system_prompt=row["system_prompt"],
-        sampling=SamplingSettings.from_dict(json.loads(row["sampling"] or "{}")),
+        sampling=_decoded(row["sampling"] or "{}", SamplingSettings.from_dict,
+                          f"the sampling settings of session {row['id']}"),
         active_leaf_id=row["active_leaf_id"],
     )
 
@@ -97,8 +103,29 @@ def message_from_row(row: sqlite3.Row) -> Message:
         role=row["role"],
         text=row["text"],
         created_at=row["created_at"],
-        stats=None if stats is None else GenerationStats.from_dict(json.loads(stats)),
+        stats=None if stats is None else _decoded(
+            stats, GenerationStats.from_dict, f"the statistics of message {row['id']} (session {row['session_id']})"),
     )
+
+
+def _decoded(stored: Any, build: Callable[[dict[str, Any]], T], what: str) -> T:
+    """``build`` applied to the JSON object ``stored``; ``DatabaseDamaged`` saying ``what``
+    is unreadable when it is not one, or holds values of the wrong kind.
+
+    The store writes these columns itself, so anything else means the file was damaged or
+    edited by hand. A plain ``ValueError`` would reach the front ends as a bug (and the
+    app would meet it again at every start, reopening the last chat); this is the store's
+    own error, one sentence a user can act on.
+    """
+    try:
+        data = json.loads(stored)
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__} instead of an object")
+        return build(data)
+    except (ValueError, TypeError, OverflowError, RecursionError) as error:
+        detail = str(error) or type(error).__name__
+        raise DatabaseDamaged(f"the session database is damaged: {what} cannot be read ({detail}); "
+                              "the other sessions are read as before", f"{what}: {detail}") from None
 
 
 def stats_to_json(stats: GenerationStats | None) -> str | None:

@@ -28,7 +28,7 @@ from sessions.sampling import SamplingSettings
 from sessions.store import lookups
 from sessions.store import search as search_queries
 from sessions.store.database import Database
-from sessions.store.errors import HeadMoved, MessageNotFound, ParentGone, SubtreeChanged
+from sessions.store.errors import HeadMoved, MessageNotFound, ParentGone, SessionNotFound, SubtreeChanged
 from sessions.store.lookups import MESSAGE_COLUMNS
 from sessions.store.opening import BUSY_TIMEOUT, open_database
 from sessions.store.records import (
@@ -40,7 +40,7 @@ from sessions.store.records import (
     stats_to_json,
 )
 from sessions.store.token_store import FrozenTokens
-from sessions.store.values import check_text, check_time
+from sessions.store.values import check_text, check_time, is_id
 from sessions.tree import ConversationTree, GenerationStats, Message
 
 _UNSET: Any = object()
@@ -177,8 +177,13 @@ class SessionStore(FrozenTokens):
             return lookups.session(conn, session_id)
 
     def delete_session(self, session_id: int) -> None:
+        """Delete a session; one whose stored settings are damaged (``DatabaseDamaged`` on
+        reading it) can still be deleted, so only its existence is checked, not its row."""
         with self._db.transaction() as conn:
-            lookups.session(conn, session_id)
+            found = is_id(session_id) and conn.execute(
+                "SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+            if not found:
+                raise SessionNotFound(session_id)
             lookups.delete_session(conn, session_id)
 
     def set_active_leaf(

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions.cli.arguments import session_id
@@ -63,17 +65,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session | None) -> str:
+    """The model to answer with, chosen as the app chooses it (``tui.startup``): ``-m``,
+    else the session's own model while its file is there, else ``model`` of config.toml."""
     if getattr(args, "demo", False):
         from sessions.synth import make_model
 
         return str(make_model("llama", "tiny"))
-    path = ctx.config.model or (session.model_to_reopen if session else None)
-    if not path and session is not None and session.model_path:
+    if getattr(args, "model", None) and ctx.config.model:
+        return ctx.config.model  # -m, made absolute by ``apply_flags``
+    own = session.model_to_reopen if session is not None else None
+    for candidate in (own, ctx.config.model):
+        if candidate and Path(candidate).expanduser().is_file():
+            return str(Path(candidate).expanduser())
+    if session is not None and own:
+        raise CliError(f"the model of session {session.id}, {own}, is not there any more; pass -m PATH")
+    if ctx.config.model:
+        return ctx.config.model  # loading it says what is wrong with it
+    if session is not None and session.model_path:
         raise CliError(f"session {session.id} was imported: its file names the model {session.model_path}, "
                        "which is loaded only if you choose it; pass -m PATH")
-    if not path:
-        raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
-    return path
+    raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
 
 
 def _takes_no_text(args: argparse.Namespace) -> bool:
@@ -128,11 +139,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         stops = out.interrupts = Interrupts(controller.cancel)
 
         def converse() -> Message:
-            controller.load_model(_model_path(args, ctx, session))
             if session is None:
                 controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
             else:
                 controller.open_session(session.id)
+            controller.load_model(_model_path(args, ctx, session))  # with the chat open: it becomes its model
+            if session is not None:
                 controller.take_turn(wait=True, should_stop=stops.stop_requested, on_wait=lambda: ctx.note(
                     f"waiting: another llamachat is writing a reply in session {session.id}"))
             if stops.happened:
@@ -142,7 +154,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             try:
                 if question is None:
                     return controller.continue_reply(args.continue_, sampling=sampling)
-                return _answer(controller, args, sampling)
+                return _answer(controller, args, sampling, stops.stop_requested)
             except GenerationCancelled:
                 if not stops.happened:
                     raise
@@ -232,9 +244,16 @@ def _stopped_words(cause: str, reply: Message) -> str:
     return f"{cause} after the reply was saved whole (message {reply.id})"
 
 
-def _answer(controller: SessionController, args: argparse.Namespace, sampling: SamplingSettings) -> Message:
-    """Answer the message at the head; with ``--trim`` a branch too long goes on without its oldest turns."""
-    from sessions.controller import ContextOverflow
+def _answer(controller: SessionController, args: argparse.Namespace, sampling: SamplingSettings,
+            stopped: Callable[[], bool]) -> Message:
+    """Answer the message at the head; with ``--trim`` a branch too long goes on without its oldest turns.
+
+    A stop that came after the first try last looked for one (it then found the branch
+    too long), or while the branch was trimmed, was used up when that job ended: the
+    controller would not see it again, so ``stopped`` is asked before each next step, or
+    the reply would be written whole.
+    """
+    from sessions.controller import ContextOverflow, GenerationCancelled
 
     try:
         return controller.generate_reply(sampling=sampling)
@@ -243,7 +262,12 @@ def _answer(controller: SessionController, args: argparse.Namespace, sampling: S
             raise CliError(f"{error}; `llamachat ask --session {controller.session_id} "
                            "--trim` answers it in a new branch without the oldest turns "
                            "(this branch stays)") from None
-    controller.trim_to_fit()
+    if stopped():
+        raise GenerationCancelled("stopped before the reply started")
+    trimmed = controller.trim_to_fit()
+    if stopped():
+        raise _Stopped(f"before the reply started: your message is saved in a new branch without the "
+                       f"oldest turns (message {trimmed.id})")
     return controller.generate_reply(sampling=sampling)
 
 

@@ -18,11 +18,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    """Read from the session list, not the sessions' rows: one whose stored settings are
+    damaged cannot be opened, and deleting it must still work."""
+    from sessions.store import SessionNotFound
+
     store = ctx.store()
     ids = list(dict.fromkeys(args.ids))
-    doomed = [(store.get_session(i), len(store.load_tree(i))) for i in ids]
-    for session, count in doomed:
-        store.delete_session(session.id)
-        ctx.print(f"deleted session {session.id}: {session.title or '(untitled)'} "
+    listed = {summary.id: summary for summary in store.list_sessions()}
+    missing = next((i for i in ids if i not in listed), None)
+    if missing is not None:
+        raise SessionNotFound(missing)
+    for summary in (listed[i] for i in ids):
+        store.delete_session(summary.id)
+        count = summary.message_count
+        ctx.print(f"deleted session {summary.id}: {summary.title or '(untitled)'} "
                   f"({count} message{'' if count == 1 else 's'})")
     return 0
