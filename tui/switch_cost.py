@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from textual.dom import DOMNode
 
+from sessions.cli.formatting import human_size
 from sessions.controller import ControllerError, SessionController
 from sessions.engine.chat_template import TemplateError
 from sessions.store import StoreError
@@ -34,7 +35,7 @@ def cost_words(plan: Plan | None, *, live: bool = False) -> str:
         return "going here: nothing to restore or evaluate"
     parts = []
     if plan.tokens_restored:
-        size = f" ({plan.bytes_restored / 1e6:.1f} MB)" if plan.bytes_restored >= 100_000 else ""
+        size = f" ({human_size(plan.bytes_restored)})" if plan.bytes_restored >= 100_000 else ""
         parts.append(f"restore {plan.tokens_restored:,} tokens{size}")
     if plan.tokens_to_evaluate:
         parts.append(f"evaluate {plan.tokens_to_evaluate:,}")

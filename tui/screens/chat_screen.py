@@ -149,6 +149,12 @@ class ChatScreen(Screen[None]):
                 return
             self.session_list.show(sessions, self.controller.session_id)
 
+    def show_loaded_model(self) -> None:
+        """The loaded model's chat template and how full its context is, once a load job has
+        ended (``ModelLoaded`` is heard before the controller holds the model)."""
+        self.status.set_template(self.controller.template_words)
+        self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
+
     def set_mode(self, mode: InputMode) -> None:
         self.mode = mode
         self.chat_input.set_class(mode.kind != "send", "-special")
@@ -162,8 +168,10 @@ class ChatScreen(Screen[None]):
             case core.ModelLoadProgressed(fraction):
                 self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
             case core.ModelLoaded(name, kind, n_ctx, _seconds, devices):
-                self.status.set_model(name, kind, devices, template=self.controller.template_words)
-                self.status.set_context(self.controller.context_used(), n_ctx)
+                # Heard before the controller holds the model: its template and the branch's
+                # tokens are shown when the load job ends (``show_loaded_model``).
+                self.status.set_model(name, kind, devices)
+                self.status.set_context(None, n_ctx)
                 self.progress.hide()
             case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
                 self.progress.show_prompt(done, total, progress.eta_seconds)
@@ -205,6 +213,7 @@ class ChatScreen(Screen[None]):
     async def job_succeeded(self, group: str, result: Any) -> None:
         if group == "load":
             self.status.set_note("")
+            self.show_loaded_model()
             if self.reply_wanted:
                 self.reply_wanted = False
                 await self.start_reply()
@@ -231,8 +240,10 @@ class ChatScreen(Screen[None]):
                 return
         if group == "load":
             self.reply_wanted = False
-            if self.controller.model_info is None:  # else the model loaded before is back
+            if self.controller.model_info is None:
                 self.status.set_model("no model")
+            else:  # the model loaded before is back
+                self.show_loaded_model()
         if group == "trim":
             self.status.set_note("")
             await self.refresh_view()  # a branch refused because the chat changed elsewhere
@@ -307,8 +318,12 @@ class ChatScreen(Screen[None]):
 
     async def start(self) -> None:
         """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
-        plan = plan_startup(self.startup, last_session_id=self.controller.library.last_session_id(),
-                            configured_model=self.config.model)
+        try:
+            last_session_id = self.controller.library.last_session_id()
+        except GESTURE_ERRORS as error:  # a damaged or replaced database: start as if it held no chat
+            self.notify(f"Could not read the saved chats: {error}", severity="error", markup=False)
+            last_session_id = None
+        plan = plan_startup(self.startup, last_session_id=last_session_id, configured_model=self.config.model)
         if plan.start == "demo":
             await self.new_chat()
             self.show_demo_banner(True)

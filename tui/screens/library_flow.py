@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from sessions.exchange import ExchangeError
 from sessions.store import StoreError
+from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules
 from tui.screens.dialogs import ConfirmScreen, TextPrompt
 from tui.widgets.session_list import UNTITLED
@@ -30,7 +31,12 @@ def delete_chat(screen: ChatScreen) -> None:
     if session_id is None:
         screen.notify("This chat has no messages yet: there is nothing to delete.", timeout=3)
         return
-    summary = next((s for s in screen.controller.library.list_sessions() if s.id == session_id), None)
+    try:
+        summaries = screen.controller.library.list_sessions()
+    except GESTURE_ERRORS as error:  # a damaged or replaced database: say so, delete nothing
+        screen.notify(f"Could not read the saved chats: {error}", severity="error", markup=False)
+        return
+    summary = next((s for s in summaries if s.id == session_id), None)
     if summary is None:
         return
     title = summary.title or UNTITLED

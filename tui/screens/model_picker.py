@@ -24,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 from textual.worker import Worker, WorkerState
 
+from sessions.cli.formatting import human_count, human_size
 from sessions.discovery import ModelCard, ModelFileError, discover_models, read_model_card
 from sessions.memory_kind import MemoryKind
 from tui.safe_text import inert
@@ -40,26 +41,6 @@ MEMORY_HELP = ("Memory: plain = full KV cache · SWA = sliding-window attention 
                "hybrid = attention + recurrent layers · recurrent = running state only")
 
 
-def human_count(value: int | None) -> str:
-    """``135M``, ``1.2B``: how parameter counts are usually written."""
-    if not value:
-        return "—"
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if value >= size:
-            scaled = value / size
-            return f"{scaled:.1f}{unit}" if scaled < 10 else f"{scaled:.0f}{unit}"
-    return str(value)
-
-
-def human_bytes(value: int) -> str:
-    if value <= 0:
-        return "—"
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value} B"
-
-
 def _cut(text: str, limit: int = NAME_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -73,7 +54,7 @@ def card_cells(card: ModelCard) -> tuple[Text, ...]:
     return (
         Text(_cut(name)),
         Text(KIND_NAMES.get(card.memory_kind, "?") if card.memory_kind else "?"),
-        Text(human_count(card.parameter_count), justify="right"),
+        Text(human_count(card.parameter_count) if card.parameter_count else "—", justify="right"),
         Text(card.quantization or "—"),
         Text(f"{card.context_length:,}" if card.context_length else "—", justify="right"),
     )
@@ -185,7 +166,7 @@ class ModelPicker(ModalScreen[Path | None]):
             detail = DEMO_DETAIL if event.row_key.value == DEMO_KEY else ""
         else:
             found = f", found via {card.source}" if card.source else ""
-            detail = f"{inert(str(card.path))} ({human_bytes(card.file_size)}{found})"
+            detail = f"{inert(str(card.path))} ({human_size(card.file_size)}{found})"
             if card.error is not None:
                 detail += f"\n{inert(card.error)}"
         self.query_one("#model-detail", Static).update(Text(detail))

@@ -32,7 +32,8 @@ SNIPPET_LIMIT = 70
 
 
 class SessionSource(Protocol):
-    """Where the picker reads sessions from (``SessionController``); called from worker threads."""
+    """Where the picker reads sessions from (the controller's ``library``, a ``SessionLibrary``);
+    called from worker threads."""
 
     def list_sessions(self) -> list[SessionSummary]: ...
 

@@ -69,10 +69,14 @@ class StatusBar(Horizontal):
         """The plain text currently shown in one part (``model``, ``context``...)."""
         return self._shown.get(part, "")
 
-    def set_model(self, name: str, kind: str | None = None, devices: str = "", *, template: str | None = None) -> None:
-        """The model's name, memory kind and devices; hovering it tells which chat template it uses."""
+    def set_model(self, name: str, kind: str | None = None, devices: str = "") -> None:
+        """The model's name, memory kind and devices; its chat template is forgotten until ``set_template``."""
         parts = [inert(name), *(part for part in (kind, inert(devices)) if part)]
         self._set("model", Text(" · ".join(parts)))
+        self.set_template(None)
+
+    def set_template(self, template: str | None) -> None:
+        """Hovering the model tells which chat template it uses (None: no tooltip)."""
         self.query_one("#status-model", Label).tooltip = f"Chat template: {inert(template)}" if template else None
 
     def set_context(self, used: int | None, n_ctx: int | None) -> None:
