@@ -225,6 +225,3 @@ def test_config_path_and_init(capsys):
     paths.config_file().write_text("# mine\n")
     assert_one_line_error(*run(capsys, "config", "--init"), words="already exists")
     assert paths.config_file().read_text() == "# mine\n"
-
-
-# --- a real process ------------------------------------------------------------------

@@ -155,15 +155,25 @@ def test_close_waits_for_the_running_job_and_closes_the_model(controller):
     script.hold_after = 1  # the reply waits after its first word until it is stopped
     controller.send("hello")
     streaming = threading.Event()
-    controller.listener = lambda event: streaming.set() if isinstance(event, TextStreamed) else None
+    finished = []
+
+    def listener(event):
+        if isinstance(event, TextStreamed):
+            streaming.set()
+        elif isinstance(event, ReplyFinished):
+            finished.append(event)
+
+    controller.listener = listener
     done = []
     worker = threading.Thread(target=lambda: done.append(controller.generate_reply()))
     worker.start()
     assert streaming.wait(30)
     engine = controller.engine
     controller.close()  # stops the reply, waits for it, then closes the model
-    worker.join(timeout=30)
-    assert not worker.is_alive() and done and done[0].stats.stop_reason == StopReason.CANCELLED
+    # Before any join: the reply job (which stores the reply and says so) is over already.
+    assert [event.stats.stop_reason for event in finished] == [StopReason.CANCELLED]
     assert engine.closed and controller.engine is None
+    worker.join(timeout=30)
+    assert not worker.is_alive() and done == [finished[0].message]
     with pytest.raises(ControllerError, match="no model"):
         controller.generate_reply()

@@ -16,7 +16,12 @@ from tests.gguf_support import make_gguf
 gguf = pytest.importorskip("gguf")
 np = pytest.importorskip("numpy")
 
-SDIST_ARCH = Path("/tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/src/llama-arch.cpp")
+ARCH_VERSION = "0.3.36"
+ARCH_EXCERPT = Path(__file__).parent / "data" / f"llama_arch_{ARCH_VERSION}.cpp"
+"""llama.cpp's lists of recurrent and hybrid architectures, as the pinned llama-cpp-python
+vendors them: kept here so that the check runs on every machine, CI included."""
+SDIST_ARCH = Path(f"/tmp/sdist/llama_cpp_python-{ARCH_VERSION}/vendor/llama.cpp/src/llama-arch.cpp")
+"""The whole source, where an unpacked sdist happens to be: the excerpt is checked against it."""
 
 
 # --- the header reader -------------------------------------------------------------
@@ -79,12 +84,19 @@ def _arch_list(source: str, function: str) -> set[str]:
     return {names[enum] for enum in re.findall(r"case (LLM_ARCH_\w+):", body)}
 
 
-@pytest.mark.skipif(not SDIST_ARCH.is_file(), reason="llama.cpp sources not unpacked in /tmp/sdist")
 def test_architecture_lists_match_vendored_llama_cpp():
-    source = SDIST_ARCH.read_text()
+    llama_cpp = pytest.importorskip("llama_cpp")
+    assert llama_cpp.__version__ == ARCH_VERSION, (
+        f"llama-cpp-python {llama_cpp.__version__} is installed: refresh {ARCH_EXCERPT.name} from its "
+        "src/llama-arch.cpp (its architecture names and the two functions read below)")
+    source = ARCH_EXCERPT.read_text()
     assert _arch_list(source, "llm_arch_is_recurrent") == RECURRENT_ARCHITECTURES
     assert _arch_list(source, "llm_arch_is_hybrid") == HYBRID_ARCHITECTURES
     assert memory_kind_for("qwen35", 128) is MemoryKind.HYBRID
+    if SDIST_ARCH.is_file():  # the excerpt says what the whole source says
+        whole = SDIST_ARCH.read_text()
+        for function in ("llm_arch_is_recurrent", "llm_arch_is_hybrid"):
+            assert _arch_list(whole, function) == _arch_list(source, function)
 
 
 @pytest.mark.parametrize("name", ["stories260K.gguf", "ggml-vocab-phi-3.gguf"])

@@ -86,19 +86,25 @@ def test_another_process_appending_first_makes_a_stale_append_fail(db):
 
 
 def test_the_tree_and_its_head_are_read_together_while_another_process_appends(db):
+    """Reads go on until the writer's 400 appends are done; some must have landed in the
+    middle of them (a tree neither empty nor whole), or the test proved nothing. On a
+    2-core development machine the appends took a few tenths of a second and hundreds of
+    reads fell among them."""
+    count = 400
     with SessionStore.open(db) as store:
         session = store.create_session()
         with StoreProcess(db) as writer:
             assert writer("open")["ok"]
-            writer.send("append_many", session=session.id, count=400, text="m", expected_head=None)
-            reads = 0
-            while not writer.answered() or reads < 50:
+            writer.send("append_many", session=session.id, count=count, text="m", expected_head=None)
+            sizes = []
+            while not writer.answered() or len(sizes) < 50:
                 found, tree = store.load_session_tree(session.id)
                 head = found.active_leaf_id
                 assert head is None or head in tree, f"head {head} is not in a tree of {len(tree)} messages"
-                reads += 1
+                sizes.append(len(tree))
             done = writer.receive()
-    assert done["ok"] and reads >= 50
+        assert done["ok"] and len(store.load_session_tree(session.id)[1]) == count
+    assert any(0 < size < count for size in sizes), "no read overlapped the appends"
 
 
 # -- deleting a branch -----------------------------------------------------------------

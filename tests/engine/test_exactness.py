@@ -300,7 +300,9 @@ def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_pa
     """A restored window has zero filler before it: cutting back must never unmask that.
 
     Reopen a long branch with a generated reply (everything from disk), then go back to
-    the prompt of that reply, as a regenerate does.
+    the prompt of that reply, as a regenerate does. Both ends were checkpointed with their
+    logits (the prompt's for the reply's first token, the reply's after it), so neither
+    step evaluates a token: a restore that silently fell back to a recompute would fail.
     """
     from sessions.engine.sampler import Sampler
     from sessions.sampling import SamplingSettings
@@ -317,8 +319,11 @@ def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_pa
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(model, store, policy=policy)
         whole = prompt + [reply.tokens]
-        check(engine, model, whole, stepped=[False] * len(prompt) + [True])
-        check(engine, model, prompt)
+        reopened = check(engine, model, whole, stepped=[False] * len(prompt) + [True])
+        assert (reopened.tokens_restored, reopened.tokens_evaluated) == (len(flat(whole)[0]), 0)
+        back = check(engine, model, prompt)
+        assert back.tokens_evaluated == 0
+        assert back.tokens_restored > 0 and back.plan.tokens_kept + back.tokens_restored == len(flat(prompt)[0])
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -100,31 +100,51 @@ def test_the_shape_is_probed_from_a_few_small_reads():
     assert sum(size for _o, size in reads) < 200  # the fields only, not the rows
 
 
-@pytest.mark.parametrize("damage", ["another layer size", "another sequence", "a tail with cells", "shared cells"])
-def test_a_file_of_another_layout_is_refused_after_its_read(damage):
-    good = state([0, 1])
-    shape = shape_of(good)
-    other = {
-        "another layer size": lambda: state([3, 4], layers=((1, 16), (1, 16), (1, 8), (1, 16))),
-        "another sequence": lambda: state([3, 4], seq=0),
-        "a tail with cells": lambda: state([3, 4], tail=bytes([0, 0, 0, 0, 2, 0, 0, 0])),
-        "shared cells": lambda: _shared(state([3, 4])),
-    }[damage]()
+DAMAGE = {
+    "another layer size": lambda: state([3, 4], layers=((1, 16), (1, 16), (1, 8), (1, 16))),
+    "another sequence": lambda: state([3, 4], seq=0),
+    "a tail with cells": lambda: state([3, 4], tail=bytes([0, 0, 0, 0, 2, 0, 0, 0])),
+    "shared cells": lambda: _shared(state([3, 4])),
+}
+FILE_REFUSED_BY = {  # what refuses a file of each damage (a state in memory: ``copy``, always)
+    "another layer size": "size",
+    "another sequence": "check",
+    "a tail with cells": "check",
+    "shared cells": "check_cells",  # the fields are this layout's; one cell is not
+}
+
+
+def _joined_after_good_cells(shape) -> JoinedCells:
     joined = JoinedCells(shape, 4, np.zeros(4096, dtype=np.uint8))
-    joined.copy(0, good)
+    joined.copy(0, state([0, 1]))
     joined.check_cells(2)
+    return joined
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_file_of_another_layout_is_refused_after_its_read(damage):
+    shape = shape_of(state([0, 1]))
+    other = DAMAGE[damage]()
+    by_file = FILE_REFUSED_BY[damage]
+
+    joined = _joined_after_good_cells(shape)
     scratch = np.empty(len(shape.fixed(2)), dtype=np.uint8)
     pieces = joined.pieces(2, 2, scratch)
-    if sum(len(p) for p in pieces) != len(other):
-        assert damage == "another layer size"  # the size already tells: ``place`` declines it
-        return
-    read_pieces(other, pieces)
-    with pytest.raises(LayoutError):
-        joined.check(2, scratch)
-        joined.check_cells(4)
-    with pytest.raises(LayoutError):
-        joined.copy(2, other)
-        joined.check_cells(4)
+    if by_file == "size":  # a restore compares sizes before it asks for pieces, and declines the file
+        assert shape.size(2) != len(other) and sum(len(p) for p in pieces) != len(other)
+    else:
+        assert sum(len(p) for p in pieces) == shape.size(2) == len(other)
+        read_pieces(other, pieces)
+        if by_file == "check":
+            with pytest.raises(LayoutError):
+                joined.check(2, scratch)
+        else:
+            joined.check(2, scratch)
+            with pytest.raises(LayoutError):
+                joined.check_cells(4)
+
+    with pytest.raises(LayoutError):  # the same state held in memory
+        _joined_after_good_cells(shape).copy(2, other)
 
 
 def _shared(blob: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.branch_engine import BranchEngine
+from sessions.engine.branch_engine import BranchEngine, PrepareResult
 from sessions.engine.context import ContextParams, LlamaContext
 from sessions.engine.segments import message_ends
 from sessions.synth import make_model
@@ -29,7 +29,9 @@ SWA_CACHE_CELLS = 256
 TURNS = 12
 
 
-def _logits_after(model, store, tokens, ends, stepped, extra: int = 4) -> list[np.ndarray]:
+def _logits_after(model, store, tokens, ends, stepped, extra: int = 4) -> tuple[PrepareResult, list[np.ndarray]]:
+    """A new context prepares the branch (restoring what ``store`` holds); what that took,
+    and the logits after it and after each of ``extra`` greedy tokens."""
     ctx = LlamaContext(model, PARAMS)
     try:
         engine = BranchEngine(model, ctx, store)
@@ -39,7 +41,7 @@ def _logits_after(model, store, tokens, ends, stepped, extra: int = 4) -> list[n
             current = ctx.decode([int(np.argmax(current))], pos)
             out.append(current.copy())
             pos += 1
-        return out
+        return result, out
     finally:
         ctx.close()
 
@@ -70,8 +72,11 @@ def test_short_sliding_window_branch_restores_exactly(gemma3, tmp_path):
     with CheckpointStore(tmp_path, ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
         for turn in range(1, k + 1):  # one "process" per turn, each restoring the last
             _logits_after(gemma3, store, *_branch(msgs, stepped, turn), extra=0)
-        restored = _logits_after(gemma3, store, *_branch(msgs, stepped, k))
-    fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, k))
+        prep, restored = _logits_after(gemma3, store, *_branch(msgs, stepped, k))
+    fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, k))[1]
+    # The last pass above prepared this very branch: all of it, logits too, comes back from
+    # the store (were the restore skipped, both sides would be the same recompute).
+    assert (prep.tokens_restored, prep.tokens_evaluated) == (len(_branch(msgs, stepped, k)[0]), 0)
     assert all(np.array_equal(a, b) for a, b in zip(restored, fresh, strict=True))
 
 
@@ -81,7 +86,8 @@ def test_long_sliding_window_branch_restores_exactly(gemma3, tmp_path):
     with CheckpointStore(tmp_path, ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
         for turn in range(1, TURNS + 1):
             _logits_after(gemma3, store, *_branch(msgs, stepped, turn), extra=0)
-        restored = _logits_after(gemma3, store, *_branch(msgs, stepped, TURNS))
-    fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, TURNS))
+        prep, restored = _logits_after(gemma3, store, *_branch(msgs, stepped, TURNS))
+    fresh = _logits_after(gemma3, None, *_branch(msgs, stepped, TURNS))[1]
+    assert (prep.tokens_restored, prep.tokens_evaluated) == (len(_branch(msgs, stepped, TURNS)[0]), 0)
     differences = [float(np.max(np.abs(a - b))) for a, b in zip(restored, fresh, strict=True)]
     assert max(differences) == 0.0, f"largest logit difference {max(differences):.3g}"

@@ -43,17 +43,30 @@ def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
         ran["controller"].library.list_sessions()
 
 
-def test_the_runtime_opens_checkpoints_as_configured_and_closes_all_in_order(fake_model):
+def test_the_runtime_opens_checkpoints_only_when_enabled_and_closes_all_in_order(fake_model, monkeypatch):
+    """The model first, then the checkpoints (their writer finishes what the model left),
+    then the database, as ``sessions.runtime`` promises."""
+    from sessions.checkpoints import CheckpointStore
     from sessions.runtime import open_runtime
-    from tests.tui.fake_engine import FakeEngineFactory
+    from sessions.store import SessionStore
+    from tests.tui.fake_engine import FakeEngine, FakeEngineFactory
 
     with open_runtime(Config(checkpoints=CheckpointConfig(enabled=False)), engine_factory=FakeEngineFactory()) as bare:
         assert bare.checkpoints is None  # --no-checkpoints: the engine runs without a checkpoint store
+    closed = []
+    for owner, name in ((FakeEngine, "model"), (CheckpointStore, "checkpoints"), (SessionStore, "store")):
+        def recording(self, original=owner.close, name=name):
+            closed.append(name)
+            return original(self)
+
+        monkeypatch.setattr(owner, "close", recording)
     with open_runtime(Config(checkpoints=CheckpointConfig(ram_mb=8, disk_mb=16)),
                       engine_factory=FakeEngineFactory()) as runtime:
         runtime.controller.load_model(fake_model)
         engine = runtime.controller.engine
-        assert runtime.checkpoints is not None
+        assert isinstance(runtime.checkpoints, CheckpointStore)
+        assert closed == []
+    assert closed == ["model", "checkpoints", "store"]
     assert engine.closed and runtime.controller.engine is None
     with pytest.raises(StoreError, match="closed"):
         runtime.store.list_sessions()
@@ -78,15 +91,32 @@ def test_checkpoint_problems_reach_the_listener_as_notices(monkeypatch):
 
 
 def test_checkpoints_follow_the_config():
+    """Off means no store; on, its RAM and disk budgets are the config's, in MiB: a
+    segment of half a MiB stays in RAM, one of 1.25 MiB only fits the 2 MiB disk, and
+    one of 2.5 MiB fits neither."""
+    from sessions.checkpoints import Segment, StateCompat, prefix_hash
     from sessions.engine.factory import open_checkpoints
 
     off = Config(checkpoints=CheckpointConfig(enabled=False))
     assert open_checkpoints(off, print) is None
-    store = open_checkpoints(Config(checkpoints=CheckpointConfig(ram_mb=8, disk_mb=16)), print)
+    problems: list[str] = []
+    store = open_checkpoints(Config(checkpoints=CheckpointConfig(ram_mb=1, disk_mb=2)), problems.append)
+    assert store is not None
+    compat = StateCompat("sha256:" + "55" * 32, "type_k=f16;type_v=f16")
+    mib = 1 << 20
+
+    def segment(end: int, size: int) -> Segment:
+        return Segment(compat, prefix_hash(list(range(end))), None, 0, end, bytes(size), None)
+
+    small, middle, large = segment(10, mib // 2), segment(20, mib + mib // 4), segment(30, 2 * mib + mib // 2)
     try:
-        assert store is not None
+        for each in (middle, small, large):
+            store.put(each)
+        assert store.flush(30)
+        assert [store.where(compat, each.prefix) for each in (small, middle, large)] == ["ram", "disk", None]
     finally:
         store.close()
+    assert len(problems) == 1 and "does not fit the disk budget" in problems[0]
 
 
 def test_engine_settings_come_from_the_config():
