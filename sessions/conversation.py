@@ -189,6 +189,7 @@ class Conversation:
             tree.remember_path(added[-1].id)
             self._store.set_active_leaf(session.id, added[-1].id, remember=tree.remembered())
         self.session_id, self.draft, self._tree, self._head_id = session.id, None, tree, added[-1].id
+        self._session = session  # the copy ``session`` falls back on, should the store fail before it is read
         return added[-1]
 
     def add_user_message(self, text: str, parent_id: int | None = None) -> Message:

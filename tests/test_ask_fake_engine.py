@@ -3,9 +3,10 @@
 The command runs as a user runs it (``main``, config file, store, signal handlers); only
 the llama.cpp engine is the fake one, so the rules are checked in milliseconds:
 
-- the model is chosen as the app chooses it: ``-m``, else the session's own model while
-  its file is there, else ``model`` of config.toml; and the model used becomes the
-  chat's own (an imported chat answered with ``-m`` reopens with that model next time);
+- the model is chosen as the app chooses it: the demo model with ``--demo`` (made where
+  the app makes it), else ``-m``, else the session's own model while its file is there,
+  else ``model`` of config.toml; and the model used becomes the chat's own (an imported
+  chat answered with ``-m`` reopens with that model next time);
 - a chat template that refuses the conversation is an error in one sentence, not an
   "unexpected" one;
 - a Ctrl+C that arrives while ``--trim`` makes the shorter branch stops there: no reply
@@ -135,6 +136,27 @@ def test_a_gone_model_without_another_is_said_in_one_line(capsys, factory, model
     assert err == (f"llamachat: error: the model of session {session}, {models['own']}, is not there any "
                    "more; pass -m PATH\n")
     assert factory.engines == []
+
+
+def test_demo_answers_with_the_demo_model_the_app_uses(capsys, factory):
+    from sessions.controller import ModelCatalogue
+
+    code, _, err = ask(capsys, "--demo", "hello?")
+    assert code == 0, err
+    assert [e.info.path for e in factory.engines] == [ModelCatalogue().demo_model()]
+
+
+def test_a_demo_model_that_cannot_be_made_is_said_in_one_line(capsys, factory, monkeypatch):
+    import sessions.synth
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sessions.synth, "make_model", disk_full)
+    code, out, err = ask(capsys, "--demo", "hello?")
+    assert (code, out) == (1, "")
+    assert err.startswith("llamachat: error: the demo model could not be made: ") and err.count("\n") == 1
+    assert "No space left on device" in err and factory.engines == []
 
 
 # --- a template that refuses ------------------------------------------------------------

@@ -150,6 +150,20 @@ def test_context_used_counts_the_active_branch_for_the_loaded_model(controller):
     assert controller.plan_for(snapshot.path[1].id).target_len < controller.context_used()
 
 
+def test_the_context_meter_and_saved_marks_say_not_known_when_the_store_cannot_be_read(controller, monkeypatch):
+    """The screen reads them without catching store errors (``tui.screens.chat_screen``)."""
+    from sessions.store import DatabaseReplaced
+
+    def replaced(*_args):
+        raise DatabaseReplaced(Path("/somewhere/sessions.db"))
+
+    controller.send("hello")
+    controller.generate_reply()
+    assert controller.context_used() and controller.saved_message_ids()
+    monkeypatch.setattr(controller._store, "session_tokens", replaced)
+    assert controller.context_used() is None and controller.saved_message_ids() == set()
+
+
 def test_close_waits_for_the_running_job_and_closes_the_model(controller):
     script = controller.engine.script
     script.hold_after = 1  # the reply waits after its first word until it is stopped

@@ -156,3 +156,19 @@ def test_unknown_ids_raise_tree_errors(chat):
         with pytest.raises(TreeError, match="no message 77"):
             call()
     assert len(reopened(chat).tree) == 1
+
+
+def test_a_draft_saved_by_its_first_message_keeps_its_record_for_a_failing_store(store, monkeypatch):
+    """``session`` falls back on the copy last read when the store fails; a chat that was a
+    draft until its first message must have one too, or showing it fails right after."""
+    from sessions.conversation import SessionDraft
+    from sessions.store import DatabaseReplaced
+
+    chat = Conversation(store, None, draft=SessionDraft(system_prompt="be brief"))
+    chat.append("user", "Q1")
+
+    def replaced(*_args, **_kwargs):
+        raise DatabaseReplaced("the database file was replaced")
+
+    monkeypatch.setattr(store, "get_session", replaced)
+    assert chat.session is not None and chat.session.id == chat.session_id

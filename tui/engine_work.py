@@ -76,11 +76,7 @@ class EngineWork:
         """Load ``path`` (or make the demo model first, then load it)."""
 
         def job() -> object:
-            model = path
-            if demo:
-                from sessions.synth import make_model
-
-                model = make_model("llama", "tiny")
+            model = self._controller.models.demo_model() if demo else path
             if model is None:
                 raise ControllerError("no model was chosen")
             return self._controller.load_model(model)

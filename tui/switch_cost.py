@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING
 from textual.dom import DOMNode
 
 from sessions.cli.formatting import human_size
-from sessions.controller import ControllerError, SessionController
+from sessions.controller import SessionController
 from sessions.engine.chat_template import TemplateError
-from sessions.store import StoreError
-from sessions.tree import TreeError
+from tui.engine_work import GESTURE_ERRORS
 from tui.screens.chat_rules import about
 
 if TYPE_CHECKING:
     from sessions.engine.planner import Plan
+
+PLAN_ERRORS = (*GESTURE_ERRORS, TemplateError)
+"""What planning a switch may raise: a refusal of the core (no model, a chat changed or
+unreadable), or a chat template that cannot render the branch it tokenizes."""
 
 
 def cost_words(plan: Plan | None, *, live: bool = False) -> str:
@@ -71,7 +74,7 @@ class SwitchCosts:
     def _plan(self, message_id: int) -> None:
         try:
             plan = self._controller.plan_choice(message_id)
-        except (ControllerError, StoreError, TreeError, TemplateError):  # no model, a failing template
+        except PLAN_ERRORS:  # no cost to tell: the line is left empty
             words = ""
         else:
             words = cost_words(plan)

@@ -32,6 +32,7 @@ from sessions.controller.continuation import check_continuable, write_continuati
 from sessions.controller.controller_base import ControllerBase
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
+from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
 from sessions.controller.reply import write_reply
 from sessions.controller.reply_turn import ReplyTurns
@@ -77,6 +78,8 @@ class SessionController(ControllerBase):
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store)
         """The saved sessions: list, search, import."""
+        self.models = ModelCatalogue()
+        """The models to choose from: found on disk, one file described, the demo model."""
         self._speeds = SwitchSpeeds()
 
     # -- the model (worker thread) --------------------------------------------------

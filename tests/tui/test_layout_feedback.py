@@ -170,3 +170,31 @@ def test_the_cost_line_says_what_a_switch_restores_and_evaluates():
                    estimate_seconds=4.8)
     assert cost_words(scratch) == "going here: evaluate 3,000 (~5 s)"
     assert cost_words(None) == "cost of going here: known once the model is idle"
+
+
+async def test_a_switch_that_cannot_be_planned_leaves_the_cost_line_empty(make_app, monkeypatch):
+    """``PLAN_ERRORS``: what the core refuses with, and a template that cannot render the branch."""
+    from pathlib import Path
+
+    from sessions.engine.chat_template import TemplateError
+    from sessions.store import DatabaseReplaced
+
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+t")
+        cost = lambda: str(screen.tree_panel.query_one("#tree-cost").render())  # noqa: E731
+        await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line")
+        for error in (TemplateError("the chat template rejected the conversation"),
+                      DatabaseReplaced(Path("/somewhere/sessions.db"))):
+            def refused(_message_id, error=error):
+                raise error
+
+            monkeypatch.setattr(screen.controller, "plan_choice", refused)
+            await pilot.press("up")  # the question of the head: planned, refused
+            await wait_for(pilot, lambda: cost() == "", f"the line left empty after {type(error).__name__}")
+            await pilot.press("down")  # back on the head: no plan needed
+            await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line again")
+        assert app.is_running

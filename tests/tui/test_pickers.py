@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from sessions.config import Config
-from sessions.controller import SessionController
+from sessions.controller import ModelCatalogue, SessionController
 from sessions.store import SessionStore
 from sessions.synth import expected_kind, make_model
 from tests.tui.fake_engine import FakeEngineFactory
@@ -151,7 +151,7 @@ def model_dir(tmp_path, monkeypatch):
 async def test_model_picker_lists_models_with_their_memory_kind(model_dir):
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        picker = ModelPicker(Config(model_dirs=[str(model_dir)]))
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
         app.open(picker)
         await settle(pilot)
         assert picker.discovered
@@ -174,17 +174,37 @@ async def test_model_picker_lists_models_with_their_memory_kind(model_dir):
 async def test_model_picker_demo_entry_makes_the_demo_model(model_dir):
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        app.open(ModelPicker(Config(model_dirs=[str(model_dir)])))
+        app.open(ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)])))
         await settle(pilot)
         await pilot.press("enter")  # the cursor starts on the demo row
         await settle(pilot)
     assert app.results == [make_model("llama", "tiny")]
 
 
+async def test_model_picker_says_why_the_demo_model_could_not_be_made(model_dir, monkeypatch):
+    import sessions.synth
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sessions.synth, "make_model", disk_full)
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
+        app.open(picker)
+        await settle(pilot)
+        await pilot.press("enter")  # the demo row
+        await settle(pilot)
+        status = picker.query_one("#picker-status", Static)
+        assert str(status.render()).startswith("the demo model could not be made: ")
+        assert "No space left" in str(status.render()) and status.has_class("-error")
+        assert app.screen is picker and app.results == []
+
+
 async def test_model_picker_typed_path_unusable_rows_and_escape(model_dir):
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        picker = ModelPicker(Config(model_dirs=[str(model_dir)]))
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
         app.open(picker)
         await settle(pilot)
         broken_row = 1 + [card.path.name for card in picker.cards].index("broken.gguf")
@@ -203,7 +223,7 @@ async def test_model_picker_typed_path_unusable_rows_and_escape(model_dir):
         path_input.value = str(model_dir / "mamba.gguf")
         await pilot.press("enter")
         await settle(pilot)
-        app.open(ModelPicker(Config(model_dirs=[str(model_dir)])))
+        app.open(ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)])))
         await settle(pilot)
         await pilot.press("escape")
         await pilot.pause()

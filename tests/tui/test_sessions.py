@@ -77,6 +77,22 @@ async def test_demo_start_says_the_replies_are_random(make_app, monkeypatch, fak
         assert screen.controller.engine.info.path == fake_model
 
 
+async def test_a_demo_model_that_cannot_be_made_is_said_in_words(make_app, monkeypatch):
+    import sessions.synth
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sessions.synth, "make_model", disk_full)
+    app = make_app(startup=StartupRequest(demo=True))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(pilot)
+        said = lambda: [n.message for n in app._notifications if "could not be made" in n.message]  # noqa: E731
+        await wait_for(pilot, lambda: said() and screen.jobs.idle, "the failure")
+        assert said()[0].startswith("the demo model could not be made: ") and "No space left" in said()[0]
+        assert screen.controller.model_info is None and app.is_running
+
+
 async def test_with_nothing_to_reopen_the_model_picker_comes_first(make_app, fake_model):
     from tui.screens.model_picker import ModelPicker
 

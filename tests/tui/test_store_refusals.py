@@ -13,7 +13,7 @@ from sessions.config import Config
 from sessions.controller import session_controller
 from sessions.controller.library import SessionLibrary
 from sessions.store import DatabaseReplaced
-from tests.tui.helpers import ready, send, settle, wait_for
+from tests.tui.helpers import ready, send, settle, type_text, wait_for
 from tui.screens.dialogs import ConfirmScreen
 from tui.startup import StartupRequest
 
@@ -49,6 +49,26 @@ async def test_a_start_that_cannot_read_the_last_chat_says_why_and_opens_a_new_o
         screen = await ready(pilot)
         assert any("Could not read the saved chats" in m and "replaced or moved" in m for m in messages(app))
         assert screen.controller.model_info is not None and screen.controller.session_id is None
+
+
+async def test_a_new_chat_shows_on_when_the_store_fails_right_after_saving_it(make_app, monkeypatch):
+    """A new chat is saved with its first message; the store failing before its record was
+    ever read back must not cost the screen its chat: the conversation keeps the record it
+    saved (``Conversation.session`` falls back on it), so nothing is refused."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        monkeypatch.setattr(screen.controller._store, "get_session", replaced)
+        screen.chat_input.focus()
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.controller.session_id is not None and screen.jobs.idle, "the reply")
+        await settle(pilot)
+        assert not [m for m in messages(app) if m.startswith("Could not read the chat: ")]
+        assert screen.controller.snapshot().session.id == screen.controller.session_id
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.is_running and screen.tree_panel.has_class("-open")
 
 
 async def test_the_model_in_the_status_bar_tells_its_chat_template_once_loaded(make_app, monkeypatch):

@@ -128,16 +128,29 @@ class ChatScreen(Screen[None]):
     # -- showing the chat ----------------------------------------------------------------
 
     async def refresh_view(self) -> None:
-        """Show the active branch, the panels and the title as the controller has them."""
-        snapshot = self.controller.snapshot()
+        """Show the active branch, the panels and the title as the controller has them.
+
+        The chat's record is read from the store again (its title and settings may change
+        elsewhere); when the store cannot give it, the screen says why and keeps what it
+        shows. The context meter needs no such care: it says "not known" then.
+        """
+        try:
+            snapshot = self.controller.snapshot()
+        except GESTURE_ERRORS as error:
+            self.notify(f"Could not read the chat: {error}", severity="error", markup=False)
+            return
         await self.conversation_view.show_chat(snapshot)
         self.refresh_panels(snapshot)
         if not self.jobs.running():  # a job reports its own figures when it ends
             self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
 
     def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
-        """Redraw the open side panels (from ``snapshot`` when the caller has one)."""
-        snapshot = snapshot or self.controller.snapshot()
+        """Redraw the open side panels (from ``snapshot`` when the caller has one); a panel
+        whose contents the store cannot give now stays as it was."""
+        try:
+            snapshot = snapshot or self.controller.snapshot()
+        except GESTURE_ERRORS:
+            snapshot = None
         if self.tree_panel.has_class("-open") and snapshot is not None:
             head = snapshot.head
             self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
@@ -145,7 +158,7 @@ class ChatScreen(Screen[None]):
         if self.session_list.has_class("-open"):
             try:
                 sessions = self.controller.library.list_sessions()
-            except GESTURE_ERRORS:  # the store cannot be read now: the list stays as it was
+            except GESTURE_ERRORS:
                 return
             self.session_list.show(sessions, self.controller.session_id)
 
@@ -373,7 +386,7 @@ class ChatScreen(Screen[None]):
             elif self.controller.model_info is None:
                 self.status.set_note("no model loaded: press F5 to choose one")
 
-        self.app.push_screen(ModelPicker(self.config), chosen)
+        self.app.push_screen(ModelPicker(self.controller.models, self.config), chosen)
 
     async def switch_to_model(self, path: Path) -> None:
         if self.controller.snapshot() is None:

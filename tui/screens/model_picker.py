@@ -4,15 +4,16 @@ The table says what matters before loading gigabytes: the memory kind (it decide
 llamachat checkpoints the model's state, see ``MemoryKind``), the size, the
 quantisation and the trained context length. Files that cannot be used stay listed,
 dimmed, with the reason, because "why is my model not here?" is the first question
-otherwise. Searching the disk and making the demo model both take time, so they run in
-thread workers and the screen opens at once.
+otherwise. The models come from the controller's catalogue (``SessionController.models``);
+searching the disk and making the demo model both take time, so they run in thread
+workers and the screen opens at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -25,9 +26,13 @@ from textual.widgets import DataTable, Input, Static
 from textual.worker import Worker, WorkerState
 
 from sessions.cli.formatting import human_count, human_size
-from sessions.discovery import ModelCard, ModelFileError, discover_models, read_model_card
+from sessions.controller import ControllerError
+from sessions.discovery import ModelCard, ModelFileError
 from sessions.memory_kind import MemoryKind
 from tui.safe_text import inert
+
+if TYPE_CHECKING:
+    from sessions.controller import ModelCatalogue
 
 DEMO_KEY = "demo"
 DEMO_LABEL = "Demo model (random weights, replies are random text)"
@@ -79,9 +84,11 @@ class ModelPicker(ModalScreen[Path | None]):
         path: Path | None
         error: str | None = None
 
-    def __init__(self, config: Any = None) -> None:
+    def __init__(self, models: ModelCatalogue, config: Any = None) -> None:
         super().__init__()
+        self._models = models
         self._config = config
+        """Names the folders searched and the configured model (``ModelCatalogue.discover``)."""
         self.cards: list[ModelCard] = []
         self.discovered = False
         """True once the disk search is done (tests wait for it)."""
@@ -108,23 +115,21 @@ class ModelPicker(ModalScreen[Path | None]):
     @work(thread=True, exclusive=True, group="model-discovery", exit_on_error=False,
           description="looking for GGUF models")
     def _discover(self) -> None:
-        self.post_message(self.ModelsFound(discover_models(self._config)))
+        self.post_message(self.ModelsFound(self._models.discover(self._config)))
 
     @work(thread=True, exclusive=True, group="model-demo", exit_on_error=False,
           description="making the demo model")
     def _make_demo(self) -> None:
-        from sessions.synth import SynthError, make_model
-
         try:
-            self.post_message(self.PathReady(make_model("llama", "tiny")))
-        except (SynthError, OSError) as error:
-            self.post_message(self.PathReady(None, f"the demo model could not be made: {error}"))
+            self.post_message(self.PathReady(self._models.demo_model()))
+        except ControllerError as error:
+            self.post_message(self.PathReady(None, str(error)))
 
     @work(thread=True, exclusive=True, group="model-path", exit_on_error=False,
           description="checking the model file")
     def _check_path(self, path: Path) -> None:
         try:
-            card = read_model_card(path)
+            card = self._models.read_card(path)
         except ModelFileError as error:
             self.post_message(self.PathReady(None, str(error)))
             return

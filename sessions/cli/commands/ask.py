@@ -64,13 +64,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session | None) -> str:
-    """The model to answer with, chosen as the app chooses it (``tui.startup``): ``-m``,
-    else the session's own model while its file is there, else ``model`` of config.toml."""
+def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session | None,
+                controller: SessionController) -> str:
+    """The model to answer with, chosen as the app chooses it (``tui.startup``): the demo
+    model with ``--demo``, else ``-m``, else the session's own model while its file is
+    there, else ``model`` of config.toml."""
     if getattr(args, "demo", False):
-        from sessions.synth import make_model
-
-        return str(make_model("llama", "tiny"))
+        return str(controller.models.demo_model())
     if getattr(args, "model", None) and ctx.config.model:
         return ctx.config.model  # -m, made absolute by ``apply_flags``
     own = session.model_to_reopen if session is not None else None
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 controller.new_session(system_prompt=args.system or ctx.config.system_prompt)
             else:
                 controller.open_session(session.id)
-            controller.load_model(_model_path(args, ctx, session))  # with the chat open: it becomes its model
+            # Loaded with the chat open: it becomes the chat's model.
+            controller.load_model(_model_path(args, ctx, session, controller))
             if session is not None:
                 controller.take_turn(wait=True, should_stop=stops.stop_requested, on_wait=lambda: ctx.note(
                     f"waiting: another llamachat is writing a reply in session {session.id}"))

@@ -1,0 +1,48 @@
+"""The models there are to choose from: those found on disk, one file described, the demo model.
+
+The app's model picker and ``llamachat ask --demo`` reach them through the controller
+(``SessionController.models``), so the demo model is made in this one place whoever asks
+for it. None of this touches the open chat or the loaded model, so it needs neither of
+the controller's locks. All of it blocks (discovery reads the header of every file it
+finds, the demo model is written on first use): the app runs it in thread workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sessions.errors import ControllerError
+
+if TYPE_CHECKING:
+    from sessions.discovery import ModelCard
+
+DEMO_ARCH = "llama"
+DEMO_SIZE = "tiny"
+"""The demo model: a tiny llama with random weights (``sessions.synth``), made in seconds."""
+
+
+class ModelCatalogue:
+    """The model files the user can choose from, and the demo model."""
+
+    def discover(self, config: object | None = None) -> list[ModelCard]:
+        """Every model in the folders ``config`` names, the usual download caches and its
+        ``model``; unusable files are listed with the reason (``discover_models``)."""
+        from sessions.discovery import discover_models
+
+        return discover_models(config)
+
+    def read_card(self, path: Path) -> ModelCard:
+        """What the header of ``path`` says; ``ModelFileError`` when it is not a model file."""
+        from sessions.discovery import read_model_card
+
+        return read_model_card(path)
+
+    def demo_model(self) -> Path:
+        """The demo model's file, made on first use; ``ControllerError`` if it cannot be written."""
+        from sessions.synth import SynthError, make_model
+
+        try:
+            return make_model(DEMO_ARCH, DEMO_SIZE)
+        except (SynthError, OSError) as error:
+            raise ControllerError(f"the demo model could not be made: {error}") from error
