@@ -221,7 +221,8 @@ def test_invalid_files_name_the_problem_and_leave_nothing(store, tmp_path):
         (broken_parent, "parent 4242"),
         (newer, "newer llamachat"),
         (bad_role, "unknown role 'narrator'"),
-        (dict(good, messages="nope"), "'messages' should be list"),
+        (dict(good, messages="nope"), "'messages' should be a list, found a string"),
+        (dict(good, active_leaf="4"), "'active_leaf' should be a whole number or null, found a string"),
         (chatgpt, "conversation 2"),
     ]
     for content, expected in cases:
@@ -237,16 +238,44 @@ def test_a_failure_late_in_the_import_rolls_everything_back(store, tmp_path, mon
     with pytest.raises(ExchangeError, match="active message 4242"):
         import_file(store, write(tmp_path, dict(good, active_leaf=4242)))
     assert len(store.list_sessions()) == 1
-    real_add = SessionStore.add_message
+    real_add = SessionStore.add_messages
     calls = []
 
     def failing_add(self, *args, **kwargs):
         calls.append(args)
-        if len(calls) == 7:  # the first message of the second conversation
+        if len(calls) == 2:  # the messages of the second conversation, the first one written
             raise StoreError("disk full")
         return real_add(self, *args, **kwargs)
 
-    monkeypatch.setattr(SessionStore, "add_message", failing_add)
+    monkeypatch.setattr(SessionStore, "add_messages", failing_add)
     with pytest.raises(StoreError, match="disk full"):
         import_file(store, DATA / "llamacpp_webui_all.json")
-    assert len(calls) == 7 and len(store.list_sessions()) == 1
+    assert len(calls) == 2 and len(store.list_sessions()) == 1
+
+
+def test_a_refused_file_is_refused_before_the_store_is_locked(store, tmp_path, monkeypatch):
+    """The import's transaction holds the store's lock, which the app's reads wait for:
+    everything that can refuse a file runs before it."""
+    good = export_json(store, branching_session(store))
+    opened = []
+    real_transaction = SessionStore.transaction
+
+    def counted(self):
+        opened.append(self)
+        return real_transaction(self)
+
+    monkeypatch.setattr(SessionStore, "transaction", counted)
+    with pytest.raises(ExchangeError, match="active message 4242"):
+        import_file(store, write(tmp_path, dict(good, active_leaf=4242)))
+    assert opened == []
+    import_file(store, write(tmp_path, good))
+    assert opened == [store]
+
+
+def test_a_remembered_branch_under_a_parent_not_in_the_file_is_dropped(store, tmp_path):
+    good = export_json(store, branching_session(store))
+    first, second = (m["id"] for m in good["messages"] if m["parent"] is None)
+    remembered = [{"parent": None, "child": first}, {"parent": 4242, "child": second}]
+    [copy] = import_file(store, write(tmp_path, dict(good, remembered_children=remembered, active_leaf=None)))
+    [top] = [m for m in store.messages(copy) if m.parent_id is None and m.text.startswith("Q:")]
+    assert store.remembered_children(copy) == {None: top.id}

@@ -89,6 +89,10 @@ def _author_string(data):
     first_message_node(data)["message"]["author"] = "user"
 
 
+def _author_true(data):
+    first_message_node(data)["message"]["author"] = True
+
+
 def _children_number(data):
     first_message_node(data)["children"] = 5
 
@@ -139,6 +143,7 @@ def _ours_stats_text(data):
 
 CASES = [
     ("chatgpt", _author_string, "'author' should be an object, found a string"),
+    ("chatgpt", _author_true, "'author' should be an object, found a boolean"),
     ("chatgpt", _children_number, "'children' should be a list, found a whole number"),
     ("chatgpt", _parts_number, "'content.parts' should be a list, found a whole number"),
     ("chatgpt", _chatgpt_nan_time, "'create_time' is not a usable number (nan)"),

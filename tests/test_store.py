@@ -8,8 +8,9 @@ import stat
 import pytest
 
 from sessions import paths
+from sessions.controller.library import SessionLibrary
 from sessions.sampling import SamplingSettings
-from sessions.store import MessageNotFound, SessionNotFound, SessionStore, StoreError, title_from_text
+from sessions.store import MessageNotFound, NewMessage, SessionNotFound, SessionStore, StoreError, title_from_text
 from sessions.store import search as search_queries
 from sessions.tree import GenerationStats
 
@@ -89,7 +90,8 @@ def test_title_from_long_text_is_trimmed_at_a_word():
 
 
 def test_listing_order_counts_and_last_session(store):
-    assert store.list_sessions() == [] and store.last_session() is None
+    library = SessionLibrary(store)
+    assert store.list_sessions() == [] and library.last_session_id() is None
     a = store.create_session(title="A")
     b = store.create_session(title="B")
     assert [s.id for s in store.list_sessions()] == [b.id, a.id]
@@ -98,7 +100,7 @@ def test_listing_order_counts_and_last_session(store):
     summaries = store.list_sessions()
     assert [(s.id, s.message_count) for s in summaries] == [(a.id, 2), (b.id, 0)]
     assert summaries[0].updated_at >= summaries[1].updated_at
-    assert store.last_session().id == a.id
+    assert library.last_session_id() == a.id  # the newer session b has no message: passed over
 
 
 def test_update_session_changes_only_given_fields(store):
@@ -123,8 +125,6 @@ def test_message_fields_round_trip(store):
     assert store.get_tokens(reply.id, "fp-b") == []
     assert store.get_tokens(reply.id, "other") is None
     assert store.session_tokens(session.id) == {reply.id: {"fp-a": [1, 0, 2**31 - 1], "fp-b": []}}
-    new_stats = GenerationStats(tokens_generated=1, stop_reason="cancelled")
-    assert store.set_stats(reply.id, new_stats).stats == new_stats
     store.set_tokens(reply.id, "fp-a", [7, 8])
     assert store.get_tokens(reply.id, "fp-a") == [7, 8]
     assert store.messages(session.id) == [store.get_message(root.id), store.get_message(reply.id)]
@@ -142,6 +142,46 @@ def test_bad_messages_are_refused(store):
     with pytest.raises(StoreError, match="32-bit"):
         store.add_message(one.id, None, "user", "x", tokens={"fp": [2**40]})
     assert store.messages(one.id) == []  # the failed add left nothing behind
+
+
+def test_many_messages_go_in_at_once_with_parents_by_position(store):
+    session = store.create_session()
+    before = store.get_session(session.id).updated_at
+    stats = GenerationStats(tokens_generated=3, stop_reason="eog")
+    ids = store.add_messages(session.id, [
+        NewMessage(None, "system", "be brief", created_at=1000.0),
+        NewMessage(0, "user", "first question\nmore"),
+        NewMessage(1, "assistant", "answer", stats=stats),
+        NewMessage(1, "assistant", "another answer"),
+        NewMessage(None, "user", "second question"),
+    ])
+    found = {m.id: m for m in store.messages(session.id)}
+    assert list(found) == ids
+    assert [found[i].parent_id for i in ids] == [None, ids[0], ids[1], ids[1], None]
+    assert found[ids[0]].created_at == 1000.0 and found[ids[2]].stats == stats
+    after = store.get_session(session.id)
+    assert after.title == "first question" and after.active_leaf_id is None  # the head does not move
+    assert after.updated_at >= before
+    titled = store.create_session(title="mine")
+    store.add_messages(titled.id, [NewMessage(None, "user", "a question")])
+    assert store.get_session(titled.id).title == "mine"
+
+
+@pytest.mark.parametrize(("messages", "words"), [
+    ([NewMessage(None, "user", "a"), NewMessage(1, "assistant", "b")],
+     "message 2 of 2 names as its parent position 1, which does not come before it"),
+    ([NewMessage(None, "user", "a"), NewMessage(-1, "assistant", "b")], "position -1"),
+    ([NewMessage(None, "user", "a"), NewMessage(0, "tool", "b")], "unknown role 'tool'"),
+    ([NewMessage(None, "user", "half a pair: \ud800")], "not valid Unicode text"),
+    ([NewMessage(None, "user", "a", created_at=float("nan"))], "is not a valid time"),
+])
+def test_many_messages_are_refused_together(store, messages, words):
+    session = store.create_session()
+    with pytest.raises(StoreError, match=words):
+        store.add_messages(session.id, messages)
+    assert store.messages(session.id) == []
+    with pytest.raises(SessionNotFound):
+        store.add_messages(session.id + 1, [NewMessage(None, "user", "a")])
 
 
 def test_tree_with_remembered_children_and_active_leaf(store):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sessions.config.model import ModelSettings
+from sessions.config.type_words import kind_of
 
 MODEL_KEYS = ("chat_template", "chat_template_file")
 """What a ``[models."NAME"]`` table may set (the fields of ``ModelSettings``)."""
@@ -20,15 +21,10 @@ Report = Callable[[tuple[str, ...], str], None]
 """``report(key path, message)``: where problems go (the validator's checker)."""
 
 
-def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "a whole number", float: "a number", list: "a list", dict: "a table"}
-    return names.get(type(value), type(value).__name__)
-
-
 def check_models(data: Any, report: Report) -> dict[str, ModelSettings]:
     """The valid ``[models."NAME"]`` tables of ``data`` (the ``models`` value from TOML)."""
     if not isinstance(data, dict):
-        report(("models",), f'models must be tables such as [models."model.gguf"], not {_kind(data)}; '
+        report(("models",), f'models must be tables such as [models."model.gguf"], not {kind_of(data)}; '
                             "ignoring it")
         return {}
     models: dict[str, ModelSettings] = {}
@@ -39,7 +35,7 @@ def check_models(data: Any, report: Report) -> dict[str, ModelSettings]:
             report(path, f"{shown}: a model table needs a file name, a pattern or a path; ignoring it")
             continue
         if not isinstance(table, dict):
-            report(path, f"{shown} must be a table of settings, not {_kind(table)}; ignoring it")
+            report(path, f"{shown} must be a table of settings, not {kind_of(table)}; ignoring it")
             continue
         values: dict[str, str] = {}
         for key, value in table.items():
@@ -49,7 +45,7 @@ def check_models(data: Any, report: Report) -> dict[str, ModelSettings]:
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MODEL_KEYS)}"
                 report((*path, key), f"unknown setting {where!r} ignored ({hint})")
             elif not isinstance(value, str):
-                report((*path, key), f"{where} must be a string, not {_kind(value)} ({value!r}); ignoring it")
+                report((*path, key), f"{where} must be a string, not {kind_of(value)} ({value!r}); ignoring it")
             elif not value.strip():
                 report((*path, key), f"{where} is empty; ignoring it")
             else:

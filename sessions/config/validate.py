@@ -17,6 +17,7 @@ from typing import Any
 from sessions.config.model import CheckpointConfig, Config
 from sessions.config.model_tables import check_models
 from sessions.config.toml_text import find_key_line
+from sessions.config.type_words import kind_of
 from sessions.engine.cache_types import CACHE_TYPES
 from sessions.engine.offload import ALL, AUTO
 from sessions.sampling import SamplingSettings
@@ -130,12 +131,6 @@ _TYPE_WORDS = {
 }
 
 
-def _toml_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "a whole number", float: "a number", str: "a string",
-             list: "a list", dict: "a table"}
-    return names.get(type(value), type(value).__name__)
-
-
 def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
     """Return ``(value, None)`` when valid (converted: ints become floats), else the reason."""
     ok = {
@@ -152,7 +147,7 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         or (isinstance(value, str) and value.strip().lower() in (AUTO, ALL)),
     }[rule.kind]
     if not ok:
-        return None, f"must be {_TYPE_WORDS[rule.kind]}, not {_toml_type(value)} ({value!r})"
+        return None, f"must be {_TYPE_WORDS[rule.kind]}, not {kind_of(value)} ({value!r})"
     if rule.kind == "float":
         value = float(value)
         if not math.isfinite(value):  # TOML writes them as nan and inf
@@ -232,7 +227,7 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
             continue
         if not isinstance(data[table], dict):
             checker.report((table,), f"{table} must be a table ([{table}]), not "
-                           f"{_toml_type(data[table])}; using the defaults")
+                           f"{kind_of(data[table])}; using the defaults")
             continue
         values[table] = cls(**checker.values(data[table], rules, (table,), cls()))
     if "models" in data:  # per-model tables, named by the user: see model_tables

@@ -3,6 +3,8 @@
 Each reader (our JSON, the llama.cpp web UI, ChatGPT) only translates its file into
 ``ImportedSession`` values; this module checks the tree they describe and writes it inside
 one store transaction, so a file that fails halfway leaves no half-made session behind.
+All checking happens before that transaction, which holds the store's lock (see
+``save_sessions``).
 
 An imported file comes from anywhere, so nothing in it is trusted: every text must be
 valid Unicode, every time a real time, and no token ids are taken from it (the tokens a
@@ -18,7 +20,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from sessions.sampling import SamplingSettings
-from sessions.store import InvalidValue, SessionStore
+from sessions.store import InvalidValue, NewMessage, SessionStore
 from sessions.store.values import check_text, check_time
 from sessions.tree import ROLES, GenerationStats, Role
 
@@ -110,20 +112,57 @@ def _check_session(session: ImportedSession, where: str) -> None:
 
 
 def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str) -> list[int]:
-    """Write every session in one transaction; returns the new session ids in order."""
-    for session in sessions:
-        _check_session(session, where)
-    plans = [(session, parents_first(session.messages, where)) for session in sessions]
+    """Write every session in one transaction; returns the new session ids in order.
+
+    Everything is checked and put in the store's terms first: the transaction, which holds
+    the store's lock (the app's reads wait for it), runs only the writes.
+    """
+    plans = [_plan(session, where) for session in sessions]
     created: list[int] = []
     with store.transaction():
-        for session, ordered in plans:
-            created.append(_save_one(store, session, ordered, where))
+        for plan in plans:
+            created.append(_save_one(store, plan))
     return created
 
 
-def _save_one(
-    store: SessionStore, session: ImportedSession, ordered: list[ImportedMessage], where: str
-) -> int:
+@dataclass(frozen=True)
+class _Plan:
+    """One checked session, its messages parents first; messages named by their position."""
+
+    session: ImportedSession
+    messages: list[NewMessage]
+    head: int | None
+    remember: dict[int | None, int]
+    """The branch to show under each parent (None: the top level), the head's path included."""
+
+
+def _plan(session: ImportedSession, where: str) -> _Plan:
+    _check_session(session, where)
+    ordered = parents_first(session.messages, where)
+    position = {message.key: index for index, message in enumerate(ordered)}
+    messages = [
+        NewMessage(None if m.parent is None else position[m.parent], m.role, m.text, m.stats, m.created_at)
+        for m in ordered
+    ]
+    if session.active is not None and session.active not in position:
+        raise ExchangeError(f"{where}: the active message {session.active!r} is not in the file")
+    remember: dict[int | None, int] = {}
+    for parent_key, child_key in session.remembered.items():
+        parent = None if parent_key is None else position.get(parent_key)
+        child = position.get(child_key)
+        known_parent = parent_key is None or parent is not None
+        if known_parent and child is not None and messages[child].parent == parent:
+            remember[parent] = child
+    head = None if session.active is None else position[session.active]
+    step = head
+    while step is not None:  # the head's path is the branch shown, whatever the file remembered
+        remember[messages[step].parent] = step
+        step = messages[step].parent
+    return _Plan(session, messages, head, remember)
+
+
+def _save_one(store: SessionStore, plan: _Plan) -> int:
+    session = plan.session
     record = store.create_session(
         title=session.title,
         model_path=session.model_path,
@@ -132,28 +171,10 @@ def _save_one(
         sampling=session.sampling,
         created_at=session.created_at,
     )
-    ids: dict[Key, int] = {}
-    parent_of: dict[int, int | None] = {}
-    for message in ordered:
-        parent = None if message.parent is None else ids[message.parent]
-        added = store.add_message(
-            record.id, parent, message.role, message.text, stats=message.stats, created_at=message.created_at,
+    ids = store.add_messages(record.id, plan.messages)
+    if plan.head is not None or plan.remember:
+        store.set_active_leaf(
+            record.id, None if plan.head is None else ids[plan.head],
+            remember={None if parent is None else ids[parent]: ids[child] for parent, child in plan.remember.items()},
         )
-        ids[message.key] = added.id
-        parent_of[added.id] = parent
-    for parent_key, child_key in session.remembered.items():
-        parent = None if parent_key is None else ids.get(parent_key)
-        child = ids.get(child_key)
-        if child is not None and parent_of[child] == parent:
-            store.set_remembered_child(record.id, parent, child)
-    if session.active is not None:
-        if session.active not in ids:
-            raise ExchangeError(f"{where}: the active message {session.active!r} is not in the file")
-        head = ids[session.active]
-        path: dict[int | None, int] = {}
-        step: int | None = head
-        while step is not None:
-            path[parent_of[step]] = step
-            step = parent_of[step]
-        store.set_active_leaf(record.id, head, remember=path)
     return record.id

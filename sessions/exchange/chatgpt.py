@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessions.config.type_words import kind_of
 from sessions.exchange import fields
 from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
 from sessions.store import SessionStore
@@ -70,7 +71,7 @@ def _node(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any]:
         raise ExchangeError(f"{where}: node {key!r} is not an object")
     parent = node.get("parent")
     if parent is not None and not isinstance(parent, str):
-        raise ExchangeError(f"{where}: node {key!r}: 'parent' should be a node id, found {fields.kind_of(parent)}")
+        raise ExchangeError(f"{where}: node {key!r}: 'parent' should be a node id, found {kind_of(parent, json=True)}")
     children = fields.listing(node.get("children"), f"{where}: node {key!r}", "children")
     if not all(isinstance(child, str) for child in children):
         raise ExchangeError(f"{where}: node {key!r}: 'children' should be a list of node ids")

@@ -13,17 +13,11 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from sessions.config.type_words import kind_of
 from sessions.config.validate import TABLES, check_value
 from sessions.exchange.builder import ExchangeError
 from sessions.sampling import SamplingSettings
 from sessions.tree import GenerationStats
-
-_KINDS = {dict: "an object", list: "a list", str: "a string", int: "a whole number", float: "a number",
-          bool: "true or false", type(None): "null"}
-
-
-def kind_of(value: Any) -> str:
-    return _KINDS.get(type(value), type(value).__name__)
 
 
 def mapping(value: Any, where: str, name: str, *, optional: bool = True) -> dict[str, Any]:
@@ -31,7 +25,7 @@ def mapping(value: Any, where: str, name: str, *, optional: bool = True) -> dict
     if value is None and optional:
         return {}
     if not isinstance(value, dict):
-        raise ExchangeError(f"{where}: '{name}' should be an object, found {kind_of(value)}")
+        raise ExchangeError(f"{where}: '{name}' should be an object, found {kind_of(value, json=True)}")
     return value
 
 
@@ -40,7 +34,7 @@ def listing(value: Any, where: str, name: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ExchangeError(f"{where}: '{name}' should be a list, found {kind_of(value)}")
+        raise ExchangeError(f"{where}: '{name}' should be a list, found {kind_of(value, json=True)}")
     return value
 
 
@@ -49,7 +43,7 @@ def number(value: Any, where: str, name: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ExchangeError(f"{where}: '{name}' should be a number, found {kind_of(value)}")
+        raise ExchangeError(f"{where}: '{name}' should be a number, found {kind_of(value, json=True)}")
     try:
         result = float(value)
     except OverflowError:
@@ -70,7 +64,8 @@ def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
             continue
         if field.type == "str" or isinstance(field.default, str):
             if not isinstance(raw, str):
-                raise ExchangeError(f"{where}: 'stats.{field.name}' should be a string, found {kind_of(raw)}")
+                raise ExchangeError(
+                    f"{where}: 'stats.{field.name}' should be a string, found {kind_of(raw, json=True)}")
             values[field.name] = raw
             continue
         found = number(raw, where, f"stats.{field.name}") or 0.0

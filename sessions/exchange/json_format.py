@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sessions.config.type_words import kind_of, type_word
 from sessions.exchange import fields
 from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
 from sessions.store import SessionStore
@@ -66,8 +67,8 @@ def export_json(store: SessionStore, session_id: int) -> dict[str, Any]:
 def _field(data: dict[str, Any], name: str, kinds: tuple[type, ...], where: str) -> Any:
     value = data.get(name)
     if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
-        wanted = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-        raise ExchangeError(f"{where}: '{name}' should be {wanted}, found {type(value).__name__}")
+        wanted = " or ".join(type_word(kind, json=True) for kind in kinds)
+        raise ExchangeError(f"{where}: '{name}' should be {wanted}, found {kind_of(value, json=True)}")
     return value
 
 

@@ -19,7 +19,7 @@ from sessions.store.errors import (
     StoreError,
     SubtreeChanged,
 )
-from sessions.store.records import SearchHit, Session, SessionSummary, title_from_text
+from sessions.store.records import NewMessage, SearchHit, Session, SessionSummary, title_from_text
 from sessions.store.schema import SCHEMA_VERSION
 from sessions.store.session_store import SessionStore
 
@@ -34,6 +34,7 @@ __all__ = [
     "HeadMoved",
     "InvalidValue",
     "MessageNotFound",
+    "NewMessage",
     "ParentGone",
     "SearchHit",
     "Session",

@@ -86,21 +86,32 @@ def insert_message(conn: sqlite3.Connection, session: Session, parent_id: int | 
                    stats: GenerationStats | None, tokens: Mapping[str, Sequence[int]] | None,
                    created_at: float | None) -> Message:
     """Insert a checked message with its frozen tokens; a first user message titles the session."""
+    message_id = insert_row(conn, session.id, parent_id, role, text, stats_to_json(stats), created_at)
+    for fingerprint, sequence in (tokens or {}).items():
+        put_tokens(conn, message_id, fingerprint, sequence)
+    if role == "user":
+        title_untitled(conn, session, text)
+    touch(conn, session.id)
+    return message(conn, message_id)
+
+
+def insert_row(conn: sqlite3.Connection, session_id: int, parent_id: int | None, role: str, text: str,
+               stats_json: str | None, created_at: float | None) -> int:
+    """Insert one checked message row (no time: now); returns its id."""
     cursor = conn.execute(
         "INSERT INTO messages(session_id, parent_id, role, text, created_at, stats)"
         " VALUES (?, ?, ?, ?, ?, ?)",
-        (session.id, parent_id, role, text, created_at if created_at is not None else time.time(),
-         stats_to_json(stats)),
+        (session_id, parent_id, role, text, created_at if created_at is not None else time.time(), stats_json),
     )
-    message_id = cursor.lastrowid
-    if message_id is None:  # SQLite sets it after every INSERT; this keeps the type exact
+    if cursor.lastrowid is None:  # SQLite sets it after every INSERT; this keeps the type exact
         raise StoreError("the message could not be saved")
-    for fingerprint, sequence in (tokens or {}).items():
-        put_tokens(conn, message_id, fingerprint, sequence)
-    if role == "user" and not session.title:
-        conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title_from_text(text), session.id))
-    touch(conn, session.id)
-    return message(conn, message_id)
+    return cursor.lastrowid
+
+
+def title_untitled(conn: sqlite3.Connection, session: Session, first_user_text: str) -> None:
+    """Name a session that has no title after its first user message."""
+    if not session.title:
+        conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title_from_text(first_user_text), session.id))
 
 
 def put_tokens(conn: sqlite3.Connection, message_id: int, fingerprint: str, tokens: Sequence[int]) -> None:

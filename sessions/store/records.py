@@ -49,6 +49,19 @@ class Session:
 
 
 @dataclass(frozen=True)
+class NewMessage:
+    """A message to add with others in one go (``SessionStore.add_messages``)."""
+
+    parent: int | None
+    """The position of its parent among the messages added with it (None: the top level)."""
+    role: str
+    text: str
+    stats: GenerationStats | None = None
+    created_at: float | None = None
+    """Unix seconds; None: now."""
+
+
+@dataclass(frozen=True)
 class SessionSummary:
     """What the session list shows, without loading any messages."""
 

@@ -28,15 +28,22 @@ from sessions.sampling import SamplingSettings
 from sessions.store import lookups
 from sessions.store import search as search_queries
 from sessions.store.database import Database
-from sessions.store.errors import HeadMoved, MessageNotFound, ParentGone, SessionNotFound, SubtreeChanged
+from sessions.store.errors import (
+    HeadMoved,
+    MessageNotFound,
+    ParentGone,
+    SessionNotFound,
+    StoreError,
+    SubtreeChanged,
+)
 from sessions.store.lookups import MESSAGE_COLUMNS
 from sessions.store.opening import BUSY_TIMEOUT, open_database
 from sessions.store.records import (
+    NewMessage,
     SearchHit,
     Session,
     SessionSummary,
     message_from_row,
-    session_from_row,
     stats_to_json,
 )
 from sessions.store.token_store import FrozenTokens
@@ -136,13 +143,6 @@ class SessionStore(FrozenTokens):
                 if wanted is None or row["id"] in wanted
             ]
 
-    def last_session(self) -> Session | None:
-        with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT * FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1"
-            ).fetchone()
-            return None if row is None else session_from_row(row)
-
     def rename_session(self, session_id: int, title: str) -> Session:
         check_text(title, "the title")
         with self._db.transaction() as conn:
@@ -226,6 +226,36 @@ class SessionStore(FrozenTokens):
                 lookups.message_in(conn, session_id, parent_id)
             return lookups.insert_message(conn, session, parent_id, role, text, stats, tokens, created_at)
 
+    def add_messages(self, session_id: int, messages: Sequence[NewMessage]) -> list[int]:
+        """Add many messages at once (an imported tree); their ids, in the order given.
+
+        Every value is checked and encoded before the write transaction, and inside it
+        each message is one INSERT: no parent is looked up and no row read back, as
+        ``add_message`` does. The store's lock is held meanwhile, so the app's reads wait
+        for the inserts alone. A parent, given by its position, must come before its
+        children. The head does not move.
+        """
+        rows = []
+        for index, message in enumerate(messages):
+            lookups.check_message(message.role, message.text)
+            if message.parent is not None and not 0 <= message.parent < index:
+                raise StoreError(f"message {index + 1} of {len(messages)} names as its parent "
+                                 f"position {message.parent}, which does not come before it")
+            rows.append((message.parent, message.role, message.text, stats_to_json(message.stats),
+                         check_time(message.created_at, "the message's time")))
+        first_question = next((message.text for message in messages if message.role == "user"), None)
+        with self._db.transaction() as conn:
+            session = lookups.session(conn, session_id)
+            ids: list[int] = []
+            for parent, role, text, stats, created_at in rows:
+                parent_id = None if parent is None else ids[parent]
+                ids.append(lookups.insert_row(conn, session_id, parent_id, role, text, stats, created_at))
+            if first_question is not None:
+                lookups.title_untitled(conn, session, first_question)
+            if ids:
+                lookups.touch(conn, session_id)
+            return ids
+
     def append_message(
         self,
         session_id: int,
@@ -261,6 +291,8 @@ class SessionStore(FrozenTokens):
             return message
 
     def get_message(self, message_id: int) -> Message:
+        """One message by id alone. The app reads whole trees (``load_session_tree``); this
+        single-row read lets tests check what was stored without going through the tree."""
         with self._db.read() as conn:
             return lookups.message(conn, message_id)
 
@@ -319,12 +351,6 @@ class SessionStore(FrozenTokens):
             count = lookups.delete_subtree(conn, top.session_id, message_id, top.parent_id)
             lookups.touch(conn, top.session_id)
             return count
-
-    def set_stats(self, message_id: int, stats: GenerationStats | None) -> Message:
-        with self._db.transaction() as conn:
-            lookups.message(conn, message_id)
-            conn.execute("UPDATE messages SET stats = ? WHERE id = ?", (stats_to_json(stats), message_id))
-            return lookups.message(conn, message_id)
 
     # -- search ----------------------------------------------------------------------
 

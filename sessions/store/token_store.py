@@ -26,6 +26,9 @@ class FrozenTokens:
             lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
 
     def get_tokens(self, message_id: int, model_fingerprint: str) -> list[int] | None:
+        """One message's list for one model (None: none stored). The engine reads a
+        session's lists at once (``session_tokens``); this single read lets tests and
+        benchmarks check what was frozen."""
         with self._db.read() as conn:
             row = conn.execute(
                 "SELECT tokens FROM message_tokens WHERE message_id = ? AND model_fingerprint = ?",
