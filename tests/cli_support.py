@@ -44,3 +44,16 @@ def assert_one_line_error(code: int, out: str, err: str, words: str = "") -> Non
 
 
 # --- global flags, errors, the app door ----------------------------------------------
+
+
+def long_turns(store: SessionStore, turn: str, count: int = 3) -> int:
+    """A session of ``count`` exchanges of ``turn``, the head at its last reply; its id.
+
+    For the tests of a branch longer than the context (``ask --trim``, retries)."""
+    session = store.create_session()
+    parent = None
+    for n in range(count):
+        parent = store.add_message(session.id, parent, "user", f"{n}. {turn}").id
+        parent = store.add_message(session.id, parent, "assistant", f"Noted {n}. {turn}").id
+    store.set_active_leaf(session.id, parent)
+    return session.id

@@ -26,6 +26,7 @@ from sessions import paths, runtime
 from sessions.cli import main
 from sessions.engine.chat_template import ChatTemplate
 from sessions.store import SessionStore
+from tests.cli_support import long_turns
 from tests.tui.fake_engine import HOLD_LIMIT_SECONDS, FakeEngineFactory, FakeScript
 
 REFUSING = (
@@ -181,12 +182,7 @@ def test_a_ctrl_c_while_trimming_writes_no_reply(capsys, factory, models, monkey
 
     factory.script.n_ctx = 512
     with SessionStore.open() as store:  # about 1,200 tokens (bytes) for a 512-token context
-        session = store.create_session()
-        parent = None
-        for n in range(3):
-            parent = store.add_message(session.id, parent, "user", f"{n}. {TURN}").id
-            parent = store.add_message(session.id, parent, "assistant", f"Noted {n}. {TURN}").id
-        store.set_active_leaf(session.id, parent)
+        session_id = long_turns(store, TURN)
     trim = context_fit.trim_branch
 
     def interrupted_trim(conv, store, engine, *args, **kwargs):
@@ -195,10 +191,10 @@ def test_a_ctrl_c_while_trimming_writes_no_reply(capsys, factory, models, monkey
         return trim(conv, store, engine, *args, **kwargs)
 
     monkeypatch.setattr(context_fit, "trim_branch", interrupted_trim)
-    code, out, err = ask(capsys, "-m", str(models["given"]), "--session", str(session.id), "--trim", "short")
+    code, out, err = ask(capsys, "-m", str(models["given"]), "--session", str(session_id), "--trim", "short")
     with SessionStore.open() as stored:
-        messages = stored.messages(session.id)
-        head = stored.get_session(session.id).active_leaf_id
+        messages = stored.messages(session_id)
+        head = stored.get_session(session_id).active_leaf_id
     assert code == 130, err
     assert [m.role for m in messages].count("assistant") == 3  # the three stored before: no new reply
     new_head = messages[-1]

@@ -12,6 +12,7 @@ import pytest
 
 from sessions.store import SessionStore
 from sessions.synth import make_model
+from tests.cli_support import long_turns
 
 pytestmark = pytest.mark.engine
 
@@ -36,13 +37,7 @@ def gemma_model(shared_dir) -> str:
 def long_session() -> int:
     """Three turns of about 400 tokens each: longer than a 1,024-token context."""
     with SessionStore.open() as store:
-        session = store.create_session()
-        parent = None
-        for n in range(3):
-            parent = store.add_message(session.id, parent, "user", f"{n}. {TURN}").id
-            parent = store.add_message(session.id, parent, "assistant", f"Noted {n}. {TURN}").id
-        store.set_active_leaf(session.id, parent)
-        return session.id
+        return long_turns(store, TURN)
 
 
 def branch(session: int) -> list[tuple[str, str]]:
