@@ -41,7 +41,7 @@ class CheckpointConfig:
 class ModelSettings:
     """Settings for the models one ``[models."NAME"]`` table names.
 
-    ``NAME`` is a file name (``*`` and ``?`` match any text, as in ``"gemma-3-*.gguf"``) or
+    ``NAME`` is a file name (``*`` matches any text and ``?`` one character, as in ``"gemma-3-*.gguf"``) or
     a path (it has a ``/``); a path wins over a file name, which wins over a pattern.
     """
 

@@ -3,7 +3,8 @@
 Every setting appears commented out with its default, so the file documents itself and
 changes nothing until a line is uncommented. The defaults are filled in from the
 dataclasses, so the template cannot drift from the code (a test uncomments every line
-and checks the result loads to the defaults).
+and checks the result loads to the defaults, except the settings that have no default
+and show an example instead: the model, its folders, threads, the RPC servers...).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ def config_template() -> str:
     c = Config()
     s, k = c.sampling, c.checkpoints
     return f"""\
-# llamachat configuration. Every line below is commented out and shows the default;
-# uncomment a line and change its value to use your own. Command-line flags (such as
-# -m, -c, -ngl, --theme) override these for one run.
+# llamachat configuration. Every line below is commented out and shows the default (or an
+# example, where a setting has none); uncomment a line and change its value to use your
+# own. Command-line flags (such as -m, -c, -ngl, --theme) override these for one run.
 
 # GGUF model loaded at start (a path); leave unset to pick one from the model list.
 # model = "~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf"
@@ -41,7 +42,7 @@ def config_template() -> str:
 # n_ctx = {c.n_ctx}
 # Most tokens evaluated in one call while reading a prompt.
 # n_batch = {c.n_batch}
-# Layers offloaded to the GPUs (and RPC servers): a number (0: CPU only), "all", or
+# Layers offloaded to the GPUs (and RPC servers): a number (0: CPU only, -1: all), "all", or
 # "auto": every layer that fits their free memory (none without a GPU).
 # n_gpu_layers = {_value(c.n_gpu_layers)}
 # CPU threads; leave unset to use every core but one (at most 8).
@@ -67,7 +68,7 @@ def config_template() -> str:
 
 # A Jinja chat template used for every model instead of the one inside its file (a path
 # relative to this file's folder, or absolute); --chat-template-file sets it for one run.
-# Per-model templates go in the [models] tables below.
+# It wins over the [models] tables below: leave it unset to use their per-model templates.
 # chat_template_file = "templates/chatml.jinja"
 
 # Default sampling settings for new sessions (each session keeps its own copy).
@@ -88,8 +89,8 @@ def config_template() -> str:
 # disk_mb = {k.disk_mb}        # disk space for checkpoint files, in MiB
 # interval = {k.interval}        # inside a long message, also save every this many tokens
 
-# Settings for particular models, one entry per model: a file name ("*" and "?" match
-# any text), or a path. chat_template names a built-in template or holds Jinja text;
+# Settings for particular models, one entry per model: a file name ("*" matches any text,
+# "?" one character), or a path. chat_template names a built-in template or holds Jinja text;
 # chat_template_file is a Jinja file. Either replaces the template inside the model file,
 # and runs in the same sandbox. The built-in templates:
 {_builtin_names()}
