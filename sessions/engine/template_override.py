@@ -12,6 +12,8 @@ untrusted as a template inside a GGUF: it goes through the same sandbox and prob
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,7 @@ from sessions.engine.template_families import BY_NAME
 
 MAX_FILE_BYTES = 1024 * 1024
 """A chat template file larger than this is refused before it is read (see MAX_SOURCE_CHARS)."""
+_FEW_KB = "a chat template is a few kilobytes"
 
 
 class OverrideUnreadable(Exception):
@@ -54,10 +57,8 @@ class TemplateOverride:
         if self.file is None:
             return self.text or ""
         try:
-            size = self.file.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise OverrideUnreadable(f"is {size:,} bytes long (a chat template is a few kilobytes)")
-            return self.file.read_text(encoding="utf-8")
+            text = _read_limited(self.file).decode("utf-8")
+            return text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text() did
         except FileNotFoundError:
             raise OverrideUnreadable("does not exist") from None
         except IsADirectoryError:
@@ -66,6 +67,31 @@ class TemplateOverride:
             raise OverrideUnreadable("is not UTF-8 text") from None
         except OSError as error:
             raise OverrideUnreadable(f"cannot be read ({error.strerror or error})") from None
+
+
+def _read_limited(path: Path) -> bytes:
+    """At most ``MAX_FILE_BYTES`` of a regular file, or ``OverrideUnreadable``.
+
+    A FIFO or ``/dev/stdin`` reports a size of 0 and would block a read until a writer
+    comes; ``/dev/zero`` never ends. So anything but a regular file is refused before it
+    is read (checked again on the opened descriptor, opened non-blocking in case the path
+    was swapped), and the read stops one byte past the limit whatever ``stat`` said.
+    """
+    info = path.stat()
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise OverrideUnreadable("is not a regular file (a pipe or a device cannot hold one)")
+    if info.st_size > MAX_FILE_BYTES:
+        raise OverrideUnreadable(f"is {info.st_size:,} bytes long ({_FEW_KB})")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OverrideUnreadable("is not a regular file (a pipe or a device cannot hold one)")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise OverrideUnreadable(f"is more than {MAX_FILE_BYTES:,} bytes long ({_FEW_KB})")
+    return data
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ def _guarded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     @wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        if name == "join" and len(args) > skip:  # an iterator's items must be counted first
+            args = (*args[:skip], _bounded_items(args[skip]), *args[skip + 1:])
         if estimate is None:
             return _guard_call(func, None, f"the '{name}' filter", args, kwargs)
         return _guard_call(
@@ -99,6 +101,13 @@ def _guarded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         )
 
     return guarded
+
+
+def _bounded_items(items: Any) -> Any:
+    try:
+        return est.bounded_items(items)
+    except ValueError as error:
+        raise RenderLimitError(f"it asked for {error}") from None
 
 
 def _check_integer_growth(operator: str, left: Any, right: Any) -> None:
@@ -182,6 +191,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             estimate = est.STR_METHOD_ESTIMATES.get(getattr(method, "__name__", ""))
             if estimate is not None:
                 estimate = est.bind_owner(estimate, owner)
+            if getattr(method, "__name__", "") == "join" and args:
+                args = (_bounded_items(args[0]), *args[1:])
         name = getattr(method, "__name__", type(obj).__name__)
         return _guard_call(lambda *a, **k: super(BoundedSandbox, self).call(context, obj, *a, **k),
                            estimate, f"calling '{name}'", args, kwargs)

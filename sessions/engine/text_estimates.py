@@ -12,9 +12,10 @@ the caller then lets the operation fail with its own message.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from itertools import chain
+from itertools import chain, islice
+from string import Formatter
 from typing import Any
 
 from jinja2.runtime import Namespace
@@ -24,6 +25,9 @@ MAX_TEXT_CHARS = 16 * 1024 * 1024
 
 _NUMBER = re.compile(rb"\d+")
 _SIZED = (str, bytes, list, tuple, set, frozenset, dict, range)
+MAX_JOIN_ITEMS = 1 << 20
+"""Most items a join may take from an iterator (it is read into a list to be estimated)."""
+_WALK_ITEMS = 100_000  # values looked at for digits before assuming the worst
 
 
 def text_size(value: Any, limit: int = MAX_TEXT_CHARS + 1) -> int:
@@ -64,18 +68,72 @@ def _values(args: Any) -> list[Any]:
     return [args]
 
 
+def _digit_run(value: Any, seen: list[int]) -> int:
+    """Longest run of digits ``value`` (or anything inside it) could put into a format spec."""
+    seen[0] += 1
+    if seen[0] > _WALK_ITEMS:
+        return 10
+    if isinstance(value, (str, bytes)):
+        raw = value.encode("utf-8", "replace") if isinstance(value, str) else value
+        return max(map(len, _NUMBER.findall(raw)), default=0)
+    if isinstance(value, int):
+        return len(str(abs(value))) if value.bit_length() < 40 else 10
+    if isinstance(value, Namespace):
+        value = getattr(value, "_Namespace__attrs", {})
+    if isinstance(value, Mapping):
+        value = chain.from_iterable(value.items())
+    elif not isinstance(value, (list, tuple, set, frozenset)):
+        return 0
+    return max((_digit_run(item, seen) for item in value), default=0)
+
+
+def _nested_width(fmt: str, values: list[Any]) -> int:
+    """The widest number ``{:{}}``-style nested fields could splice into a spec.
+
+    A nested field puts an argument's text (``'200000000'``) into the width or precision,
+    and several side by side concatenate their digits, so the bound is ten to the power of
+    every digit they could bring; it stays small unless an argument holds long numbers.
+    """
+    nested = sum(spec.count("{") for _, _, spec, _ in Formatter().parse(fmt) if spec)
+    if not nested:
+        return 0
+    run = max((_digit_run(value, [0]) for value in values), default=0)
+    return 10 ** min(nested * run, 9)
+
+
 def format_estimate(fmt: str | bytes, field_mark: str, values: list[Any]) -> int:
-    """``%``-style or ``{}``-style formatting: every field may hold the widest value."""
+    """``%``-style or ``{}``-style formatting: every field may hold the widest value.
+
+    Widths count whether written in the format (``{:99}``), passed as ``*`` arguments, or
+    spliced in by nested fields (``'{:{}}'.format(x, '200000000')``).
+    """
     raw = fmt.encode("utf-8", "replace") if isinstance(fmt, str) else fmt
     widest = max((10**9 if len(n) > 9 else int(n) for n in _NUMBER.findall(raw)), default=0)
     widest = max([widest, *map(_int, values)])
+    if field_mark == "{" and isinstance(fmt, str):
+        widest = max(widest, _nested_width(fmt, values))
     biggest = max(map(text_size, values), default=0)
     return len(raw) + raw.count(field_mark.encode()) * (biggest + widest)
 
 
+def bounded_items(items: Any) -> Any:
+    """An iterator read into a list, so that a join can be estimated before it runs.
+
+    Anything with a length is returned as it is. Raises ``ValueError`` past
+    ``MAX_JOIN_ITEMS`` items: no chat template joins a million pieces.
+    """
+    if not isinstance(items, Iterator):
+        return items
+    taken = list(islice(items, MAX_JOIN_ITEMS + 1))
+    if len(taken) > MAX_JOIN_ITEMS:
+        raise ValueError(f"a join of more than {MAX_JOIN_ITEMS:,} items")
+    return taken
+
+
 def join_estimate(items: Any, separator: Any = "") -> int:
+    """Every item, plus the separator once per item (what a long separator multiplies)."""
     if not hasattr(items, "__len__"):
-        return 0  # an iterator: each item it yields was charged when it was built
+        return MAX_TEXT_CHARS + 1  # an unread iterator: callers pass ``bounded_items`` first
     content = text_size(items) if isinstance(items, _SIZED) else len(items) * 16
     return content + text_size(separator) * len(items)
 
@@ -108,10 +166,34 @@ def wordwrap_estimate(s: Any, width: Any = 79, break_long_words: Any = True,
     return text_size(s) * (1 + (text_size(wrapstring) if wrapstring is not None else 1))
 
 
+def _json_size(value: Any, depth: int, step: int, gap: int, limit: int) -> int:
+    """JSON text for ``value`` nested ``depth`` deep: each item on its own indented line."""
+    if depth > 1000 or limit < 0:
+        return limit + 1
+    if isinstance(value, Namespace):
+        value = getattr(value, "_Namespace__attrs", {})
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = ((None, item) for item in value)
+    else:
+        return text_size(value, limit) * 6 + 2  # every character may become ``\uXXXX``
+    total = 2 + depth * step
+    for key, item in items:
+        total += gap + (depth + 1) * step + (0 if key is None else text_size(key) * 6 + 2 + gap)
+        total += _json_size(item, depth + 1, step, gap, limit - total)
+        if total > limit:
+            break
+    return total
+
+
 def tojson_estimate(value: Any, ensure_ascii: Any = False, indent: Any = None,
-                    *_: Any, **__: Any) -> int:
+                    separators: Any = None, *_: Any, **__: Any) -> int:
+    """Indentation repeats on every line, ``indent`` times the depth of the line."""
     step = len(indent) if isinstance(indent, str) else _int(indent)
-    return text_size(value) * (6 + 4 * step)
+    gap = max(map(text_size, separators), default=0) if isinstance(separators, (list, tuple)) \
+        else 2
+    return _json_size(value, 0, step + 1, max(gap, 2), MAX_TEXT_CHARS + 1)
 
 
 def fill_estimate(value: Any, count: Any, fill_with: Any = None) -> int:
@@ -130,7 +212,7 @@ def _format_filter(value: Any, *args: Any, **kwargs: Any) -> int:
 
 
 FILTER_ESTIMATES: dict[str, Callable[..., int]] = {
-    "join": join_estimate,
+    "join": lambda value, d="", attribute=None: join_estimate(value, d),
     "replace": replace_estimate,
     "format": _format_filter,
     "center": pad_estimate,
