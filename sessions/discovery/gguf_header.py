@@ -144,6 +144,10 @@ class _Cursor:
         (element_type, count) = self.unpack("IQ", what)
         if element_type not in VALUE_TYPES:
             raise _Corrupt(f"unknown array type {element_type} in {what}")
+        if VALUE_TYPES[element_type][0] == "array":
+            # llama.cpp's gguf_init refuses any array of arrays, so no usable file has one;
+            # reading them would recurse once per level (3,000 levels: RecursionError).
+            raise _Corrupt(f"{what} is an array of arrays, which llama.cpp cannot read")
         element_name, element_fmt = VALUE_TYPES[element_type]
         start = self.pos
         if element_fmt is not None:
@@ -152,13 +156,9 @@ class _Cursor:
                 return ArrayInfo(element_name, count, start)
             return list(self.unpack(f"{count}{element_fmt}", what))
         if count > KEEP_ARRAYS_UP_TO:
-            if element_name == "string":
-                if count * 8 > self.size - self.pos:
-                    raise _Truncated(what)
-                self.pos = skip_strings(self.buffer, self.pos, count, self.endian, self.size, what)
-            else:
-                for _ in range(count):
-                    self.value(element_type, what)
+            if count * 8 > self.size - self.pos:
+                raise _Truncated(what)
+            self.pos = skip_strings(self.buffer, self.pos, count, self.endian, self.size, what)
             return ArrayInfo(element_name, count, start)
         return [self.value(element_type, what) for _ in range(count)]
 
@@ -225,7 +225,8 @@ def read_gguf_header(path: Path | str) -> GGUFHeader:
                     f"{path.name}: truncated GGUF header (the file ends at byte {size} "
                     "while reading the version)")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                return _parse(mapped, size, path)
+                # the mapping's own length: the file may have changed since ``stat``
+                return _parse(mapped, len(mapped), path)
     except FileNotFoundError:
         raise ModelFileError(f"no such model file: {path}") from None
     except IsADirectoryError:
@@ -234,6 +235,12 @@ def read_gguf_header(path: Path | str) -> GGUFHeader:
         raise ModelFileError(f"cannot read {path}: permission denied") from None
     except OSError as error:
         raise ModelFileError(f"cannot read {path}: {error.strerror or error}") from None
+    except (RecursionError, MemoryError):
+        # Last resort: the model list reads every file it finds, and one hostile file must
+        # show as unusable there rather than end the list (only ``ModelFileError`` is caught).
+        raise ModelFileError(f"{path.name}: GGUF header too large or too deeply nested to read") from None
+    except (struct.error, ValueError, OverflowError) as error:
+        raise ModelFileError(f"{path.name}: corrupt GGUF header ({error})") from None
 
 
 def _parse(buffer: Any, size: int, path: Path) -> GGUFHeader:

@@ -29,6 +29,8 @@ HYBRID_ARCHITECTURES = frozenset({
 AUXILIARY_TYPES = frozenset({"adapter", "mmproj", "imatrix"})
 MAX_LAYERS = 512
 """``LLAMA_MAX_LAYERS`` (src/llama-hparams.h): llama.cpp aborts on a block count outside 1..512."""
+MAX_SPLITS = 65535
+"""llama.cpp reads ``split.count`` as a ``uint16_t`` (src/llama-model-loader.cpp)."""
 _SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
@@ -122,9 +124,42 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def split_part_paths(path: Path, count: int) -> list[Path]:
-    """The file names llama.cpp gives the parts of a split model, beside ``path``."""
+def split_problem(path: Path, count: object, index: object = 0) -> str | None:
+    """Why ``split.count``/``split.no`` cannot describe the file named ``path``, or None.
+
+    The parts of a split model are found from the file name and the count, so a forged
+    count would have the list build (and stat) that many paths: 2**40 never ends. llama.cpp
+    itself takes at most 65,535 parts and finds the others only when the first one's name
+    ends in ``-00001-of-NNNNN.gguf`` with NNNNN its ``split.count``.
+    """
+    if count is None:
+        return None
+    parts = _int(count)
+    if parts is None or not 1 <= parts <= MAX_SPLITS:
+        return f"split.count is {count!r} (llama.cpp allows 1 to {MAX_SPLITS:,} parts)"
     split = _SPLIT_NAME.match(path.name)
+    if parts == 1 and not split:
+        return None
+    if not split or int(split.group("count")) != parts:
+        return (f"split.count is {parts}, but the file name does not end in "
+                f"-NNNNN-of-{parts:05d}.gguf as llama.cpp needs to find the other parts")
+    number = _int(index)
+    if number is None or number + 1 != int(split.group("no")):
+        return f"split.no is {index!r}, but the file name says part {int(split.group('no'))}"
+    return None
+
+
+def split_part_paths(path: Path, count: int) -> list[Path]:
+    """The file names llama.cpp gives the parts of a split model, beside ``path``.
+
+    ``ModelFileError`` when ``count`` cannot be a part count for this name (see
+    ``split_problem``): callers pass a count read from a file, which may be forged.
+    """
+    split = _SPLIT_NAME.match(path.name)
+    parts = _int(count)
+    if parts is None or not 1 <= parts <= MAX_SPLITS \
+            or (split is not None and int(split.group("count")) != parts):
+        raise ModelFileError(f"{path.name}: invalid split model: {split_problem(path, count, None)}")
     if not split:
         return [path]
     prefix = split.group("prefix")
@@ -226,6 +261,9 @@ def card_and_header(path: Path | str) -> tuple[ModelCard, GGUFHeader]:
 
 def _card(path: Path, header: GGUFHeader) -> ModelCard:
     _check_complete(path, header)
+    split = split_problem(path, header.get("split.count"), header.get("split.no", 0))
+    if split is not None:
+        raise ModelFileError(f"{path.name}: invalid split model: {split}")
     card = card_from_header(path, header)
     problem = header_problem(header)
     if problem is not None:
