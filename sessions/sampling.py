@@ -7,8 +7,23 @@ engine builds a llama.cpp sampler chain from it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "temperature": (0.0, 100.0),
+    "top_k": (0, 2**31 - 1),
+    "top_p": (0.0, 1.0),
+    "min_p": (0.0, 1.0),
+    "repeat_penalty": (0.0, 100.0),
+    "repeat_last_n": (-1, 2**31 - 1),
+    "seed": (-1, 2**32 - 1),
+    "max_tokens": (1, 2**31 - 1),
+}
+"""Allowed range of each setting, the same as the config file's ``[sampling]`` rules (a
+test keeps them equal): llama.cpp takes these as int32, uint32 and float through ctypes,
+which wraps an integer out of range without a word and passes a NaN on."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,14 @@ class SamplingSettings:
     def greedy(self) -> bool:
         return self.temperature <= 0.0
 
+    def out_of_range(self) -> str | None:
+        """Why a setting cannot go to llama.cpp (the first one found), or None."""
+        for name, (low, high) in BOUNDS.items():
+            value = getattr(self, name)
+            if not (math.isfinite(value) and low <= value <= high):
+                return f"sampling setting {name} is {value!r}, outside {low}..{high}"
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -44,7 +67,8 @@ class SamplingSettings:
         """Build from a stored or configured mapping, ignoring unknown keys.
 
         Unknown keys are dropped rather than rejected so that a session saved by a newer
-        version still opens; values are coerced to the field's type.
+        version still opens; values are coerced to the field's type. A value outside
+        ``BOUNDS`` raises ``ValueError`` (the store reports it as a damaged session).
         """
         if not data:
             return cls()
@@ -54,7 +78,11 @@ class SamplingSettings:
             if name in known:
                 kind = type(getattr(cls(), name))
                 values[name] = kind(value)
-        return cls(**values)
+        settings = cls(**values)
+        problem = settings.out_of_range()
+        if problem:
+            raise ValueError(problem)
+        return settings
 
     def with_(self, **changes: Any) -> SamplingSettings:
         return replace(self, **changes)

@@ -20,6 +20,7 @@ from sessions.config.toml_text import find_key_line
 from sessions.config.type_words import kind_of
 from sessions.engine.cache_types import CACHE_TYPES
 from sessions.engine.offload import ALL, AUTO
+from sessions.sampling import BOUNDS as SAMPLING_BOUNDS
 from sessions.sampling import SamplingSettings
 
 
@@ -96,15 +97,9 @@ TOP_RULES: dict[str, Rule] = {
 TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
     "sampling": (
         SamplingSettings,
-        {
-            "temperature": Rule("float", minimum=0.0, maximum=100.0),
-            "top_k": Rule("int", minimum=0, maximum=INT32_MAX),
-            "top_p": Rule("float", minimum=0.0, maximum=1.0),
-            "min_p": Rule("float", minimum=0.0, maximum=1.0),
-            "repeat_penalty": Rule("float", minimum=0.0, maximum=100.0),
-            "repeat_last_n": Rule("int", minimum=-1, maximum=INT32_MAX),
-            "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
-            "max_tokens": Rule("int", minimum=1, maximum=INT32_MAX),
+        {  # the ranges settings read back from a session are held to as well
+            name: Rule(type(getattr(SamplingSettings(), name)).__name__, minimum=low, maximum=high)
+            for name, (low, high) in SAMPLING_BOUNDS.items()
         },
     ),
     "checkpoints": (

@@ -128,25 +128,32 @@ class LlamaContext:
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""
-        with held_errors() as errors:
-            self._ctx = L.llama_init_from_model(model.handle, cp)
-        if not self._ctx:
-            why = (errors[-1].partition(": ")[2] or errors[-1]) if errors else "out of memory?"
-            raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens: {why}")
-        self._mem = L.llama_get_memory(self._ctx)
-        self.n_ctx = int(L.llama_n_ctx(self._ctx))
-        self.n_ubatch = int(L.llama_n_ubatch(self._ctx))
-        self.n_seq_max = int(L.llama_n_seq_max(self._ctx))
-        self.n_vocab = model.info.n_vocab
-        self._batch = L.llama_batch_init(params.n_batch, 0, 1)
-        self._filler = BatchFiller(self._batch, params.n_batch, self.n_ctx, LIVE)
-        self.decode_seconds = 0.0
-        """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
-        self.decode_cpu_seconds = 0.0
-        """CPU time of the calling thread inside ``llama_decode`` (it computes too)."""
-        self.empty_state = self.state_read(SPARE, FLAGS_FULL)
-        """llama.cpp's state of a sequence that holds nothing: its sections are the
-        "no cells" form of every memory part, used to write one part alone."""
+        self._ctx = self._batch = None
+        try:
+            with held_errors() as errors:
+                self._ctx = L.llama_init_from_model(model.handle, cp)
+            if not self._ctx:
+                why = (errors[-1].partition(": ")[2] or errors[-1]) if errors else "out of memory?"
+                raise DecodeError(f"llama.cpp could not create a context of {params.n_ctx} tokens: {why}")
+            self._mem = L.llama_get_memory(self._ctx)
+            self.n_ctx = int(L.llama_n_ctx(self._ctx))
+            self.n_ubatch = int(L.llama_n_ubatch(self._ctx))
+            self.n_seq_max = int(L.llama_n_seq_max(self._ctx))
+            self.n_vocab = model.info.n_vocab
+            self._batch = L.llama_batch_init(params.n_batch, 0, 1)
+            self._filler = BatchFiller(self._batch, params.n_batch, self.n_ctx, LIVE)
+            self.decode_seconds = 0.0
+            """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
+            self.decode_cpu_seconds = 0.0
+            """CPU time of the calling thread inside ``llama_decode`` (it computes too)."""
+            self.empty_state = self.state_read(SPARE, FLAGS_FULL)
+            """llama.cpp's state of a sequence that holds nothing: its sections are the
+            "no cells" form of every memory part, used to write one part alone."""
+        except BaseException:
+            # Freed now, while its model is still there: the caller closes the model next,
+            # and a context left to the garbage collector would be freed after it.
+            self.close()
+            raise
 
     # -- decoding ---------------------------------------------------------------------
 
@@ -363,8 +370,10 @@ class LlamaContext:
         """
         self.warm.close(wait)
         self.restore_memory.close(wait)
-        if self._ctx:
+        if self._batch is not None:
             self._L.llama_batch_free(self._batch)
+            self._batch = None
+        if self._ctx:
             self._L.llama_free(self._ctx)
             self._ctx = None
 

@@ -30,11 +30,16 @@ log = logging.getLogger("llamachat.llama")
 LOG_WARN = 3
 LOG_ERROR = 4
 """ggml's log levels (``GGML_LOG_LEVEL_WARN``, ``_ERROR``); below them is load chatter."""
+LOG_CONT = 5
+"""``GGML_LOG_LEVEL_CONT``: more of the previous line (the loader's progress dots, the
+tail of a long error), not a severity; it is logged at the level of the line it continues."""
 
 _lock = threading.Lock()
 _lib: ModuleType | None = None
 _log_callback = None  # kept alive: llama.cpp holds a raw pointer to it
 _line_listeners: list[Callable[[int, str], None]] = []
+_last_level = 0
+"""The level of the last line that was not a continuation (see ``LOG_CONT``)."""
 _ggml: Ggml | None = None
 
 
@@ -49,8 +54,13 @@ def lib() -> ModuleType:
 
             @L.llama_log_callback
             def _route(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+                global _last_level
                 for listener in tuple(_line_listeners):
                     listener(level, text.decode("utf-8", "replace").rstrip() if text else "")
+                if level == LOG_CONT:
+                    level = _last_level
+                else:
+                    _last_level = level
                 if level >= LOG_WARN and text:
                     message = text.decode("utf-8", "replace").rstrip()
                     if message:

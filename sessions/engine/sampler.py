@@ -36,6 +36,9 @@ class Sampler:
     """A llama.cpp sampler chain for one reply (it holds the repeat-penalty history)."""
 
     def __init__(self, settings: SamplingSettings, n_vocab: int):
+        problem = settings.out_of_range()
+        if problem:  # ctypes would wrap it, or hand llama.cpp a NaN
+            raise ValueError(problem)
         L = lib()
         self._L = L
         self.settings = settings

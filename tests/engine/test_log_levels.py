@@ -1,0 +1,41 @@
+"""llama.cpp's continuation lines keep the level of the line they continue.
+
+``GGML_LOG_LEVEL_CONT`` (5) is not a severity: the loader's progress dots come that way
+after debug lines, and a long error arrives in pieces. Read as "above WARN" the dots
+became warnings on the terminal, and an error's tail escaped ``held_errors``, which is
+where a failure's reason is read from. The real ctypes callback is called, as llama.cpp
+calls it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sessions.engine import native
+
+
+def send(*lines: tuple[int, bytes]) -> None:
+    native.lib()
+    assert native._log_callback is not None
+    for level, text in lines:
+        native._log_callback(level, text, None)
+
+
+def test_continuations_take_the_level_of_the_line_before(caplog):
+    caplog.set_level(logging.DEBUG, logger=native.log.name)
+    with native.held_errors() as errors:
+        send((2, b"llama_model_load: loading"), (5, b"....."), (5, b".....\n"),
+             (3, b"careful: this"), (5, b" is a warning\n"),
+             (4, b"failed: the reason"), (5, b" continues here\n"),
+             (1, b"debug chatter"), (5, b"...\n"))
+    assert errors == ["failed: the reason", " continues here"]
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, "careful: this"), (logging.WARNING, " is a warning"),
+        (logging.ERROR, "failed: the reason"), (logging.ERROR, " continues here"),
+    ]
+
+
+def test_a_continuation_first_of_all_is_not_a_warning(caplog):
+    caplog.set_level(logging.DEBUG, logger=native.log.name)
+    send((1, b"reset"), (5, b"."))
+    assert caplog.records == []
