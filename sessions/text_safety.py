@@ -55,6 +55,18 @@ def inert(text: str) -> str:
     return _CONTROL.sub(_picture, text)
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line, for a field printed in a row (a title in a list or a header).
+
+    ``inert`` keeps newlines and tabs, which is right for a message body but lets a title
+    print a line of its own: imported from a stranger's file, ``"hi\\n12  2024-05-01 ...
+    9 messages forged"`` would read as a real row to anyone, or any script, reading the list.
+    Every whitespace run (line breaks, tabs, the Unicode line separators) becomes one space,
+    as the app's session list draws titles, and the rest is made inert.
+    """
+    return inert(" ".join(text.split()))
+
+
 def is_inert(text: str) -> bool:
     """Whether ``text`` holds no control character other than newline and tab."""
     return not any(char not in _KEPT for char in _CONTROL.findall(text))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from sessions.text_safety import one_line as flat_line
+
 
 def local_time(seconds: float) -> str:
     """``2024-05-01 14:03`` in the local time zone."""
@@ -18,8 +20,14 @@ def iso_time(seconds: float) -> str:
 
 def one_line(text: str, width: int = 60) -> str:
     """The text on one line (whitespace runs collapsed), cut to ``width`` with an ellipsis."""
-    flat = " ".join(text.split())
+    flat = flat_line(text)
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def title_text(title: str) -> str:
+    """A session title for a line of output: titles come from imported files too, so one
+    holding a newline must not print a line of its own (see ``text_safety.one_line``)."""
+    return flat_line(title) or "(untitled)"
 
 
 def human_size(size: int) -> str:
@@ -46,9 +54,14 @@ def human_count(count: int | None) -> str:
 
 
 def table(rows: list[list[str]]) -> list[str]:
-    """Left-aligned columns separated by two spaces; the last column is not padded."""
+    """Left-aligned columns separated by two spaces; the last column is not padded.
+
+    Every cell is put on one line first: a cell holding a newline (a title or a model name
+    from a stranger's file) would otherwise print a row of its own that looks real.
+    """
     if not rows:
         return []
+    rows = [[flat_line(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join([cell.ljust(w) for cell, w in zip(row, widths, strict=False)] + [row[-1]]).rstrip()
             for row in rows]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sessions.cli.context import CommandContext
-from sessions.cli.formatting import iso_time, local_time, table
+from sessions.cli.formatting import iso_time, local_time, table, title_text
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
     rows = [[str(s.id), local_time(s.updated_at),
              f"{s.message_count} message{'' if s.message_count == 1 else 's'}",
-             s.title or "(untitled)"]
+             title_text(s.title)]
             for s in summaries]
     for line in table(rows):
         ctx.print(line)

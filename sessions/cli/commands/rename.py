@@ -7,6 +7,7 @@ import argparse
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
+from sessions.cli.formatting import title_text
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -24,5 +25,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     store = ctx.store()
     old = store.get_session(args.id).title
     store.rename_session(args.id, title)
-    ctx.print(f"renamed session {args.id}: {old or '(untitled)'!s} -> {title}")
+    ctx.print(f"renamed session {args.id}: {title_text(old)} -> {title_text(title)}")
     return 0

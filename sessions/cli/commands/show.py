@@ -13,7 +13,7 @@ import argparse
 
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
-from sessions.cli.formatting import iso_time, local_time, one_line
+from sessions.cli.formatting import iso_time, local_time, one_line, title_text
 from sessions.tree import ConversationTree, Message
 
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
     count = len(tree)
     plural = "" if count == 1 else "s"
-    ctx.print(f"session {session.id}: {session.title or '(untitled)'}  "
+    ctx.print(f"session {session.id}: {title_text(session.title)}  "
               f"({count} message{plural}, updated {local_time(session.updated_at)})")
     for line in tree_lines(tree, active):
         ctx.print(line)
