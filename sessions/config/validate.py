@@ -144,6 +144,8 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
     if not ok:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {kind_of(value)} ({value!r})"
     if rule.kind == "float":
+        if isinstance(value, int) and _too_big_for_float(value):  # float() would raise OverflowError
+            return None, _out_of_range(rule, value)
         value = float(value)
         if not math.isfinite(value):  # TOML writes them as nan and inf
             return None, f"must be a finite number, not {value!r}"
@@ -162,7 +164,8 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
             return None, f"must be one of {', '.join(rule.choices)}, not {value!r}"
         return word, None
     if rule.kind == "float_list":
-        if not all(math.isfinite(v) for v in value):
+        if any(isinstance(v, int) and _too_big_for_float(v) for v in value) or not all(
+                math.isfinite(v) for v in value):
             return None, f"must hold finite numbers, not {value!r}"
         if any(v < (rule.minimum or 0) for v in value):
             return None, f"must hold numbers of at least {rule.minimum:g}, not {value!r}"
@@ -172,6 +175,27 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
     if rule.maximum is not None and value > rule.maximum:
         return None, f"must be at most {_bound(rule.maximum)}, not {value!r}"
     return value, None
+
+
+def _too_big_for_float(value: int) -> bool:
+    """Whether ``float(value)`` overflows: a file can hold 1 followed by 400 zeros."""
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
+def _out_of_range(rule: Rule, value: int) -> str:
+    """The usual bound sentence, with the digits counted: the number itself fills a screen."""
+    bound = rule.maximum if value > 0 else rule.minimum
+    try:
+        shown = f"a number of {len(str(abs(value)))} digits"
+    except ValueError:  # past Python's limit on converting an int to text
+        shown = "a number of thousands of digits"
+    if bound is None:
+        return f"must be a finite number, not {shown}"
+    return f"must be {'at most' if value > 0 else 'at least'} {_bound(bound)}, not {shown}"
 
 
 def _bound(value: float) -> str:

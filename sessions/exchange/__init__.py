@@ -9,6 +9,8 @@ every session in the file or, on any problem, none.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,15 @@ from sessions.exchange.llamacpp_webui import import_webui, looks_like_webui
 from sessions.exchange.markdown import export_markdown
 from sessions.store import SessionStore
 
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
+"""The largest file an import reads. The biggest real chat exports (a ChatGPT
+``conversations.json`` of years of use) run to a few hundred MB; parsed, a file takes
+several times its size in memory, so anything larger is refused before it is read."""
+
 __all__ = [
     "ExchangeError",
     "ExportKind",
+    "MAX_IMPORT_BYTES",
     "detect_format",
     "export_json",
     "export_markdown",
@@ -64,10 +72,7 @@ def import_data(store: SessionStore, data: Any) -> list[int]:
 def import_file(store: SessionStore, path: Path | str) -> list[int]:
     """Import a file in any supported format; returns the ids of the new sessions."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise ExchangeError(f"cannot read {path}: {error.strerror or error}") from error
+    raw = _read_import(path)
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as error:
@@ -85,3 +90,31 @@ def import_file(store: SessionStore, path: Path | str) -> list[int]:
     except ExchangeError as error:
         raise ExchangeError(f"{path.name}: {error}") from error
 
+
+
+def _read_import(path: Path) -> bytes:
+    """The file's bytes, read only from a regular file of at most ``MAX_IMPORT_BYTES``.
+
+    A device never ends (``/dev/zero`` would fill the memory) and a FIFO waits for a
+    writer, so the file is opened without blocking and checked through the open
+    descriptor (not the name, which could be swapped in between) before anything is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise ExchangeError(f"cannot read {path}: {error.strerror or error}") from error
+    with os.fdopen(fd, "rb") as file:
+        try:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ExchangeError(f"{path.name} is not a regular file")
+            too_big = ExchangeError(f"{path.name} is larger than any chat export "
+                                    f"(more than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB)")
+            if info.st_size > MAX_IMPORT_BYTES:
+                raise too_big
+            raw = file.read(MAX_IMPORT_BYTES + 1)  # the file may have grown since fstat
+        except OSError as error:
+            raise ExchangeError(f"cannot read {path}: {error.strerror or error}") from error
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise too_big
+    return raw

@@ -26,9 +26,18 @@ FORMAT_VERSION = 1
 
 
 def export_json(store: SessionStore, session_id: int) -> dict[str, Any]:
-    session = store.get_session(session_id)
+    """The session as a dict for ``json.dumps``.
+
+    The session, its messages and remembered branches come from one read, so another
+    process deleting or adding messages meanwhile cannot leave ``active_leaf`` naming a
+    message the file lacks. Tokens are a separate read: a list for a message gone since
+    is not written, and a message without one gets its tokens computed again.
+    """
+    session, tree = store.load_session_tree(session_id)
     tokens = store.session_tokens(session_id)
-    remembered = store.remembered_children(session_id)
+    remembered = tree.remembered()
+    messages = sorted((m for root in tree.roots() for m in (root, *tree.descendants(root.id))),
+                      key=lambda m: m.id)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -53,7 +62,7 @@ def export_json(store: SessionStore, session_id: int) -> dict[str, Any]:
                 "stats": None if m.stats is None else m.stats.to_dict(),
                 "tokens": tokens.get(m.id, {}),
             }
-            for m in store.messages(session_id)
+            for m in messages
         ],
         "remembered_children": [
             {"parent": parent, "child": child} for parent, child in sorted(

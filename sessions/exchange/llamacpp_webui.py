@@ -86,6 +86,8 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
         if not isinstance(message.get("content", ""), str):
             raise ExchangeError(f"{where}: message {key!r} has content that is not text")
         fields.listing(message.get("extra"), f"{where}: message {key!r}", "extra")
+        if key in by_id:  # keeping either copy would hide the other: refuse, as the builder does
+            raise ExchangeError(f"{where}: message id {key!r} appears twice")
         by_id[key] = message
     kept = {key for key, message in by_id.items() if _kept(message)}
 

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
-from sessions.store import SessionStore
+from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message
 
 _ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant"}
@@ -53,8 +53,7 @@ def _message_block(message: Message, with_id: bool) -> list[str]:
     return lines
 
 
-def _header(store: SessionStore, session_id: int) -> list[str]:
-    session = store.get_session(session_id)
+def _header(session: Session) -> list[str]:
     lines = [f"# {session.title or 'Untitled session'}", ""]
     if session.model_path:
         lines.append(f"- Model: `{session.model_path}`")
@@ -94,9 +93,9 @@ def _whole_tree(tree: ConversationTree, head_id: int | None) -> list[str]:
 
 def export_markdown(store: SessionStore, session_id: int, *, whole_tree: bool = False) -> str:
     """The active branch as a transcript, or with ``whole_tree`` every branch with markers."""
-    lines = _header(store, session_id)
-    tree = store.load_tree(session_id)
-    head = store.get_session(session_id).active_leaf_id
+    session, tree = store.load_session_tree(session_id)  # one read: the head is in the tree
+    lines = _header(session)
+    head = session.active_leaf_id
     if head is None and len(tree):
         head = tree.resume_leaf(None).id
     if whole_tree:
