@@ -11,11 +11,16 @@ the store keeps ``sessions.sqlite3.bak`` beside it:
   online backup writes a temp file (0600) in the same folder, switched to a rollback
   journal so it is one self-contained file, fsynced and renamed over the old backup.
 - When opening finds the database damaged and the backup checks out, the damaged file
-  (with its ``-wal``) is kept as ``sessions.sqlite3.corrupt-<time>`` (never deleted), the
-  backup takes its place, ``salvage`` copies in what it can still read of newer
-  sessions and messages and repeats the deletions made since, and the caller gets a
-  plain-words notice of what came back and of what could not be recovered. Without a
-  usable backup the file is refused, as before.
+  (with its ``-wal``) is copied to ``sessions.sqlite3.corrupt-<time>`` (never deleted),
+  ``salvage`` copies into a copy of the backup what it can still read of newer sessions
+  and messages and repeats the deletions made since, and only then does that copy take
+  the database's place, so the user never gets the backup without its salvage. The
+  plain-words notice of what came back and of what could not be recovered is written to
+  ``sessions.sqlite3.recovery-notice`` *before* the swap: a process killed at any point
+  either left the damaged file in place (the next start recovers again) or left the
+  notice on disk (the next start finishes the swap if need be and says what happened).
+  The notice file goes when a database that showed it is closed. Without a usable
+  backup the file is refused, as before.
 
 Recovery replaces the database file, so its caller must hold the database's lock
 exclusively (``file_lock``): no other process may have the file open meanwhile.
@@ -32,7 +37,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from sessions.durable import fsync_file, fsync_folder, replacing
+from sessions.durable import fsync_file, fsync_folder, replacing, write_atomically
 from sessions.store import replay
 from sessions.store.errors import DatabaseDamaged, StoreError
 from sessions.store.salvage import Salvage, salvage_newer
@@ -41,6 +46,8 @@ from sessions.store.schema import SCHEMA_VERSION
 log = logging.getLogger(__name__)
 
 BACKUP_SUFFIX = ".bak"
+RESTORED_SUFFIX = ".restored"
+NOTICE_SUFFIX = ".recovery-notice"
 BACKUP_EVERY_SECONDS = 15 * 60.0
 STALE_TEMP_SECONDS = 3600.0
 _TEMP = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
@@ -107,11 +114,12 @@ def backup_problem(path: Path) -> str | None:
 
 
 def recover(db: Path, damage: DatabaseDamaged) -> str:
-    """Replace the damaged ``db`` by its backup; returns the notice for the user.
+    """Replace the damaged ``db`` by its backup plus salvage; returns the notice for the user.
 
     The caller holds the database's lock exclusively. Raises ``damage`` itself when there
     is no backup, and a ``StoreError`` naming both files when the backup is unusable too;
-    in both cases nothing is moved.
+    in both cases nothing is moved. Until the notice is on disk the file at ``db`` is not
+    touched, so an interruption before then only leaves copies behind.
     """
     backup = backup_path(db)
     if not backup.is_file():
@@ -120,20 +128,59 @@ def recover(db: Path, damage: DatabaseDamaged) -> str:
     if problem is not None:
         raise StoreError(f"{damage} The backup {backup} cannot be used either: {problem}.")
     taken = backup.stat().st_mtime
+    aside = _aside_name(db)
+    _keep_aside(db, aside)
     temp = _temp_name(db)
     try:
         shutil.copyfile(backup, temp)
         os.chmod(temp, 0o600)
+        salvage = salvage_newer(aside, temp)
+        notice = recovery_notice(damage.reason, taken, aside, salvage, _contents(temp))
         fsync_file(temp)
+        os.replace(temp, restored_path(db))
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    aside = _aside_name(db)
-    _keep_aside(db, aside)
-    os.replace(temp, db)
     fsync_folder(db.parent)
-    salvage = salvage_newer(aside, db)
-    return recovery_notice(damage.reason, taken, aside, salvage, _contents(db))
+    write_atomically(notice_path(db), notice)  # from here on the recovery is as good as done
+    finish_swap(db)
+    return notice
+
+
+def restored_path(db: Path) -> Path:
+    """The backup with its salvage, waiting to take the database's place."""
+    return db.with_name(db.name + RESTORED_SUFFIX)
+
+
+def notice_path(db: Path) -> Path:
+    """The notice of the last recovery, kept until a database that showed it is closed."""
+    return db.with_name(db.name + NOTICE_SUFFIX)
+
+
+def swap_pending(db: Path) -> bool:
+    """Whether a recovery was interrupted after its notice was written but before the swap."""
+    return notice_path(db).is_file() and restored_path(db).is_file()
+
+
+def finish_swap(db: Path) -> None:
+    """Put the restored file in the database's place (the caller holds it exclusively).
+
+    The damaged file's ``-wal`` goes first: SQLite would replay it onto any file at that
+    name. A kill between the two steps leaves the restored file and the notice, and the
+    next start calls this again.
+    """
+    for side in ("-wal", "-shm"):
+        db.with_name(db.name + side).unlink(missing_ok=True)
+    os.replace(restored_path(db), db)
+    fsync_folder(db.parent)
+
+
+def pending_notice(db: Path) -> str | None:
+    """The notice of a recovery not yet shown (None when there is none or it is unreadable)."""
+    try:
+        return notice_path(db).read_text(encoding="utf-8") or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _contents(db: Path) -> tuple[int, int] | None:
@@ -175,22 +222,23 @@ def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage,
             parts.append("Nothing newer than the backup was found in the damaged file.")
         if salvage.error is not None:
             parts.append(f"Part of the damaged file could not be read ({salvage.error}).")
+        if salvage.skipped:
+            parts.append(f"{salvage.skipped} damaged row(s) could not be used and were left out.")
     parts.extend(replay.describe(salvage.deletions, salvage.heads, when))
     return " ".join(parts)
 
 
 def _keep_aside(db: Path, aside: Path) -> None:
-    """Give the damaged file (and its -wal/-shm) the ``aside`` name; the original name
-    keeps pointing at it until the restored copy is renamed over it."""
+    """Copy the damaged file (and its -wal) to the ``aside`` name, leaving ``db`` as it was."""
     if db.exists():
         try:
             os.link(db, aside)
         except OSError:
             shutil.copy2(db, aside)
-    for side in ("-wal", "-shm"):
-        source = db.with_name(db.name + side)
-        if source.exists():
-            os.replace(source, aside.with_name(aside.name + side))
+    wal = db.with_name(db.name + "-wal")
+    if wal.exists():
+        shutil.copy2(wal, aside.with_name(aside.name + "-wal"))
+    fsync_folder(db.parent)
 
 
 def _aside_name(db: Path) -> Path:

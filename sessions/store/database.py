@@ -79,6 +79,8 @@ class Database:
         self._depth = 0
         self.recovery_notice: str | None = None
         """Set when opening replaced a damaged file by its backup: what happened, in words."""
+        self.notice_file: Path | None = None
+        """Where ``recovery_notice`` is kept on disk; removed by a clean ``close``."""
 
     # -- errors ----------------------------------------------------------------------
 
@@ -186,12 +188,26 @@ class Database:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute(f"ROLLBACK TO {name}")
-            self.conn.execute(f"RELEASE {name}")
-            raise
+            self._undo_savepoint(name)
+            raise  # the original error (a full disk), never one from the undo
         finally:
             self._depth -= 1
         self.conn.execute(f"RELEASE {name}")
+
+    def _undo_savepoint(self, name: str) -> None:
+        """Undo a savepoint's changes, if SQLite has not already undone the transaction.
+
+        After some errors (SQLITE_FULL, SQLITE_IOERR) SQLite rolls back the whole
+        transaction, savepoints included: ``ROLLBACK TO`` would then fail with "no such
+        savepoint" and hide why the change was lost.
+        """
+        if not self.conn.in_transaction:
+            return
+        try:
+            self.conn.execute(f"ROLLBACK TO {name}")
+            self.conn.execute(f"RELEASE {name}")
+        except sqlite3.Error:
+            pass  # the outer level rolls back the whole transaction anyway
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
@@ -206,6 +222,12 @@ class Database:
                 _open_here[self._identity] -= 1
                 self._counted = False
             self.conn.close()
+            if self.notice_file is not None:  # shown for as long as this database was open
+                try:
+                    self.notice_file.unlink(missing_ok=True)
+                except OSError:
+                    pass  # shown again at the next start: better twice than never
+                self.notice_file = None
             if self.file_lock is not None:
                 self.file_lock.close()
                 self.file_lock = None

@@ -57,17 +57,22 @@ def open_database(path: Path, *, busy_timeout: float = BUSY_TIMEOUT) -> Database
         raise DatabaseBusy(path, "another llamachat is restoring it from its backup") from None
     try:
         try:
-            return _open(path, lock, busy_timeout)
+            if backup.swap_pending(path):  # a recovery killed between its notice and its swap
+                raise _refuse(path, "its restore from the backup was interrupted", damaged=True)
+            database = _open(path, lock, busy_timeout)
         except DatabaseDamaged as damage:
-            return _recover(path, lock, damage, busy_timeout)
+            database = _recover(path, lock, damage, busy_timeout)
     except BaseException:
         lock.close()
         raise
+    _attach_notice(database)
+    return database
 
 
 def _recover(path: Path, lock: DatabaseLock, damage: DatabaseDamaged, busy_timeout: float) -> Database:
     """Replace the damaged file by its backup, holding the database exclusively."""
-    if not backup.backup_path(path).is_file():
+    pending = backup.swap_pending(path)
+    if not pending and not backup.backup_path(path).is_file():
         raise damage  # nothing to restore: refused, untouched, whoever has it open
     lock.release()
     if not lock.acquire_exclusive(RECOVERY_WAIT):
@@ -75,6 +80,9 @@ def _recover(path: Path, lock: DatabaseLock, damage: DatabaseDamaged, busy_timeo
             raise damage
         raise DatabaseInUse(path, damage.reason) from damage
     try:
+        if backup.swap_pending(path):
+            backup.finish_swap(path)  # its salvage and notice are done: only the rename was missing
+            return _open(path, lock, busy_timeout)
         try:
             return _open(path, lock, busy_timeout)  # restored by another process meanwhile?
         except DatabaseDamaged as still:
@@ -84,6 +92,20 @@ def _recover(path: Path, lock: DatabaseLock, damage: DatabaseDamaged, busy_timeo
         return database
     finally:
         lock.downgrade()
+
+
+def _attach_notice(database: Database) -> None:
+    """Show a recovery's notice at every open until a database that showed it closes.
+
+    It lives in a file because the process that recovered may be killed before the user
+    saw it; a healthy database with nothing said would then hide what was lost.
+    """
+    notice = backup.pending_notice(database.path)
+    if notice is None:
+        return
+    database.recovery_notice = notice
+    if database.read_only is None:
+        database.notice_file = backup.notice_path(database.path)
 
 
 def _refuse(path: Path, why: str, *, damaged: bool = False) -> StoreError:

@@ -38,29 +38,38 @@ class Salvage:
     """The first read error met, in SQLite's words."""
     deletions: replay.Deletions = field(default_factory=replay.Deletions)
     heads: replay.Heads = field(default_factory=replay.Heads)
+    skipped: int = 0
+    """Rows read but not usable (a damaged value): left out, and counted here."""
 
 
 def salvage_newer(damaged: Path, restored: Path) -> Salvage:
-    """Insert into ``restored`` what ``damaged`` holds beyond it; never raises."""
+    """Insert into ``restored`` what ``damaged`` holds beyond it; never raises an Exception.
+
+    Recovery must go on whatever the damaged file holds: a failure here is reported in the
+    result (``error``), and a row that cannot be inserted is skipped and counted.
+    """
+    src: sqlite3.Connection | None = None
+    dst: sqlite3.Connection | None = None
     try:
         src = _open_damaged(damaged)
-    except sqlite3.Error as error:
-        return Salvage(None, 0, 0, 0, str(error), replay.Deletions(unknown=True))
-    dst = sqlite3.connect(restored, isolation_level=None)
-    try:
+        dst = sqlite3.connect(restored, isolation_level=None)
         apply_migrations(dst)  # the backup may predate a migration the damaged file had
         dst.execute("PRAGMA foreign_keys = ON")
         dst.execute("BEGIN IMMEDIATE")
         result = _Copier(src, dst).run()
         dst.execute("COMMIT")
         return result
-    except sqlite3.Error as error:
-        if dst.in_transaction:
-            dst.execute("ROLLBACK")
-        return Salvage(None, 0, 0, 0, str(error), replay.Deletions(unknown=True))
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        if dst is not None and dst.in_transaction:
+            try:
+                dst.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        return Salvage(None, 0, 0, 0, str(error) or type(error).__name__, replay.Deletions(unknown=True))
     finally:
-        src.close()
-        dst.close()
+        for conn in (src, dst):
+            if conn is not None:
+                conn.close()
 
 
 def _open_damaged(path: Path) -> sqlite3.Connection:
@@ -83,6 +92,7 @@ class _Copier:
     def __init__(self, src: sqlite3.Connection, dst: sqlite3.Connection) -> None:
         self.src, self.dst = src, dst
         self.error: str | None = None
+        self.skipped = 0
         self.sessions = {row[0] for row in dst.execute("SELECT id FROM sessions")}
         self.messages = {row[0] for row in dst.execute("SELECT id FROM messages")}
 
@@ -94,13 +104,32 @@ class _Copier:
         heads = replay.Heads()
         for session_id in old_sessions + new_sessions:
             if session_id in self.sessions:
-                self._update_session(session_id, set(recovered), heads)
+                self._guarded(self._update_session, {"id": session_id, "recovered": set(recovered),
+                                                     "heads": heads})
         lost = (found - len(recovered)) if found is not None else 0
-        return Salvage(found, len(recovered), lost, len(new_sessions), self.error, deletions, heads)
+        return Salvage(found, len(recovered), lost, len(new_sessions), self.error, deletions, heads,
+                       self.skipped)
 
-    def note(self, error: sqlite3.Error) -> None:
+    def note(self, error: Exception) -> None:
         if self.error is None:
-            self.error = str(error)
+            self.error = str(error) or type(error).__name__
+
+    def _guarded(self, add: Callable[[dict], bool], row: dict) -> bool:
+        """``add(row)`` under a savepoint: a row it cannot take is undone, skipped and counted."""
+        if not self.dst.in_transaction:  # SQLite undid it all (a full disk): a savepoint would commit
+            raise sqlite3.OperationalError(self.error or "the salvage transaction was rolled back")
+        self.dst.execute("SAVEPOINT salvage_row")
+        try:
+            added = add(row)
+        except (sqlite3.Error, TypeError, ValueError, KeyError, OverflowError) as error:
+            self.note(error)
+            self.skipped += 1
+            if self.dst.in_transaction:
+                self.dst.execute("ROLLBACK TO salvage_row")
+            added = False
+        if self.dst.in_transaction:
+            self.dst.execute("RELEASE salvage_row")
+        return added
 
     def _columns(self, table: str) -> list[str]:
         mine = [row[1] for row in self.dst.execute(f"PRAGMA table_info({table})")]
@@ -122,7 +151,7 @@ class _Copier:
                 continue
             if found is not None:
                 found += 1
-            if isinstance(row, dict) and add(row):
+            if isinstance(row, dict) and self._guarded(add, row):
                 added.append(row["id"])
         return found, added
 
@@ -174,7 +203,6 @@ class _Copier:
         if row.get("session_id") not in self.sessions or (parent is not None and parent not in self.messages):
             return False
         self._insert("messages", row)
-        self.messages.add(row["id"])
         try:
             tokens = self.src.execute(
                 "SELECT model_fingerprint, tokens FROM message_tokens WHERE message_id = ?", (row["id"],)
@@ -185,6 +213,7 @@ class _Copier:
         for fingerprint, blob in tokens:
             self._insert("message_tokens", {"message_id": row["id"], "model_fingerprint": fingerprint,
                                             "tokens": blob}, "INSERT OR REPLACE")
+        self.messages.add(row["id"])  # last: a row undone by ``_guarded`` must not count as here
         return True
 
     def _replay_deletions(self) -> replay.Deletions:
@@ -199,8 +228,9 @@ class _Copier:
         self.messages = {row[0] for row in self.dst.execute("SELECT id FROM messages")}
         return done
 
-    def _update_session(self, session_id: int, recovered: set[int], heads: replay.Heads) -> None:
+    def _update_session(self, job: dict) -> bool:
         """Newer title, update time and head, and remembered branches, when readable."""
+        session_id, recovered, heads = job["id"], job["recovered"], job["heads"]
         try:
             row = self.src.execute(
                 "SELECT title, updated_at, active_leaf_id FROM sessions WHERE id = ?", (session_id,)
@@ -211,9 +241,9 @@ class _Copier:
         except sqlite3.DatabaseError as error:
             self.note(error)
             replay.head_unreadable(self.dst, session_id, recovered, heads)
-            return
+            return True
         if row is None:
-            return
+            return True
         title, updated_at, leaf = row
         mine = self.dst.execute("SELECT updated_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if mine is not None and updated_at is not None and updated_at >= mine[0]:
@@ -224,3 +254,4 @@ class _Copier:
             if child_id in self.messages:
                 self._insert("remembered_children", {"session_id": session_id, "parent_key": parent_key,
                                                      "child_id": child_id}, "INSERT OR REPLACE")
+        return True
