@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from sessions.engine.chat_template import ChatMessage
 from sessions.engine.message_tokens import freeze_message_tokens
 from sessions.engine.protocol import ChatEngine
-from sessions.store import SessionStore
+from sessions.store import MessageNotFound, SessionStore
 from sessions.tree import Message
 
 Known = Callable[[Message], "list[int] | None"]
@@ -73,8 +73,21 @@ def branch_tokens(store: SessionStore, engine: ChatEngine,
     stepped: list[bool] = []
     for message, frozen, computed in freeze_branch(engine, path, known):
         if computed:
-            store.set_tokens(message.id, fingerprint, frozen)
+            _freeze(store, message, fingerprint, frozen)
         tokens.extend(frozen)
         ends.append(len(tokens))
         stepped.append(not computed and message.role == "assistant" and message.stats is not None)
     return tokens, ends, stepped
+
+
+def _freeze(store: SessionStore, message: Message, fingerprint: str, tokens: list[int]) -> None:
+    """Store a message's tokens for this model, unless it was deleted meanwhile.
+
+    The branch is computed without the controller's tree lock, so a gesture (or another
+    process) may delete a message of it first: its tokens are still those of the branch
+    that was read, and whoever uses them learns of the deletion when storing a reply.
+    """
+    try:
+        store.set_tokens(message.id, fingerprint, tokens)
+    except MessageNotFound:
+        pass

@@ -98,11 +98,30 @@ class ControllerBase:
             raise ControllerError("no session is open")
         return self._conversation
 
-    def _branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
-        """The tokens of the branch ending at ``leaf_id`` (default: the head); hold the tree lock."""
+    def _path(self, leaf_id: int | None) -> list[Message]:
+        """The messages of the branch ending at ``leaf_id`` (default: the head), root first; hold the tree lock."""
         conversation = self._conv()
         leaf = leaf_id if leaf_id is not None else (conversation.head.id if conversation.head else None)
-        path = conversation.tree.path_to(leaf) if leaf is not None else []
+        return conversation.tree.path_to(leaf) if leaf is not None else []
+
+    def _branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
+        """The tokens of the branch ending at ``leaf_id`` (default: the head); call it without the tree lock.
+
+        The lock is held only to read the branch's messages (see ``_tokens``).
+        """
+        with self._lock:
+            path = self._path(leaf_id)
+        return self._tokens(engine, path)
+
+    def _tokens(self, engine: ChatEngine, path: list[Message]) -> BranchTokens:
+        """The tokens of ``path``, read by ``_path``; call it without the tree lock.
+
+        Messages with no tokens for this model yet (an imported chat) are rendered and
+        tokenized here, which takes long for a large chat: holding the tree lock meanwhile
+        would keep the UI's reads and gestures waiting. Messages are immutable and their
+        frozen tokens per model deterministic, so these are the tokens of the branch that
+        was read, even if the tree has changed since (the store locks on its own).
+        """
         return BranchTokens(*branch_tokens(self._store, engine, path))
 
     def _progress(self, done: int, total: int, rate: float) -> None:

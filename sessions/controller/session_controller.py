@@ -239,8 +239,7 @@ class SessionController(ControllerBase):
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
         engine = self._engine()
-        with self._lock:
-            branch = self._branch(engine, leaf_id)
+        branch = self._branch(engine, leaf_id)
         return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
@@ -255,8 +254,8 @@ class SessionController(ControllerBase):
                 return None
             engine = self._engine()
             with self._lock:
-                leaf = self._conv().tree.resume_leaf(message_id)
-                branch = self._branch(engine, leaf.id)
+                path = self._path(self._conv().tree.resume_leaf(message_id).id)
+            branch = self._tokens(engine, path)
             return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
@@ -327,8 +326,7 @@ class SessionController(ControllerBase):
             engine = self._engine()
             if self._jobs.stop_requested:
                 raise DecodeCancelled()
-            with self._lock:
-                branch = self._branch(engine, leaf_id)
+            branch = self._branch(engine, leaf_id)
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
             prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress, need_logits=False)
@@ -348,8 +346,9 @@ class SessionController(ControllerBase):
                 head = conversation.head
                 if head is None or head.role != "user":
                     raise ControllerError("a reply needs a user message at the end of the branch")
-                branch = self._branch(engine, head.id)
+                path = self._path(head.id)
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
+            branch = self._tokens(engine, path)  # without the tree lock: it may tokenize a whole chat
             written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
                                   **self._reply_hooks())
             return self._store_reply(conversation, branch, head.id, head.id, written.result.text, written,
@@ -372,8 +371,9 @@ class SessionController(ControllerBase):
                 if reply is None:
                     raise ControllerError("there is no reply to continue")
                 check_continuable(reply)
-                branch = self._branch(engine, reply.id)
+                path = self._path(reply.id)
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
+            branch = self._tokens(engine, path)
             continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                            max_tokens=max_tokens, **self._reply_hooks())
             return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
