@@ -27,9 +27,8 @@ from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
 from tui.bindings import current_key, spec
 from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
 from tui.events import CoreEvent, severity
-from tui.screens import chat_rules
+from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_rules import InputMode
-from tui.screens.dialogs import ConfirmScreen
 from tui.screens.model_picker import ModelPicker
 from tui.startup import StartupRequest, plan_startup, session_model
 from tui.switch_cost import SwitchCosts
@@ -63,6 +62,8 @@ class ChatScreen(Screen[None]):
         self.mode = InputMode()
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
+        self._saved_ids: set[int] = set()
+        """The saved marks last read: kept while a job runs (see ``refresh_panels``)."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
 
@@ -153,7 +154,7 @@ class ChatScreen(Screen[None]):
             snapshot = None
         if self.tree_panel.has_class("-open") and snapshot is not None:
             head = snapshot.head
-            self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.controller.saved_message_ids(),
+            self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.saved_ids(),
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
             try:
@@ -161,6 +162,14 @@ class ChatScreen(Screen[None]):
             except GESTURE_ERRORS:
                 return
             self.session_list.show(sessions, self.controller.session_id)
+
+    def saved_ids(self) -> set[int]:
+        """The messages whose states are saved, read only while no engine job runs: with the
+        engine in another process the question waits for a whole running job, and this runs
+        on the UI thread. Meanwhile the marks last read stay; the end of a job redraws them."""
+        if not self.jobs.running():
+            self._saved_ids = self.controller.saved_message_ids()
+        return self._saved_ids
 
     def show_loaded_model(self) -> None:
         """The loaded model's chat template and how full its context is, once a load job has
@@ -221,6 +230,7 @@ class ChatScreen(Screen[None]):
             self.progress.hide()
         await self.jobs.run_waiting()
         if not self.jobs.running() and self.tree_panel.has_class("-open"):
+            self.refresh_panels()  # the saved marks, not read while the job ran
             self.switch_costs.refresh()
 
     async def job_succeeded(self, group: str, result: Any) -> None:
@@ -249,10 +259,12 @@ class ChatScreen(Screen[None]):
             await self.conversation_view.drop_reply()
             await self.refresh_view()
             if isinstance(error, ContextOverflow):
-                self.offer_trim(error)
+                trim_flow.offer_trim(self, error)
                 return
         if group == "load":
-            self.reply_wanted = False
+            if self.reply_wanted:  # no reply follows now: give back the turn the send took
+                self.reply_wanted = False
+                self.controller.end_turn()
             if self.controller.model_info is None:
                 self.status.set_model("no model")
             else:  # the model loaded before is back
@@ -306,27 +318,6 @@ class ChatScreen(Screen[None]):
 
         self.jobs.warm(head.id, planned)
 
-    def offer_trim(self, error: ContextOverflow) -> None:
-        """The branch no longer fits: offer to go on in a new branch without the oldest turns."""
-        snapshot = self.controller.snapshot()
-        head = snapshot.head if snapshot is not None else None
-        if snapshot is None or head is None or head.role != "user":
-            return
-        words, helps = chat_rules.trim_offer(snapshot, error)
-        if not helps:
-            self.notify(words, severity="error", timeout=10, markup=False)
-            return
-
-        async def chosen(yes: bool | None) -> None:
-            if yes:
-                await self.jobs.when_idle(lambda: self.start_trim(head.id))
-
-        self.app.push_screen(ConfirmScreen(words, "Continue in a new branch", yes_variant="primary"), chosen)
-
-    def start_trim(self, leaf_id: int) -> None:
-        self.status.set_note("making a branch without the oldest turns…")
-        self.jobs.trim(leaf_id)
-
     # -- the first chat, and models ----------------------------------------------------------
 
     async def start(self) -> None:
@@ -351,6 +342,7 @@ class ChatScreen(Screen[None]):
             self.choose_model()
 
     async def new_chat(self) -> None:
+        self.reply_wanted = False  # a message waiting in the chat left waits no more (its turn went too)
         self.controller.new_session(system_prompt=self.config.system_prompt)
         await self.show_head(InputMode())
         self.chat_input.focus()
@@ -368,6 +360,7 @@ class ChatScreen(Screen[None]):
         except GESTURE_ERRORS as error:
             self.refused(str(error))
             return
+        self.reply_wanted = False  # a message waiting in the chat left waits no more (its turn went too)
         await self.show_head(InputMode(), selected=message_id)
         wanted = model_path or session_model(session.model_to_reopen, self.config.model)
         info = self.controller.model_info

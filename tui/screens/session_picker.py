@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -109,7 +110,7 @@ class SessionPicker(ModalScreen[Picked | None]):
             yield Input(placeholder="Type part of a title, or words from the chat",
                         id="picker-query")
             yield OptionList(id="picker-options")
-            yield Static("Reading sessions…", id="picker-status")
+            yield Static(Text("Reading sessions…"), id="picker-status")
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
@@ -186,7 +187,9 @@ class SessionPicker(ModalScreen[Picked | None]):
         widget = self.query_one(OptionList)
         widget.set_options(options)
         widget.highlighted = 0 if options else None
-        self.query_one("#picker-status", Static).update(error or self._status(query, len(options)))
+        # Text, never markup: the status quotes the typed query and the store's own words.
+        status = inert(error) if error else self._status(query, len(options))
+        self.query_one("#picker-status", Static).update(Text(status))
 
     def _status(self, query: str, count: int) -> str:
         if not self.loaded:
@@ -194,7 +197,7 @@ class SessionPicker(ModalScreen[Picked | None]):
         if not self._summaries:
             return "No saved sessions yet"
         if not count:
-            return f"Nothing matches {query!r}"
+            return f"Nothing matches {inert(query)!r}"
         searching = " (searching the messages…)" if len(query) >= SEARCH_FROM and self._hits_query != query else ""
         return f"{count} of {len(self._summaries)} sessions{searching} · enter opens, escape closes"
 

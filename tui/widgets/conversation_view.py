@@ -153,7 +153,7 @@ class ConversationView(VerticalScroll):
         await self.mount(view)
         view.begin_stream()
         if continued is not None:
-            await view.write(continued.text)
+            await view.write(inert(continued.text))  # stored model text: drawn inert like the rest
         self.anchor()
         return view
 

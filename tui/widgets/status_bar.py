@@ -77,7 +77,8 @@ class StatusBar(Horizontal):
 
     def set_template(self, template: str | None) -> None:
         """Hovering the model tells which chat template it uses (None: no tooltip)."""
-        self.query_one("#status-model", Label).tooltip = f"Chat template: {inert(template)}" if template else None
+        # Text, never markup: a GGUF template can set its own fallback reason (``raise_exception``).
+        self.query_one("#status-model", Label).tooltip = Text(f"Chat template: {inert(template)}") if template else None
 
     def set_context(self, used: int | None, n_ctx: int | None) -> None:
         self._set("context", context_text(used, n_ctx))

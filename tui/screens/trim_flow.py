@@ -1,0 +1,39 @@
+"""A branch that no longer fits the context: the offer to go on without its oldest turns.
+
+Kept beside the chat screen, as ``library_flow`` is: it only asks the screen's controller,
+dialogs and jobs, and the trim itself runs as an engine job (``EngineWork.trim``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui.screens import chat_rules
+from tui.screens.dialogs import ConfirmScreen
+
+if TYPE_CHECKING:
+    from sessions.controller import ContextOverflow
+    from tui.screens.chat_screen import ChatScreen
+
+
+def offer_trim(screen: ChatScreen, error: ContextOverflow) -> None:
+    """The branch no longer fits: offer to go on in a new branch without the oldest turns."""
+    snapshot = screen.controller.snapshot()
+    head = snapshot.head if snapshot is not None else None
+    if snapshot is None or head is None or head.role != "user":
+        return
+    words, helps = chat_rules.trim_offer(snapshot, error)
+    if not helps:
+        screen.notify(words, severity="error", timeout=10, markup=False)
+        return
+
+    async def chosen(yes: bool | None) -> None:
+        if yes:
+            await screen.jobs.when_idle(lambda: start_trim(screen, head.id))
+
+    screen.app.push_screen(ConfirmScreen(words, "Continue in a new branch", yes_variant="primary"), chosen)
+
+
+def start_trim(screen: ChatScreen, leaf_id: int) -> None:
+    screen.status.set_note("making a branch without the oldest turns…")
+    screen.jobs.trim(leaf_id)
