@@ -6,17 +6,35 @@ dialogs and jobs, and the trim itself runs as an engine job (``EngineWork.trim``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.screens import chat_rules
 from tui.screens.dialogs import ConfirmScreen
 
 if TYPE_CHECKING:
-    from sessions.controller import ContextOverflow
-    from tui.screens.chat_screen import ChatScreen
+    from textual.app import App
+
+    from sessions.controller import ContextOverflow, SessionController
+    from tui.engine_work import EngineWork
+    from tui.widgets.status_bar import StatusBar
 
 
-def offer_trim(screen: ChatScreen, error: ContextOverflow) -> None:
+class TrimHost(Protocol):
+    """What the flow needs of the chat screen (which imports this module, so it is not
+    named here)."""
+
+    @property
+    def controller(self) -> SessionController: ...
+    @property
+    def jobs(self) -> EngineWork: ...
+    @property
+    def status(self) -> StatusBar: ...
+    @property
+    def app(self) -> App[Any]: ...
+    def notify(self, message: str, *, severity: Any = ..., timeout: float | None = ..., markup: bool = ...) -> None: ...
+
+
+def offer_trim(screen: TrimHost, error: ContextOverflow) -> None:
     """The branch no longer fits: offer to go on in a new branch without the oldest turns."""
     snapshot = screen.controller.snapshot()
     head = snapshot.head if snapshot is not None else None
@@ -34,6 +52,6 @@ def offer_trim(screen: ChatScreen, error: ContextOverflow) -> None:
     screen.app.push_screen(ConfirmScreen(words, "Continue in a new branch", yes_variant="primary"), chosen)
 
 
-def start_trim(screen: ChatScreen, leaf_id: int) -> None:
+def start_trim(screen: TrimHost, leaf_id: int) -> None:
     screen.status.set_note("making a branch without the oldest turns…")
     screen.jobs.trim(leaf_id)
