@@ -72,6 +72,11 @@ def test_an_import_from_a_device_is_refused(store, tmp_path):
         import_file(store, link)
 
 
+def test_an_import_of_a_folder_says_so(store, tmp_path):
+    with pytest.raises(ExchangeError, match=r"^cannot read .*: Is a directory$"):
+        import_file(store, tmp_path)
+
+
 def test_an_import_larger_than_any_chat_export_is_refused_before_it_is_read(store, tmp_path):
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as out:  # sparse: no disk space, and never read if refused first

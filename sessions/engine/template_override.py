@@ -12,13 +12,12 @@ untrusted as a template inside a GGUF: it goes through the same sandbox and prob
 from __future__ import annotations
 
 import fnmatch
-import os
-import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
 from sessions.engine.template_families import BY_NAME
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -70,28 +69,14 @@ class TemplateOverride:
 
 
 def _read_limited(path: Path) -> bytes:
-    """At most ``MAX_FILE_BYTES`` of a regular file, or ``OverrideUnreadable``.
-
-    A FIFO or ``/dev/stdin`` reports a size of 0 and would block a read until a writer
-    comes; ``/dev/zero`` never ends. So anything but a regular file is refused before it
-    is read (checked again on the opened descriptor, opened non-blocking in case the path
-    was swapped), and the read stops one byte past the limit whatever ``stat`` said.
-    """
-    info = path.stat()
-    if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise OverrideUnreadable("is not a regular file (a pipe or a device cannot hold one)")
-    if info.st_size > MAX_FILE_BYTES:
-        raise OverrideUnreadable(f"is {info.st_size:,} bytes long ({_FEW_KB})")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OverrideUnreadable("is not a regular file (a pipe or a device cannot hold one)")
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise OverrideUnreadable(f"is more than {MAX_FILE_BYTES:,} bytes long ({_FEW_KB})")
-    return data
+    """At most ``MAX_FILE_BYTES`` of a regular file (``read_regular_file``), or ``OverrideUnreadable``."""
+    try:
+        return read_regular_file(path, MAX_FILE_BYTES)
+    except NotRegularFile:
+        raise OverrideUnreadable("is not a regular file (a pipe or a device cannot hold one)") from None
+    except FileTooLarge as error:
+        size = f"{error.size:,} bytes" if error.size is not None else f"more than {MAX_FILE_BYTES:,} bytes"
+        raise OverrideUnreadable(f"is {size} long ({_FEW_KB})") from None
 
 
 @dataclass(frozen=True)

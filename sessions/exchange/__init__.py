@@ -9,11 +9,10 @@ every session in the file or, on any problem, none.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
+from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
 from sessions.exchange.builder import ExchangeError
 from sessions.exchange.chatgpt import import_chatgpt, looks_like_chatgpt
 from sessions.exchange.export_file import ExportKind, export_text, write_export
@@ -93,28 +92,14 @@ def import_file(store: SessionStore, path: Path | str) -> list[int]:
 
 
 def _read_import(path: Path) -> bytes:
-    """The file's bytes, read only from a regular file of at most ``MAX_IMPORT_BYTES``.
-
-    A device never ends (``/dev/zero`` would fill the memory) and a FIFO waits for a
-    writer, so the file is opened without blocking and checked through the open
-    descriptor (not the name, which could be swapped in between) before anything is read.
-    """
+    """The file's bytes, read only from a regular file of at most ``MAX_IMPORT_BYTES``
+    (``read_regular_file``: a device would fill the memory, a FIFO wait for a writer)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        return read_regular_file(path, MAX_IMPORT_BYTES)
+    except NotRegularFile:
+        raise ExchangeError(f"{path.name} is not a regular file") from None
+    except FileTooLarge:
+        raise ExchangeError(f"{path.name} is larger than any chat export "
+                            f"(more than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB)") from None
     except OSError as error:
         raise ExchangeError(f"cannot read {path}: {error.strerror or error}") from error
-    with os.fdopen(fd, "rb") as file:
-        try:
-            info = os.fstat(file.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise ExchangeError(f"{path.name} is not a regular file")
-            too_big = ExchangeError(f"{path.name} is larger than any chat export "
-                                    f"(more than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB)")
-            if info.st_size > MAX_IMPORT_BYTES:
-                raise too_big
-            raw = file.read(MAX_IMPORT_BYTES + 1)  # the file may have grown since fstat
-        except OSError as error:
-            raise ExchangeError(f"cannot read {path}: {error.strerror or error}") from error
-    if len(raw) > MAX_IMPORT_BYTES:
-        raise too_big
-    return raw
