@@ -110,33 +110,37 @@ def test_a_snapshot_answers_while_a_worker_tokenizes_a_branch(controller, store,
     assert frozen == freeze_all(engine, path) and list(accumulate(map(len, frozen))) == ends
 
 
-def test_a_gesture_meanwhile_leaves_the_branch_read_to_the_worker(controller):
+def warm_while(controller, gestures) -> None:
+    """Warm the head's branch while ``gestures(path)`` runs with the tokenizer held; the
+    warm must succeed and make exactly the branch it read live."""
     engine = controller.engine
     path = list(controller.snapshot().path)
     tokens, _ = expected(engine, path)
     held = HeldTokenizer(engine)
     worker, out = in_thread(controller.warm)
     assert held.entered.wait(WAIT)
-    answers_meanwhile(lambda: controller.rewind(path[2].id))  # the head moves back meanwhile
-    answers_meanwhile(lambda: controller.send("elsewhere"))  # and a new branch starts there
+    gestures(path)
     held.release.set()
     worker.join(WAIT)
     assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
     assert engine.live == tokens  # the branch the job read, whole
+
+
+def test_a_gesture_meanwhile_leaves_the_branch_read_to_the_worker(controller):
+    def gestures(path) -> None:
+        answers_meanwhile(lambda: controller.rewind(path[2].id))  # the head moves back meanwhile
+        answers_meanwhile(lambda: controller.send("elsewhere"))  # and a new branch starts there
+
+    warm_while(controller, gestures)
     assert controller.snapshot().head.text == "elsewhere"
 
 
 def test_a_message_deleted_meanwhile_does_not_fail_the_branch(controller, store):
-    engine = controller.engine
+    def gestures(path) -> None:
+        assert answers_meanwhile(lambda: controller.delete_subtree(path[-2].id)) == 2
+
     path = list(controller.snapshot().path)
-    tokens, _ = expected(engine, path)
-    held = HeldTokenizer(engine)
-    worker, out = in_thread(controller.warm)
-    assert held.entered.wait(WAIT)
-    assert answers_meanwhile(lambda: controller.delete_subtree(path[-2].id)) == 2
-    held.release.set()
-    worker.join(WAIT)
-    assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
-    assert engine.live == tokens
+    warm_while(controller, gestures)
+    engine = controller.engine
     fingerprint = engine.info.fingerprint
     assert store.get_tokens(path[1].id, fingerprint) == freeze_all(engine, path)[1]
