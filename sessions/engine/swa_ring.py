@@ -98,9 +98,11 @@ def relabel(blob: np.ndarray, seq: int) -> None:
 
 def ring_positions(pos_max: int, size: int) -> np.ndarray:
     """The position each cell holds after an uninterrupted run up to ``pos_max``."""
-    count = min(size, pos_max + 1)
-    index = np.arange(count, dtype=np.int64)
-    return (pos_max - (pos_max - index) % size).astype(np.int32)
+    if pos_max < size:  # the first lap: cell i holds position i
+        return np.arange(pos_max + 1, dtype=np.int32)
+    newest = pos_max % size  # cells 0..newest hold this lap, the others the lap before
+    return np.concatenate((np.arange(pos_max - newest, pos_max + 1, dtype=np.int32),
+                           np.arange(pos_max - size + 1, pos_max - newest, dtype=np.int32)))
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,7 @@ class SwaRing:
         laid, rows_at = self._skeleton(pos_max, shape.layers)
         fixed = np.empty(len(shape.fixed(count)), dtype=np.uint8)
         meta = np.empty(CELL_META * count, dtype=np.uint8)
-        runs = _runs(positions.astype(np.int64) % self.size)
+        runs = self._window_runs(pos_max)
         ring, fields = laid.blob.data, fixed.data  # memoryview slices: a fifth of numpy views' cost
         pieces = [fields[:16], meta.data, fields[16:24]]
         at = 24
@@ -312,8 +314,25 @@ class SwaRing:
 
     def _window_positions(self, pos_max: int) -> np.ndarray:
         """The positions of the window after ``pos_max``, in ring order (as a run saves them)."""
-        positions = np.arange(max(0, pos_max - self.n_swa + 1), pos_max + 1, dtype=np.int32)
-        return positions[np.argsort(positions % self.size, kind="stable")]
+        low, wrap = self._window_wrap(pos_max)
+        if wrap > pos_max:
+            return np.arange(low, pos_max + 1, dtype=np.int32)
+        return np.concatenate((np.arange(wrap, pos_max + 1, dtype=np.int32), np.arange(low, wrap, dtype=np.int32)))
+
+    def _window_runs(self, pos_max: int) -> list[tuple[int, int, int]]:
+        """``_runs`` of the window after ``pos_max`` in ring order, reckoned (no arrays)."""
+        low, wrap = self._window_wrap(pos_max)
+        if wrap > pos_max or low % self.size == pos_max + 1 - wrap:  # one run (a full lap is one too)
+            return [(0, pos_max + 1 - low, low % self.size if wrap > pos_max else 0)]
+        return [(0, pos_max + 1 - wrap, 0), (pos_max + 1 - wrap, pos_max + 1 - low, low % self.size)]
+
+    def _window_wrap(self, pos_max: int) -> tuple[int, int]:
+        """The window's first position, and the first of its positions in cell 0 (past
+        ``pos_max`` when it does not wrap). A window is at most a lap of the ring
+        (``n_swa <= N``, or the context is shorter than both), so it wraps at most once:
+        ring order is then ``wrap..pos_max`` in cells ``0..``, ``low..wrap - 1`` at the end."""
+        low = max(0, pos_max - self.n_swa + 1)
+        return low, (low // self.size + 1) * self.size
 
     def _skeleton(self, pos_max: int, layers: Layers) -> tuple[LaidRing, list[tuple[int, int]]]:
         """The kept ring buffer with the fields and cells of the ring after ``pos_max``,
