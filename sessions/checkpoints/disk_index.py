@@ -121,6 +121,9 @@ class DiskIndex:
     def __iter__(self) -> Iterator[Key]:
         return iter(self._entries)
 
+    def items(self) -> list[tuple[Key, DiskEntry]]:
+        return list(self._entries.items())
+
     def is_leaf(self, key: Key) -> bool:
         """True when no stored segment names ``key`` as its parent."""
         return self._children.get(key, 0) == 0

@@ -36,7 +36,7 @@ from .file_format import (
     parse_header,
 )
 from .file_reads import Place, Placed, StateSpan, mark_used, read_in_one, read_payload, read_pieces
-from .keys import FILE_SUFFIX, Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
+from .keys import Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
 from .segment import Segment, as_view
 
 log = logging.getLogger(__name__)
@@ -269,15 +269,16 @@ class DiskTier:
 
     # ----- reading ----------------------------------------------------------------------
 
-    def load(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Segment | None:
-        """The verified segment on disk, or None (missing or deleted as corrupt)."""
+    def load(self, compat: StateCompat, prefix: str, kind: Kind = "cells", *, use: bool = True) -> Segment | None:
+        """The verified segment on disk, or None (missing or deleted as corrupt); ``use``:
+        count the read as a use of the file (eviction takes the least recently used)."""
 
         def read(src, header: Header) -> Segment:
             state = read_payload(src, header.state_len)
             logits = read_payload(src, header.logits_len)
             return build_segment(compat, header, state, logits)
 
-        return self._read_checked(compat, prefix, kind, read)
+        return self._read_checked(compat, prefix, kind, read, use)
 
     def load_into(self, compat: StateCompat, prefix: str, kind: Kind, place: Place) -> Placed | None:
         """Read a file's state straight into the buffers ``place`` gives for it.
@@ -328,7 +329,8 @@ class DiskTier:
 
         return self._read_checked(compat, prefix, kind, read)
 
-    def _read_checked(self, compat: StateCompat, prefix: str, kind: Kind, read: Callable[..., T | None]) -> T | None:
+    def _read_checked(self, compat: StateCompat, prefix: str, kind: Kind, read: Callable[..., T | None],
+                      use: bool = True) -> T | None:
         """Open the file of a checkpoint, check its header, and ``read(src, header)`` it.
 
         Whatever goes wrong is handled here, once for every way of reading: a missing
@@ -348,7 +350,7 @@ class DiskTier:
                 header = parse_header(src.read(HEADER_SIZE))
                 check_header(header, expected_address(compat, prefix, kind), size)
                 result = read(src, header)
-                if result is not None:
+                if result is not None and use:
                     mark_used(src.fileno())
         except FileNotFoundError:
             with self._lock:
@@ -369,21 +371,18 @@ class DiskTier:
             assert self._index is not None
             now = self._clock.now()
             if key in self._index:
-                self._index.touch(key, now)
+                if use:
+                    self._index.touch(key, now)
             elif self._index.removals == removals and not leaving:  # written by another process
                 self._index.add(key, DiskEntry.of_header(header, Path(path), size, now))
             # (else it may have been deleted while this read had it open; another's is listed next read)
         return result
 
-    def largest(self, model_id: bytes, kind: Kind) -> int:
-        """The largest payload among one model's files of ``kind``, any params (0 if none)."""
+    def entries(self) -> list[tuple[Key, DiskEntry]]:
+        """The files listed now, with what the index knows of them (none while disabled)."""
         self.ensure_index()
-        folder = model_id.hex()
         with self._lock:
-            entries = [self._index.get(key) for key in self._index or ()]  # type: ignore[union-attr]
-        sizes = [e.size for e in entries if e is not None and e.path.parent.name == folder
-                 and e.path.name.endswith(FILE_SUFFIX[kind])]
-        return max(sizes, default=HEADER_SIZE) - HEADER_SIZE
+            return [] if self._index is None or self._disabled else self._index.items()
 
     def _delete_corrupt(self, path: Path, reason: str) -> None:
         try:

@@ -22,7 +22,7 @@ from .disk_tier import DiskTier
 from .errors import InvalidSegmentError, StoreClosedError
 from .file_format import HEADER_SIZE
 from .file_reads import Place, Placed
-from .keys import Key, Kind, StateCompat, fingerprint_id, key_of
+from .keys import FILE_SUFFIX, Key, Kind, StateCompat, fingerprint_id, key_of
 from .ram_tier import RamTier
 from .segment import Segment, SegmentMeta
 from .writer import BackgroundWriter
@@ -164,7 +164,19 @@ class CheckpointStore:
 
         What a restore from disk may have to hold at once, for memory prepared while
         the model loads (so by fingerprint alone: the context params are not known yet)."""
-        return self._disk.largest(fingerprint_id(model_fingerprint), kind)
+        folder, suffix = fingerprint_id(model_fingerprint).hex(), FILE_SUFFIX[kind]
+        sizes = [entry.size for _key, entry in self._disk.entries()
+                 if entry.path.parent.name == folder and entry.path.name.endswith(suffix)]
+        return max(sizes, default=HEADER_SIZE) - HEADER_SIZE
+
+    def sample(self, compat: StateCompat, kind: Kind) -> Segment | None:
+        """The smallest of ``compat``'s files of ``kind`` on disk, read and verified, or None.
+
+        For learning the layout of a model's states before the first restore needs it
+        (``restore_reads.learn_layouts``): neither kept in RAM nor counted as a use."""
+        digest = compat.digest()
+        sizes = [(entry.size, key[1]) for key, entry in self._disk.entries() if key[0] == digest and key[2] == kind]
+        return self._disk.load(compat, min(sizes)[1], kind, use=False) if sizes else None
 
     def has(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:
         """Whether ``get`` would likely succeed; no disk I/O once the index is built."""

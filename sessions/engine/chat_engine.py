@@ -22,7 +22,7 @@ from sessions.engine.offload import GpuLayers, resolve_gpu_layers
 from sessions.engine.planner import Plan
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.restore_memory import RestoreMemory
-from sessions.engine.restore_reads import disk_sizes, snapshot_sizes
+from sessions.engine.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
 from sessions.engine.sampler import Sampler
 from sessions.engine.template_choice import choose_template
 from sessions.engine.template_families import ALL_MARKERS
@@ -98,6 +98,8 @@ class LlamaChatEngine:
         self.info = self.model.info
         self.n_ctx = self.ctx.n_ctx
         self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
+        if checkpoints is not None:
+            memory.reader().submit(learn_layouts, self.branches)
         self.template = choose_template(
             self.info.chat_template, self.model.special_tokens(ALL_MARKERS), override=template_override,
             bos_token=self.info.bos_text, eos_token=self.info.eos_text,

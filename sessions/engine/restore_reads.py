@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.checkpoints import Placed, Segment, StateSpan
+from sessions.checkpoints import Placed, Segment, StateSpan, StoreClosedError
 from sessions.engine.context import SEQUENCES
 from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
-from sessions.engine.swa_ring import ring_bytes, ring_size
+from sessions.engine.swa_ring import LIVE, ring_bytes, ring_size
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
@@ -107,6 +107,33 @@ def snapshot_sizes(store: CheckpointStore, info: ModelInfo, params: ContextParam
         cells = ring_size(params.n_ctx, info.n_swa, SEQUENCES, params.n_batch)
         return {"ring": ring_bytes(largest, cells, info.n_swa)}
     return {"snapshot": largest}
+
+
+def learn_layouts(engine: LiveSequence) -> None:
+    """Learn the layouts of the model's cells and window states from a file of each.
+
+    A restore learns them from the first file it reads otherwise, with a dozen small
+    reads before that file's read (the window's one per layer) on the way to the first
+    token. Run on the reader thread while the model loads and the chat opens, it takes
+    the smallest file of each kind, whole and verified: a layout is only ever learnt
+    from a file that proved intact.
+    """
+    store, ring = engine.store, engine.ring
+    if store is None:
+        return
+    try:
+        if engine.cells_shape is None and (cells := store.sample(engine.compat, "cells")) is not None:
+            shape = shape_of(as_array(cells.state))
+            if shape.tail == bytes(engine.ctx.cells_tail()):
+                engine.cells_shape = shape
+        if ring is not None and ring.window_shape is None:
+            window = store.sample(engine.compat, "snapshot")
+            if window is not None and len(window.state):
+                shape = shape_of(as_array(window.state))
+                if not shape.tail and shape.seq == LIVE:
+                    ring.window_shape = shape
+    except (LayoutError, StoreClosedError) as error:  # the first restore learns them itself
+        log.debug("state layouts not learnt ahead: %s", error)
 
 
 def group_batches(infos: Sequence[SegmentInfo], limit: int | None = None) -> list[list[int]]:
