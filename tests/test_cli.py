@@ -212,3 +212,14 @@ def test_every_error_meant_for_the_user_is_where_the_runner_looks():
         assert isinstance(found, type) and issubclass(found, Exception), (module, name)
     assert set(runner._known_errors()) >= {getattr(importlib.import_module(m), n)
                                            for m, n in runner._ERRORS_FOR_THE_USER}
+
+
+@pytest.mark.parametrize(("size", "shown"), [
+    (0, "0 B"), (999, "999 B"), (1000, "1.0 KB"), (999_949, "999.9 KB"), (999_950, "1.0 MB"),
+    (999_999, "1.0 MB"), (5_300_000_000, "5.3 GB"), (999_999_999_999, "1.0 TB"), (10**16, "10000.0 TB"),
+])
+def test_sizes_never_read_a_thousand_of_a_unit(size, shown):
+    """A size just under the next unit rounds up into it: never "1000.0 KB"."""
+    from sessions.cli.formatting import human_size
+
+    assert human_size(size) == shown
