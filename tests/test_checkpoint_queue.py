@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -69,6 +70,24 @@ def test_a_put_after_a_queued_deletion_keeps_the_file(tmp_path, monkeypatch, pro
         assert file_of(tmp_path, snap).is_file()
         assert store.persisted(COMPAT, snap.prefix, "snapshot")
     assert problems == []
+
+
+def test_a_put_after_a_queued_deletion_files_its_new_role(tmp_path, monkeypatch) -> None:
+    """An old tip put back as the prompt end before its deletion ran: the file must say
+    "prompt" from then on, or the next process takes it for the old tip and deletes it."""
+    tip, other = replace(snapshot(60), role="tip"), snapshot(70)
+    on_disk(tmp_path, tip)
+    disk = SlowDisk(monkeypatch)
+    with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24) as store, disk:
+        store.put(other)
+        assert disk.entered.wait(WAIT)
+        store.drop_from_disk(COMPAT, tip.prefix, "snapshot")
+        store.put(replace(tip, role="prompt"), persist=True)
+        disk.release.set()
+        assert store.flush(WAIT)
+    with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24) as reopened:
+        meta = reopened.peek(COMPAT, tip.prefix, "snapshot")
+        assert meta is not None and meta.tier == "disk" and meta.role == "prompt"
 
 
 def test_a_put_during_the_deletion_of_its_file_writes_it_again(tmp_path, monkeypatch, problems) -> None:

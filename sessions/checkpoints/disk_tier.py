@@ -170,11 +170,14 @@ class DiskTier:
     # ----- writing (writer thread) ------------------------------------------------------
 
     def save(self, segment: Segment) -> None:
-        """Write ``segment`` unless it is on disk already; evict to stay under budget."""
+        """Write ``segment`` unless it is on disk already (in the same role: a prompt end
+        that was the tip is written again, or a later process takes it for the tip);
+        evict to stay under budget."""
         self.ensure_index()
         key = segment.key
         with self._lock:
-            if self._disabled or key in self._index:  # type: ignore[operator]
+            entry = self._index.get(key) if self._index is not None else None
+            if self._disabled or (entry is not None and entry.role == segment.role):
                 self.skipped += 1
                 return
         size = HEADER_SIZE + segment.nbytes

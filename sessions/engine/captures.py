@@ -313,9 +313,8 @@ class Captures:
         if anchor:
             for role in list(self.temporary):
                 if self.temporary[role] == snap.prefix:
-                    # The same file, now kept for good here. Its header still names it a
-                    # temporary (files are never rewritten): after a restart a later turn
-                    # may take it off the disk, and the next snapshot is kept instead.
+                    # The same file, now kept for good here: the writer writes it again
+                    # with no role (``DiskTier.save``), so a later process keeps it too.
                     del self.temporary[role]
                 else:
                     self._drop_temporary(role)
