@@ -79,31 +79,49 @@ def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
     return TrimPlan(tuple(kept), tuple(tuple(t) for t in tokens), len(path) - len(kept))
 
 
-def trim_branch(conv, store, engine, leaf_id: int | None, *, reserve: int):
-    """Copy the newest turns that fit, below a new root; return the new head.
-
-    The new branch is a new root beside the old one (which stays untouched): the system
-    message if any, then the most recent turns that fit in ``n_ctx - reserve`` tokens,
-    then the user message at ``leaf_id`` (default: the head), which becomes the head.
-    Raises ``ContextOverflow`` when that message alone fills the context. The caller
-    holds the controller's lock. Returns the leaf itself when nothing older can be left
-    out and it already fits.
-    """
-    from sessions.errors import ContextOverflow, ControllerError
+def branch_to_trim(conv, leaf_id: int | None) -> list[Message]:
+    """The branch ending at ``leaf_id`` (default: the head), root first; read under the
+    controller's tree lock. It must end with a user message waiting for an answer."""
+    from sessions.errors import ControllerError
 
     leaf = leaf_id if leaf_id is not None else (conv.head.id if conv.head else None)
     if leaf is None or conv.tree.get(leaf).role != "user":
         raise ControllerError("only a branch that ends with a message to answer can be trimmed")
-    path = conv.tree.path_to(leaf)
+    return conv.tree.path_to(leaf)
+
+
+def fit_branch(store, engine, session_id: int | None, path: Sequence[Message], *, reserve: int) -> TrimPlan:
+    """``plan_trim`` for ``path`` in the engine's context, guessing from the tokens the
+    store keeps for this model. Renders and tokenizes the turns it tries, which takes
+    long for a long chat: call it without the tree lock. Raises ``ContextOverflow``
+    when the message to answer alone fills the context."""
+    from sessions.errors import ContextOverflow
+
     fingerprint = engine.info.fingerprint
-    known = store.session_tokens(conv.session_id)
+    known = store.session_tokens(session_id) if session_id is not None else {}
     counts = {mid: len(by_model[fingerprint]) for mid, by_model in known.items() if fingerprint in by_model}
     try:
-        plan = plan_trim(engine, path, n_ctx=engine.n_ctx, reserve=reserve, known=counts)
+        return plan_trim(engine, path, n_ctx=engine.n_ctx, reserve=reserve, known=counts)
     except BranchTooLong as error:
         raise ContextOverflow(str(error), n_ctx=engine.n_ctx) from None
+
+
+def add_trimmed(conv, engine, path: Sequence[Message], plan: TrimPlan) -> Message:
+    """Copy the turns ``plan`` keeps below a new root; return the new head.
+
+    The new branch is a new root beside the old one (which stays untouched): the system
+    message if any, then the most recent turns that fit, then the message to answer,
+    which becomes the head. Returns that message itself when nothing older is left out.
+    Called under the tree lock; ``path`` was read under it before (``branch_to_trim``),
+    and its message to answer must still be there.
+    """
+    from sessions.errors import ControllerError
+
+    if path[-1].id not in conv.tree:
+        raise ControllerError("the message to answer was deleted meanwhile: nothing was trimmed")
     if not plan.dropped:
         return path[-1]  # nothing older to leave out, and it fits as it is
+    fingerprint = engine.info.fingerprint
     parent = None
     for message, tokens in zip(plan.kept, plan.tokens, strict=True):
         parent = conv.append(message.role, message.text, parent_id=parent, tokens={fingerprint: list(tokens)}).id

@@ -183,14 +183,14 @@ def test_a_ctrl_c_while_trimming_writes_no_reply(capsys, factory, models, monkey
     factory.script.n_ctx = 512
     with SessionStore.open() as store:  # about 1,200 tokens (bytes) for a 512-token context
         session_id = long_turns(store, TURN)
-    trim = context_fit.trim_branch
+    fit = context_fit.fit_branch
 
-    def interrupted_trim(conv, store, engine, *args, **kwargs):
+    def interrupted_fit(store, engine, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # reaches the main thread: the work thread blocks it
         assert engine._abort.wait(HOLD_LIMIT_SECONDS)  # the handler ran: ask's stop is set
-        return trim(conv, store, engine, *args, **kwargs)
+        return fit(store, engine, *args, **kwargs)
 
-    monkeypatch.setattr(context_fit, "trim_branch", interrupted_trim)
+    monkeypatch.setattr(context_fit, "fit_branch", interrupted_fit)
     code, out, err = ask(capsys, "-m", str(models["given"]), "--session", str(session_id), "--trim", "short")
     with SessionStore.open() as stored:
         messages = stored.messages(session_id)

@@ -144,3 +144,37 @@ def test_a_message_deleted_meanwhile_does_not_fail_the_branch(controller, store)
     engine = controller.engine
     fingerprint = engine.info.fingerprint
     assert store.get_tokens(path[1].id, fingerprint) == freeze_all(engine, path)[1]
+
+
+def test_a_trim_tokenizes_the_turns_it_keeps_without_the_tree_lock(controller):
+    controller.send("four")
+    path = list(controller.snapshot().path)
+    held = HeldTokenizer(controller.engine)
+    worker, out = in_thread(controller.trim_to_fit)
+    assert held.entered.wait(WAIT)
+    shown = answers_meanwhile(controller.snapshot)
+    assert [m.id for m in shown.path] == [m.id for m in path]
+    held.release.set()
+    worker.join(WAIT)
+    assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
+    head = out[0]
+    kept = controller.snapshot().tree.path_to(head.id)
+    assert head.id != path[-1].id and kept[0].id != path[0].id  # a new root beside the old branch
+    assert [m.text for m in kept] == [path[0].text, *(m.text for m in path[3:])]  # the oldest turn left out
+
+
+def test_a_trim_whose_question_is_deleted_meanwhile_adds_nothing(controller):
+    from sessions.errors import ControllerError
+
+    controller.send("four")
+    path = list(controller.snapshot().path)
+    before = len(controller.snapshot().tree)
+    held = HeldTokenizer(controller.engine)
+    worker, out = in_thread(controller.trim_to_fit)
+    assert held.entered.wait(WAIT)
+    assert answers_meanwhile(lambda: controller.delete_subtree(path[-1].id)) == 1
+    held.release.set()
+    worker.join(WAIT)
+    assert not worker.is_alive() and out and isinstance(out[0], ControllerError), out
+    assert "deleted meanwhile" in str(out[0])
+    assert len(controller.snapshot().tree) == before - 1

@@ -380,19 +380,20 @@ class SessionController(ControllerBase):
                                      continued.text, continued.written, continued.tokens)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
-        """Continue a branch too long for the context in a new branch without its oldest turns.
-
-        See ``context_fit.trim_branch``; ``reserve`` (room for the reply) defaults to the
-        chat's reply length limit, at most a quarter of the context. Blocking.
-        """
-        from sessions.context_fit import trim_branch
+        """Continue a branch too long for the context in a new branch without its oldest turns
+        (``context_fit``); ``reserve`` (room for the reply) defaults to the chat's reply length
+        limit, at most a quarter of the context. Tokenizes without the tree lock. Blocking."""
+        from sessions import context_fit
 
         with self._jobs.job():
             engine = self._engine()
             with self._lock:
                 conversation = self._conv()
-                if reserve is None:
-                    limit = chat_settings.settings_of(conversation, self.sampling).sampling.max_tokens
-                    reserve = min(limit, engine.n_ctx // 4)
-                with self._turns.asking(conversation.session_id):  # the reply follows; it ends the turn
-                    return trim_branch(conversation, self._store, engine, leaf_id, reserve=reserve)
+                limit = chat_settings.settings_of(conversation, self.sampling).sampling.max_tokens
+                reserve = min(limit, engine.n_ctx // 4) if reserve is None else reserve
+                path = context_fit.branch_to_trim(conversation, leaf_id)
+            plan = context_fit.fit_branch(self._store, engine, conversation.session_id, path, reserve=reserve)
+            with self._lock, self._turns.asking(conversation.session_id):  # the reply follows; it ends the turn
+                if self._conv() is not conversation:
+                    raise ControllerError("another chat was opened meanwhile: nothing was trimmed")
+                return context_fit.add_trimmed(conversation, engine, path, plan)
