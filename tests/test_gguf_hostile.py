@@ -52,6 +52,35 @@ def test_a_plain_array_in_the_same_layout_still_reads(tmp_path):
     assert header.metadata == {"general.architecture": "llama", "deep": [7]}
 
 
+# --- long strings ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["key", "value"])
+def test_a_string_of_gigabytes_is_refused_unread(tmp_path, where):
+    """A model file is gigabytes, so a metadata string claiming as much may really be there
+    (a sparse file here): it is refused from its length, not copied into memory."""
+    length = gguf_header.MAX_STRING_BYTES + 1
+    path = tmp_path / "long.gguf"
+    head = _string("general.architecture") + struct.pack("<I", STRING) + _string("llama")
+    if where == "key":
+        head += struct.pack("<Q", length)
+    else:
+        head += _string("general.description") + struct.pack("<IQ", STRING, length)
+    with path.open("wb") as out:
+        out.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + head)
+        out.truncate(out.tell() + length + 4096)  # the string and more are there, as zeros
+    what = "metadata key 2 of 2" if where == "key" else "the value of 'general.description'"
+    with pytest.raises(ModelFileError, match=rf"^long\.gguf: corrupt GGUF header: {what} is a string of "
+                       rf"{length:,} bytes; no model needs more than {length - 1:,}$"):
+        read_gguf_header(path)
+
+
+def test_a_long_string_within_the_limit_reads(tmp_path):
+    text = "x" * 100_000
+    header = read_gguf_header(make_gguf(tmp_path / "ok.gguf", extra={"general.description": text}))
+    assert header.metadata["general.description"] == text
+
+
 # --- split.count -----------------------------------------------------------------------
 
 

@@ -29,6 +29,10 @@ DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4
 KEEP_ARRAYS_UP_TO = 64
 """Longer arrays (vocabularies, merges) are summarised as ``ArrayInfo``, not read."""
+MAX_STRING_BYTES = 16 << 20
+"""Longest metadata string read. The longest any real model carries is a chat template
+of some tens of kB; a file claiming gigabytes (it may really be that large: model files
+are) would have every header read copy them into memory."""
 
 # GGUF value type id: (name, struct format or None for variable-size types)
 VALUE_TYPES: dict[int, tuple[str, str | None]] = {
@@ -129,6 +133,8 @@ class _Cursor:
 
     def string(self, what: str) -> str:
         (length,) = self.unpack("Q", what)
+        if length > MAX_STRING_BYTES and self.pos + length <= self.size:  # (one past the file is truncated)
+            raise _Corrupt(f"{what} is a string of {length:,} bytes; no model needs more than {MAX_STRING_BYTES:,}")
         start = self.pos
         self.skip(length, what)
         return bytes(self.buffer[start:self.pos]).decode("utf-8", errors="replace")
