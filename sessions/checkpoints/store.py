@@ -169,13 +169,15 @@ class CheckpointStore:
                  if entry.path.parent.name == folder and entry.path.name.endswith(suffix)]
         return max(sizes, default=HEADER_SIZE) - HEADER_SIZE
 
-    def sample(self, compat: StateCompat, kind: Kind) -> Segment | None:
-        """The smallest of ``compat``'s files of ``kind`` on disk, read and verified, or None.
+    def sample(self, compat: StateCompat, kind: Kind, max_bytes: int) -> Segment | None:
+        """The smallest of ``compat``'s files of ``kind`` on disk, read and verified; None
+        when there is none of at most ``max_bytes``.
 
         For learning the layout of a model's states before the first restore needs it
         (``restore_reads.learn_layouts``): neither kept in RAM nor counted as a use."""
         digest = compat.digest()
-        sizes = [(entry.size, key[1]) for key, entry in self._disk.entries() if key[0] == digest and key[2] == kind]
+        sizes = [(entry.size, key[1]) for key, entry in self._disk.entries()
+                 if key[0] == digest and key[2] == kind and entry.size <= max_bytes]
         return self._disk.load(compat, min(sizes)[1], kind, use=False) if sizes else None
 
     def has(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:

@@ -109,25 +109,32 @@ def snapshot_sizes(store: CheckpointStore, info: ModelInfo, params: ContextParam
     return {"snapshot": largest}
 
 
+LEARN_FROM_AT_MOST = 64 << 20
+"""Largest file ``learn_layouts`` reads. A large model's window file is hundreds of MB
+(a 27B Gemma 3's 1,024-token window, about 400 MB): reading one at load would cost far
+more than the few small reads a restore then spends learning the layout itself."""
+
+
 def learn_layouts(engine: LiveSequence) -> None:
     """Learn the layouts of the model's cells and window states from a file of each.
 
     A restore learns them from the first file it reads otherwise, with a dozen small
     reads before that file's read (the window's one per layer) on the way to the first
     token. Run on the reader thread while the model loads and the chat opens, it takes
-    the smallest file of each kind, whole and verified: a layout is only ever learnt
-    from a file that proved intact.
+    the smallest file of each kind (up to ``LEARN_FROM_AT_MOST``), whole and verified:
+    a layout is only ever learnt from a file that proved intact.
     """
     store, ring = engine.store, engine.ring
     if store is None:
         return
     try:
-        if engine.cells_shape is None and (cells := store.sample(engine.compat, "cells")) is not None:
+        cells = store.sample(engine.compat, "cells", LEARN_FROM_AT_MOST) if engine.cells_shape is None else None
+        if cells is not None:
             shape = shape_of(as_array(cells.state))
             if shape.tail == bytes(engine.ctx.cells_tail()):
                 engine.cells_shape = shape
         if ring is not None and ring.window_shape is None:
-            window = store.sample(engine.compat, "snapshot")
+            window = store.sample(engine.compat, "snapshot", LEARN_FROM_AT_MOST)
             if window is not None and len(window.state):
                 shape = shape_of(as_array(window.state))
                 if not shape.tail and shape.seq == LIVE:

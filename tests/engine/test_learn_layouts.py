@@ -111,3 +111,20 @@ def test_no_store_or_no_files_teach_nothing(loaded_models, tmp_path):
             restore_reads.learn_layouts(engine)
             assert engine.cells_shape is None
             assert engine.ring is not None and engine.ring.window_shape is None
+
+
+def test_files_too_large_to_read_at_load_are_left_to_the_restore(loaded_models, tmp_path, monkeypatch):
+    """A large model's window file is hundreds of MB: not read at load, learnt by the restore."""
+    model = loaded_models["gemma3"]
+    msgs = branch(model, 0, 1, 2, 3, 4)
+    save(model, tmp_path / "ck", msgs)
+    window = files(tmp_path / "ck", ".snap")[0].stat().st_size
+    assert files(tmp_path / "ck", ".ckpt")[0].stat().st_size < window
+    monkeypatch.setattr(restore_reads, "LEARN_FROM_AT_MOST", window - 1)
+    with CheckpointStore(tmp_path / "ck", **BUDGET) as store:
+        engine = engine_for(model, store)
+        assert engine.ring is not None
+        restore_reads.learn_layouts(engine)
+        assert engine.cells_shape is not None and engine.ring.window_shape is None
+        check(engine, model, msgs + branch(model, 5))
+        assert engine.ring.window_shape is not None
