@@ -81,15 +81,10 @@ def expected(engine, path) -> tuple[list[int], list[int]]:
     return [t for tokens in per_message for t in tokens], list(accumulate(len(t) for t in per_message))
 
 
-@pytest.mark.parametrize("job", ["plan_for", "plan_choice", "warm", "generate_reply"])
-def test_a_snapshot_answers_while_a_worker_tokenizes_a_branch(controller, store, job):
-    if job == "generate_reply":
-        controller.send("four")
-    engine = controller.engine
-    path = list(controller.snapshot().path)
-    tokens, ends = expected(engine, path)
-    held = HeldTokenizer(engine)
-    work = (lambda: controller.plan_choice(path[-1].id)) if job == "plan_choice" else getattr(controller, job)
+def held_job(controller, work: Callable[[], object], path) -> object:
+    """``work``'s result, run on a worker while the tokenizer is held; meanwhile a snapshot
+    must answer, showing the branch ``path`` read when the job began."""
+    held = HeldTokenizer(controller.engine)
     worker, out = in_thread(work)
     assert held.entered.wait(WAIT)
     shown = answers_meanwhile(controller.snapshot)
@@ -97,7 +92,18 @@ def test_a_snapshot_answers_while_a_worker_tokenizes_a_branch(controller, store,
     held.release.set()
     worker.join(WAIT)
     assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
-    result = out[0]
+    return out[0]
+
+
+@pytest.mark.parametrize("job", ["plan_for", "plan_choice", "warm", "generate_reply"])
+def test_a_snapshot_answers_while_a_worker_tokenizes_a_branch(controller, store, job):
+    if job == "generate_reply":
+        controller.send("four")
+    engine = controller.engine
+    path = list(controller.snapshot().path)
+    tokens, ends = expected(engine, path)
+    work = (lambda: controller.plan_choice(path[-1].id)) if job == "plan_choice" else getattr(controller, job)
+    result = held_job(controller, work, path)
     if job in ("plan_for", "plan_choice"):
         assert result.target_len == len(tokens)
     elif job == "warm":
@@ -149,15 +155,7 @@ def test_a_message_deleted_meanwhile_does_not_fail_the_branch(controller, store)
 def test_a_trim_tokenizes_the_turns_it_keeps_without_the_tree_lock(controller):
     controller.send("four")
     path = list(controller.snapshot().path)
-    held = HeldTokenizer(controller.engine)
-    worker, out = in_thread(controller.trim_to_fit)
-    assert held.entered.wait(WAIT)
-    shown = answers_meanwhile(controller.snapshot)
-    assert [m.id for m in shown.path] == [m.id for m in path]
-    held.release.set()
-    worker.join(WAIT)
-    assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
-    head = out[0]
+    head = held_job(controller, controller.trim_to_fit, path)
     kept = controller.snapshot().tree.path_to(head.id)
     assert head.id != path[-1].id and kept[0].id != path[0].id  # a new root beside the old branch
     assert [m.text for m in kept] == [path[0].text, *(m.text for m in path[3:])]  # the oldest turn left out
