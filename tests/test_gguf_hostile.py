@@ -75,6 +75,26 @@ def test_a_string_of_gigabytes_is_refused_unread(tmp_path, where):
         read_gguf_header(path)
 
 
+def test_a_vocabulary_token_of_gigabytes_is_refused_before_the_load(tmp_path):
+    """A vocabulary is skipped by the header read and copied only by the load's check of its
+    tokens (``string_array``), which must refuse such a token from its length too."""
+    length = gguf_header.MAX_STRING_BYTES + 1
+    count = gguf_header.KEEP_ARRAYS_UP_TO + 1  # long enough to be skipped, not read, by the header read
+    path = tmp_path / "vocab.gguf"
+    tokens = b"".join(_string(f"t{i}") for i in range(count - 1)) + struct.pack("<Q", length)
+    with path.open("wb") as out:
+        out.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + _string("general.architecture")
+                  + struct.pack("<I", STRING) + _string("llama") + _string("tokenizer.ggml.tokens")
+                  + struct.pack("<IIQ", ARRAY, STRING, count) + tokens)
+        out.truncate(out.tell() + length + 4096)
+    header = read_gguf_header(path)
+    info = header.metadata["tokenizer.ggml.tokens"]
+    assert isinstance(info, gguf_header.ArrayInfo) and info.length == count
+    with pytest.raises(ModelFileError, match=rf"^vocab\.gguf: corrupt GGUF header: a string of {length:,} bytes "
+                       rf"in an array; no model needs more than {length - 1:,}$"):
+        gguf_header.string_array(path, info)
+
+
 def test_a_long_string_within_the_limit_reads(tmp_path):
     text = "x" * 100_000
     header = read_gguf_header(make_gguf(tmp_path / "ok.gguf", extra={"general.description": text}))

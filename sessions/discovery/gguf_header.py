@@ -188,7 +188,10 @@ def skip_strings(buffer: Any, pos: int, count: int, endian: str, size: int, what
 
 
 def string_array(path: Path | str, info: ArrayInfo, byte_order: str = "little") -> list[bytes]:
-    """The raw bytes of each string of a skipped array (``info`` from ``read_gguf_header``)."""
+    """The raw bytes of each string of a skipped array (``info`` from ``read_gguf_header``).
+
+    Raises ``ModelFileError`` for a string longer than ``MAX_STRING_BYTES`` (the header
+    read skips such arrays without copying them; this would copy every byte)."""
     endian = "<" if byte_order == "little" else ">"
     length_at = struct.Struct(endian + "Q").unpack_from
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
@@ -198,6 +201,9 @@ def string_array(path: Path | str, info: ArrayInfo, byte_order: str = "little") 
         for _ in repeat(None, info.length):
             start = pos + 8
             pos = start + length_at(buffer, pos)[0]
+            if pos - start > MAX_STRING_BYTES:
+                raise ModelFileError(f"{Path(path).name}: corrupt GGUF header: a string of {pos - start:,} bytes "
+                                     f"in an array; no model needs more than {MAX_STRING_BYTES:,}")
             append(buffer[start:pos])
         return strings
 
