@@ -12,7 +12,7 @@ many as fit. llama-server fits by building the model and its buffers without dat
 ship). Here the cost of each layer is estimated from the GGUF header instead: its tensor
 bytes, plus the keys and values of its attention heads for the whole context, in the
 cache types asked for (``sessions.engine.cache_types``). A sliding-window layer holds
-only llama.cpp's ring of cells (``sessions.engine.swa_ring.ring_size``), where its
+only llama.cpp's ring of cells (``sessions.engine.ring_geometry.ring_size``), where its
 architecture's layer pattern is known (``sliding_layers``); elsewhere it is counted at
 the full context, on the safe side. It matters: Gemma 3 27B with 32,768 tokens of
 context in F16 has 10 global layers of 256 MiB of cache each and 52 windowed ones of
@@ -139,7 +139,7 @@ def layer_costs(path: Path | str, n_ctx: int, cache_bytes: tuple[float, float] =
     ring holds one besides the window), keys and values taking ``cache_bytes`` bytes each.
     ``ModelFileError`` when a header cannot be read."""
     from sessions.engine.context import SEQUENCES
-    from sessions.engine.swa_ring import padded, ring_size
+    from sessions.engine.ring_geometry import padded, ring_size
 
     path = Path(path)
     first = read_gguf_header(path)

@@ -29,8 +29,9 @@ import numpy as np
 
 from sessions.checkpoints import Placed, Segment, StateSpan, StoreClosedError
 from sessions.engine.context import SEQUENCES
+from sessions.engine.ring_geometry import ring_bytes, ring_size
 from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
-from sessions.engine.swa_ring import LIVE, ring_bytes, ring_size
+from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.engine.ring_geometry import cell_runs, ring_positions, ring_size, window_positions, window_runs
 from sessions.engine.state_blob import (
     CELL_META,
     FLAGS_FULL,
@@ -66,43 +67,12 @@ LIVE = 0
 SPARE = 1
 
 
-CACHE_PAD = 256
-"""llama.cpp rounds the context, and the sliding-window cache, up to a multiple of this."""
-
-
-def padded(cells: int) -> int:
-    """``cells`` rounded up as llama.cpp sizes a cache."""
-    return -(-cells // CACHE_PAD) * CACHE_PAD
-
-
-def ring_size(n_ctx: int, n_swa: int, n_seq_max: int, n_ubatch: int) -> int:
-    """Cells of llama.cpp's sliding-window cache for a unified cache (``swa_full`` off)."""
-    return padded(min(n_ctx, n_swa * n_seq_max + n_ubatch))
-
-
-def ring_bytes(window_bytes: int, size: int, n_swa: int) -> int:
-    """At least the bytes of a ring state, from those of a window state of ``n_swa`` cells.
-
-    Both have the same fixed part and the same bytes per cell; the ring has ``size`` cells.
-    """
-    return window_bytes + -(-max(0, size - n_swa) * window_bytes // max(n_swa, 1))
-
-
 def relabel(blob: np.ndarray, seq: int) -> None:
     """Write ``seq`` as the sequence a window state belongs to (in place)."""
     HEADER.pack_into(blob.data, 0, STATE_MAGIC, seq)
     count = int(np.frombuffer(blob, dtype="<u4", count=1, offset=HEADER.size + 4)[0])
     meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=HEADER.size + 8).reshape(count, 3)
     meta[:, 2] = seq
-
-
-def ring_positions(pos_max: int, size: int) -> np.ndarray:
-    """The position each cell holds after an uninterrupted run up to ``pos_max``."""
-    if pos_max < size:  # the first lap: cell i holds position i
-        return np.arange(pos_max + 1, dtype=np.int32)
-    newest = pos_max % size  # cells 0..newest hold this lap, the others the lap before
-    return np.concatenate((np.arange(pos_max - newest, pos_max + 1, dtype=np.int32),
-                           np.arange(pos_max - size + 1, pos_max - newest, dtype=np.int32)))
 
 
 @dataclass(frozen=True)
@@ -255,14 +225,14 @@ class SwaRing:
         window = as_array(window)
         read_header(window)
         section = read_attention(window, HEADER.size)
-        expected = self._window_positions(pos_max)
+        expected = window_positions(pos_max, self.n_swa, self.size)
         if not np.array_equal(np.sort(section.positions), np.sort(expected)):
             raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
         laid, rows_at = self._skeleton(pos_max, tuple((kind, row) for kind, row, _rows in section.layers))
         slots = section.positions.astype(np.int64) % self.size  # cell by cell, in the window's order
         for (_k, _r, src), (offset, row) in zip(section.layers, rows_at, strict=True):
             dst = laid.blob[offset : offset + row * laid.cells].reshape(laid.cells, row)
-            for lo, hi, slot in _runs(slots):
+            for lo, hi, slot in cell_runs(slots):
                 dst[slot : slot + hi - lo] = src[lo:hi]
         return laid
 
@@ -277,7 +247,7 @@ class SwaRing:
         caller then reads it whole and lays it. Once read and its checksum passed,
         ``laid_from`` gives the ring.
         """
-        positions = self._window_positions(pos_max)
+        positions = window_positions(pos_max, self.n_swa, self.size)
         count = len(positions)
         shape = self.window_shape
         if shape is None:
@@ -292,7 +262,7 @@ class SwaRing:
         laid, rows_at = self._skeleton(pos_max, shape.layers)
         fixed = np.empty(len(shape.fixed(count)), dtype=np.uint8)
         meta = np.empty(CELL_META * count, dtype=np.uint8)
-        runs = self._window_runs(pos_max)
+        runs = window_runs(pos_max, self.n_swa, self.size)
         ring, fields = laid.blob.data, fixed.data  # memoryview slices: a fifth of numpy views' cost
         pieces = [fields[:16], meta.data, fields[16:24]]
         at = 24
@@ -311,28 +281,6 @@ class SwaRing:
         read.check()
         self.window_shape = read.shape
         return read.laid
-
-    def _window_positions(self, pos_max: int) -> np.ndarray:
-        """The positions of the window after ``pos_max``, in ring order (as a run saves them)."""
-        low, wrap = self._window_wrap(pos_max)
-        if wrap > pos_max:
-            return np.arange(low, pos_max + 1, dtype=np.int32)
-        return np.concatenate((np.arange(wrap, pos_max + 1, dtype=np.int32), np.arange(low, wrap, dtype=np.int32)))
-
-    def _window_runs(self, pos_max: int) -> list[tuple[int, int, int]]:
-        """``_runs`` of the window after ``pos_max`` in ring order, reckoned (no arrays)."""
-        low, wrap = self._window_wrap(pos_max)
-        if wrap > pos_max or low % self.size == pos_max + 1 - wrap:  # one run (a full lap is one too)
-            return [(0, pos_max + 1 - low, low % self.size if wrap > pos_max else 0)]
-        return [(0, pos_max + 1 - wrap, 0), (pos_max + 1 - wrap, pos_max + 1 - low, low % self.size)]
-
-    def _window_wrap(self, pos_max: int) -> tuple[int, int]:
-        """The window's first position, and the first of its positions in cell 0 (past
-        ``pos_max`` when it does not wrap). A window is at most a lap of the ring
-        (``n_swa <= N``, or the context is shorter than both), so it wraps at most once:
-        ring order is then ``wrap..pos_max`` in cells ``0..``, ``low..wrap - 1`` at the end."""
-        low = max(0, pos_max - self.n_swa + 1)
-        return low, (low // self.size + 1) * self.size
 
     def _skeleton(self, pos_max: int, layers: Layers) -> tuple[LaidRing, list[tuple[int, int]]]:
         """The kept ring buffer with the fields and cells of the ring after ``pos_max``,
@@ -400,9 +348,3 @@ class SwaRing:
         blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL)
         self.restore(blob, pos_max)
 
-
-def _runs(slots: np.ndarray) -> list[tuple[int, int, int]]:
-    """``(lo, hi, slot)`` for each run of consecutive ring cells: cells ``lo..hi`` of a
-    window go to ring cells ``slot..slot + hi - lo`` (one run, or two once it wraps)."""
-    breaks = (np.flatnonzero(np.diff(slots) != 1) + 1).tolist()
-    return [(lo, hi, int(slots[lo])) for lo, hi in zip([0, *breaks], [*breaks, len(slots)], strict=True)]

@@ -14,8 +14,16 @@ import pytest
 
 from sessions.checkpoints import CheckpointStore
 from sessions.engine.context import SPARE, ContextParams, LlamaContext
+from sessions.engine.ring_geometry import (
+    cell_runs,
+    ring_bytes,
+    ring_positions,
+    ring_size,
+    window_positions,
+    window_runs,
+)
 from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
-from sessions.engine.swa_ring import LIVE, SwaRing, _runs, ring_bytes, ring_positions, ring_size
+from sessions.engine.swa_ring import LIVE, SwaRing
 
 from .test_exactness import branch, check, engine_for, flat
 
@@ -63,27 +71,19 @@ def test_ring_geometry_follows_llama_cpp():
     assert ring_positions(10, 8).tolist() == [8, 9, 10, 3, 4, 5, 6, 7]
 
 
-class _Geometry(SwaRing):
-    """Only the ring's geometry: what ``_window_positions`` and ``_window_runs`` reckon with."""
-
-    def __init__(self, n_swa: int, size: int) -> None:
-        self.n_swa, self.size = n_swa, size
-
-
 @pytest.mark.parametrize(("n_swa", "size"), [(512, 1536), (512, 512), (32, 256), (1024, 1280), (300, 256)])
 def test_window_order_reckoned_is_the_ring_order(n_swa, size):
     """The window's positions in ring order, and its runs of consecutive cells, reckoned
     without sorting: the same as sorting the positions by cell (``p mod N``), from the
     first lap through several wraps, a whole lap (``n_swa == N``) included."""
-    ring = _Geometry(n_swa, size)
     edges = [*range(size - 3, size + 3), *range(2 * size - n_swa - 2, 2 * size - n_swa + 2)]
     for pos_max in [*range(0, 3 * size, 7), *edges]:
         if pos_max < 0 or (n_swa > size and pos_max >= size):  # a window longer than the ring never wraps
             continue
         positions = np.arange(max(0, pos_max - n_swa + 1), pos_max + 1, dtype=np.int32)
         sorted_by_cell = positions[np.argsort(positions % size, kind="stable")]
-        assert np.array_equal(ring._window_positions(pos_max), sorted_by_cell), pos_max
-        assert ring._window_runs(pos_max) == _runs(sorted_by_cell.astype(np.int64) % size), pos_max
+        assert np.array_equal(window_positions(pos_max, n_swa, size), sorted_by_cell), pos_max
+        assert window_runs(pos_max, n_swa, size) == cell_runs(sorted_by_cell.astype(np.int64) % size), pos_max
         cells = np.arange(min(size, pos_max + 1))
         assert np.array_equal(ring_positions(pos_max, size), pos_max - (pos_max - cells) % size), pos_max
 
