@@ -18,7 +18,7 @@ def test_no_message_is_lost_or_misplaced_by_processes_writing_through_a_recovery
     assert report.sent == 3 * 6 * 2 and report.stored == report.sent
     assert report.lost == 0 and report.misplaced == 0, report.summary()
     assert report.recoveries == 1 and report.damaged_after >= 18, report.summary()
-    assert len(list(tmp_path.glob("sessions.sqlite3.corrupt-*"))) == 1
+    assert report.events["recovered"] >= 1, report.summary()  # a writer was told
 
 
 @pytest.mark.engine
