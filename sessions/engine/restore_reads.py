@@ -121,9 +121,10 @@ def learn_layouts(engine: LiveSequence) -> None:
 
     A restore learns them from the first file it reads otherwise, with a dozen small
     reads before that file's read (the window's one per layer) on the way to the first
-    token. Run on the reader thread while the model loads and the chat opens, it takes
-    the smallest file of each kind (up to ``LEARN_FROM_AT_MOST``), whole and verified:
-    a layout is only ever learnt from a file that proved intact.
+    token. Run on the reader thread as soon as the context exists (the layouts depend on
+    its settings), while the chat opens, it takes the smallest file of each kind (up to
+    ``LEARN_FROM_AT_MOST``), whole and verified: a layout is only ever learnt from a file
+    that proved intact.
     """
     store, ring = engine.store, engine.ring
     if store is None:

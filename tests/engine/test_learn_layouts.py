@@ -1,4 +1,4 @@
-"""The layouts of a model's states, learnt from its files while it loads (``learn_layouts``).
+"""The layouts of a model's states, learnt from its files once it is loaded (``learn_layouts``).
 
 A restore that knows them reads its first files with no probing reads first; what it
 learns must be exactly what a restore would have learnt, only ever from a file that
@@ -82,7 +82,7 @@ def test_a_damaged_file_teaches_nothing(loaded_models, tmp_path, kind):
         assert (engine.cells_shape if kind == "cells" else engine.ring.window_shape) is not None
 
 
-def test_an_engine_learns_them_while_it_loads(model_paths, tmp_path):
+def test_an_engine_learns_them_as_it_starts(model_paths, tmp_path):
     """``LlamaChatEngine`` learns the layouts on its checkpoint reader before any restore."""
     params = ContextParams(n_ctx=2048, n_batch=64, n_threads=1)
     with CheckpointStore(tmp_path / "ck", **BUDGET) as store:
