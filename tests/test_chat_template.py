@@ -59,13 +59,21 @@ def test_real_templates_render(name, system):
         assert "Be brief.\n\nName a colour." in text
 
 
-@pytest.mark.parametrize("name", REAL)
-def test_bounds_do_not_change_what_real_templates_render(name, monkeypatch):
-    monkeypatch.setattr(chat_template, "current_time", lambda: datetime(2025, 3, 4, 12, 0))
+def stock_environment(monkeypatch, tojson) -> ImmutableSandboxedEnvironment:
+    """Jinja's own sandbox set up as ours is (no bounds), with its clock and ours stopped at
+    one moment: what a real template must render the same in both."""
+    now = datetime(2025, 3, 4, 12, 0)
+    monkeypatch.setattr(chat_template, "current_time", lambda: now)
     stock = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                           extensions=["jinja2.ext.loopcontrols"])
-    stock.globals["strftime_now"] = lambda fmt: datetime(2025, 3, 4, 12, 0).strftime(fmt)
-    stock.filters["tojson"] = lambda value, **options: json.dumps(value, **options)
+    stock.globals["strftime_now"] = now.strftime
+    stock.filters["tojson"] = tojson
+    return stock
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_bounds_do_not_change_what_real_templates_render(name, monkeypatch):
+    stock = stock_environment(monkeypatch, lambda value, **options: json.dumps(value, **options))
     first = 1 if name == "google-gemma-2-2b-it" else 0  # it raises on a system message
     messages = (CONVERSATION[:1] + CONVERSATION[1:3] * 10)[first:] + CONVERSATION[3:]
     source = (SHARED / "templates" / f"{name}.jinja").read_text()

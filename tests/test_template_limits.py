@@ -8,17 +8,16 @@ import json
 import os
 import time
 import tracemalloc
-from datetime import datetime
 from pathlib import Path
 
 import pytest
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from sessions.engine import chat_template
 from sessions.engine.chat_template import ChatMessage, ChatTemplate, TemplateError
 from sessions.engine.template_override import MAX_FILE_BYTES, OverrideUnreadable, TemplateOverride
 from sessions.engine.template_sandbox import BoundedSandbox, RenderLimitError, render_bounded
 from tests.conftest import SHARED
+from tests.test_chat_template import stock_environment
 
 REAL = sorted(p.stem for p in (SHARED / "templates").glob("*.jinja"))
 NESTED_200 = ("{% set ns = namespace(v=[]) %}{% for i in range(200) %}{% set ns.v = [ns.v] %}"
@@ -118,11 +117,7 @@ TOOLS = [{"type": "function", "function": {
 @pytest.mark.parametrize("name", REAL)
 def test_real_templates_with_tools_render_as_without_the_bounds(name, monkeypatch):
     """Tool definitions take the tojson and join paths the estimates above changed."""
-    monkeypatch.setattr(chat_template, "current_time", lambda: datetime(2025, 3, 4, 12, 0))
-    stock = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                          extensions=["jinja2.ext.loopcontrols"])
-    stock.globals["strftime_now"] = lambda fmt: datetime(2025, 3, 4, 12, 0).strftime(fmt)
-    stock.filters["tojson"] = chat_template._tojson
+    stock = stock_environment(monkeypatch, chat_template._tojson)
     source = (SHARED / "templates" / f"{name}.jinja").read_text()
     variables = {"messages": [{"role": m.role, "content": m.content} for m in CONVERSATION],
                  "add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>",
