@@ -125,6 +125,17 @@ async def test_the_model_picker_shows_rows_at_60_by_20(make_app):
         assert any(DEMO_LABEL[:30] in line for line in screen_text(app))
 
 
+async def open_tree_cost(pilot, screen):
+    """Open the tree panel on the head; returns a reader of its cost line, once that shows the head's."""
+    await pilot.press("ctrl+t")
+
+    def cost() -> str:
+        return str(screen.tree_panel.query_one("#tree-cost").render())
+
+    await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line")
+    return cost
+
+
 async def test_the_cost_of_a_switch_shows_while_the_cursor_moves_over_the_tree(make_app, script):
     from tui.switch_cost import cost_words
 
@@ -137,9 +148,7 @@ async def test_the_cost_of_a_switch_shows_while_the_cursor_moves_over_the_tree(m
         await type_text(pilot, " more")
         await pilot.press("enter")
         await settle(pilot)
-        await pilot.press("ctrl+t")
-        cost = lambda: str(screen.tree_panel.query_one("#tree-cost").render())  # noqa: E731
-        await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line")
+        cost = await open_tree_cost(pilot, screen)
         await pilot.press("up", "up", "up")  # "two"'s reply, on the other branch
         target = screen.tree_panel.cursor_message_id
         expected = cost_words(screen.controller.plan_choice(target))
@@ -184,9 +193,7 @@ async def test_a_switch_that_cannot_be_planned_leaves_the_cost_line_empty(make_a
         screen = await ready(pilot)
         await send(pilot, "one")
         await send(pilot, "two")
-        await pilot.press("ctrl+t")
-        cost = lambda: str(screen.tree_panel.query_one("#tree-cost").render())  # noqa: E731
-        await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line")
+        cost = await open_tree_cost(pilot, screen)
         for error in (TemplateError("the chat template rejected the conversation"),
                       DatabaseReplaced(Path("/somewhere/sessions.db"))):
             def refused(_message_id, error=error):
