@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 
 import pytest
 
 from sessions.checkpoints import CheckpointStore, Segment
-from sessions.checkpoints.disk_tier import DiskTier
 from sessions.checkpoints.keys import address
 from tests.test_checkpoint_store import COMPAT, WAIT, SlowDisk, chain, snapshot
 
@@ -28,28 +26,6 @@ def on_disk(tmp_path, *segments: Segment) -> None:
 
 def file_of(tmp_path, segment: Segment):
     return tmp_path / address(COMPAT, segment.prefix, segment.kind)
-
-
-class SlowRemove:
-    """Holds every deletion until ``release`` is set, before it touches the index."""
-
-    def __init__(self, monkeypatch) -> None:
-        self.release = threading.Event()
-        self.entered = threading.Event()
-        original = DiskTier.remove
-
-        def remove(tier, key):
-            self.entered.set()
-            assert self.release.wait(WAIT), "the test never released the deletion"
-            original(tier, key)
-
-        monkeypatch.setattr(DiskTier, "remove", remove)
-
-    def __enter__(self) -> SlowRemove:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.release.set()
 
 
 def test_a_put_after_a_queued_deletion_keeps_the_file(tmp_path, monkeypatch, problems) -> None:
@@ -93,7 +69,7 @@ def test_a_put_after_a_queued_deletion_files_its_new_role(tmp_path, monkeypatch)
 def test_a_put_during_the_deletion_of_its_file_writes_it_again(tmp_path, monkeypatch, problems) -> None:
     snap = snapshot(80)
     on_disk(tmp_path, snap)
-    deletion = SlowRemove(monkeypatch)
+    deletion = SlowDisk(monkeypatch, "remove")
     with CheckpointStore(tmp_path, ram_bytes=1 << 20, disk_bytes=1 << 24,
                          on_problem=problems.append) as store, deletion:
         store.drop_from_disk(COMPAT, snap.prefix, "snapshot")

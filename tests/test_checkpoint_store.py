@@ -46,19 +46,20 @@ def store(tmp_path, problems):
 
 
 class SlowDisk:
-    """Holds every disk write until ``release`` is set."""
+    """Holds every disk write (or, with ``method="remove"``, every deletion, before it
+    touches the index) until ``release`` is set."""
 
-    def __init__(self, monkeypatch) -> None:
+    def __init__(self, monkeypatch, method: str = "save") -> None:
         self.release = threading.Event()
         self.entered = threading.Event()
-        original = DiskTier.save
+        original = getattr(DiskTier, method)
 
-        def save(tier, segment):
+        def held(tier, *args):
             self.entered.set()
             assert self.release.wait(WAIT), "the test never released the disk"
-            original(tier, segment)
+            original(tier, *args)
 
-        monkeypatch.setattr(DiskTier, "save", save)
+        monkeypatch.setattr(DiskTier, method, held)
 
     def __enter__(self) -> SlowDisk:
         return self
