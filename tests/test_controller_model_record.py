@@ -59,3 +59,17 @@ def test_a_new_chat_on_a_read_only_database_still_loads(read_only_store, tmp_pat
     info = controller.load_model(tmp_path / "model.gguf")
     assert controller.model_info == info and Path(info.path).name == "model.gguf"
     controller.close()
+
+
+def test_a_reopened_chat_loads_its_own_model_while_its_file_is_there(tmp_path):
+    """The one rule the app and ``ask`` both follow (``ModelCatalogue.model_to_reopen``)."""
+    from sessions.controller import ModelCatalogue
+
+    mine, configured = tmp_path / "mine.gguf", tmp_path / "conf.gguf"
+    models = ModelCatalogue()
+    assert models.model_to_reopen(str(mine), str(configured)) is None  # neither file is there
+    configured.write_bytes(b"x")
+    assert models.model_to_reopen(str(mine), str(configured)) == configured  # the chat's is gone
+    mine.write_bytes(b"x")
+    assert models.model_to_reopen(str(mine), str(configured)) == mine
+    assert models.model_to_reopen(None, None) is None

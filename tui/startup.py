@@ -2,7 +2,8 @@
 
 Kept apart from the screen so the rules read in one place and can be tested without a
 terminal: ``--demo`` makes the demo model and starts a new chat with it; ``--session ID``
-reopens that session with its model, or with the model ``-m PATH`` names; ``-m PATH``
+reopens that session with its model (``ModelCatalogue.model_to_reopen``, which ``ask``
+follows too), or with the model ``-m PATH`` names; ``-m PATH``
 alone starts a new chat with that model; with no flags the last session is reopened,
 else the configured model starts a new chat, else the model picker is shown.
 """
@@ -58,11 +59,3 @@ def plan_startup(request: StartupRequest, *, last_session_id: int | None,
     if configured_model:
         return StartupPlan("new", model_path=Path(configured_model).expanduser())
     return StartupPlan("pick")
-
-
-def session_model(session_model_path: str | None, configured_model: str | None) -> Path | None:
-    """The model to load for a reopened session: its own if still on disk, else the configured one."""
-    for candidate in (session_model_path, configured_model):
-        if candidate and Path(candidate).expanduser().is_file():
-            return Path(candidate).expanduser()
-    return None

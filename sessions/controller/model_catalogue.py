@@ -38,6 +38,14 @@ class ModelCatalogue:
 
         return read_model_card(path)
 
+    def model_to_reopen(self, own: str | None, configured: str | None) -> Path | None:
+        """The model a reopened chat loads, in the app and in ``ask`` alike: the chat's own
+        while its file is there, else the configured one if its file is (None: neither)."""
+        for candidate in (own, configured):
+            if candidate and Path(candidate).expanduser().is_file():
+                return Path(candidate).expanduser()
+        return None
+
     def demo_model(self) -> Path:
         """The demo model's file, made on first use; ``ControllerError`` if it cannot be written."""
         from sessions.synth import SynthError, make_model

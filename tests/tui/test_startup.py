@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sessions.cli.launch_options import LaunchOptions
 from sessions.config import Config
-from tui.startup import StartupPlan, StartupRequest, plan_startup, session_model
+from tui.startup import StartupPlan, StartupRequest, plan_startup
 
 
 def plan(request: StartupRequest, last: int | None = None, model: str | None = None) -> StartupPlan:
@@ -46,12 +46,3 @@ def test_request_from_the_launch_options():
     assert StartupRequest.from_options(options) == StartupRequest(model_path=Path("~/m.gguf").expanduser())
     bare = LaunchOptions.from_args(argparse.Namespace(), Config(), Path("config.toml"))
     assert StartupRequest.from_options(bare) == StartupRequest()
-
-
-def test_session_model_prefers_the_session_model_when_it_exists(tmp_path):
-    mine, configured = tmp_path / "mine.gguf", tmp_path / "conf.gguf"
-    configured.write_bytes(b"x")
-    assert session_model(str(mine), str(configured)) == configured  # the session's is gone
-    mine.write_bytes(b"x")
-    assert session_model(str(mine), str(configured)) == mine
-    assert session_model(None, None) is None

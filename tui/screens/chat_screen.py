@@ -30,7 +30,7 @@ from tui.events import CoreEvent, severity
 from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_rules import InputMode
 from tui.screens.model_picker import ModelPicker
-from tui.startup import StartupRequest, plan_startup, session_model
+from tui.startup import StartupRequest, plan_startup
 from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
@@ -362,7 +362,7 @@ class ChatScreen(Screen[None]):
             return
         self.reply_wanted = False  # a message waiting in the chat left waits no more (its turn went too)
         await self.show_head(InputMode(), selected=message_id)
-        wanted = model_path or session_model(session.model_to_reopen, self.config.model)
+        wanted = model_path or self.controller.models.model_to_reopen(session.model_to_reopen, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
             await self.after_switch()

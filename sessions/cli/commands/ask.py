@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions.cli.arguments import session_id
@@ -66,17 +65,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session | None,
                 controller: SessionController) -> str:
-    """The model to answer with, chosen as the app chooses it (``tui.startup``): the demo
-    model with ``--demo``, else ``-m``, else the session's own model while its file is
-    there, else ``model`` of config.toml."""
+    """The model to answer with, chosen as the app chooses it: the demo model with
+    ``--demo``, else ``-m``, else ``ModelCatalogue.model_to_reopen`` (the session's own
+    model while its file is there, else ``model`` of config.toml)."""
     if getattr(args, "demo", False):
         return str(controller.models.demo_model())
     if getattr(args, "model", None) and ctx.config.model:
         return ctx.config.model  # -m, made absolute by ``apply_flags``
     own = session.model_to_reopen if session is not None else None
-    for candidate in (own, ctx.config.model):
-        if candidate and Path(candidate).expanduser().is_file():
-            return str(Path(candidate).expanduser())
+    reopened = controller.models.model_to_reopen(own, ctx.config.model)
+    if reopened is not None:
+        return str(reopened)
     if session is not None and own:
         raise CliError(f"the model of session {session.id}, {own}, is not there any more; pass -m PATH")
     if ctx.config.model:
