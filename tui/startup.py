@@ -3,9 +3,9 @@
 Kept apart from the screen so the rules read in one place and can be tested without a
 terminal: ``--demo`` makes the demo model and starts a new chat with it; ``--session ID``
 reopens that session with its model (``ModelCatalogue.model_to_reopen``, which ``ask``
-follows too), or with the model ``-m PATH`` names; ``-m PATH``
-alone starts a new chat with that model; with no flags the last session is reopened,
-else the configured model starts a new chat, else the model picker is shown.
+follows too), or with the model ``-m PATH`` names; ``-m PATH`` alone starts a new chat
+with that model; with no flags the last session is reopened, else the configured model
+starts a new chat, else the model picker is shown.
 """
 
 from __future__ import annotations
