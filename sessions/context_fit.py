@@ -79,15 +79,12 @@ def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
     return TrimPlan(tuple(kept), tuple(tuple(t) for t in tokens), len(path) - len(kept))
 
 
-def branch_to_trim(conv, leaf_id: int | None) -> list[Message]:
-    """The branch ending at ``leaf_id`` (default: the head), root first; read under the
-    controller's tree lock. It must end with a user message waiting for an answer."""
+def check_trimmable(path: Sequence[Message]) -> None:
+    """Refuse a branch that does not end with a user message waiting for an answer."""
     from sessions.errors import ControllerError
 
-    leaf = leaf_id if leaf_id is not None else (conv.head.id if conv.head else None)
-    if leaf is None or conv.tree.get(leaf).role != "user":
+    if not path or path[-1].role != "user":
         raise ControllerError("only a branch that ends with a message to answer can be trimmed")
-    return conv.tree.path_to(leaf)
 
 
 def fit_branch(store, engine, session_id: int | None, path: Sequence[Message], *, reserve: int) -> TrimPlan:
@@ -112,7 +109,7 @@ def add_trimmed(conv, engine, path: Sequence[Message], plan: TrimPlan) -> Messag
     The new branch is a new root beside the old one (which stays untouched): the system
     message if any, then the most recent turns that fit, then the message to answer,
     which becomes the head. Returns that message itself when nothing older is left out.
-    Called under the tree lock; ``path`` was read under it before (``branch_to_trim``),
+    Called under the tree lock; ``path`` was read under it before (``check_trimmable``),
     and its message to answer must still be there.
     """
     from sessions.errors import ControllerError

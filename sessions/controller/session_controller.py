@@ -391,7 +391,8 @@ class SessionController(ControllerBase):
                 conversation = self._conv()
                 limit = chat_settings.settings_of(conversation, self.sampling).sampling.max_tokens
                 reserve = min(limit, engine.n_ctx // 4) if reserve is None else reserve
-                path = context_fit.branch_to_trim(conversation, leaf_id)
+                path = self._path(leaf_id)
+                context_fit.check_trimmable(path)
             plan = context_fit.fit_branch(self._store, engine, conversation.session_id, path, reserve=reserve)
             with self._lock, self._turns.asking(conversation.session_id):  # the reply follows; it ends the turn
                 if self._conv() is not conversation:
