@@ -10,8 +10,11 @@ calls it.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 from sessions.engine import native
+from tests.store_child import REPO
 
 
 def send(*lines: tuple[int, bytes]) -> None:
@@ -35,7 +38,28 @@ def test_continuations_take_the_level_of_the_line_before(caplog):
     ]
 
 
-def test_a_continuation_first_of_all_is_not_a_warning(caplog):
-    caplog.set_level(logging.DEBUG, logger=native.log.name)
-    send((1, b"reset"), (5, b"."))
-    assert caplog.records == []
+FIRST_OF_ALL = """
+import logging
+from sessions.engine import native
+
+before_any_line = native._last_level  # what the module starts with, before llama.cpp said anything
+native.lib()
+native._last_level = before_any_line  # whatever loading the library logged, nothing was heard yet
+records = []
+handler = logging.Handler()
+handler.emit = records.append
+native.log.addHandler(handler)
+native.log.setLevel(logging.DEBUG)
+native._log_callback(5, b".....", None)
+native._log_callback(5, b"more of nothing\\n", None)
+print([(r.levelname, r.getMessage()) for r in records])
+"""
+
+
+def test_a_continuation_first_of_all_is_not_a_warning():
+    """The very first line may be a continuation: it continues no line, so it must not take
+    a warning's level. Only a fresh interpreter has heard no line yet (this one has)."""
+    done = subprocess.run([sys.executable, "-c", FIRST_OF_ALL], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
