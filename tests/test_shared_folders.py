@@ -60,6 +60,8 @@ def test_a_private_folder_or_one_already_holding_the_database_is_used_as_it_is(t
     missing = tmp_path / "new"  # made by llamachat itself, private
     monkeypatch.setenv("LLAMACHAT_DATA_DIR", str(missing))
     assert paths.data_dir() == missing
+    SessionStore.open().close()
+    assert mode(missing) == 0o700 and (missing / "sessions.sqlite3").is_file()
 
 
 def test_the_command_line_leaves_a_shared_folder_alone(shared):
