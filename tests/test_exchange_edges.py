@@ -142,7 +142,13 @@ def test_an_export_is_consistent_while_another_process_changes_the_session(store
     with SessionStore.open(store.path) as other:
         meddling(store, other, session_id, change, monkeypatch)
         data = export_json(store, session_id)
-        assert data["active_leaf"] in {m["id"] for m in data["messages"]}
+        ids = {m["id"] for m in data["messages"]}
+        assert data["active_leaf"] in ids
+        # One state of the session: the head it names is a leaf among the messages it has,
+        # and every parent is there too (the other process only ever adds at the head or
+        # deletes it).
+        assert all(m["parent"] in ids | {None} for m in data["messages"])
+        assert not any(m["parent"] == data["active_leaf"] for m in data["messages"])
         export_markdown(store, session_id)
         export_markdown(store, session_id, whole_tree=True)
 
