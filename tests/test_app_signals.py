@@ -104,9 +104,9 @@ def test_a_sigcont_the_app_did_not_stop_for_changes_nothing(demo_env, first_word
     check_stopped_reply(first_words)
 
 
-def test_after_a_stop_from_outside_sigcont_takes_the_screen_again(demo_env):
+def test_after_a_stop_from_outside_sigcont_takes_the_screen_again(demo_env, first_words):
     """SIGTSTP (Ctrl+Z from a shell's job control) gives the terminal back; SIGCONT (``fg``)
-    takes it again, and the app goes on."""
+    takes it again, and the app goes on: it reads keys and streams a reply."""
     app = PtyApp("--demo", env=demo_env)
     try:
         app.read_until(lambda a: "Demo model" in a.text, "the app to start")
@@ -115,10 +115,13 @@ def test_after_a_stop_from_outside_sigcont_takes_the_screen_again(demo_env):
         app.wait_stopped()
         app.signal(signal.SIGCONT)
         app.read_until(lambda a: ALT_SCREEN_ON in a.after_last(ALT_SCREEN_OFF), "the app to take the screen again")
+        app.type(QUESTION.encode() + b"\r")
+        app.read_until(lambda a: first_words in a.text.rpartition(QUESTION)[2], "a reply after the return")
         app.signal(signal.SIGTERM)
         assert app.wait() == 128 + signal.SIGTERM, app.text[-2000:]
     finally:
         app.kill()
+    check_stopped_reply(first_words)
 
 
 def check_stopped_reply(first_words: str) -> None:
