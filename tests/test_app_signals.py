@@ -31,6 +31,7 @@ temperature = 0.0
 max_tokens = {MAX_TOKENS}
 """
 ALT_SCREEN_ON, ALT_SCREEN_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
+PASTE_ON = b"\x1b[?2004h"
 RESTORED = (ALT_SCREEN_OFF, b"\x1b[?1000l", b"\x1b[?1003l", b"\x1b[?1006l", b"\x1b[?25h")
 
 
@@ -115,6 +116,9 @@ def test_after_a_stop_from_outside_sigcont_takes_the_screen_again(demo_env, firs
         app.wait_stopped()
         app.signal(signal.SIGCONT)
         app.read_until(lambda a: ALT_SCREEN_ON in a.after_last(ALT_SCREEN_OFF), "the app to take the screen again")
+        # Keys typed before the terminal is raw again would meet the shell's line mode
+        # (Enter arriving as a newline): the driver turns bracketed paste on after that.
+        app.read_until(lambda a: PASTE_ON in a.after_last(ALT_SCREEN_ON), "the app to read keys again")
         app.type(QUESTION.encode() + b"\r")
         app.read_until(lambda a: first_words in a.text.rpartition(QUESTION)[2], "a reply after the return")
         app.signal(signal.SIGTERM)
