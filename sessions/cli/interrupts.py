@@ -27,7 +27,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -46,6 +47,40 @@ def silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, io.UnsupportedOperation):
         pass
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl+C raises ``KeyboardInterrupt`` (see
+    ``signals_raise``); ``signum`` says which, for the exit status."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise ``StopSignal`` as SIGINT raises
+    ``KeyboardInterrupt``.
+
+    Left to their default, they end the process on the spot: a file being written through
+    ``sessions.durable`` then stays behind as a hidden ``.NAME.PID.RANDOM.tmp`` as large as
+    the export, in the user's own folder, where nothing ever sweeps it. Raised, they unwind
+    the block, whose ``finally`` clauses remove it. Outside the main thread, nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_stop(number: int, frame: FrameType | None) -> None:
+        raise StopSignal(number)
+
+    previous = {number: signal.signal(number, raise_stop) for number in SIGNALS if number != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 class Interrupts:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -94,6 +95,16 @@ def _error(err: TextIO, message: str) -> int:
     return 1
 
 
+def _stopped(err: TextIO, signum: int, command: str | None) -> int:
+    """One line saying what a signal cut short (after the ``^C`` a terminal echoes, on a
+    line of its own); the status a shell reports for it, 128 + the signal."""
+    isatty = getattr(err, "isatty", None)
+    start = "\n" if isatty is not None and isatty() else ""
+    doing = f"`{PROG} {command}`" if command else "the app's start"
+    print(f"{start}{PROG}: stopped by {signal.Signals(signum).name} before {doing} finished", file=err)
+    return 128 + signum
+
+
 def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int:
     """Run ``llamachat`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     out, err = sys.stdout, sys.stderr
@@ -124,9 +135,8 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
     except BrokenPipeError:  # `llamachat sessions | head`: the reader left early
         silence_stdout()
         return 0
-    except KeyboardInterrupt:
-        print(file=err)
-        return 130
+    except KeyboardInterrupt as stop:  # Ctrl+C, or a StopSignal (``interrupts.signals_raise``)
+        return _stopped(err, getattr(stop, "signum", signal.SIGINT), args.command)
     except Exception as error:
         if isinstance(error, _known_errors()):
             return _error(err, str(error))

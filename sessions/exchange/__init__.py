@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
-from sessions.exchange.builder import ExchangeError
+from sessions.exchange.builder import ExchangeError, ImportStopped, StopCheck
 from sessions.exchange.chatgpt import import_chatgpt, looks_like_chatgpt
 from sessions.exchange.export_file import ExportKind, export_text, write_export
 from sessions.exchange.json_format import FORMAT, export_json, import_json
@@ -29,6 +29,7 @@ several times its size in memory, so anything larger is refused before it is rea
 __all__ = [
     "ExchangeError",
     "ExportKind",
+    "ImportStopped",
     "MAX_IMPORT_BYTES",
     "detect_format",
     "export_json",
@@ -58,20 +59,29 @@ def detect_format(data: Any) -> str:
     )
 
 
-def import_data(store: SessionStore, data: Any) -> list[int]:
-    """Import already-parsed JSON; returns the ids of the new sessions."""
+def import_data(store: SessionStore, data: Any, should_stop: StopCheck | None = None) -> list[int]:
+    """Import already-parsed JSON; returns the ids of the new sessions.
+
+    ``should_stop`` (see ``builder.save_sessions``) lets a Ctrl+C roll the import back.
+    """
     kind = detect_format(data)
     if kind == "llamachat":
-        return import_json(store, data)
+        return import_json(store, data, should_stop)
     if kind == "llamacpp-webui":
-        return import_webui(store, data)
-    return import_chatgpt(store, data)
+        return import_webui(store, data, should_stop)
+    return import_chatgpt(store, data, should_stop)
 
 
-def import_file(store: SessionStore, path: Path | str) -> list[int]:
-    """Import a file in any supported format; returns the ids of the new sessions."""
+def import_file(store: SessionStore, path: Path | str, should_stop: StopCheck | None = None) -> list[int]:
+    """Import a file in any supported format; returns the ids of the new sessions.
+
+    ``should_stop`` is asked once the file is read, before it is parsed, and then as the import
+    goes (``ImportStopped``: nothing was saved).
+    """
     path = Path(path)
     raw = _read_import(path)
+    if should_stop is not None and should_stop():
+        raise ImportStopped()
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as error:
@@ -85,7 +95,9 @@ def import_file(store: SessionStore, path: Path | str) -> list[int]:
     except RecursionError:
         raise ExchangeError(f"{path.name} is nested too deeply to be a chat export") from None
     try:
-        return import_data(store, data)
+        return import_data(store, data, should_stop)
+    except ImportStopped:
+        raise
     except ExchangeError as error:
         raise ExchangeError(f"{path.name}: {error}") from error
 

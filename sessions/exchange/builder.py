@@ -16,7 +16,7 @@ only once the user chooses it (``Session.model_to_reopen``).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from sessions.sampling import SamplingSettings
@@ -27,6 +27,17 @@ from sessions.tree import ROLES, GenerationStats, Role
 
 class ExchangeError(Exception):
     """A file cannot be imported (or a session exported); the message says what is wrong."""
+
+
+class ImportStopped(ExchangeError):
+    """The import was asked to stop (Ctrl+C) before its transaction committed: nothing was saved."""
+
+    def __init__(self) -> None:
+        super().__init__("the import was stopped before it was saved: nothing was imported")
+
+
+StopCheck = Callable[[], bool]
+"""Asked between the steps of an import: True when it is to stop (``ImportStopped``)."""
 
 
 Key = Hashable
@@ -111,17 +122,32 @@ def _check_session(session: ImportedSession, where: str) -> None:
     checked(check_time, session.created_at, f"{where}: the session's creation time")
 
 
-def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str) -> list[int]:
+def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str,
+                  should_stop: StopCheck | None = None) -> list[int]:
     """Write every session in one transaction; returns the new session ids in order.
 
     Everything is checked and put in the store's terms first: the transaction, which holds
     the store's lock (the app's reads wait for it), runs only the writes.
+
+    ``should_stop`` is asked before each step and last just before the commit, so a stop
+    asked for while the import waited for another process's write lock, or wrote a
+    large file, rolls everything back (``ImportStopped``). It is not asked once the
+    commit has begun: the caller that stopped then gets the ids, and can say they exist.
     """
-    plans = [_plan(session, where) for session in sessions]
+    def check() -> None:
+        if should_stop is not None and should_stop():
+            raise ImportStopped()
+
+    plans = []
+    for session in sessions:
+        check()
+        plans.append(_plan(session, where))
     created: list[int] = []
     with store.transaction():
         for plan in plans:
+            check()
             created.append(_save_one(store, plan))
+        check()
     return created
 
 

@@ -13,7 +13,13 @@ from typing import Any
 
 from sessions.config.type_words import kind_of
 from sessions.exchange import fields
-from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
+from sessions.exchange.builder import (
+    ExchangeError,
+    ImportedMessage,
+    ImportedSession,
+    StopCheck,
+    save_sessions,
+)
 from sessions.store import SessionStore
 
 _TEXT_TYPES = ("text", "multimodal_text")
@@ -125,7 +131,7 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def import_chatgpt(store: SessionStore, data: Any) -> list[int]:
+def import_chatgpt(store: SessionStore, data: Any, should_stop: StopCheck | None = None) -> list[int]:
     """One new session per conversation; returns their ids in file order."""
     items = data if isinstance(data, list) else [data]
     if not items:
@@ -137,4 +143,4 @@ def import_chatgpt(store: SessionStore, data: Any) -> list[int]:
         if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
             raise ExchangeError(f"{where} has no 'mapping' of messages")
         sessions.append(read_conversation(item, where))
-    return save_sessions(store, sessions, "ChatGPT export")
+    return save_sessions(store, sessions, "ChatGPT export", should_stop)

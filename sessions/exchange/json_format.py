@@ -18,7 +18,13 @@ from typing import Any
 
 from sessions.config.type_words import kind_of, type_word
 from sessions.exchange import fields
-from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
+from sessions.exchange.builder import (
+    ExchangeError,
+    ImportedMessage,
+    ImportedSession,
+    StopCheck,
+    save_sessions,
+)
 from sessions.store import SessionStore
 
 FORMAT = "llamachat-session"
@@ -132,5 +138,5 @@ def read_json(data: dict[str, Any]) -> ImportedSession:
     )
 
 
-def import_json(store: SessionStore, data: dict[str, Any]) -> list[int]:
-    return save_sessions(store, [read_json(data)], "llamachat file")
+def import_json(store: SessionStore, data: dict[str, Any], should_stop: StopCheck | None = None) -> list[int]:
+    return save_sessions(store, [read_json(data)], "llamachat file", should_stop)

@@ -19,7 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from sessions.exchange import fields
-from sessions.exchange.builder import ExchangeError, ImportedMessage, ImportedSession, save_sessions
+from sessions.exchange.builder import (
+    ExchangeError,
+    ImportedMessage,
+    ImportedSession,
+    StopCheck,
+    save_sessions,
+)
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats
 
@@ -127,7 +133,7 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
     )
 
 
-def import_webui(store: SessionStore, data: Any) -> list[int]:
+def import_webui(store: SessionStore, data: Any, should_stop: StopCheck | None = None) -> list[int]:
     """One new session per exported conversation; returns their ids in file order."""
     items = data if isinstance(data, list) else [data]
     if not items:
@@ -139,4 +145,4 @@ def import_webui(store: SessionStore, data: Any) -> list[int]:
         name = (item.get("conv") or {}).get("name") if isinstance(item.get("conv"), dict) else None
         where = f"conversation {index + 1}" + (f" ({name!r})" if isinstance(name, str) else "")
         sessions.append(read_conversation(item, where))
-    return save_sessions(store, sessions, "llama.cpp web UI export")
+    return save_sessions(store, sessions, "llama.cpp web UI export", should_stop)

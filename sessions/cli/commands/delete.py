@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import title_text
+
+if TYPE_CHECKING:
+    from sessions.cli.interrupts import Interrupts
+    from sessions.store import SessionSummary
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,20 +32,51 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     the ids between the check and the deletions, and a failure or Ctrl+C part-way rolls
     back the ones already deleted, so it is all the ids or none. Nothing is printed until
     the transaction has committed, so no line says "deleted" about a session still there.
+
+    Deleting a long chat takes seconds, much of them in the commit, so a signal is run as
+    ``import`` runs it (``sessions.cli.interrupts``): it stops the deletion until the
+    commit begins; once it has, the sessions deleted are still listed, and one line says
+    which of the two happened.
     """
+    from sessions.cli.interrupts import Interrupts
     from sessions.store import SessionNotFound
 
     store = ctx.store()
     ids = list(dict.fromkeys(args.ids))
-    with store.transaction():
-        listed = {summary.id: summary for summary in store.list_sessions()}
-        missing = next((i for i in ids if i not in listed), None)
-        if missing is not None:
-            raise SessionNotFound(missing)
-        for session_id in ids:
-            store.delete_session(session_id)
+    stops = Interrupts(lambda: None)
+
+    def delete() -> dict[int, SessionSummary]:
+        with store.transaction():
+            listed = {summary.id: summary for summary in store.list_sessions()}
+            missing = next((i for i in ids if i not in listed), None)
+            if missing is not None:
+                raise SessionNotFound(missing)
+            for session_id in ids:
+                _check(stops)
+                store.delete_session(session_id)
+            _check(stops)
+        return listed
+
+    try:
+        with stops:
+            listed = stops.run(delete)
+    except _Stopped:
+        ctx.note(f"{stops.cause} before the deletion was saved: nothing was deleted")
+        return stops.status
     for summary in (listed[i] for i in ids):
         count = summary.message_count
         ctx.print(f"deleted session {summary.id}: {title_text(summary.title)} "
                   f"({count} message{'' if count == 1 else 's'})")
+    if stops.happened:
+        ctx.note(f"{stops.cause} after the deletion was saved")
+        return stops.status
     return 0
+
+
+class _Stopped(Exception):
+    """A signal came before the deletion's commit: it is rolled back."""
+
+
+def _check(stops: Interrupts) -> None:
+    if stops.stop_requested():
+        raise _Stopped()

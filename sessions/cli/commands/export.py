@@ -39,6 +39,7 @@ def _for_stdout(text: str, fmt: str, out) -> str:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from sessions.cli.interrupts import signals_raise
     from sessions.exchange import export_text, write_export
 
     fmt = args.format
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         text = export_text(store, args.id, kind, whole_tree=args.tree)
         ctx.out.write(_for_stdout(text, fmt, ctx.out))
         return 0
-    path = write_export(store, args.id, Path(args.output).expanduser(), kind, whole_tree=args.tree)
+    with signals_raise():  # SIGTERM mid-write must not leave the temp file behind
+        path = write_export(store, args.id, Path(args.output).expanduser(), kind, whole_tree=args.tree)
     ctx.print(f"exported session {args.id} to {path}")
     return 0

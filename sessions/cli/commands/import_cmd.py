@@ -1,4 +1,12 @@
-"""``llamachat import FILE``: sessions from a llamachat, llama.cpp web UI or ChatGPT export."""
+"""``llamachat import FILE``: sessions from a llamachat, llama.cpp web UI or ChatGPT export.
+
+A large import takes seconds, and may wait for another llamachat's write to finish, so
+it is often stopped (Ctrl+C, SIGTERM, SIGHUP) part-way. It runs as ``ask`` does, in a
+thread that never receives those signals (``sessions.cli.interrupts``): the signal only
+asks it to stop, and the import either rolls back whole, or had already committed and
+still prints its ids. Either way one line says which, so a user never imports the file
+a second time believing the first import lost, nor believes in sessions never saved.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +25,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.exchange import import_file
+    from sessions.cli.interrupts import Interrupts
+    from sessions.exchange import ImportStopped, import_file
 
-    for new_id in import_file(ctx.store(), args.file):
+    store = ctx.store()
+    stops = Interrupts(lambda: None)  # the import asks ``stop_requested`` between its steps
+    try:
+        with stops:
+            created = stops.run(lambda: import_file(store, args.file, should_stop=stops.stop_requested))
+    except ImportStopped:
+        ctx.note(f"{stops.cause} before the import was saved: nothing was imported")
+        return stops.status
+    for new_id in created:
         ctx.print(new_id)
+    if stops.happened:
+        ids = ", ".join(map(str, created))
+        ctx.note(f"{stops.cause} after the import was saved whole (session{'s' if len(created) > 1 else ''} {ids})")
+        return stops.status
     return 0
