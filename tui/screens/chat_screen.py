@@ -52,6 +52,9 @@ class ChatScreen(Screen[None]):
 
     CSS_PATH = "main_screen.tcss"
     AUTO_FOCUS = "#input"
+    NARROW_BELOW = 68
+    """Columns under which the side panels drop their minimum widths, which would crush the chat."""
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
 
     def __init__(self, controller: SessionController, *, config: Config,
                  startup: StartupRequest = StartupRequest()) -> None:

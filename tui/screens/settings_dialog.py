@@ -41,6 +41,8 @@ class ChatSettingsScreen(ModalScreen[ChatSettings | None]):
 
     CSS_PATH = "modals.tcss"
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="settings.cancel")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (60, "-wide")]
+    """Under 60 columns two fields a row leave a value too few columns to be read."""
 
     def __init__(self, settings: ChatSettings, *, template: str | None = None) -> None:
         super().__init__()
