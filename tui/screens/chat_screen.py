@@ -181,6 +181,12 @@ class ChatScreen(Screen[None]):
         self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
 
     def set_mode(self, mode: InputMode) -> None:
+        """What the next send does. Leaving an edit (a send, Esc, another chat, its message
+        deleted) takes the edited text out of the input and gives back the draft it replaced."""
+        if self.mode.kind == "edit" and mode.kind != "edit":
+            self.chat_input.clear()
+            if self.mode.draft:
+                self.chat_input.set_draft(self.mode.draft)
         self.mode = mode
         self.chat_input.set_class(mode.kind != "send", "-special")
         self.chat_input.border_title = mode.title

@@ -33,6 +33,15 @@ class MainScreen(ChatScreen):
     def target(self, *roles: str) -> Message | None:
         return chat_rules.target(self.controller.snapshot(), self.conversation_view.selected_id, *roles)
 
+    async def refresh_view(self) -> None:
+        """Show the chat; an edit or fork whose message is gone (deleted here or by another
+        window) ends as Esc would end it, or every send would be refused."""
+        await super().refresh_view()
+        target_id = self.mode.target_id
+        snapshot = self.controller.snapshot()
+        if target_id is not None and (snapshot is None or target_id not in snapshot.tree):
+            self.set_mode(InputMode())
+
     # -- sending and replies --------------------------------------------------------------
 
     @on(ChatInput.Submitted)
@@ -53,11 +62,8 @@ class MainScreen(ChatScreen):
         except GESTURE_ERRORS as error:
             self.refused(str(error))
             return
-        kept = self.mode.draft
         self.chat_input.clear()
-        await self.show_head(InputMode())
-        if kept:
-            self.chat_input.set_draft(kept)
+        await self.show_head(InputMode())  # after an edit, the draft it replaced comes back
         if message.role == "user" and (message.text != event.text or before and message.id in before.tree):
             self.notify(chat_rules.joined_note(message, event.text), timeout=6)
         if message.role == "user":
@@ -209,10 +215,6 @@ class MainScreen(ChatScreen):
         elif from_panel:
             return
         elif self.mode.kind != "send":
-            if self.mode.kind == "edit":
-                self.chat_input.clear()
-                if self.mode.draft:
-                    self.chat_input.set_draft(self.mode.draft)
             self.set_mode(InputMode())
             self.status.set_note("")
         else:
