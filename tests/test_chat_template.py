@@ -79,7 +79,8 @@ def test_bounds_do_not_change_what_real_templates_render(name, monkeypatch):
     source = (SHARED / "templates" / f"{name}.jinja").read_text()
     expected = stock.from_string(source).render(
         messages=[{"role": m.role, "content": m.content} for m in messages],
-        add_generation_prompt=True, bos_token="<s>", eos_token="</s>", tools=None, documents=None)
+        add_generation_prompt=True, bos_token="<s>", eos_token="</s>", tools=None, documents=None,
+        enable_thinking=True)
     assert real(name).render(messages, add_generation_prompt=True) == expected
 
 

@@ -37,16 +37,14 @@ SPECIAL_TOKENS = {  # (bos, eos) as each model's tokenizer spells them
 GENERATED_OPENINGS = {
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("<think></think>", "<think>\n"),
     "Qwen3.5-4B": ("", "<think>\n"),
-    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("", "<think>\n</think>"),
-    "google-gemma-4-31B-it": ("", "<|channel>thought\n<channel|>"),
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("", "<think>\n"),
     "openai-gpt-oss-120b": ("<|channel|>final<|message|>", ""),  # the model writes the channel
 }
 IMPORTED_OPENINGS = {
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("<think></think>", "<think>\n"),
     "Qwen-Qwen3-0.6B": ("", "<think>\n\n</think>\n\n"),  # kept from when the reply was last
     "Qwen3.5-4B": ("", "<think>\n\n</think>\n\n"),
-    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("", "<think>\n</think>"),
-    "google-gemma-4-31B-it": ("", "<|channel>thought\n<channel|>"),
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("", "<think>\n"),
 }
 
 DAY_ONE = datetime(2025, 3, 4, 9, 30)

@@ -31,7 +31,7 @@ NOT_IN_LLAMA_CPP = {
 # an empty block before an earlier reply).
 REAL = {
     "google-gemma-2-2b-it": ("gemma", ""),
-    "google-gemma-4-31B-it": ("gemma4", "<|channel>thought\n<channel|>"),
+    "google-gemma-4-31B-it": ("gemma4", ""),
     "meta-llama-Llama-3.2-3B-Instruct": ("llama3", ""),
     "microsoft-Phi-3.5-mini-instruct": ("phi3", ""),
     "Qwen-Qwen3-0.6B": ("chatml", ""),
@@ -41,7 +41,7 @@ REAL = {
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("chatml", "<think>\n"),
     "ibm-granite-granite-4.0": ("granite", ""),
     "Mistral-Small-3.2-24B-Instruct-2506": ("mistral-v7-tekken", ""),
-    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("deepseek3", "<think>\n</think>"),
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": ("deepseek3", "<think>\n"),
     "openai-gpt-oss-120b": ("gpt-oss", ""),
 }
 

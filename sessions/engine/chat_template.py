@@ -29,6 +29,7 @@ from sessions.engine.template_sandbox import (
     RenderLimitError,
     render_bounded,
 )
+from sessions.reasoning import split_reply
 
 MAX_SOURCE_CHARS = 1024 * 1024
 """Real chat templates are a few kilobytes; a megabyte of template is not a chat template."""
@@ -99,6 +100,24 @@ def _describe(exc: BaseException) -> str:
 
 
 _NO_RETRY = (SecurityError, RenderLimitError, RecursionError, MemoryError)
+
+
+def template_message(message: ChatMessage) -> dict[str, str]:
+    """A message as the template is given it.
+
+    A gpt-oss reply is stored as generated, Harmony channels included
+    (``<|channel|>analysis<|message|>...<|start|>assistant<|channel|>final<|message|>...``).
+    Harmony templates refuse channel markup in ``content`` and take the analysis as
+    ``thinking``, as chat servers pass it; given the raw text, gpt-oss's template rejects
+    every conversation holding two such replies. So a reply written in channels is passed
+    as its final answer, with its analysis as ``thinking``.
+    """
+    if message.role == "assistant" and "<|channel|>" in message.content:
+        view = split_reply(message.content)
+        if any(part.channel for part in view.parts):
+            fields = {"role": message.role, "content": view.answer}
+            return {**fields, "thinking": view.reasoning} if view.reasoning else fields
+    return {"role": message.role, "content": message.content}
 
 
 def merge_system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -250,8 +269,11 @@ class ChatTemplate:
         variables = {
             "tools": None,
             "documents": None,
+            # As llama.cpp renders every template: left undefined, DeepSeek-R1's template
+            # closes the think block in the prompt and Gemma 4's leaves thinking off.
+            "enable_thinking": True,
             **self.variables,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [template_message(m) for m in messages],
             "add_generation_prompt": add_generation_prompt,
             "bos_token": self.bos_token,
             "eos_token": self.eos_token,
