@@ -18,7 +18,7 @@ from sessions.engine.chat_template import ChatMessage
 from sessions.engine.message_tokens import freeze_message_tokens
 from sessions.engine.protocol import ChatEngine
 from sessions.store import MessageNotFound, SessionStore
-from sessions.tree import Message
+from sessions.tree import SAMPLED_BY_UNKNOWN, Message
 
 Known = Callable[[Message], "list[int] | None"]
 
@@ -76,8 +76,22 @@ def branch_tokens(store: SessionStore, engine: ChatEngine,
             _freeze(store, message, fingerprint, frozen)
         tokens.extend(frozen)
         ends.append(len(tokens))
-        stepped.append(not computed and message.role == "assistant" and message.stats is not None)
+        stepped.append(not computed and _sampled_by(message, fingerprint))
     return tokens, ends, stepped
+
+
+def _sampled_by(message: Message, fingerprint: str) -> bool:
+    """Whether ``message``'s stored tokens for this model are the ones it sampled.
+
+    Tokens rendered for a reply of another model (or an imported one) are stored too, the
+    first time its branch is used, and decoded in batches then; they must not be taken for
+    sampled ones on the next use. A reply stored before its model was recorded is taken
+    as sampled by the model its tokens were first stored for, as it always was.
+    """
+    stats = message.stats
+    if message.role != "assistant" or stats is None:
+        return False
+    return stats.sampled_by in (fingerprint, SAMPLED_BY_UNKNOWN)
 
 
 def _freeze(store: SessionStore, message: Message, fingerprint: str, tokens: list[int]) -> None:

@@ -26,6 +26,11 @@ class TreeError(KeyError):
         return str(self.args[0]) if self.args else "tree error"
 
 
+SAMPLED_BY_UNKNOWN = "?"
+"""``GenerationStats.sampled_by`` of a reply stored before the model that sampled it was
+recorded: its tokens count as sampled by whichever model they were first stored for."""
+
+
 @dataclass(frozen=True)
 class GenerationStats:
     """How a reply was produced: what the checkpoints saved and what the model had to do."""
@@ -40,6 +45,11 @@ class GenerationStats:
     """From the request to the first generated token, model loading excluded."""
     generation_tps: float = 0.0
     stop_reason: StopReason = StopReason.UNKNOWN
+    sampled_by: str = ""
+    """The fingerprint of the model whose sampled tokens were stored with the reply: for
+    that model alone its tokens are replayed one at a time (``branch_tokens``). Empty for
+    a reply whose tokens came from no sampler here (an import); ``SAMPLED_BY_UNKNOWN`` for
+    one stored before this was recorded."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,7 +59,7 @@ class GenerationStats:
         """Build from stored data, ignoring unknown keys so newer files still load."""
         if not data:
             return cls()
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {"sampled_by": SAMPLED_BY_UNKNOWN}
         for field in fields(cls):
             if field.name in data and data[field.name] is not None:
                 kind = type(getattr(cls(), field.name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.tree import ConversationTree, GenerationStats, Message, TreeError
+from sessions.tree import SAMPLED_BY_UNKNOWN, ConversationTree, GenerationStats, Message, TreeError
 
 
 def msg(message_id: int, parent: int | None, role: str = "user", text: str | None = None) -> Message:
@@ -176,4 +176,4 @@ def test_generation_stats_round_trip_and_tolerance():
     assert GenerationStats.from_dict(stats.to_dict()) == stats
     assert GenerationStats.from_dict(None) == GenerationStats()
     loose = GenerationStats.from_dict({"tokens_generated": "7", "future_field": 1, "stop_reason": None})
-    assert loose == GenerationStats(tokens_generated=7)
+    assert loose == GenerationStats(tokens_generated=7, sampled_by=SAMPLED_BY_UNKNOWN)  # stored before it was kept

@@ -9,6 +9,7 @@ reply is stored), so the door itself stays readable.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 from sessions.branch_tokens import branch_tokens
@@ -76,10 +77,11 @@ class ControllerBase:
         """
         self._speeds.observe(branch, written.prep, written.stats)  # what it took teaches the estimates
         engine = self._engine()
+        stats = replace(written.stats, sampled_by=engine.info.fingerprint)  # see ``branch_tokens``
         with self._lock:
-            reply = append_reply(conversation, self._store.path, parent_id, shown_head, text, written.stats,
+            reply = append_reply(conversation, self._store.path, parent_id, shown_head, text, stats,
                                  {engine.info.fingerprint: tokens})
-        self.listener(ReplyFinished(reply, written.stats))
+        self.listener(ReplyFinished(reply, stats))
         return reply
 
     def _saved_id(self) -> int:

@@ -60,7 +60,7 @@ def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
     values: dict[str, Any] = {}
     for field in fields(GenerationStats):
         raw = data.get(field.name)
-        if raw is None:
+        if raw is None or field.name == "sampled_by":  # no tokens are imported: none were sampled here
             continue
         if field.type == "str" or isinstance(field.default, str):
             if not isinstance(raw, str):
