@@ -200,10 +200,27 @@ class Conversation:
         """
         head = self.head
         parent = parent_id if parent_id is not None else (head.id if head else None)
+        if parent is None and self.session_id is not None:
+            parent = self._system_root()
         placed = place_user_message(self._tree, parent, text)
         if placed.again is not None:
             return self.rewind(placed.again.id)
         return self.append("user", placed.text, parent_id=placed.parent_id)
+
+    def _system_root(self) -> int | None:
+        """Where a message sent at the top of a saved chat goes: under the chat's system prompt.
+
+        The head sits above the roots only when the chat was emptied (every message
+        deleted) or its system prompt removed (then there is none). The settings still
+        show the chat's prompt, so the branch starts with it, stored now, as the first
+        message of a new chat is stored under its prompt.
+        """
+        session = self.session
+        prompt = session.system_prompt if session is not None else None
+        if prompt is None or not prompt.strip():
+            return None
+        kept = next((m for m in self._tree.roots() if m.role == "system" and m.text == prompt), None)
+        return kept.id if kept is not None else self.append("system", prompt, parent_id=None).id
 
     def rewind_to_question(self, message_id: int) -> Message:
         """Move the head to the user message a reply answers (or to this user message)."""
