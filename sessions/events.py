@@ -50,6 +50,9 @@ class TextStreamed:
     completed text (a token that ends inside a character waits for the next)."""
     elapsed: float = 0.0
     """Seconds from the first piece of this reply to this one."""
+    opens_in_reasoning: bool = False
+    """The reply begins inside a reasoning block its prompt opened
+    (``GenerationStats.opened_in_reasoning``), so its first text is reasoning."""
 
     @property
     def tokens_per_second(self) -> float:

@@ -50,6 +50,10 @@ class GenerationStats:
     that model alone its tokens are replayed one at a time (``branch_tokens``). Empty for
     a reply whose tokens came from no sampler here (an import); ``SAMPLED_BY_UNKNOWN`` for
     one stored before this was recorded."""
+    opened_in_reasoning: bool = False
+    """The generation prompt the reply followed opened a reasoning block (DeepSeek-R1's and
+    Qwen3.5's end in ``<think>``): its text begins inside it, with no opening marker of
+    its own, and a view tells its reasoning from its answer by this."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -65,7 +65,8 @@ class CoreEvent(Message):
         with self._lock:
             if self._taken or not isinstance(self._event, core.TextStreamed):
                 return False
-            self._event = core.TextStreamed(self._event.text + more.text, more.count, more.elapsed)
+            self._event = core.TextStreamed(self._event.text + more.text, more.count, more.elapsed,
+                                            more.opens_in_reasoning)
             return True
 
 

@@ -58,7 +58,7 @@ def check_continuable(reply: Message) -> None:
 def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message, settings: SamplingSettings, *,
                        t_request: float, max_tokens: int | None, on_progress: ProgressFn,
                        on_text: Callable[[str], None], should_stop: Callable[[], bool],
-                       resume_decoding: Callable[[], None]) -> Continued:
+                       resume_decoding: Callable[[], None], opens_in_reasoning: bool = False) -> Continued:
     """Generate more of ``reply``, the last message of ``branch``; blocking.
 
     ``branch.stepped[-1]`` tells whether the reply's tokens are the ones this model
@@ -75,7 +75,7 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     old = branch.tokens[start:]
     written = write_reply(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
                           on_progress=on_progress, on_text=on_text, should_stop=should_stop,
-                          resume_decoding=resume_decoding)
+                          resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
     return Continued(WrittenReply(written.result, stats, written.prep), reply.text + written.result.text,
                      old + list(written.result.tokens))

@@ -9,6 +9,7 @@ reply is stored), so the door itself stays readable.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +20,8 @@ from sessions.controller.reply_storing import append_reply
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation
+from sessions.engine.chat_template import ChatMessage
+from sessions.engine.message_tokens import reply_opens_in_reasoning
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, TurnTaken
 from sessions.events import Listener, PromptProgressed, ReplyFinished
@@ -64,10 +67,15 @@ class ControllerBase:
 
     # -- inside ---------------------------------------------------------------------
 
-    def _reply_hooks(self) -> dict[str, Any]:
-        """How a reply being written reports back and learns it should stop."""
-        return {"on_progress": self._progress, "on_text": streamed_text(self.listener),
-                "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding}
+    def _reply_hooks(self, engine: ChatEngine, path: Sequence[Message]) -> dict[str, Any]:
+        """How a reply to ``path`` (or the reply that ends it, continued) reports back and
+        learns it should stop; and whether its text begins inside reasoning."""
+        asked = path[:-1] if path and path[-1].role == "assistant" else path
+        history = [ChatMessage(role=m.role, content=m.text) for m in asked]
+        opens = reply_opens_in_reasoning(engine.template, history)
+        return {"on_progress": self._progress, "on_text": streamed_text(self.listener, opens_in_reasoning=opens),
+                "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding,
+                "opens_in_reasoning": opens}
 
     def _store_reply(self, conversation: Conversation, branch: BranchTokens, parent_id: int | None,
                      shown_head: int | None, text: str, written: WrittenReply, tokens: list[int]) -> Message:

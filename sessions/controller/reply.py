@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sessions.errors import ContextOverflow, GenerationCancelled
@@ -40,8 +40,9 @@ class WrittenReply:
     """How the branch was made live before the reply (what it restored and evaluated)."""
 
 
-def streamed_text(listener: Listener) -> Callable[[str], None]:
-    """The ``on_text`` of one reply: each piece goes to ``listener`` with the count and time so far."""
+def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False) -> Callable[[str], None]:
+    """The ``on_text`` of one reply: each piece goes to ``listener`` with the count and time
+    so far, and whether the reply began inside reasoning (``TextStreamed``)."""
     first: float | None = None
     count = 0
 
@@ -50,7 +51,7 @@ def streamed_text(listener: Listener) -> Callable[[str], None]:
         now = time.perf_counter()
         first = now if first is None else first
         count += 1
-        listener(TextStreamed(text, count, now - first))
+        listener(TextStreamed(text, count, now - first, opens_in_reasoning))
 
     return on_text
 
@@ -66,13 +67,15 @@ def write_reply(
     on_text: Callable[[str], None],
     should_stop: Callable[[], bool],
     resume_decoding: Callable[[], None],
+    opens_in_reasoning: bool = False,
 ) -> WrittenReply:
     """Answer the branch; raises ``GenerationCancelled`` when stopped before any token.
 
     The reply gets ``max_tokens`` (default: the sampling limit) or what is left of the
     context, whichever is less; a reply cut by the context says so (``context_full``).
     ``t_request`` (``perf_counter``) is when the reply was asked for: the time to the
-    first token counts from there.
+    first token counts from there. ``opens_in_reasoning`` goes into the stats
+    (``GenerationStats.opened_in_reasoning``).
     """
     from sessions.engine.context import DecodeCancelled
 
@@ -92,4 +95,5 @@ def write_reply(
                              should_stop=should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:
         raise GenerationCancelled("stopped before the reply started")
-    return WrittenReply(result, reply_stats(prep, result, t_request, room=room, wanted=wanted), prep)
+    stats = reply_stats(prep, result, t_request, room=room, wanted=wanted)
+    return WrittenReply(result, replace(stats, opened_in_reasoning=opens_in_reasoning), prep)

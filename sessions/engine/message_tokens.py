@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from sessions.engine.chat_template import ChatMessage, ChatTemplate, TemplateError
+from sessions.reasoning import prompt_opens_reasoning
 
 Tokenize = Callable[[str, bool], list[int]]
 """``tokenize(text, add_bos)``: the model's tokenizer, parsing special tokens."""
@@ -103,6 +104,18 @@ def generation_suffix(template: ChatTemplate, history: Sequence[ChatMessage]) ->
     if end is None:
         raise TemplateError("the chat template leaves out the text of earlier messages")
     return real[end:]
+
+
+def reply_opens_in_reasoning(template: ChatTemplate, history: Sequence[ChatMessage]) -> bool:
+    """Whether a reply to ``history`` (ending with the message it answers) begins inside a
+    reasoning block that the generation prompt opened (``reasoning.prompt_opens_reasoning``).
+
+    For display only: a template that cannot render the conversation opens nothing.
+    """
+    try:
+        return prompt_opens_reasoning(generation_suffix(template, history))
+    except TemplateError:
+        return False
 
 
 def message_text_piece(template: ChatTemplate, history: Sequence[ChatMessage],

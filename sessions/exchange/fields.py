@@ -62,6 +62,12 @@ def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
         raw = data.get(field.name)
         if raw is None or field.name == "sampled_by":  # no tokens are imported: none were sampled here
             continue
+        if isinstance(field.default, bool):
+            if not isinstance(raw, bool):
+                raise ExchangeError(
+                    f"{where}: 'stats.{field.name}' should be true or false, found {kind_of(raw, json=True)}")
+            values[field.name] = raw
+            continue
         if field.type == "str" or isinstance(field.default, str):
             if not isinstance(raw, str):
                 raise ExchangeError(

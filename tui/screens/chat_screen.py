@@ -210,7 +210,7 @@ class ChatScreen(Screen[None]):
                 self.progress.hide()
             case core.TextStreamed(text) as streamed:
                 self.progress.hide()
-                self.conversation_view.append_text(text)
+                self.conversation_view.append_text(text, opens_in_reasoning=streamed.opens_in_reasoning)
                 if streamed.tokens_per_second:
                     self.status.set_speed(streamed.tokens_per_second, streaming=True)
             case core.ReplyFinished(reply, stats):

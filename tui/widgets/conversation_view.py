@@ -26,7 +26,7 @@ from sessions.controller.continuation import CAN_CONTINUE
 from sessions.stop_reason import StopReason
 from sessions.tree import Message
 from tui.safe_text import inert
-from tui.widgets.message_view import MessageView
+from tui.widgets.message_view import MessageView, opened_in_reasoning
 
 STOP_NOTES = {StopReason.CANCELLED: "stopped", StopReason.LENGTH: "cut at the length limit",
               StopReason.CONTEXT_FULL: "context full"}
@@ -69,6 +69,7 @@ class ConversationView(VerticalScroll):
         super().__init__(id=id)
         self.selected_id: int | None = None
         self._streamed: list[str] = []
+        self._opens_in_reasoning = False
         """Text of the reply being written not drawn yet."""
         self._flush_timer: Timer | None = None
         self.reasoning_shown = False
@@ -151,14 +152,18 @@ class ConversationView(VerticalScroll):
                 await self.remove_children(views[at:])  # the reply, and what followed it on this branch
         view = self._view(None, note="continuing…" if continued else "writing…")
         await self.mount(view)
-        view.begin_stream()
+        view.begin_stream(opens_in_reasoning=opened_in_reasoning(continued))
         if continued is not None:
             await view.write(inert(continued.text))  # stored model text: drawn inert like the rest
         self.anchor()
         return view
 
-    def append_text(self, text: str) -> None:
-        """More text of the reply being written; drawn at most ``STREAM_INTERVAL`` later."""
+    def append_text(self, text: str, *, opens_in_reasoning: bool = False) -> None:
+        """More text of the reply being written; drawn at most ``STREAM_INTERVAL`` later.
+
+        ``opens_in_reasoning``: the reply began inside reasoning (``TextStreamed``).
+        """
+        self._opens_in_reasoning = opens_in_reasoning
         self._streamed.append(text)
         if self._flush_timer is None:
             self._flush_timer = self.set_timer(STREAM_INTERVAL, self._flush)
@@ -168,7 +173,7 @@ class ConversationView(VerticalScroll):
         text, self._streamed = "".join(self._streamed), []
         view = self.reply_view
         if view is not None and text:
-            await view.write(text)
+            await view.write(text, opens_in_reasoning=self._opens_in_reasoning)
 
     def _forget_streamed(self) -> None:
         if self._flush_timer is not None:

@@ -53,6 +53,10 @@ def shown_part(text: str) -> tuple[str, str]:
                                         "message is kept (F9 copies it, F4 exports it)")
 
 
+def opened_in_reasoning(message: Message | None) -> bool:
+    """Whether a stored reply began inside a reasoning block its prompt opened."""
+    return message is not None and message.stats is not None and message.stats.opened_in_reasoning
+
 def answer_of(view: ReplyView) -> str:
     """What is not reasoning, as written so far (edges kept, so it only ever grows)."""
     return "".join(part.text for part in view.parts if part.kind == "answer")
@@ -98,6 +102,8 @@ class MessageView(Vertical):
         self.cut_note = ""
         """The line about text not drawn ("" when the whole message is shown)."""
         self._splitter: ReasoningSplitter | None = None
+        self._opens_in_reasoning = False
+        """The reply being written began inside reasoning (``begin_stream``)."""
         self._answer = ""
         """The answer of the reply being written handed to the Markdown so far."""
         self.reasoning_shown = False
@@ -120,7 +126,7 @@ class MessageView(Vertical):
         reasoning.expanded, reasoning.key = self.reasoning_shown, self.reasoning_key
         answer = self.message.text if self.message is not None else ""
         if self.role == "assistant" and self.message is not None:
-            view = split_reply(answer)
+            view = split_reply(answer, starts_in_reasoning=opened_in_reasoning(self.message))
             reasoning.show_view(view)
             answer = view.answer if view.reasoning or view.thinking else answer
         yield reasoning
@@ -149,7 +155,7 @@ class MessageView(Vertical):
 
     async def _show_text(self, text: str) -> None:
         if self.role == "assistant":
-            view = split_reply(text)
+            view = split_reply(text, starts_in_reasoning=opened_in_reasoning(self.message))
             self.reasoning.show_view(view)
             if view.reasoning or view.thinking:
                 text = view.answer
@@ -172,17 +178,26 @@ class MessageView(Vertical):
 
     # -- streaming ----------------------------------------------------------------------
 
-    def begin_stream(self) -> None:
+    def begin_stream(self, *, opens_in_reasoning: bool = False) -> None:
+        """A reply starts here (``opens_in_reasoning``: as ``TextStreamed`` says)."""
         self._stream = Markdown.get_stream(self.body)
         self._streamed = 0
-        self._splitter = ReasoningSplitter()
+        self._splitter = None
+        self._opens_in_reasoning = opens_in_reasoning
         self._answer = ""
 
-    async def write(self, text: str) -> None:
-        """More of the reply being written: reasoning to its view, the answer to the Markdown."""
-        if self._stream is None or self._splitter is None:
-            self.begin_stream()
-        assert self._stream is not None and self._splitter is not None
+    async def write(self, text: str, *, opens_in_reasoning: bool = False) -> None:
+        """More of the reply being written: reasoning to its view, the answer to the Markdown.
+
+        The first text says where the reply begins: inside a reasoning block that its prompt
+        opened (R1, Qwen3.5), or not; streamed text says so from the first piece on.
+        """
+        if self._stream is None:
+            self.begin_stream(opens_in_reasoning=opens_in_reasoning)
+        if self._splitter is None:
+            opens = self._opens_in_reasoning or opens_in_reasoning
+            self._splitter = ReasoningSplitter(starts_in_reasoning=opens)
+        assert self._stream is not None
         view = self._splitter.push(text)
         if view.reasoning or view.thinking:
             self.reasoning.show_view(view)
