@@ -15,27 +15,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.checkpoints import CheckpointStore
-from sessions.controller import ControllerError, EngineSettings, SessionController
+from sessions.controller import ControllerError
 from sessions.engine.branch_engine import BranchEngine
 from sessions.engine.context import LlamaContext
-from sessions.engine.factory import llama_engine_factory
-from sessions.sampling import SamplingSettings
 from sessions.synth import make_model
+from tests.real_controller import real_controller
 
 pytestmark = pytest.mark.engine
 
 
 @pytest.fixture
 def controller(tmp_path, store):
-    with CheckpointStore(tmp_path / "checkpoints", ram_bytes=64 << 20, disk_bytes=1 << 30) as checkpoints:
-        ctl = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
-                                settings=EngineSettings(n_ctx=512, n_batch=32, threads=1, n_gpu_layers=0),
-                                sampling=SamplingSettings(temperature=0.0, max_tokens=10))
-        try:
-            yield ctl
-        finally:
-            ctl.close()
+    with real_controller(tmp_path, store, n_batch=32, max_tokens=10) as ctl:
+        yield ctl
 
 
 def from_scratch(engine, branch) -> np.ndarray:

@@ -11,27 +11,18 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.checkpoints import CheckpointStore
-from sessions.controller import EngineSettings, SessionController
-from sessions.engine.factory import llama_engine_factory
-from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.synth import make_model
+from tests.real_controller import real_controller
 
 pytestmark = pytest.mark.engine
 
 
 @pytest.fixture
 def controller(tmp_path, store):
-    with CheckpointStore(tmp_path / "checkpoints", ram_bytes=64 << 20, disk_bytes=1 << 30) as checkpoints:
-        ctl = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
-                                settings=EngineSettings(n_ctx=512, n_batch=64, threads=1, n_gpu_layers=0),
-                                sampling=SamplingSettings(temperature=0.0, max_tokens=8))
+    with real_controller(tmp_path, store, n_batch=64, max_tokens=8) as ctl:
         ctl.load_model(make_model("llama", "tiny"))
-        try:
-            yield ctl
-        finally:
-            ctl.close()
+        yield ctl
 
 
 def test_the_next_message_after_deleting_every_message_goes_under_the_system_prompt(controller, store):
