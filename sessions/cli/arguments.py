@@ -8,8 +8,11 @@ refused here with the flag's name, before anything is loaded.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
+from typing import Any
 
+from sessions.config.template_kwargs import problem as template_value_problem
 from sessions.config.validate import INT32_MAX, MAX_CONTEXT, UINT32_MAX, max_threads
 from sessions.engine.cache_types import CACHE_TYPES
 from sessions.engine.offload import ALL, AUTO
@@ -95,3 +98,18 @@ def proportions(text: str) -> list[float]:
 
 
 proportions.__name__ = "tensor split"
+
+
+def template_kwargs(text: str) -> dict[str, Any]:
+    """``--chat-template-kwargs '{"enable_thinking": false}'``: a JSON object, as llama.cpp takes."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise argparse.ArgumentTypeError(f"chat template kwargs must be a JSON object, not {text!r}") from None
+    reason = template_value_problem(value, json=True)
+    if reason:
+        raise argparse.ArgumentTypeError(f"chat template kwargs {reason}")
+    return value
+
+
+template_kwargs.__name__ = "chat template kwargs"

@@ -21,6 +21,7 @@ from sessions.cli.arguments import (
     rpc_servers,
     seed,
     session_id,
+    template_kwargs,
     threads,
 )
 from sessions.cli.errors import UsageError
@@ -80,6 +81,8 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("--theme", metavar="NAME", default=default(None), help="colour theme")
     group.add_argument("--chat-template-file", metavar="FILE", default=default(None),
                        help="Jinja chat template used instead of the model's own (sandboxed as well)")
+    group.add_argument("--chat-template-kwargs", metavar="JSON", type=template_kwargs, default=default(None),
+                       help='variables for the chat template, e.g. \'{"enable_thinking": false}\'')
     group.add_argument("--no-checkpoints", action="store_true", default=default(False),
                        help="keep no model-state checkpoints (every switch re-reads the prompt)")
 

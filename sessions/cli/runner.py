@@ -74,6 +74,7 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
         tensor_split=getattr(args, "tensor_split", None),
         seed=getattr(args, "seed", None),
         theme=getattr(args, "theme", None),
+        chat_template_kwargs=getattr(args, "chat_template_kwargs", None),
         checkpoints=replace(config.checkpoints, enabled=False) if no_checkpoints else None,
     )
     if applied.n_ctx and applied.n_batch > applied.n_ctx:

@@ -17,6 +17,9 @@ from sessions.sampling import SamplingSettings
 
 DEFAULT_THEME = "llamachat-dark"
 
+TemplateValue = str | int | float | bool
+"""A chat template variable the config may set (``chat_template_kwargs``)."""
+
 
 @dataclass(frozen=True)
 class CheckpointConfig:
@@ -51,6 +54,9 @@ class ModelSettings:
     chat_template_file: str | None = None
     """A Jinja chat template file used instead of the one inside the model file (a path
     relative to the config file's folder, or absolute)."""
+    chat_template_kwargs: dict[str, TemplateValue] = field(default_factory=dict)
+    """Variables given to these models' chat template, over the top-level
+    ``chat_template_kwargs`` (``{ enable_thinking = false }``)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,11 @@ class Config:
     chat_template_file: str | None = None
     """A Jinja chat template file used for every model instead of its own (relative to the
     config file's folder); ``--chat-template-file`` sets it for one run."""
+    chat_template_kwargs: dict[str, TemplateValue] = field(default_factory=dict)
+    """Variables given to every model's chat template, as llama.cpp's
+    ``--chat-template-kwargs``: ``{ enable_thinking = false }`` turns Qwen3's reasoning off,
+    ``{ reasoning_effort = "high" }`` sets gpt-oss's. A ``[models."NAME"]`` table's own
+    values win over these; ``--chat-template-kwargs JSON`` replaces them for one run."""
     models: dict[str, ModelSettings] = field(default_factory=dict)
     """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
 

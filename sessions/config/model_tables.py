@@ -11,10 +11,11 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from sessions.config import template_kwargs
 from sessions.config.model import ModelSettings
 from sessions.config.type_words import kind_of
 
-MODEL_KEYS = ("chat_template", "chat_template_file")
+MODEL_KEYS = ("chat_template", "chat_template_file", "chat_template_kwargs")
 """What a ``[models."NAME"]`` table may set (the fields of ``ModelSettings``)."""
 
 Report = Callable[[tuple[str, ...], str], None]
@@ -37,20 +38,26 @@ def check_models(data: Any, report: Report) -> dict[str, ModelSettings]:
         if not isinstance(table, dict):
             report(path, f"{shown} must be a table of settings, not {kind_of(table)}; ignoring it")
             continue
-        values: dict[str, str] = {}
+        values: dict[str, Any] = {}
         for key, value in table.items():
             where = f"{shown}.{key}"
             if key not in MODEL_KEYS:
                 close = difflib.get_close_matches(key, MODEL_KEYS, n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(MODEL_KEYS)}"
                 report((*path, key), f"unknown setting {where!r} ignored ({hint})")
+            elif key == "chat_template_kwargs":
+                reason = template_kwargs.problem(value)
+                if reason:
+                    report((*path, key), f"{where} {reason}; ignoring it")
+                else:
+                    values[key] = value
             elif not isinstance(value, str):
                 report((*path, key), f"{where} must be a string, not {kind_of(value)} ({value!r}); ignoring it")
             elif not value.strip():
                 report((*path, key), f"{where} is empty; ignoring it")
             else:
                 values[key] = value
-        if len(values) == len(MODEL_KEYS):
+        if "chat_template" in values and "chat_template_file" in values:
             report((*path, "chat_template"), f"{shown} sets both chat_template and chat_template_file; "
                                              "using chat_template_file")
             del values["chat_template"]

@@ -71,6 +71,11 @@ def config_template() -> str:
 # It wins over the [models] tables below: leave it unset to use their per-model templates.
 # chat_template_file = "templates/chatml.jinja"
 
+# Variables given to every model's chat template, as llama.cpp's --chat-template-kwargs
+# (which sets them for one run): enable_thinking = false turns Qwen3's and Gemma 4's
+# reasoning off, reasoning_effort = "high" sets gpt-oss's. A [models] entry's own win.
+# chat_template_kwargs = {{ enable_thinking = false }}
+
 # Default sampling settings for new sessions (each session keeps its own copy).
 [sampling]
 # temperature = {_value(s.temperature)}     # 0 always picks the most likely token
@@ -92,7 +97,8 @@ def config_template() -> str:
 # Settings for particular models, one entry per model: a file name ("*" matches any text,
 # "?" one character), or a path. chat_template names a built-in template or holds Jinja text;
 # chat_template_file is a Jinja file. Either replaces the template inside the model file,
-# and runs in the same sandbox. The built-in templates:
+# and runs in the same sandbox; chat_template_kwargs gives the template variables. The
+# built-in templates:
 {_builtin_names()}
 # Written as tables, an entry reads:
 #   [models."gemma-3-270m-it-Q8_0.gguf"]
@@ -100,6 +106,7 @@ def config_template() -> str:
 [models]
 # "gemma-3-*.gguf" = {{ chat_template = "gemma" }}
 # "~/models/my-finetune.gguf" = {{ chat_template_file = "templates/my-finetune.jinja" }}
+# "Qwen3-*.gguf" = {{ chat_template_kwargs = {{ enable_thinking = true }} }}
 
 # Key overrides: action id = key (the help screen lists the action ids).
 [keys]

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
+from sessions.config import template_kwargs
 from sessions.config.model import CheckpointConfig, Config
 from sessions.config.model_tables import check_models
 from sessions.config.toml_text import find_key_line
@@ -49,7 +50,8 @@ class Rule:
     kind: str
     """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``,
     ``endpoints`` (a list of ``host:port``), ``float_list``, ``gpu_layers`` (a whole
-    number, ``"auto"`` or ``"all"``)."""
+    number, ``"auto"`` or ``"all"``), ``template_kwargs`` (a table of strings, finite
+    numbers and truth values)."""
     minimum: float | None = None
     maximum: float | None = None
     optional: bool = False
@@ -92,6 +94,7 @@ TOP_RULES: dict[str, Rule] = {
     "theme": Rule("str"),
     "keys": Rule("str_map"),
     "chat_template_file": Rule("str", optional=True),
+    "chat_template_kwargs": Rule("template_kwargs"),
 }
 
 TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
@@ -123,6 +126,7 @@ _TYPE_WORDS = {
     "endpoints": 'a list of "host:port" strings',
     "float_list": "a list of numbers",
     "gpu_layers": 'a number of layers, "auto" or "all"',
+    "template_kwargs": template_kwargs.WORDS,
 }
 
 
@@ -140,7 +144,10 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
         "gpu_layers": (isinstance(value, int) and not isinstance(value, bool))
         or (isinstance(value, str) and value.strip().lower() in (AUTO, ALL)),
+        "template_kwargs": template_kwargs.problem(value) is None,
     }[rule.kind]
+    if not ok and rule.kind == "template_kwargs":
+        return None, template_kwargs.problem(value)
     if not ok:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {kind_of(value)} ({value!r})"
     if rule.kind == "float":

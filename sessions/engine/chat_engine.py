@@ -8,9 +8,10 @@ happens in the constructor, so callers run it in a worker thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from sessions.engine.attention_check import flash_attention_verdict
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
@@ -51,6 +52,7 @@ class LlamaChatEngine:
         interval: int = 2048,
         on_progress: Callable[[float], None] | None = None,
         template_override: TemplateOverride | None = None,
+        template_variables: Mapping[str, Any] | None = None,
     ):
         t0 = time.perf_counter()
         rpc_free: list[int] = []
@@ -102,7 +104,7 @@ class LlamaChatEngine:
             memory.reader().submit(learn_layouts, self.branches)
         self.template = choose_template(
             self.info.chat_template, self.model.special_tokens(ALL_MARKERS), override=template_override,
-            bos_token=self.info.bos_text, eos_token=self.info.eos_text,
+            bos_token=self.info.bos_text, eos_token=self.info.eos_text, variables=template_variables,
         )
         self.load_seconds = time.perf_counter() - t0
 

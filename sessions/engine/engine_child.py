@@ -58,6 +58,7 @@ def _open(request: LoadRequest, channel: _Channel):
             interval=s.checkpoint_interval,
             on_progress=lambda f: channel.send("load_progress", f),
             template_override=s.template_override(Path(request.path)),
+            template_variables=s.template_variables(Path(request.path)),
         )
     except BaseException:
         if store is not None:

@@ -50,6 +50,7 @@ def llama_engine_factory(
             interval=settings.checkpoint_interval,
             on_progress=on_progress,
             template_override=settings.template_override(path),
+            template_variables=settings.template_variables(path),
         )
 
     return make

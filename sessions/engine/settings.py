@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sessions.config.model import CheckpointConfig
 from sessions.engine.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
@@ -16,6 +16,7 @@ from sessions.engine.template_override import (
     override_for,
     resolve_file,
     rules_from_config,
+    variables_for,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +50,10 @@ class EngineSettings:
     chat_template_file: Path | None = None
     """A chat template file used for every model instead of its own (``--chat-template-file``)."""
     model_templates: tuple[ModelTemplateRule, ...] = ()
-    """Chat templates for the models a ``[models."NAME"]`` config table names."""
+    """Chat templates and their variables for the models a ``[models."NAME"]`` config
+    table names."""
+    chat_template_kwargs: tuple[tuple[str, Any], ...] = ()
+    """Variables given to every model's chat template (``Config.chat_template_kwargs``)."""
 
     def template_override(self, model: Path) -> TemplateOverride | None:
         """The chat template the user chose for ``model``, if any (see ``template_override``)."""
@@ -57,6 +61,10 @@ class EngineSettings:
         if self.chat_template_file is not None:
             everywhere = TemplateOverride("--chat-template-file", file=self.chat_template_file)
         return override_for(Path(model), everywhere=everywhere, rules=self.model_templates)
+
+    def template_variables(self, model: Path) -> dict[str, Any]:
+        """The chat template variables for ``model`` (see ``template_override.variables_for``)."""
+        return variables_for(Path(model), everywhere=dict(self.chat_template_kwargs), rules=self.model_templates)
 
     def context_params(self) -> ContextParams:
         """The context these settings ask for."""
@@ -80,6 +88,7 @@ class EngineSettings:
             checkpoint_interval=config.checkpoints.interval,
             chat_template_file=resolve_file(template_file, paths.config_dir()) if template_file else None,
             model_templates=rules_from_config(getattr(config, "models", {}), paths.config_dir()),
+            chat_template_kwargs=tuple(getattr(config, "chat_template_kwargs", {}).items()),
             rpc=tuple(config.rpc),
             tensor_split=tuple(config.tensor_split),
             checkpoint_ram_mb=config.checkpoints.ram_mb,

@@ -81,11 +81,13 @@ def _read_limited(path: Path) -> bytes:
 
 @dataclass(frozen=True)
 class ModelTemplateRule:
-    """One ``[models."NAME"]`` table that sets a chat template."""
+    """One ``[models."NAME"]`` table that sets a chat template or its variables."""
 
     pattern: str
     """The table's name: a file name (``*`` and ``?`` allowed) or a path (with a ``/``)."""
-    override: TemplateOverride
+    override: TemplateOverride | None = None
+    variables: tuple[tuple[str, Any], ...] = ()
+    """``chat_template_kwargs``, as pairs (the settings are frozen and hashable)."""
 
     def matches(self, model: Path) -> bool:
         """Whether ``model`` is the file (or one of the files) this table is about."""
@@ -107,10 +109,24 @@ def override_for(model: Path, *, everywhere: TemplateOverride | None,
     table naming its path, then the one naming its file name, then the first pattern."""
     if everywhere is not None:
         return everywhere
+    ranked = [r.override for r in _ranked(model, rules) if r.override is not None]
+    return ranked[0] if ranked else None
+
+
+def variables_for(model: Path, *, everywhere: Mapping[str, Any],
+                  rules: Sequence[ModelTemplateRule]) -> dict[str, Any]:
+    """The template variables for ``model``: ``everywhere`` (the top-level
+    ``chat_template_kwargs``, or the command line's), with those of the table naming it
+    (ranked as ``override_for`` ranks them) over them."""
+    ranked = [r.variables for r in _ranked(model, rules) if r.variables]
+    return {**everywhere, **dict(ranked[0])} if ranked else dict(everywhere)
+
+
+def _ranked(model: Path, rules: Sequence[ModelTemplateRule]) -> list[ModelTemplateRule]:
+    """The tables naming ``model``: its path first, then its file name, then patterns."""
     exact = [r for r in rules if r.matches(model) and not any(c in r.pattern for c in "*?[")]
     ranked = [r for r in exact if "/" in r.pattern or r.pattern.startswith("~")] + exact
-    ranked += [r for r in rules if r.matches(model)]
-    return ranked[0].override if ranked else None
+    return ranked + [r for r in rules if r.matches(model)]
 
 
 def resolve_file(text: str, base: Path) -> Path:
@@ -120,18 +136,24 @@ def resolve_file(text: str, base: Path) -> Path:
 
 
 def rules_from_config(models: Mapping[str, Any], base: Path) -> tuple[ModelTemplateRule, ...]:
-    """The ``[models."NAME"]`` tables that set a template, in the order they were written.
+    """The ``[models."NAME"]`` tables that set a template or its variables, in the order
+    they were written.
 
     ``models`` maps each table name to its settings (``chat_template``,
-    ``chat_template_file``); relative files are taken from ``base``, the config's folder.
+    ``chat_template_file``, ``chat_template_kwargs``); relative files are taken from
+    ``base``, the config's folder.
     """
     rules = []
     for pattern, settings in models.items():
         where = f'[models."{pattern}"]'
         file = getattr(settings, "chat_template_file", None)
         text = getattr(settings, "chat_template", None)
+        variables = tuple(getattr(settings, "chat_template_kwargs", {}).items())
+        override = None
         if file:
-            rules.append(ModelTemplateRule(pattern, TemplateOverride(where, file=resolve_file(file, base))))
+            override = TemplateOverride(where, file=resolve_file(file, base))
         elif text:
-            rules.append(ModelTemplateRule(pattern, TemplateOverride(where, text=text)))
+            override = TemplateOverride(where, text=text)
+        if override is not None or variables:
+            rules.append(ModelTemplateRule(pattern, override, variables))
     return tuple(rules)
