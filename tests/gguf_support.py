@@ -118,3 +118,27 @@ def vocabulary_file(path: Path, size: int, *, merges: bool) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def split_copy(source: Path, target: Path, max_tensors: int, *, small_first_shard: bool = False) -> list[Path]:
+    """``source`` rewritten as a split model (``target`` names it; the parts get
+    ``-0000N-of-0000M`` like llama.cpp's ``gguf-split``), its parts in order.
+    ``small_first_shard`` keeps every tensor out of the first part, as
+    ``gguf-split --no-tensor-first-split`` does."""
+    reader = gguf.GGUFReader(source)
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(str(target), arch, split_max_tensors=max_tensors,
+                             small_first_shard=small_first_shard)
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == gguf.Keys.General.ARCHITECTURE:
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
+    for tensor in reader.tensors:
+        writer.add_tensor(tensor.name, tensor.data, raw_shape=tensor.data.shape, raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return sorted(target.parent.glob(f"{target.stem}-*-of-*.gguf"))

@@ -39,7 +39,8 @@ def discover_models(config: object | None = None, *, roots: list[SearchRoot] | N
 
     ``config`` supplies ``model_dirs`` and ``model`` (the configured model is listed even
     outside the searched folders). A file that cannot be read is listed with ``error``
-    set; adapters, vision projectors and vocabulary-only files are left out unless
+    set, and so is a folder that cannot be searched or a configured one that is missing;
+    adapters, vision projectors and vocabulary-only files are left out unless
     ``include_auxiliary``. Later parts of a split model are folded into its first part.
     """
     model_dirs = list(getattr(config, "model_dirs", None) or [])
@@ -49,14 +50,15 @@ def discover_models(config: object | None = None, *, roots: list[SearchRoot] | N
     configured = getattr(config, "model", None)
     if configured:
         candidates.append((Path(configured).expanduser(), "config"))
+    folders: list[ModelCard] = []
     for root in roots:
-        candidates.extend((path, root.source) for path in gguf_files(root))
+        unreadable: list[tuple[Path, str]] = []
+        candidates.extend((path, root.source) for path in gguf_files(root, unreadable))
+        folders.extend(ModelCard(path=path, name=path.name or str(path), source=root.source, error=why)
+                       for path, why in unreadable)
     cards: dict[Path, ModelCard] = {}
     for path, source in candidates:
-        try:
-            real = path.resolve()
-        except OSError:
-            real = path.absolute()
+        real = _real_path(path)
         if real in cards:
             continue
         try:
@@ -64,20 +66,36 @@ def discover_models(config: object | None = None, *, roots: list[SearchRoot] | N
         except ModelFileError as error:
             card = ModelCard.unreadable(path, str(error), source)
         cards[real] = card
-    found = [card for card in cards.values() if include_auxiliary or not card.is_auxiliary]
-    found = _fold_split_parts(found)
+    for folder in folders:
+        cards.setdefault(_real_path(folder.path), folder)
+    found = [card for card in _fold_split_parts(list(cards.values())) if include_auxiliary or not card.is_auxiliary]
     return sorted(found, key=lambda card: (card.name.casefold(), str(card.path)))
 
 
+def _real_path(path: Path) -> Path:
+    """The file ``path`` names, to list a file reached by two names once.
+
+    A symbolic link loop raises ``RuntimeError`` here before Python 3.13 (``OSError``
+    after); such a name is kept as it is and its card says why it cannot be read.
+    """
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
 def _fold_split_parts(cards: list[ModelCard]) -> list[ModelCard]:
-    """Drop parts 2..n of split models whose first part is listed; flag orphans."""
-    firsts = {card.path.parent / card.path.name.lower() for card in cards
-              if card.is_split and card.split_index == 0}
+    """Drop parts 2..n of split models whose first part is beside them; flag orphans.
+
+    The first part's card covers the others (llama.cpp loads it and finds them), whether
+    or not it is listed itself: it may be a vision projector left out of the list, or the
+    same file as one listed under another name.
+    """
     kept = []
     for card in cards:
         if card.is_split and card.split_index > 0:
             first = split_part_paths(card.path, card.split_count)[0]
-            if first.parent / first.name.lower() in firsts:
+            if first.is_file():
                 continue
             if card.readable:
                 card = ModelCard.unreadable(

@@ -31,6 +31,8 @@ def check_before_load(path: Path | str) -> ModelCard:
     card, header = card_and_header(path)
     if card.error:
         raise ModelFileError(f"{path.name}: {card.error}")
+    if card.embedding:  # llama.cpp loads it, and the "reply" is noise from a model with no text head
+        raise ModelFileError(f"{path.name}: an embedding model (it turns text into vectors), not a chat model")
     identity = _identity(path)
     if identity in _checked:
         return card

@@ -27,6 +27,11 @@ HYBRID_ARCHITECTURES = frozenset({
     "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "minimax-01",
 })
 AUXILIARY_TYPES = frozenset({"adapter", "mmproj", "imatrix"})
+EMBEDDING_ARCHITECTURES = frozenset({
+    "bert", "modern-bert", "nomic-bert", "nomic-bert-moe", "neo-bert", "jina-bert-v2", "jina-bert-v3",
+    "eurobert", "gemma-embedding", "t5encoder",
+})
+"""llama.cpp's encoder-only architectures (src/llama-arch.cpp): they make embeddings, not text."""
 MAX_LAYERS = 512
 """``LLAMA_MAX_LAYERS`` (src/llama-hparams.h): llama.cpp aborts on a block count outside 1..512."""
 MAX_SPLITS = 65535
@@ -66,7 +71,11 @@ class ModelCard:
     has_chat_template: bool = False
     model_type: str | None = None
     """``general.type``: ``model`` (or unset) for a chat model, ``adapter``, ``mmproj``..."""
+    embedding: bool = False
+    """An embedding model: an encoder-only architecture, or a pooling layer (``<arch>.pooling_type``
+    mean, cls, last or rank), which a model converted for embeddings or reranking carries."""
     tensor_count: int = 0
+    """Tensors in the file; for a split model, in all parts found together."""
     split_index: int = 0
     """0-based part number of a split model (``split.no``); 0 for a single file."""
     split_count: int = 1
@@ -83,8 +92,9 @@ class ModelCard:
 
     @property
     def is_auxiliary(self) -> bool:
-        """Not a model to chat with: an adapter, a vision projector, or vocabulary only."""
-        if self.model_type in AUXILIARY_TYPES or self.architecture == "clip":
+        """Not a model to chat with: an adapter, a vision projector, an embedding model, or
+        vocabulary only."""
+        if self.model_type in AUXILIARY_TYPES or self.architecture == "clip" or self.embedding:
             return True
         return self.readable and self.tensor_count == 0
 
@@ -189,6 +199,7 @@ def card_from_header(path: Path, header: GGUFHeader) -> ModelCard:
         sliding_window=sliding or None,
         has_chat_template=any(key.split(".")[:2] == ["tokenizer", "chat_template"] for key in meta),
         model_type=model_type if isinstance(model_type, str) else None,
+        embedding=arch in EMBEDDING_ARCHITECTURES or (_int(meta.get(f"{arch}.pooling_type")) or 0) > 0,
         tensor_count=len(header.tensors),
         split_index=_int(meta.get("split.no")) or 0,
         split_count=max(_int(meta.get("split.count")) or 1, 1),
@@ -270,7 +281,7 @@ def _card(path: Path, header: GGUFHeader) -> ModelCard:
         return replace(card, error=f"invalid model file: {problem}; llama.cpp would crash on it")
     if not card.is_split or card.split_index != 0:
         return card
-    size, missing = card.file_size, []
+    size, missing, tensors = card.file_size, [], card.tensor_count
     summed = _int(header.get("general.parameter_count")) is None
     params = sum(t.n_elements for t in header.tensors)
     for part in split_part_paths(path, card.split_count)[1:]:
@@ -280,10 +291,11 @@ def _card(path: Path, header: GGUFHeader) -> ModelCard:
         part_header = read_gguf_header(part)
         _check_complete(part, part_header)
         size += part_header.file_size
+        tensors += len(part_header.tensors)  # part 1 may hold none (--no-tensor-first-split)
         params += sum(t.n_elements for t in part_header.tensors)
     error = None
     if missing:
         error = (f"split model: {len(missing)} of {card.split_count} parts missing "
                  f"({', '.join(missing)})")
-    return replace(card, file_size=size, missing_parts=tuple(missing), error=error,
+    return replace(card, file_size=size, missing_parts=tuple(missing), error=error, tensor_count=tensors,
                    parameter_count=(params or None) if summed else card.parameter_count)

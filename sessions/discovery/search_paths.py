@@ -9,6 +9,7 @@ point every default at a temporary folder).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -86,27 +87,62 @@ def _in_hf_snapshot(relative: Path) -> bool:
     return len(parts) >= 4 and parts[0].startswith("models--") and parts[1] == "snapshots"
 
 
-def gguf_files(root: SearchRoot) -> Iterator[Path]:
+def _reason(error: OSError) -> str:
+    if isinstance(error, PermissionError):
+        return "permission denied"
+    return (error.strerror or str(error)).lower()
+
+
+def _root_problem(root: SearchRoot) -> str | None:
+    """Why ``root`` cannot be searched, when that is worth saying (None: search it, or skip it).
+
+    Each tool's default folder is simply absent on most machines, so only a configured
+    folder that is not there is reported: it is a typo or an unplugged disk. A folder that
+    cannot be entered is reported whoever named it (``Path.is_dir`` raises on it).
+    """
+    try:
+        info = root.path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return "this model_dirs folder does not exist" if root.source == "config" else None
+    except OSError as error:
+        return f"cannot search this folder: {_reason(error)}"
+    if not stat.S_ISDIR(info.st_mode):
+        return "model_dirs names it, but it is not a folder" if root.source == "config" else None
+    return None
+
+
+def gguf_files(root: SearchRoot, unreadable: list[tuple[Path, str]] | None = None) -> Iterator[Path]:
     """``*.gguf`` files below ``root`` (symlinks followed, loops and deep trees avoided).
 
     In the Hugging Face cache only ``models--*/snapshots/*/`` is searched: the ``blobs``
-    folder holds the same files under hash names.
+    folder holds the same files under hash names. Folders that cannot be searched (and a
+    configured root that is missing) go to ``unreadable`` with the reason, so the model
+    list can say why a model is not there instead of leaving it out without a word.
     """
-    if not root.path.is_dir():
+    problems = unreadable if unreadable is not None else []
+    problem = _root_problem(root)
+    if problem is not None:
+        problems.append((root.path, problem))
+    if problem is not None or not root.path.is_dir():
         return
+
+    def failed(error: OSError) -> None:
+        where = Path(error.filename) if error.filename else root.path
+        problems.append((where, f"cannot read this folder: {_reason(error)}"))
+
     seen: set[tuple[int, int]] = set()
     base_depth = len(root.path.parts)
-    for folder, dirs, files in os.walk(root.path, followlinks=True, onerror=lambda _e: None):
+    for folder, dirs, files in os.walk(root.path, followlinks=True, onerror=failed):
         here = Path(folder)
         try:
-            stat = here.stat()
+            info = here.stat()
         except OSError:
             dirs[:] = []
             continue
-        if (stat.st_dev, stat.st_ino) in seen:
+        if (info.st_dev, info.st_ino) in seen:
             dirs[:] = []
             continue
-        seen.add((stat.st_dev, stat.st_ino))
+        seen.add((info.st_dev, info.st_ino))
         deep = len(here.parts) - base_depth >= MAX_DEPTH
         dirs[:] = [] if deep else sorted(d for d in dirs if not d.startswith(".") and d != "blobs")
         for name in sorted(files):
