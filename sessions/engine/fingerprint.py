@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 VERSION = "gguf-sampled-1"
@@ -28,24 +29,57 @@ HEAD_BYTES = 8 << 20
 SAMPLES = 64
 SAMPLE_BYTES = 64 << 10
 _CHUNK = 8 << 20
+PART_HEAD_BYTES = 1 << 20
+"""Of a later part of a split model: its own header (a tensor table) and first weights."""
+_FIRST_PART = re.compile(r"^(?P<prefix>.+)-00001-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
 def model_fingerprint(path: Path | str) -> str:
-    """The identity of a model file (``VERSION:`` then 40 hex digits)."""
+    """The identity of a model file (``VERSION:`` then 40 hex digits).
+
+    For the first part of a split model (``NAME-00001-of-NNNNN.gguf``) the other parts
+    llama.cpp loads with it are hashed too, the same way: a later part holds weights the
+    first does not (all of them, when the header has a part of its own), so a replaced
+    later part must change the identity. Each later part gives a smaller head and its
+    share of ``SAMPLES``, so that a model in ten parts costs not ten times one in a file
+    (the load budget is 50 ms whatever the size). A single file's identity is what it
+    always was.
+    """
     digest = hashlib.blake2b(digest_size=20)
+    _sample(digest, path, HEAD_BYTES, SAMPLES)
+    later = _later_parts(Path(path))
+    for number, part in enumerate(later, start=2):
+        digest.update(f"part;{number};".encode())  # not its name: a renamed model is the same model
+        try:
+            _sample(digest, part, PART_HEAD_BYTES, max(4, SAMPLES // (len(later) + 1)))
+        except FileNotFoundError:
+            digest.update(b"missing;")  # llama.cpp refuses the model then; nothing to match
+    return f"{VERSION}:{digest.hexdigest()}"
+
+
+def _sample(digest, path: Path | str, head_bytes: int, samples: int) -> None:
+    """Feed ``digest`` the size, the first ``head_bytes`` and ``samples`` blocks of one file."""
     with open(path, "rb", buffering=0) as handle:
         size = os.fstat(handle.fileno()).st_size
         digest.update(f"{VERSION};{size};".encode())
-        digest.update(handle.read(min(size, HEAD_BYTES)))
-        rest = size - HEAD_BYTES
+        digest.update(handle.read(min(size, head_bytes)))
+        rest = size - head_bytes
         if rest > 0:
-            step = max(1, rest // SAMPLES)
-            for i in range(SAMPLES):
-                offset = HEAD_BYTES + i * step
+            step = max(1, rest // samples)
+            for i in range(samples):
+                offset = head_bytes + i * step
                 if offset >= size:
                     break
                 digest.update(os.pread(handle.fileno(), SAMPLE_BYTES, offset))
-    return f"{VERSION}:{digest.hexdigest()}"
+
+
+def _later_parts(path: Path) -> list[Path]:
+    """Parts 2..n beside the first part of a split model, named as llama.cpp names them."""
+    split = _FIRST_PART.match(path.name)
+    if split is None:
+        return []
+    count = int(split.group("count"))
+    return [path.with_name(f"{split.group('prefix')}-{no:05d}-of-{count:05d}.gguf") for no in range(2, count + 1)]
 
 
 def legacy_fingerprint(path: Path | str) -> str:
