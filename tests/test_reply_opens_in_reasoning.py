@@ -1,9 +1,10 @@
 """Which real templates start a reply inside reasoning, and the mark it leaves on the reply.
 
-The controller asks the template once per reply (``reply_opens_in_reasoning``) and keeps
-the answer with the reply (``GenerationStats.opened_in_reasoning``), so a view can tell
-the reasoning of R1, Qwen3.5 or Nemotron from their answer although their text opens no
-block of its own. It travels through an export and an import like the other stats.
+The controller asks the template once per reply (``reply_opens_in_reasoning``), checks the
+answer against the tokens the reply really follows, and keeps it with the reply
+(``GenerationStats.opened_in_reasoning``), so a view can tell the reasoning of R1, Qwen3.5
+or Nemotron from their answer although their text opens no block of its own. It travels
+through an export and an import like the other stats.
 """
 
 from __future__ import annotations
@@ -58,3 +59,46 @@ def test_the_mark_survives_an_export_and_an_import(store):
     data["messages"][1]["stats"]["opened_in_reasoning"] = "yes"
     with pytest.raises(ExchangeError, match="'stats.opened_in_reasoning' should be true or false, found a string"):
         import_data(store, data)
+
+
+def test_a_reply_follows_the_prompt_its_question_was_frozen_with(tmp_path, store):
+    """A question keeps the tokens it was first given, generation prompt included: a reply
+    regenerated after the template variables changed follows the old prompt (here a closed
+    block), so its answer must not be taken for reasoning. A new question gets the new one."""
+    from sessions.controller import SessionController
+    from tests.tui.fake_engine import FakeEngineFactory, FakeScript
+
+    source = (TEMPLATES / "Qwen3.5-4B.jinja").read_text()
+    script = FakeScript(template=ChatTemplate.load(source, variables={"enable_thinking": False}))
+    controller = SessionController(store, engine_factory=FakeEngineFactory(script), listener=lambda _: None)
+    controller.load_model(tmp_path / "model.gguf")
+    controller.new_session()
+    controller.send("Hello there.")
+    first = controller.generate_reply()
+    script.template = ChatTemplate.load(source)  # thinking on, as after a change of the config
+    controller.load_model(tmp_path / "model.gguf")  # the same file: its frozen tokens stay
+
+    controller.regenerate(first.id)
+    again = controller.generate_reply()
+    controller.send("And now?")
+    fresh = controller.generate_reply()
+
+    assert again.parent_id == first.parent_id
+    assert [m.stats.opened_in_reasoning for m in (first, again, fresh)] == [False, False, True]
+
+
+@pytest.mark.engine
+def test_a_real_tokenizer_gives_the_prompt_the_same_tokens(tmp_path, store):
+    """The check above compares the prompt's ids with the generation prompt tokenized alone;
+    over a real vocabulary they must agree, or no reply would ever open in reasoning."""
+    from dataclasses import replace
+
+    from sessions.synth import make_model
+    from tests.real_controller import real_controller
+
+    with real_controller(tmp_path, store, n_batch=64, max_tokens=4) as controller:
+        controller.settings = replace(controller.settings, chat_template_file=TEMPLATES / "Qwen3.5-4B.jinja")
+        controller.load_model(make_model("llama", "tiny"))
+        controller.new_session(system_prompt="Be brief.")
+        controller.send("Hello there.")
+        assert controller.generate_reply().stats.opened_in_reasoning

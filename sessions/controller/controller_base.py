@@ -67,12 +67,15 @@ class ControllerBase:
 
     # -- inside ---------------------------------------------------------------------
 
-    def _reply_hooks(self, engine: ChatEngine, path: Sequence[Message]) -> dict[str, Any]:
+    def _reply_hooks(self, engine: ChatEngine, path: Sequence[Message], branch: BranchTokens) -> dict[str, Any]:
         """How a reply to ``path`` (or the reply that ends it, continued) reports back and
-        learns it should stop; and whether its text begins inside reasoning."""
+        learns it should stop; and whether its text begins inside reasoning, asked of the
+        template's generation prompt and of the tokens the reply follows in ``branch``
+        (``reply_opens_in_reasoning``: a few messages rendered, whatever the chat's length)."""
         asked = path[:-1] if path and path[-1].role == "assistant" else path
         history = [ChatMessage(role=m.role, content=m.text) for m in asked]
-        opens = reply_opens_in_reasoning(engine.template, history)
+        prompt = branch.tokens[:branch.ends[len(asked) - 1]] if asked else []
+        opens = reply_opens_in_reasoning(engine.template, history, prompt=prompt, tokenize=engine.tokenize)
         return {"on_progress": self._progress, "on_text": streamed_text(self.listener, opens_in_reasoning=opens),
                 "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding,
                 "opens_in_reasoning": opens}

@@ -350,7 +350,7 @@ class SessionController(ControllerBase):
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             branch = self._tokens(engine, path)  # without the tree lock: it may tokenize a whole chat
             written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
-                                  **self._reply_hooks(engine, path))
+                                  **self._reply_hooks(engine, path, branch))
             return self._store_reply(conversation, branch, head.id, head.id, written.result.text, written,
                                      written.result.tokens)
 
@@ -375,7 +375,7 @@ class SessionController(ControllerBase):
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             branch = self._tokens(engine, path)
             continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                           max_tokens=max_tokens, **self._reply_hooks(engine, path))
+                                           max_tokens=max_tokens, **self._reply_hooks(engine, path, branch))
             return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
                                      continued.text, continued.written, continued.tokens)
 

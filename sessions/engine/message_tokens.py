@@ -106,16 +106,31 @@ def generation_suffix(template: ChatTemplate, history: Sequence[ChatMessage]) ->
     return real[end:]
 
 
-def reply_opens_in_reasoning(template: ChatTemplate, history: Sequence[ChatMessage]) -> bool:
+def reply_opens_in_reasoning(template: ChatTemplate, history: Sequence[ChatMessage], *,
+                             prompt: Sequence[int] | None = None, tokenize: Tokenize | None = None) -> bool:
     """Whether a reply to ``history`` (ending with the message it answers) begins inside a
     reasoning block that the generation prompt opened (``reasoning.prompt_opens_reasoning``).
 
     For display only: a template that cannot render the conversation opens nothing.
+
+    With ``prompt``, the token ids the reply follows, and ``tokenize``, the answer is yes only
+    when those ids end with the generation prompt rendered now. The question's ids, that
+    prompt included, were frozen when it was first answered: under other template variables
+    (``chat_template_kwargs`` changed since) or before ``enable_thinking`` was given at all,
+    a reply regenerated or continued now follows the prompt of then, maybe a closed block,
+    and its answer would be shown folded as reasoning. Opening nothing is the safe side: a
+    ``</think>`` in the reply still folds what came before it (``ReasoningSplitter``).
     """
     try:
-        return prompt_opens_reasoning(generation_suffix(template, history))
+        suffix = generation_suffix(template, history)
     except TemplateError:
         return False
+    if not prompt_opens_reasoning(suffix):
+        return False
+    if prompt is None or tokenize is None:
+        return True
+    tail = tokenize(suffix, False)
+    return bool(tail) and list(prompt[-len(tail):]) == tail
 
 
 def message_text_piece(template: ChatTemplate, history: Sequence[ChatMessage],
