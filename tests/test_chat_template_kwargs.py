@@ -3,8 +3,9 @@
 Reasoning models read a switch from their template's variables (``enable_thinking`` for
 Qwen3, Qwen3.5 and Gemma 4, ``reasoning_effort`` for gpt-oss), and llama.cpp users set it
 with ``--chat-template-kwargs``. The config takes a table at the top level and one per
-model; a model's own values win; the flag replaces the top-level table for one run. The
-real engine's template is given them, so the generation prompt changes with them.
+model; a model's own values win over the top-level ones; the flag replaces the top-level
+table for one run, and its values win over a model's own too. The real engine's template
+is given them, so the generation prompt changes with them.
 """
 
 from __future__ import annotations
@@ -76,6 +77,18 @@ def test_the_flag_replaces_the_configs_table_for_one_run():
     args = build_parser().parse_args(["--chat-template-kwargs", '{"enable_thinking": false}', "sessions"])
     assert apply_flags(config, args).chat_template_kwargs == {"enable_thinking": False}
     assert apply_flags(config, build_parser().parse_args(["sessions"])) == config
+
+
+def test_the_flag_wins_over_a_models_own_values_too():
+    """A table naming the model wins over the top-level table, not over a flag given for
+    this run: ``--chat-template-kwargs '{"enable_thinking": false}'`` turns Qwen3's
+    reasoning off even where the config turns it on for Qwen3 (its other values stay)."""
+    loaded = load_config(write(CONFIG))
+    args = build_parser().parse_args(["--chat-template-kwargs", '{"enable_thinking": false}', "sessions"])
+    settings = EngineSettings.from_config(apply_flags(loaded.config, args))
+    assert settings.template_variables(Path("/m/qwen-3.gguf")) == {"enable_thinking": False}
+    assert settings.template_variables(Path("/m/qwen-exact.gguf")) == {"enable_thinking": False,
+                                                                         "reasoning_effort": "high"}
 
 
 @pytest.mark.parametrize(("flag", "words"), [

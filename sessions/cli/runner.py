@@ -24,6 +24,7 @@ from sessions.cli.interrupts import silence_stdout
 from sessions.cli.launch_options import LaunchOptions, RunApp
 from sessions.cli.parser import PROG, build_parser
 from sessions.config import Config, ConfigError, load_config
+from sessions.config.model import ModelSettings
 from sessions.text_safety import inert
 
 
@@ -61,6 +62,7 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
     """
     model = getattr(args, "model", None)
     template = getattr(args, "chat_template_file", None)
+    variables = getattr(args, "chat_template_kwargs", None)
     no_checkpoints = getattr(args, "no_checkpoints", False)
     applied = config.with_overrides(
         model=str(Path(model).expanduser().absolute()) if model else None,
@@ -74,12 +76,23 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
         tensor_split=getattr(args, "tensor_split", None),
         seed=getattr(args, "seed", None),
         theme=getattr(args, "theme", None),
-        chat_template_kwargs=getattr(args, "chat_template_kwargs", None),
+        chat_template_kwargs=variables,
+        models=None if variables is None else _flag_over_tables(config, variables),
         checkpoints=replace(config.checkpoints, enabled=False) if no_checkpoints else None,
     )
     if applied.n_ctx and applied.n_batch > applied.n_ctx:
         applied = applied.with_(n_batch=applied.n_ctx)
     return applied
+
+
+def _flag_over_tables(config: Config, variables: dict[str, object]) -> dict[str, ModelSettings]:
+    """The ``[models."NAME"]`` tables without the template variables
+    ``--chat-template-kwargs`` sets. The flag replaces the top-level table, which a
+    table's own values win over; given for this run, it must win over the config file
+    everywhere, as ``--chat-template-file`` wins over every table's template."""
+    return {name: replace(settings, chat_template_kwargs={
+        key: value for key, value in settings.chat_template_kwargs.items() if key not in variables})
+        for name, settings in config.models.items()}
 
 
 def _check_model(args: argparse.Namespace) -> None:

@@ -111,7 +111,8 @@ class Config:
     """Variables given to every model's chat template, as llama.cpp's
     ``--chat-template-kwargs``: ``{ enable_thinking = false }`` turns Qwen3's reasoning off,
     ``{ reasoning_effort = "high" }`` sets gpt-oss's. A ``[models."NAME"]`` table's own
-    values win over these; ``--chat-template-kwargs JSON`` replaces them for one run."""
+    values win over these; ``--chat-template-kwargs JSON`` replaces them for one run, and
+    its values win over a table's too."""
     models: dict[str, ModelSettings] = field(default_factory=dict)
     """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
 

@@ -72,8 +72,9 @@ def config_template() -> str:
 # chat_template_file = "templates/chatml.jinja"
 
 # Variables given to every model's chat template, as llama.cpp's --chat-template-kwargs
-# (which sets them for one run): enable_thinking = false turns Qwen3's and Gemma 4's
-# reasoning off, reasoning_effort = "high" sets gpt-oss's. A [models] entry's own win.
+# (which sets them for one run, over everything here): enable_thinking = false turns
+# Qwen3's and Gemma 4's reasoning off, reasoning_effort = "high" sets gpt-oss's. A
+# [models] entry's own win over these.
 # chat_template_kwargs = {{ enable_thinking = false }}
 
 # Default sampling settings for new sessions (each session keeps its own copy).

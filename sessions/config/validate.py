@@ -126,12 +126,14 @@ _TYPE_WORDS = {
     "endpoints": 'a list of "host:port" strings',
     "float_list": "a list of numbers",
     "gpu_layers": 'a number of layers, "auto" or "all"',
-    "template_kwargs": template_kwargs.WORDS,
 }
 
 
 def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
     """Return ``(value, None)`` when valid (converted: ints become floats), else the reason."""
+    if rule.kind == "template_kwargs":  # its reason names the value at fault
+        reason = template_kwargs.problem(value)
+        return (None, reason) if reason else (value, None)
     ok = {
         "int": isinstance(value, int) and not isinstance(value, bool),
         "float": isinstance(value, (int, float)) and not isinstance(value, bool),
@@ -144,10 +146,7 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value),
         "gpu_layers": (isinstance(value, int) and not isinstance(value, bool))
         or (isinstance(value, str) and value.strip().lower() in (AUTO, ALL)),
-        "template_kwargs": template_kwargs.problem(value) is None,
     }[rule.kind]
-    if not ok and rule.kind == "template_kwargs":
-        return None, template_kwargs.problem(value)
     if not ok:
         return None, f"must be {_TYPE_WORDS[rule.kind]}, not {kind_of(value)} ({value!r})"
     if rule.kind == "float":

@@ -117,7 +117,8 @@ def variables_for(model: Path, *, everywhere: Mapping[str, Any],
                   rules: Sequence[ModelTemplateRule]) -> dict[str, Any]:
     """The template variables for ``model``: ``everywhere`` (the top-level
     ``chat_template_kwargs``, or the command line's), with those of the table naming it
-    (ranked as ``override_for`` ranks them) over them."""
+    (ranked as ``override_for`` ranks them) over them. The command line's win over the
+    tables too: ``cli.runner.apply_flags`` takes the flag's variables out of them."""
     ranked = [r.variables for r in _ranked(model, rules) if r.variables]
     return {**everywhere, **dict(ranked[0])} if ranked else dict(everywhere)
 
