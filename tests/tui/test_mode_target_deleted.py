@@ -12,6 +12,9 @@ draft that F2 had promised to give back was lost.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from sessions.store import DatabaseReplaced
 from tests.tui.helpers import ready, send, settle, shown_texts, type_text, wait_for
 from tui.screens.dialogs import ConfirmScreen
 
@@ -72,10 +75,7 @@ async def test_deleting_another_branch_keeps_the_edit(make_app):
         await send(pilot, "first")
         await send(pilot, "second")
         await pilot.press("ctrl+up")  # the last reply
-        await pilot.press("f8")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
-        await pilot.press("y")
-        await settle(pilot)
+        await delete_selected(pilot)
         await pilot.press("ctrl+up", "ctrl+up", "ctrl+up", "f2")  # edit "first"
         assert screen.mode.kind == "edit" and screen.chat_input.text == "first"
         await pilot.press("ctrl+r")  # a regenerated reply changes the branch, not the edited message
@@ -112,3 +112,21 @@ async def test_opening_another_chat_during_an_edit_leaves_no_edited_text_behind(
         await settle(pilot)
         assert shown_texts(screen)[0] == ("user", "in the first chat")
         assert screen.mode.kind == "send" and screen.chat_input.text == ""
+
+
+async def test_a_chat_that_cannot_be_read_keeps_the_edit_and_says_why(make_app, monkeypatch):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "first")
+        await pilot.press("ctrl+up", "ctrl+up", "f2")
+        assert screen.mode.kind == "edit"
+
+        def replaced():
+            raise DatabaseReplaced(Path("/somewhere/sessions.db"))
+
+        monkeypatch.setattr(screen.controller, "snapshot", replaced)
+        await screen.refresh_view()  # as after any gesture: the store fails here, not the screen
+        assert screen.mode.kind == "edit" and screen.chat_input.text == "first"
+        await wait_for(pilot, lambda: any(n.message.startswith("Could not read the chat: ")
+                                          for n in app._notifications), "the refusal")

@@ -38,9 +38,15 @@ class MainScreen(ChatScreen):
         window) ends as Esc would end it, or every send would be refused."""
         await super().refresh_view()
         target_id = self.mode.target_id
-        snapshot = self.controller.snapshot()
-        if target_id is not None and (snapshot is None or target_id not in snapshot.tree):
+        if target_id is None:
+            return
+        try:
+            snapshot = self.controller.snapshot()
+        except GESTURE_ERRORS:  # unreadable now: the chat's view said so, and the mode stays
+            return
+        if snapshot is None or target_id not in snapshot.tree:
             self.set_mode(InputMode())
+            self.status.set_note("")  # "what you were writing comes back after the edit": it has
 
     # -- sending and replies --------------------------------------------------------------
 

@@ -69,8 +69,9 @@ class ConversationView(VerticalScroll):
         super().__init__(id=id)
         self.selected_id: int | None = None
         self._streamed: list[str] = []
-        self._opens_in_reasoning = False
         """Text of the reply being written not drawn yet."""
+        self._opens_in_reasoning = False
+        """That reply began inside reasoning (``TextStreamed.opens_in_reasoning``)."""
         self._flush_timer: Timer | None = None
         self.reasoning_shown = False
         """Reasoning is drawn whole (dimmed) in every reply, rather than folded."""

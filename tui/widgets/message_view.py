@@ -57,6 +57,7 @@ def opened_in_reasoning(message: Message | None) -> bool:
     """Whether a stored reply began inside a reasoning block its prompt opened."""
     return message is not None and message.stats is not None and message.stats.opened_in_reasoning
 
+
 def answer_of(view: ReplyView) -> str:
     """What is not reasoning, as written so far (edges kept, so it only ever grows)."""
     return "".join(part.text for part in view.parts if part.kind == "answer")
