@@ -18,6 +18,10 @@ The command's work runs in a thread of its own, with these signals blocked there
 every thread it starts, llama.cpp's included), so they always reach the main thread,
 which only waits: its handler runs at once even while llama.cpp decodes, and stopping
 uses the engine's abort flag, which interrupts a prompt in the middle of a batch.
+
+``import`` and ``delete`` run the same way: a signal asks them to stop, and they roll
+back unless their commit has begun. ``export -o`` writes in the main thread, where
+``signals_raise`` lets SIGTERM and SIGHUP unwind it as Ctrl+C does.
 """
 
 from __future__ import annotations
@@ -151,7 +155,7 @@ class Interrupts:
             except BaseException as error:
                 outcome.append((False, error))
 
-        thread = threading.Thread(target=target, name="llamachat-ask", daemon=True)
+        thread = threading.Thread(target=target, name="llamachat-work", daemon=True)
         thread.start()
         while thread.is_alive():
             thread.join(JOIN_STEP)
