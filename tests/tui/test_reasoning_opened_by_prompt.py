@@ -42,7 +42,7 @@ async def test_reasoning_opened_by_the_prompt_streams_as_reasoning(make_app, scr
         shown = screen.conversation_view.views[-1]
         assert shown.message.id == stopped.id
         assert shown.body.source == ""  # stopped inside its reasoning: no answer yet
-        assert "· 6 words" in reasoning_of(shown)  # its words, folded into the reasoning line
+        assert reasoning_of(shown).startswith("▸ reasoning, cut off · 6 words")  # stored: no longer thinking
 
 
 async def test_a_whole_reply_shows_its_answer_and_folds_its_reasoning(make_app, script):

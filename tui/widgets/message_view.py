@@ -128,7 +128,7 @@ class MessageView(Vertical):
         answer = self.message.text if self.message is not None else ""
         if self.role == "assistant" and self.message is not None:
             view = split_reply(answer, starts_in_reasoning=opened_in_reasoning(self.message))
-            reasoning.show_view(view)
+            reasoning.show_view(view, stored=True)
             answer = view.answer if view.reasoning or view.thinking else answer
         yield reasoning
         text, cut = shown_part(answer)
@@ -157,7 +157,7 @@ class MessageView(Vertical):
     async def _show_text(self, text: str) -> None:
         if self.role == "assistant":
             view = split_reply(text, starts_in_reasoning=opened_in_reasoning(self.message))
-            self.reasoning.show_view(view)
+            self.reasoning.show_view(view, stored=True)
             if view.reasoning or view.thinking:
                 text = view.answer
         shown, cut = shown_part(text)

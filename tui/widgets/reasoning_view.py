@@ -17,10 +17,11 @@ from sessions.reasoning import ReplyView
 from tui.safe_text import inert
 
 
-def reasoning_line(view: ReplyView, key: str) -> str:
-    """The folded form: what there is, and the key that unfolds it."""
+def reasoning_line(view: ReplyView, key: str, *, stored: bool = False) -> str:
+    """The folded form: what there is, and the key that unfolds it. A stored reply whose
+    reasoning never closed (stopped, or cut at its length) is no longer thinking."""
     words = len(view.reasoning.split())
-    state = "thinking…" if view.thinking else "reasoning"
+    state = ("reasoning, cut off" if stored else "thinking…") if view.thinking else "reasoning"
     return f"▸ {state} · {words:,} word{'s' if words != 1 else ''}" + (f" ({key} shows it)" if key else "")
 
 
@@ -36,12 +37,14 @@ class ReasoningView(Static):
     def __init__(self) -> None:
         super().__init__("", classes="message-reasoning")
         self._view: ReplyView | None = None
+        self._stored = False
+        """The view is of a stored reply, not one being written."""
         self.expanded = False
         self.key = ""
         """The key that shows or folds reasoning, as the footer writes it."""
 
-    def show_view(self, view: ReplyView) -> None:
-        self._view = view
+    def show_view(self, view: ReplyView, *, stored: bool = False) -> None:
+        self._view, self._stored = view, stored
         self.set_class(bool(view.reasoning) or view.thinking, "-present")
         self._draw()
 
@@ -58,4 +61,4 @@ class ReasoningView(Static):
         elif self.expanded:
             self.update(Text(inert(view.reasoning)))
         else:
-            self.update(Text(reasoning_line(view, self.key)))
+            self.update(Text(reasoning_line(view, self.key, stored=self._stored)))
