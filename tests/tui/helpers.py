@@ -85,3 +85,18 @@ def screen_text(app) -> list[str]:
     """The lines of the terminal as the app draws them now, as plain text."""
     strips = app.screen._compositor.render_strips()
     return ["".join(segment.text for segment in strip) for strip in strips]
+
+
+async def start_reply_until_thinking(pilot: Pilot, text: str) -> MainScreen:
+    """Send ``text`` and wait until the reply being written shows its folded reasoning line
+    saying the model is thinking (the fake engine holding the reply: ``hold_after``)."""
+    from tui.widgets.reasoning_view import ReasoningView
+
+    screen = main_screen(pilot)
+    screen.chat_input.focus()
+    await type_text(pilot, text)
+    await pilot.press("enter")
+    view = screen.conversation_view
+    await wait_for(pilot, lambda: view.reply_view is not None
+                   and "thinking…" in str(view.reply_view.query_one(ReasoningView).render()), "the thinking line")
+    return screen

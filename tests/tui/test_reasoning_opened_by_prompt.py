@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sessions.engine.chat_template import ChatTemplate
 from tests.conftest import SHARED
-from tests.tui.helpers import ready, reply_text, send, settle, type_text, wait_for
+from tests.tui.helpers import ready, reply_text, send, settle, start_reply_until_thinking
 from tui.widgets.reasoning_view import ReasoningView
 
 R1 = SHARED / "templates" / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
@@ -27,13 +27,8 @@ async def test_reasoning_opened_by_the_prompt_streams_as_reasoning(make_app, scr
     script.hold_after = 6  # inside the reasoning, until it is cancelled
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = await ready(pilot)
-        screen.chat_input.focus()
-        await type_text(pilot, "hello")
-        await pilot.press("enter")
-        view = screen.conversation_view
-        await wait_for(pilot, lambda: view.reply_view is not None and "thinking…" in reasoning_of(view.reply_view),
-                       "the reasoning line")
+        await ready(pilot)
+        screen = await start_reply_until_thinking(pilot, "hello")
         assert reply_text(screen) == ""  # nothing of the reasoning in the answer
         await pilot.press("escape")
         await settle(pilot)

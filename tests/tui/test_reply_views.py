@@ -6,7 +6,16 @@ from __future__ import annotations
 import re
 
 from sessions.stop_reason import StopReason
-from tests.tui.helpers import headers, ready, reply_text, send, settle, shown_texts, type_text, wait_for
+from tests.tui.helpers import (
+    headers,
+    ready,
+    reply_text,
+    send,
+    settle,
+    shown_texts,
+    start_reply_until_thinking,
+    wait_for,
+)
 from tui.widgets.conversation_view import message_time
 from tui.widgets.reasoning_view import ReasoningView
 
@@ -36,13 +45,8 @@ async def test_reasoning_streams_into_its_own_line(make_app, script):
     script.hold_after = 6  # stop inside the thinking, until it is cancelled
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = await ready(pilot)
-        screen.chat_input.focus()
-        await type_text(pilot, "hello")
-        await pilot.press("enter")
-        view = screen.conversation_view
-        await wait_for(pilot, lambda: view.reply_view is not None
-                       and "thinking…" in str(view.reply_view.query_one(ReasoningView).render()), "thinking")
+        await ready(pilot)
+        screen = await start_reply_until_thinking(pilot, "hello")
         assert reply_text(screen) == ""  # nothing of the thinking in the answer
         assert re.search(r"\d+\.\d tok/s…", screen.status.text_of("speed"))
         await pilot.press("escape")
