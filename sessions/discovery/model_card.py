@@ -134,6 +134,18 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def later_parts(path: Path) -> list[Path]:
+    """Parts 2..n of the split model whose first part is ``path``, from its name alone, as
+    llama.cpp finds them; empty for a single file, a later part, or an impossible count."""
+    split = _SPLIT_NAME.match(path.name)
+    if split is None or int(split.group("no")) != 1:
+        return []
+    try:
+        return split_part_paths(path, int(split.group("count")))[1:]
+    except ModelFileError:  # more parts than llama.cpp takes: it refuses the model
+        return []
+
+
 def split_problem(path: Path, count: object, index: object = 0) -> str | None:
     """Why ``split.count``/``split.no`` cannot describe the file named ``path``, or None.
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from pathlib import Path
+
+from sessions.discovery.model_card import later_parts
 
 VERSION = "gguf-sampled-1"
 HEAD_BYTES = 8 << 20
@@ -31,7 +32,6 @@ SAMPLE_BYTES = 64 << 10
 _CHUNK = 8 << 20
 PART_HEAD_BYTES = 1 << 20
 """Of a later part of a split model: its own header (a tensor table) and first weights."""
-_FIRST_PART = re.compile(r"^(?P<prefix>.+)-00001-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
 def model_fingerprint(path: Path | str) -> str:
@@ -47,7 +47,7 @@ def model_fingerprint(path: Path | str) -> str:
     """
     digest = hashlib.blake2b(digest_size=20)
     _sample(digest, path, HEAD_BYTES, SAMPLES)
-    later = _later_parts(Path(path))
+    later = later_parts(Path(path))
     for number, part in enumerate(later, start=2):
         digest.update(f"part;{number};".encode())  # not its name: a renamed model is the same model
         try:
@@ -71,15 +71,6 @@ def _sample(digest, path: Path | str, head_bytes: int, samples: int) -> None:
                 if offset >= size:
                     break
                 digest.update(os.pread(handle.fileno(), SAMPLE_BYTES, offset))
-
-
-def _later_parts(path: Path) -> list[Path]:
-    """Parts 2..n beside the first part of a split model, named as llama.cpp names them."""
-    split = _FIRST_PART.match(path.name)
-    if split is None:
-        return []
-    count = int(split.group("count"))
-    return [path.with_name(f"{split.group('prefix')}-{no:05d}-of-{count:05d}.gguf") for no in range(2, count + 1)]
 
 
 def legacy_fingerprint(path: Path | str) -> str:
