@@ -11,8 +11,9 @@ import pytest
 from sessions.checkpoints import CheckpointStore, Segment, StateCompat, prefix_hash
 from sessions.checkpoints.disk_index import DiskEntry, DiskIndex
 from sessions.checkpoints.file_format import HEADER_SIZE
-from sessions.checkpoints.keys import address
+from sessions.checkpoints.keys import Key, address
 from sessions.checkpoints.ram_tier import RamTier
+from sessions.checkpoints.use_clock import UseClock
 
 COMPAT = StateCompat("sha256:" + "12" * 32, "type_k=q8_0;type_v=q8_0;flash_attn=1")
 SHARED = list(range(10))
@@ -85,7 +86,7 @@ def entry(name: str, parent: str | None, size: int, last_use: float) -> DiskEntr
     return DiskEntry(Path(name), parent, size, last_use, 0 if parent is None else 1, 2, False)
 
 
-def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
+def test_disk_index_evicts_inactive_files_then_active_ones_cheapest_first() -> None:
     index = DiskIndex()
     c = "c" * 32
     names = {}
@@ -102,18 +103,92 @@ def test_disk_index_evicts_inactive_leaves_then_inactive_then_active() -> None:
     add("e", "b", 4.0)           # active leaf
     active = {names[n] for n in "abe"}
     order = [k[1][0] for k, _ in index.pop_victims(0, active.__contains__)]
-    assert order == ["d", "c", "a", "b", "e"]
+    # Each file carries the sitting of the newest file built on it, so a chain leaves
+    # from its tip: d, then c; among the active, e's chain was used before d's.
+    assert order == ["d", "c", "e", "b", "a"]
     assert index.total_bytes == 0 and len(index) == 0
 
 
-def test_disk_index_tracks_children_through_removals() -> None:
+HOUR = 3600.0
+
+
+def test_the_chat_used_longest_ago_goes_first_snapshots_then_leaves_then_inner_cells() -> None:
+    """Two chats, hours apart; each wrote cells along a branch and snapshots at two of its
+    message ends. The older chat goes whole before the newer one loses a file, and within
+    it what costs least to re-decode goes first, whatever the order of its uses."""
     index = DiskIndex()
-    root, child = ("c", "1" * 32, "cells"), ("c", "2" * 32, "cells")
-    index.add(root, entry("r", None, 5, 1.0))
-    index.add(child, entry("x", root[1], 5, 2.0))
-    assert not index.is_leaf(root) and index.is_leaf(child)
-    index.remove(child)
-    assert index.is_leaf(root) and index.total_bytes == 5
+
+    def chat(name: str, base: float) -> dict[str, Key]:
+        keys: dict[str, Key] = {}
+        parent = None
+        for n in range(3):  # cells 0 -> 1 -> 2, then snapshots at the ends of 0 and 2
+            key: Key = (COMPAT.digest(), f"{name}{n}".ljust(32, "0"), "cells")
+            index.add(key, DiskEntry(Path(f"{name}{n}"), parent, 10, base + n, 10 * n, 10 * n + 10, False))
+            keys[f"cells{n}"], parent = key, key[1]
+        for n in (0, 2):
+            snap: Key = (COMPAT.digest(), keys[f"cells{n}"][1], "snapshot")
+            index.add(snap, DiskEntry(Path(f"{name}{n}s"), None, 10, base + 0.5 - n, 10 * n + 10, 10 * n + 10,
+                                      True))
+            keys[f"snap{n}"] = snap
+        return keys
+
+    old, new = chat("old", 0.0), chat("new", 5 * HOUR)
+    names = {key: f"{chat_name}.{what}" for chat_name, keys in (("old", old), ("new", new))
+             for what, key in keys.items()}
+    index = found_again(index)
+    assert [names[k] for k, _e in found_again(index).pop_victims(0, lambda key: False)] == [
+        "old.snap2", "old.snap0", "old.cells2", "old.cells1", "old.cells0",  # not LRU: snap2, cells0, snap0...
+        "new.snap2", "new.snap0", "new.cells2", "new.cells1", "new.cells0",
+    ]
+    index.touch(old["cells2"], (8 * HOUR, 8 * HOUR))  # the old branch restored this evening...
+    assert [names[k] for k, _e in index.pop_victims(0, lambda key: False)] == [
+        "old.snap2", "old.snap0",  # ...without its snapshots
+        "new.snap2", "new.snap0", "new.cells2", "new.cells1", "new.cells0",
+        "old.cells2", "old.cells1", "old.cells0",  # the cells it builds on were used with it
+    ]
+
+
+def found_again(index: DiskIndex) -> DiskIndex:
+    """The index a new process builds from the same files: found in another order, each
+    with its time of last use (its mtime) and the sitting that time falls in."""
+    found = [(key, DiskEntry(e.path, e.parent, e.size, e.last_use, e.start, e.end, e.has_logits))
+             for key, e in reversed(index.items())]
+    UseClock().seed(e for _key, e in found)
+    again = DiskIndex()
+    again.add_all(found)
+    return again
+
+
+def test_eviction_scales_to_a_hundred_thousand_files() -> None:
+    """Filling a budget of 100,000 files and writing 20,000 more, each write evicting
+    one file, costs a few heap operations per file, so this takes seconds (a pass over
+    every file per eviction took hours). The oldest chain is the branch in use."""
+    index = DiskIndex()
+    digest = COMPAT.digest()
+    chains, budget = 1000, 100_000 * 10
+    started = time.perf_counter()
+    tips: list[str | None] = [None] * chains
+    in_use: set[Key] = set()
+    for n in range(120_000):
+        chain = n % chains
+        key: Key = (digest, f"{n:032x}", "snapshot" if n % 3 == 0 else "cells")
+        parent = tips[chain] if key[2] == "cells" else None
+        index.add(key, DiskEntry(Path(str(n)), parent, 10, float(n), 0, 1, False, sitting=float(n // 5000)))
+        if key[2] == "cells":
+            tips[chain] = key[1]
+        if chain == 0:
+            in_use.add(key)
+        if n % 50 == 0:  # a file written earlier is read again (if it is still there)
+            earlier = n // 2
+            index.touch((digest, f"{earlier:032x}", "snapshot" if earlier % 3 == 0 else "cells"),
+                        (float(n // 5000), float(n)))
+        index.pop_victims(budget, in_use.__contains__)
+    assert len(index) == 100_000 and index.total_bytes == budget
+    assert in_use <= set(index)
+    victims = index.pop_victims(budget // 2, lambda key: False)
+    assert len(victims) == 50_000
+    elapsed = time.perf_counter() - started
+    assert elapsed < 60, elapsed
 
 
 # ----- disk tier through the store -------------------------------------------------------
@@ -148,9 +223,9 @@ def test_disk_budget_evicts_abandoned_leaves_first_and_active_last(tmp_path, pro
             assert files_of(tmp_path, lost) == [False]  # ...but its leaf goes first
         assert files_of(tmp_path, root, b1, b2, b3, b4) == [True] * 5
         store.set_active(COMPAT, [s.prefix for s in (root, b1, b2, b3, b4, b5)])
-        store.put(b5)  # everything left is active: the least recently used goes
+        store.put(b5)  # everything left is active: the tip goes, one range to re-decode
         assert store.flush(timeout=30)
-        assert files_of(tmp_path, root, b1, b2, b3, b4, b5) == [False] + [True] * 5
+        assert files_of(tmp_path, root, b1, b2, b3, b4, b5) == [True] * 5 + [False]
         stats = store.stats()
         assert (stats.evictions, stats.disk_count, stats.disk_bytes) == (3, 5, 5 * FILE)
         assert store.where(COMPAT, a2.prefix) == "ram"  # evicted from disk, not from RAM

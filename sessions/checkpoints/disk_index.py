@@ -1,26 +1,45 @@
 """What the disk tier holds, kept in memory so that ``has`` and eviction need no I/O.
 
-Eviction order follows how conversations are used: a leaf no other stored segment builds
-on, off the user's current branches, is the tip of an abandoned branch and goes first;
-then other inactive segments; the branches the user is on go last. Within a class, the
-segment used longest ago goes first.
+Eviction removes first what costs least to re-decode, in the chats used least recently:
+
+- Files go by sitting (``use_clock``), the sitting used longest ago first. A file's
+  sitting is the latest of its own and of every file that builds on it (the cells a range
+  extends, the cells a snapshot's point ends), so the start of a chain that is still used
+  never goes before its end: a chat's first messages stay in the context for a whole
+  sitting and are read again only after a restart.
+- Within a sitting, snapshots go first (losing one costs re-decoding from the snapshot
+  before it), then the cells of leaves (one range to re-decode), then the cells other
+  stored ranges extend (losing those breaks every branch below them); the least recently
+  used first within each.
+- Files on the branches the user is on go last, in the same order among themselves.
+
+Ranks live in a heap that is re-ranked lazily: a use or a new child only ever raises a
+rank, which is found out when the entry reaches the top; a rank that drops (a range whose
+last child left becomes a leaf) is pushed again. So each eviction costs a few heap
+operations, not a pass over every file.
 """
 
 from __future__ import annotations
 
-import time
+import heapq
+import itertools
+import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .keys import Key
 from .segment import Role
+from .use_clock import Use
 
 if TYPE_CHECKING:
     from .file_format import Header
     from .segment import Segment
+
+Rank = tuple[float, int, float]
+"""(sitting, 0 snapshot | 1 leaf cells | 2 cells others extend, last use): lower goes first."""
 
 
 @dataclass
@@ -43,36 +62,30 @@ class DiskEntry:
     role: Role = ""
     state_len: int = 0
     """Bytes of the state (the logits follow it): what a restore places before it reads."""
+    sitting: float = math.nan
+    """Start of the latest sitting in which this file or one built on it was used (see
+    ``use_clock``); NaN: the file's own last use."""
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.sitting):
+            self.sitting = self.last_use
 
     @classmethod
-    def of_segment(cls, segment: Segment, path: Path, size: int, when: float) -> DiskEntry:
+    def of_segment(cls, segment: Segment, path: Path, size: int, use: Use) -> DiskEntry:
         """The entry of a file just written from ``segment``."""
-        return cls(path, segment.parent, size, when, segment.start, segment.end, segment.logits is not None,
-                   len(segment.state) > 0, segment.role, len(segment.state))
+        return cls(path, segment.parent, size, use[1], segment.start, segment.end, segment.logits is not None,
+                   len(segment.state) > 0, segment.role, len(segment.state), use[0])
 
     @classmethod
-    def of_header(cls, header: Header, path: Path, size: int, when: float) -> DiskEntry:
+    def of_header(cls, header: Header, path: Path, size: int, use: Use) -> DiskEntry:
         """The entry of a file found on disk, from its checked header."""
-        return cls(path, header.parent, size, when, header.start, header.end, header.has_logits,
-                   header.state_len > 0, header.role, header.state_len)
-
-
-class UseClock:
-    """Wall-clock time that never repeats, so recency ties cannot happen."""
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def now(self) -> float:
-        self._last = max(time.time(), self._last + 1e-6)
-        return self._last
-
-    def seen(self, when: float) -> None:
-        self._last = max(self._last, when)
+        return cls(path, header.parent, size, use[1], header.start, header.end, header.has_logits,
+                   header.state_len > 0, header.role, header.state_len, use[0])
 
 
 class DiskIndex:
-    """Entries by key, their total size, and how many stored children each one has.
+    """Entries by key, their total size, how many stored children each one has, and the
+    eviction heap.
 
     Not thread-safe on its own: the disk tier calls it under its lock.
     """
@@ -80,21 +93,42 @@ class DiskIndex:
     def __init__(self) -> None:
         self._entries: dict[Key, DiskEntry] = {}
         self._children: Counter[Key] = Counter()
+        self._heap: list[tuple[Rank, int, Key]] = []
+        self._queued: dict[Key, Rank] = {}
+        """The rank each listed key was last pushed with; its heap item is the valid one."""
+        self._spared: set[Key] = set()
+        """Keys off the heap because they were on a branch in use when they came up."""
+        self._order = itertools.count()
         self.total_bytes = 0
         self.removals = 0
         """Entries removed so far: a read that saw it change cannot tell its file still exists."""
 
     def add(self, key: Key, entry: DiskEntry) -> None:
+        self._insert(key, entry)
+        self._spread(key)
+
+    def add_all(self, found: Iterable[tuple[Key, DiskEntry]]) -> None:
+        """Add files found on disk in any order, then give each chain its latest sitting."""
+        found = list(found)
+        for key, entry in found:
+            self._insert(key, entry)
+        for key, _entry in sorted(found, key=lambda item: item[1].sitting, reverse=True):
+            self._spread(key)  # newest first: each ancestor is raised once, then stops the rest
+
+    def _insert(self, key: Key, entry: DiskEntry) -> None:
         self.remove(key)
         self._entries[key] = entry
         self.total_bytes += entry.size
         if entry.parent is not None:
-            self._children[(key[0], entry.parent, "cells")] += 1
+            self._children[(key[0], entry.parent, "cells")] += 1  # the parent's rank rises: found lazily
+        self._push(key)
 
     def remove(self, key: Key) -> DiskEntry | None:
         entry = self._entries.pop(key, None)
         if entry is None:
             return None
+        self._queued.pop(key, None)
+        self._spared.discard(key)
         self.removals += 1
         self.total_bytes -= entry.size
         if entry.parent is not None:
@@ -102,15 +136,19 @@ class DiskIndex:
             self._children[parent] -= 1
             if self._children[parent] <= 0:
                 del self._children[parent]
+                if parent in self._entries:
+                    self._push(parent)  # a leaf now: its rank dropped
         return entry
 
     def get(self, key: Key) -> DiskEntry | None:
         return self._entries.get(key)
 
-    def touch(self, key: Key, when: float) -> None:
+    def touch(self, key: Key, use: Use) -> None:
         entry = self._entries.get(key)
         if entry is not None:
-            entry.last_use = when
+            entry.last_use = use[1]
+            entry.sitting = max(entry.sitting, use[0])
+            self._spread(key)
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries
@@ -128,26 +166,71 @@ class DiskIndex:
         """True when no stored segment names ``key`` as its parent."""
         return self._children.get(key, 0) == 0
 
-    def eviction_rank(self, key: Key, is_active: Callable[[Key], bool]) -> tuple[int, float]:
-        """Lower goes first: (0 inactive leaf | 1 other inactive | 2 active, last use)."""
+    def eviction_rank(self, key: Key) -> Rank:
+        """Where ``key`` stands among the files of the same class (active or not): lower goes first."""
         entry = self._entries[key]
-        if is_active(key):
-            tier = 2
-        else:
-            tier = 0 if self.is_leaf(key) else 1
-        return (tier, entry.last_use)
+        cost = 0 if key[2] == "snapshot" else 1 if self.is_leaf(key) else 2
+        return (entry.sitting, cost, entry.last_use)
 
-    def pop_victims(
-        self, budget: int, is_active: Callable[[Key], bool]
-    ) -> list[tuple[Key, DiskEntry]]:
+    def pop_victims(self, budget: int, is_active: Callable[[Key], bool]) -> list[tuple[Key, DiskEntry]]:
         """Remove entries, best victim first, until the total fits ``budget``.
 
-        Ranks are recomputed after every removal: once the tip of an abandoned branch is
-        gone, the segment below it becomes a leaf and is next in line.
+        Files on the branches in use are set aside as they come up (and looked at again
+        only when they leave those branches), and taken only once every other file is gone.
         """
         victims: list[tuple[Key, DiskEntry]] = []
-        while self.total_bytes > budget and self._entries:
-            victim = min(self._entries, key=lambda k: self.eviction_rank(k, is_active))
-            victims.append((victim, self._entries[victim]))
-            self.remove(victim)
+        if self.total_bytes <= budget:
+            return victims
+        for key in [key for key in self._spared if not is_active(key)]:
+            self._spared.discard(key)
+            self._push(key)
+        self._take(budget, victims, is_active)
+        if self.total_bytes > budget:  # only files of the branches in use are left
+            for key in self._spared:
+                self._push(key)
+            self._spared.clear()
+            self._take(budget, victims, lambda _key: False)
         return victims
+
+    def _take(self, budget: int, victims: list[tuple[Key, DiskEntry]], spare: Callable[[Key], bool]) -> None:
+        while self.total_bytes > budget and self._heap:
+            rank, _order, key = heapq.heappop(self._heap)
+            entry = self._entries.get(key)
+            if entry is None or self._queued.get(key) != rank:
+                continue  # gone, set aside, or pushed again with another rank
+            del self._queued[key]
+            if self.eviction_rank(key) != rank:
+                self._push(key)  # used (or built on) since it was pushed
+            elif spare(key):
+                self._spared.add(key)
+            else:
+                victims.append((key, entry))
+                self.remove(key)
+
+    def _push(self, key: Key) -> None:
+        rank = self.eviction_rank(key)
+        if self._queued.get(key) == rank:
+            return  # its heap item already says so
+        self._queued[key] = rank
+        heapq.heappush(self._heap, (rank, next(self._order), key))
+        if len(self._heap) > 2 * len(self._entries) + 64:  # mostly stale items: rebuild
+            self._heap = [(r, next(self._order), k) for k, r in self._queued.items()]
+            heapq.heapify(self._heap)
+
+    def _spread(self, key: Key) -> None:
+        """Raise the sitting of the files ``key`` builds on to its own."""
+        sitting = self._entries[key].sitting
+        below = self._below(key)
+        while below is not None:
+            entry = self._entries.get(below)
+            if entry is None or entry.sitting >= sitting:
+                return  # raised already, by this or a newer use (this also ends a forged cycle)
+            entry.sitting = sitting  # its rank rises: found lazily
+            below = self._below(below)
+
+    def _below(self, key: Key) -> Key | None:
+        """The cells ``key`` builds on: a range's parent, the range a snapshot's point ends."""
+        if key[2] == "snapshot":
+            return (key[0], key[1], "cells")
+        parent = self._entries[key].parent
+        return None if parent is None else (key[0], parent, "cells")

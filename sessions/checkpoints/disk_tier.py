@@ -22,7 +22,7 @@ import numpy as np
 
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
-from .disk_index import DiskEntry, DiskIndex, UseClock
+from .disk_index import DiskEntry, DiskIndex
 from .errors import CorruptCheckpointError
 from .file_format import (
     HEADER_SIZE,
@@ -38,6 +38,7 @@ from .file_format import (
 from .file_reads import Place, Placed, StateSpan, mark_used, read_in_one, read_payload, read_pieces
 from .keys import Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
 from .segment import Segment, as_view
+from .use_clock import UseClock
 
 log = logging.getLogger(__name__)
 _MB = 1024 * 1024
@@ -111,6 +112,7 @@ class DiskTier:
 
     def _scan_into(self, index: DiskIndex) -> None:
         now = time.time()
+        found: list[tuple[Key, DiskEntry]] = []
         for folder in self.directory.iterdir():
             if not is_model_folder(folder.name) or not folder.is_dir():
                 continue
@@ -133,8 +135,9 @@ class DiskTier:
                 except OSError as error:
                     self._report(f"checkpoint {path.name} could not be read ({error.strerror}); skipped")
                     continue
-                self._clock.seen(mtime)
-                index.add(parsed.key, DiskEntry.of_header(header, path, size, mtime))
+                found.append((parsed.key, DiskEntry.of_header(header, path, size, (mtime, mtime))))
+        self._clock.seed(entry for _key, entry in found)
+        index.add_all(found)
 
     def known(self, key: Key) -> bool:
         """True when the index is built and lists ``key`` (never does I/O)."""
