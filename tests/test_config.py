@@ -82,7 +82,7 @@ enabled = false
         sampling=SamplingSettings(temperature=0.0, top_k=10, top_p=0.5, min_p=0.1,
                                   repeat_penalty=1.1, repeat_last_n=32, seed=3, max_tokens=99),
         keys={"regenerate": "ctrl+r"},
-        checkpoints=CheckpointConfig(ram_mb=100, disk_mb=200, interval=64, enabled=False),
+        checkpoints=CheckpointConfig(ram_mb=100, max_disk=200 << 20, interval=64, enabled=False),
     )
     assert isinstance(loaded.config.sampling.temperature, float)
     assert loaded.config.sampling.greedy
@@ -124,7 +124,7 @@ def test_out_of_range_in_a_table_keeps_the_rest_of_the_table():
     assert config.sampling.temperature == 0.2
     assert config.sampling.top_p == SamplingSettings().top_p
     assert config.checkpoints.ram_mb == CheckpointConfig().ram_mb
-    assert config.checkpoints.disk_mb == 10
+    assert config.checkpoints.max_disk == 10 << 20
     by_field = {p.field: p for p in loaded.problems}
     assert set(by_field) == {"sampling.top_p", "checkpoints.ram_mb"}
     assert by_field["sampling.top_p"].line == line_of(text, "top_p")

@@ -59,6 +59,8 @@ class StoreStats:
     """Disk writes dropped because the writer's queue was full."""
     pending_writes: int = 0
     write_errors: int = 0
+    disk_budget: int = 0
+    """Most file bytes the disk tier keeps (``checkpoints.max_disk``)."""
 
 
 class CheckpointStore:
@@ -242,6 +244,7 @@ class CheckpointStore:
             dropped_writes=self._writer.dropped,
             pending_writes=self._writer.pending_count,
             write_errors=self._disk.write_errors,
+            disk_budget=self._disk.budget,
         )
 
     def close(self) -> None:

@@ -21,8 +21,9 @@ import tomli_w
 
 from sessions import paths
 from sessions.config.model import Config
+from sessions.config.sizes import size_text
 from sessions.config.toml_text import set_value
-from sessions.config.validate import TABLES, TOP_RULES, ConfigProblem, build_config, check_value
+from sessions.config.validate import TABLES, TOP_RULES, ConfigProblem, Rule, build_config, check_value
 from sessions.durable import write_atomically
 
 
@@ -84,7 +85,8 @@ def to_toml_dict(config: Config, *, everything: bool = False) -> dict[str, Any]:
     for f in fields(config):
         value, default = getattr(config, f.name), getattr(defaults, f.name)
         if is_dataclass(value):
-            table = {sub.name: getattr(value, sub.name) for sub in fields(value)
+            rules = TABLES[f.name][1]
+            table = {sub.name: _written(rules[sub.name], getattr(value, sub.name)) for sub in fields(value)
                      if everything or getattr(value, sub.name) != getattr(default, sub.name)}
             if table:
                 data[f.name] = table
@@ -131,9 +133,9 @@ def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tup
             for sub in fields(new):
                 value = getattr(new, sub.name)
                 if value != getattr(old, sub.name):
-                    value = _checked(rules[sub.name], value, f"{name}.{sub.name}")
+                    value = _checked(rules[sub.name], _written(rules[sub.name], value), f"{name}.{sub.name}")
                     is_default = value == getattr(default, sub.name)
-                    edits.append(((name, sub.name), None if is_default else value))
+                    edits.append(((name, sub.name), None if is_default else _written(rules[sub.name], value)))
         elif name == "models":
             raise ConfigError("the [models] tables are edited in the config file itself")
         elif name == "keys":
@@ -147,6 +149,12 @@ def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tup
             value = None if new is None or new == default else _checked(TOP_RULES[name], new, name)
             edits.append(((name,), value))
     return edits
+
+
+def _written(rule: Rule, value: Any) -> Any:
+    """A field's value as the file holds it: a size in bytes becomes ``"20GiB"`` (a bare
+    number in the file is MiB)."""
+    return size_text(value) if rule.kind == "size" and isinstance(value, int) else value
 
 
 def _checked(rule: Any, value: Any, name: str) -> Any:

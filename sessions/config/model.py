@@ -32,8 +32,11 @@ class CheckpointConfig:
 
     ram_mb: int = 2048
     """Most memory, in MiB, that checkpoints kept in RAM may use (oldest dropped first)."""
-    disk_mb: int = 20480
-    """Most disk space, in MiB, for checkpoint files in the cache folder."""
+    max_disk: int = 20 << 30
+    """Most disk space, in bytes, for checkpoint files in the cache folder (the file writes
+    a size: ``"20GiB"``, ``"500MB"``, or a whole number of MiB). The files of the chats
+    used least recently go first, the cheapest to recompute first (``sessions.checkpoints``).
+    ``disk_mb``, a number of MiB, is read as this setting too; ``max_disk`` wins over it."""
     interval: int = 2048
     """Inside a long message, also save a checkpoint every this many tokens."""
     enabled: bool = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 import textwrap
 
 from sessions.config.model import Config
+from sessions.config.sizes import size_text
 from sessions.config.toml_text import render_value as _value
 from sessions.engine.template_families import BY_NAME
 
@@ -92,7 +93,9 @@ def config_template() -> str:
 [checkpoints]
 # enabled = {_value(k.enabled)}
 # ram_mb = {k.ram_mb}          # memory for checkpoints kept in RAM, in MiB
-# disk_mb = {k.disk_mb}        # disk space for checkpoint files, in MiB
+# max_disk = {_value(size_text(k.max_disk))}    # disk space for checkpoint files: "500MB", "20GiB", or a number
+#                        of MiB; the chats used least recently lose theirs first. The older
+#                        disk_mb (in MiB) is read too; max_disk wins over it.
 # interval = {k.interval}        # inside a long message, also save every this many tokens
 
 # Settings for particular models, one entry per model: a file name ("*" matches any text,

@@ -11,12 +11,14 @@ from __future__ import annotations
 import difflib
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 from sessions.config import template_kwargs
 from sessions.config.model import CheckpointConfig, Config
 from sessions.config.model_tables import check_models
+from sessions.config.sizes import parse_size, size_text
 from sessions.config.toml_text import find_key_line
 from sessions.config.type_words import kind_of
 from sessions.engine.cache_types import CACHE_TYPES
@@ -51,7 +53,8 @@ class Rule:
     """One of ``int``, ``float``, ``bool``, ``str``, ``str_list``, ``str_map``,
     ``endpoints`` (a list of ``host:port``), ``float_list``, ``gpu_layers`` (a whole
     number, ``"auto"`` or ``"all"``), ``template_kwargs`` (a table of strings, finite
-    numbers and truth values)."""
+    numbers and truth values), ``size`` (bytes: ``"20GiB"``, ``"500MB"`` or a whole
+    number of MiB in the file, see ``sizes``)."""
     minimum: float | None = None
     maximum: float | None = None
     optional: bool = False
@@ -109,12 +112,20 @@ TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
         CheckpointConfig,
         {
             "ram_mb": Rule("int", minimum=0, maximum=2**40),
+            "max_disk": Rule("size"),
             "disk_mb": Rule("int", minimum=0, maximum=2**40),
             "interval": Rule("int", minimum=1, maximum=INT32_MAX),
             "enabled": Rule("bool"),
         },
     ),
 }
+
+LEGACY_KEYS: dict[tuple[str, str], tuple[str, Callable[[Any], Any]]] = {
+    ("checkpoints", "disk_mb"): ("max_disk", lambda mb: mb << 20),
+}
+"""Keys of a table that set another of its fields, as earlier versions wrote it:
+(table, key) -> (the field, how the key's checked value becomes the field's). When both
+are written, the field wins and the old key is reported as ignored."""
 
 _TYPE_WORDS = {
     "int": "a whole number",
@@ -131,6 +142,8 @@ _TYPE_WORDS = {
 
 def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
     """Return ``(value, None)`` when valid (converted: ints become floats), else the reason."""
+    if rule.kind == "size":
+        return parse_size(value)
     if rule.kind == "template_kwargs":  # its reason names the value at fault
         reason = template_kwargs.problem(value)
         return (None, reason) if reason else (value, None)
@@ -233,12 +246,34 @@ class _Checker:
                 continue
             checked, reason = check_value(rule, value)
             if reason:
-                default = getattr(defaults, name)
-                shown = "unset" if default is None else repr(default)
-                self.report(path, f"{'.'.join(path)} {reason}; using the default ({shown})")
+                field, field_rule = name, rule
+                if path in LEGACY_KEYS:
+                    field = LEGACY_KEYS[path][0]
+                    field_rule = rules[field]
+                self.report(path, f"{'.'.join(path)} {reason}; using the default "
+                                  f"({shown_value(field_rule, getattr(defaults, field))})")
                 continue
             accepted[name] = checked
         return accepted
+
+    def legacy_keys(self, table: str, written: dict[str, Any], accepted: dict[str, Any]) -> None:
+        """Turn the old keys of ``table`` into the fields they set (see ``LEGACY_KEYS``)."""
+        for (where, old), (field, convert) in LEGACY_KEYS.items():
+            if where != table or old not in written:
+                continue
+            value = accepted.pop(old, None)
+            if field in written:
+                self.report((table, old), f"{table}.{old} is ignored because {table}.{field} is set too; "
+                                          "keep one of the two")
+            elif value is not None:
+                accepted[field] = convert(value)
+
+
+def shown_value(rule: Rule, value: Any) -> str:
+    """A setting's value as the file would write it, for a message."""
+    if value is None:
+        return "unset"
+    return repr(size_text(value)) if rule.kind == "size" else repr(value)
 
 
 def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigProblem]]:
@@ -254,7 +289,9 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
             checker.report((table,), f"{table} must be a table ([{table}]), not "
                            f"{kind_of(data[table])}; using the defaults")
             continue
-        values[table] = cls(**checker.values(data[table], rules, (table,), cls()))
+        accepted = checker.values(data[table], rules, (table,), cls())
+        checker.legacy_keys(table, data[table], accepted)
+        values[table] = cls(**accepted)
     if "models" in data:  # per-model tables, named by the user: see model_tables
         values["models"] = check_models(data["models"], checker.report)
     if values.get("model") == "":
@@ -280,6 +317,7 @@ def _batch_within_context(values: dict[str, Any], checker: _Checker) -> None:
 def rules_cover_every_field() -> bool:
     """Every ``Config`` field has a rule (a test keeps it so when fields are added)."""
     names = {f.name for f in fields(Config)}
-    table_fields = all({f.name for f in fields(cls)} == set(rules)
-                       for cls, rules in TABLES.values())
+    table_fields = all({f.name for f in fields(cls)} == set(rules) - {old for where, old in LEGACY_KEYS
+                                                                      if where == table}
+                       for table, (cls, rules) in TABLES.items())
     return names == set(TOP_RULES) | set(TABLES) | {"models"} and table_fields

@@ -45,7 +45,7 @@ def _open(request: LoadRequest, channel: _Channel):
     store = None
     if request.checkpoint_dir is not None:
         store = CheckpointStore(Path(request.checkpoint_dir), ram_bytes=s.checkpoint_ram_mb << 20,
-                                disk_bytes=s.checkpoint_disk_mb << 20,
+                                disk_bytes=s.checkpoint_disk_bytes,
                                 on_problem=lambda text: channel.send("notice", text))
     try:
         engine = LlamaChatEngine(

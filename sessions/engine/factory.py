@@ -68,6 +68,6 @@ def open_checkpoints(config: Config, on_problem: Callable[[str], None] | None = 
         return None
     return CheckpointStore(
         ram_bytes=config.checkpoints.ram_mb << 20,
-        disk_bytes=config.checkpoints.disk_mb << 20,
+        disk_bytes=config.checkpoints.max_disk,
         on_problem=on_problem,
     )

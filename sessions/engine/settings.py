@@ -46,7 +46,7 @@ class EngineSettings:
     empty: by each device's free memory."""
     checkpoint_ram_mb: int = _CHECKPOINTS.ram_mb
     """Budgets of the checkpoint store the child process opens (RPC only)."""
-    checkpoint_disk_mb: int = _CHECKPOINTS.disk_mb
+    checkpoint_disk_bytes: int = _CHECKPOINTS.max_disk
     chat_template_file: Path | None = None
     """A chat template file used for every model instead of its own (``--chat-template-file``)."""
     model_templates: tuple[ModelTemplateRule, ...] = ()
@@ -92,5 +92,5 @@ class EngineSettings:
             rpc=tuple(config.rpc),
             tensor_split=tuple(config.tensor_split),
             checkpoint_ram_mb=config.checkpoints.ram_mb,
-            checkpoint_disk_mb=config.checkpoints.disk_mb,
+            checkpoint_disk_bytes=config.checkpoints.max_disk,
         )

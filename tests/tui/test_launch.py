@@ -60,7 +60,7 @@ def test_the_runtime_opens_checkpoints_only_when_enabled_and_closes_all_in_order
             return original(self)
 
         monkeypatch.setattr(owner, "close", recording)
-    with open_runtime(Config(checkpoints=CheckpointConfig(ram_mb=8, disk_mb=16)),
+    with open_runtime(Config(checkpoints=CheckpointConfig(ram_mb=8, max_disk=16 << 20)),
                       engine_factory=FakeEngineFactory()) as runtime:
         runtime.controller.load_model(fake_model)
         engine = runtime.controller.engine
@@ -100,7 +100,7 @@ def test_checkpoints_follow_the_config():
     off = Config(checkpoints=CheckpointConfig(enabled=False))
     assert open_checkpoints(off, print) is None
     problems: list[str] = []
-    store = open_checkpoints(Config(checkpoints=CheckpointConfig(ram_mb=1, disk_mb=2)), problems.append)
+    store = open_checkpoints(Config(checkpoints=CheckpointConfig(ram_mb=1, max_disk=2 << 20)), problems.append)
     assert store is not None
     compat = StateCompat("sha256:" + "55" * 32, "type_k=f16;type_v=f16")
     mib = 1 << 20
