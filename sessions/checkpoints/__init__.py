@@ -8,22 +8,27 @@ blobs are opaque here, so nothing in this package imports llama.cpp.
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
 from .file_reads import Place, Placed, StateSpan
 from .keys import Kind, PrefixHasher, StateCompat, prefix_hash
+from .listing import CheckpointFile, Removed, list_files, remove_files
 from .segment import Segment, SegmentMeta
 from .store import CheckpointStore, StoreStats
 
 __all__ = [
     "CheckpointError",
+    "CheckpointFile",
     "CheckpointStore",
     "InvalidSegmentError",
     "Kind",
     "Place",
     "Placed",
     "PrefixHasher",
+    "Removed",
     "Segment",
     "SegmentMeta",
     "StateCompat",
     "StateSpan",
     "StoreClosedError",
     "StoreStats",
+    "list_files",
     "prefix_hash",
+    "remove_files",
 ]

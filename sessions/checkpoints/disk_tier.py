@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,6 +37,7 @@ from .file_format import (
 )
 from .file_reads import Place, Placed, StateSpan, mark_used, read_in_one, read_payload, read_pieces
 from .keys import Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
+from .listing import read_header
 from .segment import Segment, as_view
 from .use_clock import UseClock
 
@@ -44,12 +45,6 @@ log = logging.getLogger(__name__)
 _MB = 1024 * 1024
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 T = TypeVar("T")
-
-
-def _read_header(path: Path) -> tuple[Header, int, float]:
-    with open(path, "rb") as src:
-        info = os.fstat(src.fileno())
-        return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
 
 
 class DiskTier:
@@ -125,7 +120,7 @@ class DiskTier:
                 if parsed is None:
                     continue
                 try:
-                    header, size, mtime = _read_header(path)
+                    header, size, mtime = read_header(path)
                     check_header(header, parsed, size)
                 except FileNotFoundError:
                     continue
@@ -263,6 +258,14 @@ class DiskTier:
                 self._leaving.add(key)
         if entry is not None:
             self._delete_evicted([(key, entry)])
+
+    def forget(self, keys: Iterable[Key]) -> None:
+        """Unlist files deleted by someone else (a deleted chat's, ``llamachat cache``)."""
+        self.ensure_index()
+        with self._lock:
+            if self._index is not None:
+                for key in keys:
+                    self._index.remove(key)
 
     def _delete_evicted(self, victims: list[tuple[Key, DiskEntry]]) -> None:
         for key, entry in victims:

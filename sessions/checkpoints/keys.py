@@ -98,6 +98,11 @@ def fingerprint_id(model_fingerprint: str) -> bytes:
     return _digest(model_fingerprint.encode("utf-8"))
 
 
+def model_folder(model_fingerprint: str) -> str:
+    """The name of the folder a model's checkpoint files are in."""
+    return fingerprint_id(model_fingerprint).hex()
+
+
 def compat_digest(fingerprint_id: bytes, params_digest: bytes) -> str:
     """The compat digest from its two halves, as stored in a file header."""
     return blake2b(fingerprint_id + params_digest, digest_size=HASH_BYTES).hexdigest()

@@ -23,6 +23,7 @@ from .errors import InvalidSegmentError, StoreClosedError
 from .file_format import HEADER_SIZE
 from .file_reads import Place, Placed
 from .keys import FILE_SUFFIX, Key, Kind, StateCompat, fingerprint_id, key_of
+from .listing import CheckpointFile
 from .ram_tier import RamTier
 from .segment import Segment, SegmentMeta
 from .writer import BackgroundWriter
@@ -123,6 +124,11 @@ class CheckpointStore:
         """Delete a checkpoint's file (its RAM copy stays); never waits on disk I/O."""
         if not self._closed:
             self._writer.discard(key_of(compat, prefix, kind))
+
+    def forget(self, files: Iterable[CheckpointFile]) -> None:
+        """Take files another hand deleted off the disk index (their RAM copies stay), so
+        that its total and its plans stop counting them at once."""
+        self._disk.forget(file.key for file in files)
 
     def persisted(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> bool:
         """Whether the checkpoint is on disk or on its way there (no disk I/O)."""

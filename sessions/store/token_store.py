@@ -46,6 +46,36 @@ class FrozenTokens:
         with self._db.transaction() as conn:
             return fingerprints.refile_tokens(conn, old, new)
 
+    def message_parents(self, session_id: int) -> dict[int, int | None]:
+        """Each message of a session and its parent (None at the top): the tree's shape alone."""
+        with self._db.read() as conn:
+            rows = conn.execute("SELECT id, parent_id FROM messages WHERE session_id = ?", (session_id,))
+            return {message_id: parent_id for message_id, parent_id in rows}
+
+    def root_tokens(self, model_fingerprint: str) -> dict[int, list[list[int]]]:
+        """The tokens of every session's top-level messages for one model: session id ->
+        one list per top-level message frozen for it. Sessions that can share a
+        checkpoint begin alike, so these narrow the search for the sessions that may."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT m.session_id, t.tokens FROM messages m JOIN message_tokens t ON t.message_id = m.id"
+                " WHERE m.parent_id IS NULL AND t.model_fingerprint = ? ORDER BY m.session_id, m.id",
+                (model_fingerprint,),
+            )
+            found: dict[int, list[list[int]]] = {}
+            for session_id, blob in rows:
+                found.setdefault(session_id, []).append(unpack_tokens(blob))
+            return found
+
+    def models_by_fingerprint(self) -> dict[str, str]:
+        """The model file each recorded fingerprint was last loaded from, for naming its
+        checkpoint folder."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT model_fingerprint, model_path FROM sessions WHERE model_fingerprint IS NOT NULL"
+                " AND model_path IS NOT NULL ORDER BY updated_at")
+            return {fingerprint: path for fingerprint, path in rows}
+
     def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]:
         """Every frozen token list of a session: ``{message_id: {fingerprint: tokens}}``."""
         with self._db.read() as conn:
