@@ -62,7 +62,7 @@ def open_runtime(config: Config, *, listener: Listener = ignore, sampling: Sampl
         controller = SessionController(
             store, engine_factory=engine_factory or llama_engine_factory(checkpoints, on_problem=problem),
             settings=EngineSettings.from_config(config),
-            sampling=sampling or config.effective_sampling(), listener=listener,
+            sampling=sampling or config.effective_sampling(), listener=listener, checkpoints=checkpoints,
         )
         stack.callback(controller.close)
         notices = [store.recovery_notice] if store.recovery_notice else []

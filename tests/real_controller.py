@@ -19,7 +19,7 @@ def real_controller(folder: Path, store: SessionStore, *, n_batch: int,
                     max_tokens: int) -> Iterator[SessionController]:
     """Greedy replies of ``max_tokens``, a 512-token context on one thread, no GPU."""
     with CheckpointStore(folder / "checkpoints", ram_bytes=64 << 20, disk_bytes=1 << 30) as checkpoints:
-        ctl = SessionController(store, engine_factory=llama_engine_factory(checkpoints),
+        ctl = SessionController(store, engine_factory=llama_engine_factory(checkpoints), checkpoints=checkpoints,
                                 settings=EngineSettings(n_ctx=512, n_batch=n_batch, threads=1, n_gpu_layers=0),
                                 sampling=SamplingSettings(temperature=0.0, max_tokens=max_tokens))
         try:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
+from sessions.controller.checkpoint_cleanup import CheckpointCleanup
 from sessions.controller.continuation import check_continuable, write_continuation
 from sessions.controller.controller_base import ControllerBase
 from sessions.controller.job_control import JobControl
@@ -42,12 +43,13 @@ from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError
-from sessions.events import Listener, ignore
+from sessions.events import Listener, NoticeRaised, ignore
 from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import Message
 
 if TYPE_CHECKING:
+    from sessions.checkpoints import CheckpointStore
     from sessions.engine.branch_engine import PrepareResult
     from sessions.engine.model import ModelInfo
     from sessions.engine.planner import Plan
@@ -63,7 +65,10 @@ class SessionController(ControllerBase):
         settings: EngineSettings = EngineSettings(),
         sampling: SamplingSettings = SamplingSettings(),
         listener: Listener = ignore,
+        checkpoints: CheckpointStore | None = None,
     ):
+        """``checkpoints``: the store whose files a deleted chat's own checkpoints are
+        removed from (the engine factory's, if it has one)."""
         self.settings = settings
         self.sampling = sampling
         """Sampling settings of new chats (an open chat replies with its own)."""
@@ -77,6 +82,7 @@ class SessionController(ControllerBase):
         self._jobs = JobControl(lambda: self.engine)
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store)
+        self._cleanup = CheckpointCleanup(store, checkpoints, lambda text: self.listener(NoticeRaised(text)))
         """The saved sessions: list, search, import."""
         self.models = ModelCatalogue()
         """The models to choose from: found on disk, one file described, the demo model."""
@@ -140,6 +146,7 @@ class SessionController(ControllerBase):
 
     def close(self) -> None:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
+        self._cleanup.wait()
         self._jobs.cancel()
         with self._jobs.job():
             engine, self.engine = self.engine, None
@@ -182,11 +189,22 @@ class SessionController(ControllerBase):
         return write_export(self._store, self._saved_id(), path, kind, whole_tree=whole_tree)
 
     def delete_session(self, session_id: int) -> None:
-        """Delete a saved session for good; deleting the open one leaves a new, empty chat open."""
+        """Delete a saved session for good; deleting the open one leaves a new, empty chat open.
+
+        The checkpoint files that only its branches reach are removed afterwards, in the
+        background (``checkpoint_cleanup``)."""
         with self._lock:
+            chat = self._cleanup.read(session_id)
             self._store.delete_session(session_id)
             if self.session_id == session_id:
                 self.new_session()
+        if chat is not None:
+            self._cleanup.start(chat)
+
+    def wait_for_cleanup(self, timeout: float | None = None) -> bool:
+        """Wait until the checkpoint files of deleted sessions are handed to the checkpoint
+        store (``flush`` it to see them gone); False if ``timeout`` ran out first."""
+        return self._cleanup.wait(timeout)
 
     # -- the open chat's settings ---------------------------------------------------
 
