@@ -12,6 +12,7 @@ from types import ModuleType
 
 from sessions.cli.commands import (
     ask,
+    cache,
     config_cmd,
     delete,
     export,
@@ -32,6 +33,7 @@ COMMANDS: list[ModuleType] = [
     rename,
     delete,
     models,
+    cache,
     config_cmd,
     rpc_server,
 ]

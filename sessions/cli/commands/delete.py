@@ -10,6 +10,7 @@ from sessions.cli.context import CommandContext
 from sessions.cli.formatting import title_text
 
 if TYPE_CHECKING:
+    from sessions.checkpoint_owners import ChatTokens
     from sessions.cli.interrupts import Interrupts
     from sessions.store import SessionSummary
 
@@ -18,7 +19,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "delete", help="delete sessions (no confirmation)",
         description="Delete sessions and all their messages, without asking. Every id is "
-                    "checked first: if one does not exist, nothing is deleted.")
+                    "checked first: if one does not exist, nothing is deleted. The checkpoint "
+                    "files that only these sessions reach are deleted with them.")
     parser.add_argument("ids", type=session_id, nargs="+", metavar="ID", help="session id")
     return parser
 
@@ -38,12 +40,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     commit begins; once it has, the sessions deleted are still listed, and one line says
     which of the two happened.
     """
+    from sessions.checkpoint_owners import ChatTokens
     from sessions.cli.interrupts import Interrupts
     from sessions.store import SessionNotFound
 
     store = ctx.store()
     ids = list(dict.fromkeys(args.ids))
     stops = Interrupts(lambda: None)
+    chats: list[ChatTokens] = []
 
     def delete() -> dict[int, SessionSummary]:
         with store.transaction():
@@ -53,6 +57,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 raise SessionNotFound(missing)
             for session_id in ids:
                 _check(stops)
+                chats.append(ChatTokens.read(store, session_id))  # their tokens go with them
                 store.delete_session(session_id)
             _check(stops)
         return listed
@@ -70,7 +75,29 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if stops.happened:
         ctx.note(f"{stops.cause} after the deletion was saved")
         return stops.status
+    _remove_checkpoints(ctx, chats)
     return 0
+
+
+def _remove_checkpoints(ctx: CommandContext, chats: list[ChatTokens]) -> None:
+    """Delete the checkpoint files only the deleted sessions reached. The sessions are
+    gone already, so whatever fails here is a warning: the files are evicted in time."""
+    from sessions import paths
+    from sessions.checkpoint_owners import ownership_on_disk
+    from sessions.checkpoints import remove_files
+    from sessions.cli.formatting import human_size
+
+    try:
+        removed = remove_files(ownership_on_disk(ctx.store(), chats, paths.checkpoints_dir()).own)
+    except Exception as error:  # never a failed delete: the sessions are gone already
+        ctx.note(f"warning: the checkpoint files of the deleted sessions were not removed ({error})")
+        return
+    if removed.count:
+        ctx.note(f"freed {human_size(removed.nbytes)}: {removed.count} checkpoint "
+                 f"file{'' if removed.count == 1 else 's'} of the deleted sessions")
+    if removed.failures:
+        more = f" (and {len(removed.failures) - 1} more)" if len(removed.failures) > 1 else ""
+        ctx.note(f"warning: could not delete the checkpoint file {removed.failures[0]}{more}")
 
 
 class _Stopped(Exception):

@@ -1,13 +1,15 @@
 """``llamachat models``: every GGUF model found, with its memory kind and size, and the devices.
 
-After the table, on stderr (not with ``--json``): this machine's devices, each RPC server's (asked
-now, so a wrong address shows before a model loads) and where ``-ngl`` puts layers.
+After the table, on stderr (not with ``--json``): the size of the checkpoint files against
+their budget, this machine's devices, each RPC server's (asked now, so a wrong address
+shows before a model loads) and where ``-ngl`` puts layers.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from sessions.cli.cache_usage import usage_line
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import human_count, human_size, table
 
@@ -45,6 +47,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not cards:
         searched = ", ".join(str(root.path) for root in search_roots(ctx.config.model_dirs))
         ctx.note(f"no models found; searched {searched} (add folders to model_dirs in config.toml)")
+        ctx.note(usage_line(ctx))
         _print_devices(ctx)
         return 0
     rows = [["NAME", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "MEMORY", "PATH"]]
@@ -62,6 +65,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ])
     for line in table(rows):
         ctx.print(line)
+    ctx.note(usage_line(ctx))
     _print_devices(ctx)
     return 0
 

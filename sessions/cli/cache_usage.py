@@ -1,0 +1,56 @@
+"""What the checkpoint folder holds, per model, for ``llamachat cache`` and ``llamachat models``.
+
+Counting costs one stat per file (no header is read), so ``models`` can say it too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sessions import paths
+from sessions.checkpoints import list_files
+from sessions.checkpoints.keys import model_folder
+from sessions.cli.context import CommandContext
+from sessions.cli.formatting import human_size
+from sessions.config.sizes import size_text
+
+
+@dataclass
+class FolderUsage:
+    """Checkpoint files and bytes in a folder, and per model folder (largest first)."""
+
+    count: int = 0
+    nbytes: int = 0
+    by_model: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Model folder name -> (files, bytes)."""
+
+
+def folder_usage(folder: Path) -> FolderUsage:
+    usage = FolderUsage()
+    per_model: dict[str, list[int]] = {}
+    for file in list_files(folder, headers=False):
+        usage.count += 1
+        usage.nbytes += file.size
+        totals = per_model.setdefault(file.model_folder, [0, 0])
+        totals[0] += 1
+        totals[1] += file.size
+    usage.by_model = {name: (count, nbytes) for name, (count, nbytes)
+                      in sorted(per_model.items(), key=lambda item: -item[1][1])}
+    return usage
+
+
+def model_names(ctx: CommandContext) -> dict[str, str]:
+    """Model folder name -> the model file last loaded with that fingerprint, as the saved
+    chats recorded it (none when there is no database yet: this does not make one)."""
+    if not paths.database_file().exists():
+        return {}
+    return {model_folder(fingerprint): path for fingerprint, path in ctx.store().models_by_fingerprint().items()}
+
+
+def usage_line(ctx: CommandContext) -> str:
+    """One line: the bytes and files in the checkpoint folder against the budget."""
+    usage = folder_usage(paths.checkpoints_dir())
+    files = f"{usage.count} file{'' if usage.count == 1 else 's'}"
+    return (f"checkpoints: {human_size(usage.nbytes)} in {files} of {size_text(ctx.config.checkpoints.max_disk)} "
+            "(checkpoints.max_disk); `llamachat cache` shows them")

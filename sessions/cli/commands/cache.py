@@ -1,0 +1,123 @@
+"""``llamachat cache``: the checkpoint files on disk, their budget, and clearing them.
+
+``cache`` (or ``cache show``) prints the folder, the bytes used against ``max_disk`` and
+the files per model; with ``--session ID`` also what that chat's branches reach: its own
+files and those it shares with other chats. ``cache clear --session ID`` deletes that
+chat's own files, ``cache clear --all`` every checkpoint file. Both ask nothing and may
+run while the app uses the folder: files are only deleted, and what the app then misses
+it recomputes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sessions.cli.cache_usage import folder_usage, model_names
+from sessions.cli.context import CommandContext
+from sessions.cli.errors import UsageError
+from sessions.cli.formatting import human_size, table
+from sessions.config.sizes import size_text
+
+if TYPE_CHECKING:
+    from sessions.checkpoint_owners import Ownership
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "cache", help="show or clear the checkpoint files on disk",
+        description=__doc__.split("\n\n", 1)[1].replace("``", "`"))
+    parser.add_argument("action", nargs="?", choices=("show", "clear"), default="show",
+                        help="show (the default) or clear")
+    parser.add_argument("--all", action="store_true", help="with clear: delete every checkpoint file")
+    parser.add_argument("--json", action="store_true", help="with show: print JSON")
+    return parser
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from sessions import paths
+
+    folder = paths.checkpoints_dir()
+    if args.action == "clear":
+        if args.json:
+            raise UsageError("--json is for `cache show`")
+        if args.all == (args.session is not None):
+            raise UsageError("`cache clear` takes --session ID or --all")
+        return _clear_all(ctx, folder) if args.all else _clear_session(ctx, folder, args.session)
+    if args.all:
+        raise UsageError("--all is for `cache clear`")
+    return _show(ctx, folder, args.session, args.json)
+
+
+def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
+    usage = folder_usage(folder)
+    names = model_names(ctx) if usage.by_model else {}
+    budget = ctx.config.checkpoints.max_disk
+    share = _session_share(ctx, folder, session_id) if session_id is not None else None
+    if as_json:
+        value: dict = {
+            "folder": str(folder), "bytes": usage.nbytes, "files": usage.count, "budget": budget,
+            "models": [{"folder": name, "model": names.get(name), "files": count, "bytes": nbytes}
+                       for name, (count, nbytes) in usage.by_model.items()],
+        }
+        if share is not None:
+            value["session"] = {"id": session_id, "own_files": len(share.own), "own_bytes": share.own_bytes,
+                                "shared_files": len(share.shared), "shared_bytes": share.shared_bytes}
+        ctx.print_json(value)
+        return 0
+    ctx.print(f"checkpoint folder: {folder}")
+    ctx.print(f"used: {human_size(usage.nbytes)} of {size_text(budget)} (checkpoints.max_disk), "
+              f"{_files(usage.count)}")
+    if usage.by_model:
+        rows = [["MODEL", "FILES", "SIZE", "FOLDER"]]
+        for name, (count, nbytes) in usage.by_model.items():
+            rows.append([Path(names[name]).name if name in names else "(unknown model)", str(count),
+                         human_size(nbytes), name])
+        for line in table(rows):
+            ctx.print(line)
+    if share is not None:
+        ctx.print(f"session {session_id}: {_files(len(share.own))}, {human_size(share.own_bytes)}, its own; "
+                  f"{_files(len(share.shared))}, {human_size(share.shared_bytes)}, shared with other sessions")
+    return 0
+
+
+def _session_share(ctx: CommandContext, folder: Path, session_id: int) -> Ownership:
+    from sessions.checkpoint_owners import ChatTokens, ownership_on_disk
+    from sessions.store import SessionNotFound
+
+    store = ctx.store()
+    if not any(summary.id == session_id for summary in store.list_sessions()):
+        raise SessionNotFound(session_id)
+    return ownership_on_disk(store, [ChatTokens.read(store, session_id)], folder)
+
+
+def _clear_session(ctx: CommandContext, folder: Path, session_id: int) -> int:
+    from sessions.checkpoints import remove_files
+
+    share = _session_share(ctx, folder, session_id)
+    removed = remove_files(share.own)
+    kept = f" ({_files(len(share.shared))} shared with other sessions kept)" if share.shared else ""
+    ctx.print(f"freed {human_size(removed.nbytes)}: {_files(removed.count)} of session {session_id} "
+              f"deleted{kept}")
+    return _failures(ctx, removed.failures)
+
+
+def _clear_all(ctx: CommandContext, folder: Path) -> int:
+    from sessions.checkpoints import list_files, remove_files
+
+    removed = remove_files(list_files(folder, headers=False))
+    ctx.print(f"freed {human_size(removed.nbytes)}: {_files(removed.count)} deleted, all there were")
+    return _failures(ctx, removed.failures)
+
+
+def _failures(ctx: CommandContext, failures: tuple[str, ...]) -> int:
+    if not failures:
+        return 0
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    ctx.note(f"error: could not delete {failures[0]}{more}")
+    return 1
+
+
+def _files(count: int) -> str:
+    return f"{count} checkpoint file{'' if count == 1 else 's'}"
