@@ -31,7 +31,7 @@ def test_version(capsys):
 def test_help_lists_every_subcommand(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0
-    for name in ("sessions", "show", "export", "import", "rename", "delete", "models", "config"):
+    for name in ("sessions", "show", "export", "import", "rename", "delete", "models", "cache", "config"):
         assert name in out
     assert "-ngl" in out and "--ctx-size" in out
 

@@ -77,7 +77,7 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group.add_argument("--demo", action="store_true", default=default(False),
                        help="start with the built-in demo model (no download needed)")
     group.add_argument("--session", metavar="ID", type=session_id, default=default(None),
-                       help="open this session at start")
+                       help="open this session at start (for `ask` and `cache`: the session they work on)")
     group.add_argument("--theme", metavar="NAME", default=default(None), help="colour theme")
     group.add_argument("--chat-template-file", metavar="FILE", default=default(None),
                        help="Jinja chat template used instead of the model's own (sandboxed as well)")

@@ -14,7 +14,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessions.cli.cache_usage import folder_usage, model_names
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import UsageError
 from sessions.cli.formatting import human_size, table
@@ -51,6 +50,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
+    from sessions.cli.cache_usage import folder_usage, model_names
+
     usage = folder_usage(folder)
     names = model_names(ctx) if usage.by_model else {}
     budget = ctx.config.checkpoints.max_disk

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-from sessions.cli.cache_usage import usage_line
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import human_count, human_size, table
 
@@ -38,6 +37,7 @@ def card_dict(card) -> dict:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    from sessions.cli.cache_usage import usage_line
     from sessions.discovery import discover_models, search_roots
 
     cards = discover_models(ctx.config, include_auxiliary=args.all)
