@@ -162,7 +162,7 @@ def found_again(index: DiskIndex) -> DiskIndex:
 def test_eviction_scales_to_a_hundred_thousand_files() -> None:
     """Filling a budget of 100,000 files and writing 20,000 more, each write evicting
     one file, costs a few heap operations per file, so this takes seconds (a pass over
-    every file per eviction took hours). The oldest chain is the branch in use."""
+    every file per eviction would take hours). The oldest chain is the branch in use."""
     index = DiskIndex()
     digest = COMPAT.digest()
     chains, budget = 1000, 100_000 * 10
