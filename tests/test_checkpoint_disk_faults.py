@@ -144,3 +144,23 @@ def test_a_file_another_process_wrote_is_listed_once_read(tmp_path, problems) ->
     assert tier.load(COMPAT, snap.prefix, "snapshot") == snap
     assert tier.known(snap.key)
     assert problems == []
+
+
+def test_a_file_another_process_deleted_is_a_miss_not_a_problem(tmp_path, problems) -> None:
+    """``llamachat cache clear`` deletes files a running store lists: every way of reading
+    one gives None (its tokens are recomputed), the index drops it, and nothing is reported."""
+    cells, snap = chain([0, 8, 16])[1], snapshot(60)
+    on_disk(tmp_path, cells)
+    on_disk(tmp_path, snap)
+    with CheckpointStore(tmp_path, ram_bytes=0, disk_bytes=1 << 24, on_problem=problems.append) as store:
+        assert store.where(COMPAT, cells.prefix) == "disk" and store.where(COMPAT, snap.prefix, "snapshot") == "disk"
+        for path in (file_of(tmp_path, cells), file_of(tmp_path, snap)):
+            path.unlink()
+        assert store.get(COMPAT, cells.prefix) is None
+        assert store.read_into(COMPAT, snap.prefix, "snapshot", lambda span, read_at: None) is None
+        assert store.where(COMPAT, cells.prefix) is None and store.where(COMPAT, snap.prefix, "snapshot") is None
+        stats = store.stats()
+        assert (stats.misses, stats.disk_count, stats.corrupt_deleted) == (2, 0, 0)
+        store.put(cells)  # computed again, it is written again
+        assert store.flush(WAIT) and file_of(tmp_path, cells).exists()
+    assert problems == []
