@@ -30,7 +30,7 @@ from sessions.engine.model import LlamaModel
 from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, SnapshotInfo, plan_route
 from sessions.engine.restore import RouteRunner
 from sessions.engine.segments import batches, segment_boundaries
-from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.snapshot_policy import SnapshotPolicy, segment_interval
 from sessions.engine.state_blob import SectionShape
 from sessions.engine.swa_ring import SwaRing
 from sessions.memory_kind import MemoryKind
@@ -105,9 +105,11 @@ class BranchEngine:
         self.model = model
         self.ctx = ctx
         self.store = store
-        self.interval = interval
         self.kind: MemoryKind = model.info.kind
         self.n_swa = model.info.n_swa
+        self.interval = segment_interval(interval, self.kind, self.n_swa)
+        """Where long messages are cut into segments: ``interval``, or closer for a window
+        or recurrent state (``restart_spacing``), each cut with a snapshot."""
         self.compat = StateCompat(model.info.fingerprint, ctx.params.compat())
         self.live: list[int] = []
         self.live_logits: np.ndarray | None = None
@@ -115,7 +117,7 @@ class BranchEngine:
         self.policy = policy or SnapshotPolicy()
         self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
-        self.runner = RouteRunner(self, self.captures)
+        self.runner = RouteRunner(self)
         self._reply_from = (0, 0)
         """(live length ``prepare`` left, where the segment a reply after it adds starts)."""
         self.cells_shape: SectionShape | None = None
@@ -202,12 +204,12 @@ class BranchEngine:
         restored = max(0, restored)
         evaluated = len(target) - len(self.live)
         if evaluated:
-            logits = self._decode_to(target, bounds, stepped_ranges, prefixes, on_progress)
+            logits = self._decode_to(target, bounds, set(ends), stepped_ranges, prefixes, on_progress)
         elif logits is None and need_logits:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
         self.live_logits = logits
         self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
-        self.captures.note_end(len(target), prefixes[len(target)], logits, tip=not reply_follows)
+        self.captures.note_end(len(target), prefixes[len(target)], logits)
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
         decode = self.ctx.decode_seconds - d0
@@ -240,7 +242,14 @@ class BranchEngine:
         if self.ring is not None:
             self.ring.real_from = 0
 
-    def _decode_to(self, target, bounds, stepped_ranges, prefixes, on_progress) -> np.ndarray:
+    def _decode_to(self, target, bounds, message_ends, stepped_ranges, prefixes, on_progress) -> np.ndarray:
+        """Decode ``target`` past the live sequence, batch by batch, noting checkpoints.
+
+        The batch that ends a message inside the prompt also returns the logits after it:
+        they are kept with the snapshot there, so that a regenerate of the reply that
+        follows samples its first token without decoding anything. They cost one row of
+        the output layer, and the arithmetic of every other token stays the same.
+        """
         start = len(self.live)
         total = len(target) - start
         t0 = time.perf_counter()
@@ -249,10 +258,12 @@ class BranchEngine:
         ids = TokenIds(target)  # batches are copied from it (``batch_fill``)
         for end in (b for b in bounds if b > start):
             step = any(a <= seg_start < b for a, b in stepped_ranges)
+            ends_message = end in message_ends and end < len(target)
             for a, b in batches(len(self.live), end, self.ctx.params.n_batch, stepped=step):
                 self.captures.before_decode(b)
+                want = b == len(target) or (ends_message and b == end)
                 try:
-                    logits = self.ctx.decode_span(ids, a, b, want_logits=(b == len(target)), abortable=True)
+                    logits = self.ctx.decode_span(ids, a, b, want_logits=want, abortable=True)
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise
@@ -264,7 +275,8 @@ class BranchEngine:
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
             self.captures.note_range(seg_start, end, prefixes)
             if end < len(target):
-                self.captures.maybe_snapshot(end, prefixes[end], until=len(target))
+                self.captures.maybe_snapshot(end, prefixes[end], until=len(target),
+                                             logits=logits if ends_message else None)
             seg_start = end
         assert logits is not None
         return logits

@@ -1,12 +1,14 @@
 """Checkpoints the decode passed but has not read out yet, and reading them out.
 
 The decode loop only notes what it passed: the token ranges whose attention cells should
-be saved, and the boundaries that deserve a snapshot (``SnapshotPolicy``). Reading them
-out of the context waits until the reply is written (``flush``): attention cells do not
-change once computed, and a sliding window stays in the ring for ``N - n_swa`` tokens,
-so both can still be read then, exactly as they were. Only two things are read at once:
-a recurrent state (the next token overwrites it), and a window the ring is about to
-overwrite (``before_decode``), which a long prompt or reply can reach.
+be saved, and the boundaries that get a snapshot (``SnapshotPolicy``: every one, so that
+each branch point survives a restart). Reading them out of the context waits until the
+reply is written (``flush``): attention cells do not change once computed, and a sliding
+window stays in the ring for ``N - n_swa`` tokens, so both can still be read then,
+exactly as they were. Only two things are read at once: a recurrent state (the next
+token overwrites it), and a window the ring is about to overwrite (``before_decode``),
+which a long prompt or reply can reach. Everything read goes to the store's RAM tier and,
+on the store's own thread, to disk.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,14 +50,6 @@ class _Snapshot:
     state: np.ndarray | None
     """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
     logits: np.ndarray | None
-    role: Role
-
-
-Role = Literal["spaced", "prompt", "tip"]
-"""Why a snapshot was taken: a spacing inside a long prompt, the end of a prompt (where a
-regenerate starts), or the tip of a branch (the end of a reply or of a switch: where the
-next turn, or a switch back, starts). The latest prompt end and tip of the branch the
-user is on stay on disk; older ones leave it when newer ones arrive."""
 
 
 class Captures:
@@ -68,21 +62,10 @@ class Captures:
         self.ring = engine.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
-        self._mark = 0.0
-        """Decode seconds on the context at the last snapshot (the policy's clock)."""
-        self._mark_pos = 0
-        """Position on the live branch of the last snapshot."""
-        self.anchor = 0
-        """Position on the live branch of the last snapshot kept on disk for good (0: none)."""
-        self.temporary: dict[Role, str] = {}
-        """Prefix of the latest prompt end and tip on disk of the branch the engine is on,
-        which newer ones replace (their files say so: ``Segment.role``)."""
-        self.cells_bytes_per_token = 0.0
-        """Measured size of saved attention cells per token (for the disk rule)."""
         self._snapshot_bytes = 0
         """Size of the largest snapshot read (or, before the first, measured) so far: a
-        full window or a recurrent state keeps its size, so the policy needs no size query
-        per boundary once it has one."""
+        full window or a recurrent state keeps its size, so no size query is needed per
+        boundary once there is one."""
         self._reply_hasher: PrefixHasher | None = None
         """The hash of the reply being written up to its last noted range, extended range by
         range: hashing the whole live sequence at each range costs time quadratic in the
@@ -114,92 +97,61 @@ class Captures:
         if not last:
             self.maybe_snapshot(len(live), prefix)
 
-    def maybe_snapshot(self, end: int, prefix: str | None, *, until: int | None = None) -> None:
-        """At a boundary inside a prompt or reply: snapshot it if the policy says so.
+    def maybe_snapshot(self, end: int, prefix: str | None, *, until: int | None = None,
+                       logits: np.ndarray | None = None) -> None:
+        """At a boundary inside a prompt or reply: note its snapshot (``SnapshotPolicy``).
 
         ``until``: where the prompt being decoded ends. A window that the rest of it
         will overwrite is read now, straight from the ring, rather than copied out of
-        it later (``before_decode``), which costs a sequence copy more.
+        it later (``before_decode``), which costs a sequence copy more. ``logits``: those
+        after the boundary, at the end of a message (a plain model keeps only them).
         """
-        if self.store is None or not self._has_state:
+        if self.store is None or not self.policy.boundaries or not (self._has_state or logits is not None):
             return
-        ctx = self.engine.ctx
-        nbytes = self._snapshot_bytes or ctx.state_size(LIVE, self._flags())
-        min_tokens = self.engine.n_swa if self.ring is not None else 0
-        if not self.policy.due(ctx.decode_seconds - self._mark, nbytes, tokens_since=end - self._mark_pos,
-                               min_tokens=min_tokens):
-            return
-        self._set_mark(end)
         prefix = prefix or prefix_hash(self.engine.live[:end])
-        if self.store.has(self.engine.compat, prefix, "snapshot"):
+        if self._kept(prefix):
             return
-        if self.ring is None:
-            state: np.ndarray | None = self._read_now()
+        if not self._has_state:
+            state: np.ndarray | None = EMPTY
+        elif self.ring is None:
+            state = self._read_now()
         elif until is not None and self._overwritten(end, until):
             state = self._read_window(end)
         else:
             state = None
-        self.snapshots.append(_Snapshot(end, prefix, state, None, "spaced"))
+        self.snapshots.append(_Snapshot(end, prefix, state, logits))
 
-    def note_end(self, end: int, prefix: str, logits: np.ndarray | None, *, tip: bool) -> None:
-        """The end of a prompt: a regenerate or an edit of the next message starts here.
-
-        ``tip`` when no reply follows (a switch to this branch): it is where the user is,
-        and where they come back to after a restart.
-        """
-        store, compat = self.store, self.engine.compat
-        if store is None:
+    def note_end(self, end: int, prefix: str, logits: np.ndarray | None) -> None:
+        """The end of a prompt or of a switch: a regenerate, an edit of the next message,
+        the next turn or a switch back starts here."""
+        if self.store is None or self._kept(prefix):
             return
-        role: Literal["prompt", "tip"] = "tip" if tip else "prompt"
-        if store.has(compat, prefix, "snapshot"):
-            ram_only = not store.persisted(compat, prefix, "snapshot")
-            kept = store.get(compat, prefix, "snapshot") if ram_only else None
-            if kept is not None:  # kept in RAM only so far: now it is worth the disk
-                store.put(replace(kept, role=role), persist=True)
-                self._keep_temporary(role, prefix)
-            return
-        self._set_mark(end)
         state = self._read_now() if self._has_state and self.ring is None else None
-        self.snapshots.append(_Snapshot(end, prefix, state, logits, role))
+        self.snapshots.append(_Snapshot(end, prefix, state, logits))
 
     def note_tip(self, live: Sequence[int], logits: np.ndarray | None) -> None:
         """The end of a reply (``logits`` only when it may be continued)."""
         if self.store is None or (not self._has_state and logits is None):
             return
-        self._set_mark(len(live))
         hasher = self._reply_hasher  # at the reply's end when its last range was noted
         prefix = hasher.hexdigest() if hasher is not None and hasher.count == len(live) else prefix_hash(live)
-        self.snapshots.append(_Snapshot(len(live), prefix, None, logits, "tip"))
+        self.snapshots.append(_Snapshot(len(live), prefix, None, logits))
 
-    def restored_at(self, end: int) -> None:
-        """A restore put back the state at ``end``: the snapshot clock starts again there."""
-        self._set_mark(end)
+    def _kept(self, prefix: str) -> bool:
+        """Whether the snapshot at ``prefix`` is in the store already, on its way to disk.
 
-    def learn_branch(self, prefixes: dict[int, str], valid: int) -> None:
-        """After a switch: what is on disk along the branch now live, up to ``valid``.
-
-        The last snapshot there kept for good starts the disk rule's spacing. The latest
-        prompt end and tip on disk there (their files say so, across restarts too) become
-        the branch's temporaries again, so the next turn replaces them, as if the user had
-        never left; otherwise every visit would leave a pair behind.
+        One kept in RAM only (its disk write was dropped, the writer's queue being full)
+        is queued for the disk again: a restart needs it as much as this process does.
         """
         store, compat = self.store, self.engine.compat
-        if store is None:
-            return
-        self.anchor, self.temporary = 0, {}
-        for b in sorted(b for b in prefixes if 0 < b <= valid):
-            prefix = prefixes[b]
-            if not store.persisted(compat, prefix, "snapshot"):
-                continue
-            meta = store.peek(compat, prefix, "snapshot")
-            if meta is not None and meta.role:
-                self.temporary[meta.role] = prefix
-            else:
-                self.anchor = b
-
-    def _set_mark(self, end: int) -> None:
-        self._mark = self.engine.ctx.decode_seconds
-        self._mark_pos = end
+        assert store is not None
+        if not store.has(compat, prefix, "snapshot"):
+            return False
+        if not store.persisted(compat, prefix, "snapshot"):
+            kept = store.get(compat, prefix, "snapshot")
+            if kept is not None:
+                store.put(kept, persist=True)
+        return True
 
     def before_decode(self, next_end: int) -> None:
         """Read the windows whose cells the tokens up to ``next_end`` would overwrite."""
@@ -215,11 +167,10 @@ class Captures:
         """Before the decode after which the live sequence holds a whole snapshot: its size.
 
         That decode then has the helper touch a buffer for it (``WarmBuffers``), so the
-        first snapshot a prefill reads needs no new memory either: into new memory a
-        window's read took 1.2 ms on the development VM, into touched memory 0.6. A
-        recurrent state has its size from the first token; a window not yet whole is
-        scaled up to ``n_swa`` cells (a little more than it will be: its fixed fields
-        scale too, and a larger buffer serves).
+        first snapshot a prefill reads needs no new memory either: a page's first touch
+        costs more than the copy into it. A recurrent state has its size from the first
+        token; a window not yet whole is scaled up to ``n_swa`` cells (a little more than
+        it will be: its fixed fields scale too, and a larger buffer serves).
         """
         live = len(self.engine.live)
         if live == 0 or (self.ring is not None and next_end < self.engine.n_swa):
@@ -247,23 +198,17 @@ class Captures:
         return FLAGS_FULL if self.engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
 
     def _read_now(self) -> np.ndarray:
-        t0 = time.perf_counter()
         state = self.engine.ctx.state_read(LIVE, self._flags(), warm=True)
-        self._timed(state, t0)
+        self._snapshot_bytes = max(self._snapshot_bytes, len(state))
         return state
 
     def _read_window(self, end: int) -> np.ndarray:
         assert self.ring is not None
-        t0 = time.perf_counter()
         window = self.ring.unchecked_window_at(end)  # checked when saved, off the decode's path
         if window is None:
             return EMPTY
-        self._timed(window, t0)
+        self._snapshot_bytes = max(self._snapshot_bytes, len(window))
         return window
-
-    def _timed(self, state: np.ndarray, t0: float) -> None:
-        self.policy.timed(len(state), time.perf_counter() - t0)
-        self._snapshot_bytes = max(self._snapshot_bytes, len(state))
 
     def flush(self) -> None:
         """Read out everything noted and hand it to the store (after the reply)."""
@@ -277,7 +222,6 @@ class Captures:
             if store.has(engine.compat, prefix, "cells"):
                 continue
             blob = engine.ctx.read_range(start, end)
-            self.cells_bytes_per_token = len(blob) / (end - start)
             store.put(Segment(engine.compat, prefix, parent, start, end, blob))
         for snap in self.snapshots:
             self._save_snapshot(snap)
@@ -303,37 +247,4 @@ class Captures:
         logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
         if len(state) == 0 and logits is None:
             return
-        nbytes = len(state) + (len(logits) if logits is not None else 0)
-        gap = max(0, snap.end - self.anchor) * self.cells_bytes_per_token
-        anchor = self.policy.persist(int(gap), nbytes)
-        disk_role = "" if anchor or snap.role == "spaced" else snap.role
-        segment = Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot",
-                          role=disk_role)
-        store.put(segment, persist=anchor or bool(disk_role))
-        if anchor:
-            for role in list(self.temporary):
-                if self.temporary[role] == snap.prefix:
-                    # The same file, now kept for good here: the writer writes it again
-                    # with no role (``DiskTier.save``), so a later process keeps it too.
-                    del self.temporary[role]
-                else:
-                    self._drop_temporary(role)
-            self.anchor = snap.end
-        elif snap.role != "spaced":
-            self._keep_temporary(snap.role, snap.prefix)
-
-    def _keep_temporary(self, role: Role, prefix: str) -> None:
-        """The latest prompt end or tip is on disk: the previous one of the branch leaves it.
-
-        Snapshots stay on disk at a spacing (``SnapshotPolicy.persist``) plus the latest
-        prompt end and tip of each branch; older ones, now inside the branch, would make
-        one or two per turn.
-        """
-        if self.temporary.get(role) != prefix:
-            self._drop_temporary(role)
-        self.temporary[role] = prefix
-
-    def _drop_temporary(self, role: Role) -> None:
-        prefix = self.temporary.pop(role, None)
-        if prefix is not None and self.store is not None:
-            self.store.drop_from_disk(self.engine.compat, prefix, "snapshot")
+        store.put(Segment(engine.compat, snap.prefix, None, snap.end, snap.end, state, logits, kind="snapshot"))

@@ -23,7 +23,6 @@ from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.checkpoints import Segment
-    from sessions.engine.captures import Captures
     from sessions.engine.live import LiveSequence
 
 
@@ -32,32 +31,25 @@ class RestoreFailed(Exception):
 
 
 class RouteRunner:
-    def __init__(self, engine: LiveSequence, captures: Captures) -> None:
+    def __init__(self, engine: LiveSequence) -> None:
         self.engine = engine
-        self.captures = captures
 
     def run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
         """Do the cut and restores of ``plan``; returns (logits if they came with it, bytes restored).
 
         Afterwards ``engine.live`` is the prefix of ``target`` the context holds exactly;
-        it may be shorter than the plan hoped when a checkpoint failed. A failure
-        rebuilds ``target`` from token 0, so the captures learn that branch (from 0, as
-        a restore that put nothing back would): otherwise they would still hold the
-        prompt end and tip of the branch left as this one's, and the next ones of this
-        branch would take those off the disk.
+        it may be shorter than the plan hoped when a checkpoint failed; a failure
+        clears it, and ``target`` is then decoded from token 0.
         """
         engine = self.engine
         try:
             return self._run(plan, target, prefixes)
         except (RestoreFailed, LayoutError, RuntimeError):
             engine._reset()
-            self.captures.learn_branch(prefixes, 0)
-            self.captures.restored_at(0)
             return None, 0
 
     def _run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
         engine, ctx = self.engine, self.engine.ctx
-        changed = plan.keep < len(engine.live)
         if plan.keep < len(engine.live):
             if plan.keep == 0:
                 engine._reset()
@@ -109,9 +101,6 @@ class RouteRunner:
             engine.live = engine.live[:valid]
             engine.live_logits = None
             logits = None
-        if restored or changed:  # on another branch now: what is on disk along it?
-            self.captures.learn_branch(prefixes, valid)
-            self.captures.restored_at(valid)
         return logits, restored
 
     def _get(self, prefix: str, kind) -> Segment | None:

@@ -1,67 +1,59 @@
-"""When to snapshot the window or recurrent state, and which snapshots to keep on disk.
+"""Where the window or recurrent state is snapshotted, and why every snapshot stays on disk.
 
-Attention cells are saved for every token range: they cost what the model itself keeps
-and are read once, after the reply, off the path to the first token. A snapshot of the
-sliding window or the recurrent state is another matter: it is large (a window is
-``n_swa`` tokens of most layers), it must be read while the decode is at exactly that
-boundary, and it only pays off if a later restore starts there. Its price depends on
-the hardware: on a CPU a window costs a fraction of a millisecond against seconds of
-decoding, on a GPU the same copy can cost as much as decoding a few hundred tokens.
+Attention cells can be cut back to any token, so a plain model's branch point costs
+nothing to find again. A sliding window or a recurrent state cannot: it is given back
+only by a snapshot taken at exactly that position, or by re-decoding from an earlier
+one. Every gesture starts at a message boundary (an edit keeps what comes before the
+user message, a regenerate what comes before the reply, a switch or a continuation
+starts at a branch's tip), so a snapshot at every boundary, kept on disk, makes each of
+them evaluate only its new tokens, in this process and after a restart. Inside a long
+message the segments are cut at a spacing (``restart_spacing``), and each cut gets a
+snapshot too, so that wherever a snapshot is missing (evicted under the disk budget, or
+never taken by an older version) a restore re-decodes at most that spacing:
 
-So the rule is relative, and measured on this machine:
+- a sliding window: one window (``n_swa`` tokens), the span a window snapshot stands for;
+- recurrent and hybrid state: ``RECURRENT_SPACING`` tokens (see there).
 
-- *in RAM*: a boundary gets a snapshot when decoding the tokens since the previous one
-  took at least ``1 / overhead`` times what the snapshot costs to read (2% by default),
-  so snapshots add at most that share to a prefill; for a sliding window, only once a
-  whole window has passed since the previous one, so that no two snapshots hold the same
-  cell. A restore that finds no snapshot where it needs one re-decodes from the one
-  before, so the rule trades a little reading on every prefill against re-decoding on
-  some restores, at this machine's prices: a CPU, which decodes slowly, snapshots often;
-  a GPU, which decodes fast, rarely;
-- *on disk*: a snapshot stays for good when the attention cells saved since the previous
-  one on disk weigh at least ``1 / disk_share`` times the snapshot, so snapshots add at
-  most that share to the disk a branch uses; besides those, the latest prompt end (where a
-  regenerate starts) and tip (where the next turn or a switch back starts) of each branch
-  are on disk, replaced as the branch grows (``Captures``).
+The disk they take is held by the checkpoint store's budget, which evicts what is
+cheapest to re-decode in the chats used least recently, not by a ratio here: a user who
+comes back tomorrow to a chat re-processes nothing, however many windows it took.
+
+Reading a snapshot stays off the path to the first token wherever it can: a window stays
+in llama.cpp's ring for a while, and is read after the reply (``Captures.flush``) unless
+the rest of the prompt would overwrite it first; only a recurrent state, which the next
+token overwrites, is read as the decode passes it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-ASSUMED_COPY_BYTES_PER_SECOND = 5e9
-"""Until a snapshot has been timed on this machine."""
+from sessions.memory_kind import MemoryKind
+
+RECURRENT_SPACING = 256
+"""Most tokens re-decoded after a restart on a recurrent or hybrid model. A recurrent
+state is small next to a window (a few MB for billions of parameters, kilobytes for
+short-convolution layers), so a snapshot every 256 tokens costs little disk, while a
+re-decode of 256 tokens is a fraction of a second even on a CPU."""
 
 
-@dataclass
+def restart_spacing(kind: MemoryKind, n_swa: int) -> int | None:
+    """Most tokens between two snapshots along a branch (None: the kind needs none)."""
+    if kind is MemoryKind.SWA:
+        return max(1, n_swa)
+    if kind in (MemoryKind.RECURRENT, MemoryKind.HYBRID):
+        return RECURRENT_SPACING
+    return None
+
+
+def segment_interval(interval: int, kind: MemoryKind, n_swa: int) -> int:
+    """Where long messages are cut: the configured interval, or the restart spacing if shorter."""
+    spacing = restart_spacing(kind, n_swa)
+    return interval if spacing is None else min(interval, spacing)
+
+
+@dataclass(frozen=True)
 class SnapshotPolicy:
-    overhead: float = 0.02
-    """Snapshots cost at most this share of the decode time they can save."""
-    disk_share: float = 0.5
-    """Snapshots on disk weigh at most this share of the attention cells along a branch."""
-    every_boundary: bool = False
-    """Snapshot every boundary (tests that count restored tokens; comparisons)."""
-    copy_bytes_per_second: float = ASSUMED_COPY_BYTES_PER_SECOND
-    """Measured speed of reading a snapshot out of the context (moving average)."""
-
-    def snapshot_seconds(self, nbytes: int) -> float:
-        return nbytes / max(self.copy_bytes_per_second, 1.0)
-
-    def due(self, decode_seconds_since: float, nbytes: int, *, tokens_since: int, min_tokens: int = 0) -> bool:
-        """Is a snapshot of ``nbytes`` worth taking this long (and this many tokens) after the last?"""
-        if self.every_boundary:
-            return True
-        if tokens_since < min_tokens:
-            return False
-        return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
-
-    def persist(self, cells_bytes_since: int, nbytes: int) -> bool:
-        """Should a snapshot of ``nbytes`` stay on disk for good, ``cells_bytes_since`` after the last?"""
-        return self.every_boundary or cells_bytes_since * self.disk_share >= nbytes
-
-    def timed(self, nbytes: int, seconds: float) -> None:
-        """Learn the copy speed from one snapshot read."""
-        if nbytes < 1 << 16 or seconds <= 0:
-            return  # too small to say anything about bandwidth
-        speed = nbytes / seconds
-        self.copy_bytes_per_second = 0.7 * self.copy_bytes_per_second + 0.3 * speed
+    boundaries: bool = True
+    """Snapshot every segment boundary (the restart bound). Off, only prompt ends and
+    tips get one: tests use that to reach the routes that must do without."""

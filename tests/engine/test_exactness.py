@@ -50,9 +50,9 @@ def flat(msgs: list[list[int]]) -> tuple[list[int], list[int]]:
     return [t for m in msgs for t in m], message_ends([len(m) for m in msgs])
 
 
-DENSE = SnapshotPolicy(every_boundary=True)
-"""Snapshots at every boundary, so the tests can count what a route restores. The default
-policy snapshots where it pays on the machine at hand; exactness does not depend on it."""
+DENSE = SnapshotPolicy()
+"""Snapshots at every boundary, as the engine takes them (``boundaries=False`` reaches the
+routes that must do without); exactness does not depend on where they are."""
 
 
 def engine_for(model, store, interval: int = 2048, policy: SnapshotPolicy = DENSE,
@@ -233,7 +233,7 @@ def test_hybrid_cuts_back_only_to_a_snapshot(loaded_models, store):
 def test_hybrid_without_a_snapshot_is_rebuilt_not_cut(loaded_models, tmp_path):
     model = loaded_models["lfm2"]
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
-        engine = engine_for(model, store, policy=SnapshotPolicy(overhead=0.0))  # ends only
+        engine = engine_for(model, store, policy=SnapshotPolicy(boundaries=False))  # ends only
         engine.prepare(*flat(branch(model, 0, 1, 2)))
         target = branch(model, 0, 5)
         plan = engine.plan(*flat(target))
@@ -250,7 +250,7 @@ def test_swa_slid_window_is_not_cut(loaded_models, tmp_path, snapshots):
     put back from a snapshot there, or the branch is rebuilt from its checkpoints."""
     model = loaded_models["gemma3"]
     assert model.info.kind is MemoryKind.SWA
-    policy = DENSE if snapshots == "dense" else SnapshotPolicy(overhead=0.0)
+    policy = DENSE if snapshots == "dense" else SnapshotPolicy(boundaries=False)
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(model, store, policy=policy)
         original = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
@@ -308,7 +308,7 @@ def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_pa
     from sessions.sampling import SamplingSettings
 
     model = loaded_models[arch]
-    policy = DENSE if snapshots == "dense" else SnapshotPolicy(overhead=0.0)
+    policy = DENSE if snapshots == "dense" else SnapshotPolicy(boundaries=False)
     prompt = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(model, store, policy=policy)
@@ -331,11 +331,25 @@ def test_a_switch_that_needs_no_logits_evaluates_nothing(loaded_models, tmp_path
     """Reopened, a branch whose checkpoints reach its end (but hold no logits there, as
     after a finished reply) is shown without decoding its last message again; the next
     message then evaluates only itself, exactly."""
+    from dataclasses import replace
+
+    from sessions.checkpoints import prefix_hash
+
     model = loaded_models[arch]
     shown, longer = branch(model, 0, 1, 2), branch(model, 0, 1, 2, 3)
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
-        engine_for(model, store).prepare(*flat(longer))  # checkpoints at every boundary of ``shown``
+        engine = engine_for(model, store)
+        engine.prepare(*flat(longer))  # checkpoints at every boundary of ``shown``
         store.flush()
+        # The end of ``shown`` as a finished reply leaves it: its state, no logits.
+        end = prefix_hash(flat(shown)[0])
+        snapshot = store.get(engine.compat, end, "snapshot")
+        assert snapshot is not None and snapshot.logits is not None
+        store.drop_from_disk(engine.compat, end, "snapshot")
+        store.flush()
+        store.put(replace(snapshot, logits=None))
+        store.flush()
+        engine.ctx.close()
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(model, store)
         assert engine.plan(*flat(shown)).tokens_to_evaluate > 0  # logits would cost a decode

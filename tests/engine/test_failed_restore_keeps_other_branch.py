@@ -1,9 +1,8 @@
 """A switch whose restore fails leaves the branch it left on disk, as a switch that works does.
 
-Each branch keeps its latest prompt end and tip on disk (``Captures.temporary``); a newer
-one of the same branch replaces them. When the restore of a switch fails, the engine
-rebuilds the new branch from token 0; its prompt end and tip must then not replace the
-ones of the branch it came from, which a later switch back (or a restart) restores.
+When the restore of a switch fails, the engine rebuilds the new branch from token 0; the
+prompt end and tip of the branch it came from stay on disk, and a later switch back (or
+a restart) restores them without decoding.
 """
 
 from __future__ import annotations
@@ -20,15 +19,14 @@ RAM, DISK = 256 << 20, 1 << 30
 
 
 def test_a_failed_switch_keeps_the_prompt_end_and_tip_of_the_branch_it_left(loaded_models, tmp_path, monkeypatch):
-    """On the sliding-window model, whose prompt ends and tips are small enough to be
-    temporaries (a plain model's are its logits: kept for good)."""
+    """On the sliding-window model, whose windows a rebuilt branch could have replaced."""
     model = loaded_models["gemma3"]
     with CheckpointStore(tmp_path / "ck", ram_bytes=RAM, disk_bytes=DISK) as store:
         engine = engine_for(model, store, policy=SnapshotPolicy())
         main, main_steps = _turn(engine, model, [model.tokenize("Hi.", add_bos=True)], [False], 1)
         store.flush()
         left = set((tmp_path / "ck").glob("*/*.snap"))
-        assert len(left) == 2 and set(engine.captures.temporary) == {"prompt", "tip"}
+        assert len(left) >= 2  # the prompt end and the tip, at least
 
         cut = engine.ctx.seq_rm
         refused: list[int] = []
