@@ -30,7 +30,9 @@ from .writer import BackgroundWriter
 
 log = logging.getLogger(__name__)
 
-DEFAULT_QUEUE_ITEMS = 64
+DEFAULT_QUEUE_ITEMS = 4096
+"""A long prefill hands over a cells file and a snapshot per segment at once (thousands on
+a small window): the queue's bytes, not its count, are what guard memory."""
 MIN_QUEUE_BYTES = 256 * 1024 * 1024
 
 
@@ -71,7 +73,7 @@ class CheckpointStore:
     on disk). ``on_problem`` receives plain-words reports (a corrupt file deleted, a disk
     that cannot be written); it is called from the writer thread as well as the caller's,
     so a UI must hand the message over to its own thread. ``queue_items`` and
-    ``queue_bytes`` bound the segments waiting for the disk (default: 64 segments and the
+    ``queue_bytes`` bound the segments waiting for the disk (default: 4,096 segments and the
     larger of ``ram_bytes`` and 256 MiB); past that the oldest waiting writes are dropped
     (all of them for a segment larger than ``queue_bytes``, which is then queued alone).
     """

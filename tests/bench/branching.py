@@ -58,6 +58,7 @@ class Bench:
         from sessions.store import SessionStore
 
         self.label, self.path, self.root = label, path, root
+        self.threads, self.ngl, self.cache_type = threads, ngl, cache_type
         split = dict(rpc=rpc.endpoints, tensor_split=(1.0, 1.0)) if rpc else {}
         self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, n_gpu_layers=ngl,
                                        cache_type_k=cache_type, cache_type_v=cache_type, **split)
@@ -80,6 +81,10 @@ class Bench:
         self.ctl.load_model(self.path)
         self.load_seconds = time.perf_counter() - t0
         self.fingerprint = self.ctl.engine.info.fingerprint
+        self.prepared: list = []
+        """Every ``prepare`` result of the engine, for what the reply stats leave out (bytes)."""
+        prepare = self.branches.prepare
+        self.branches.prepare = lambda *a, **k: self.prepared.append(prepare(*a, **k)) or self.prepared[-1]
         self._scratch = None
         if rpc:
             rpc.attach(self)
@@ -109,6 +114,7 @@ class Bench:
 
     def event(self, name: str, new_message, reply) -> dict:
         stats = reply.stats
+        whole = self.branches.ctx.state_size(0)  # the state the prompt left, before the reply's tokens
         scratch = self.scratch(new_message.id).seconds
         record = {
             "model": self.label,
@@ -116,6 +122,8 @@ class Bench:
             "new_tokens": self.tokens_of(new_message.id),
             "tokens_restored": stats.tokens_restored,
             "tokens_evaluated": stats.tokens_evaluated,
+            "bytes_restored": self.prepared[-1].bytes_restored if self.prepared else 0,
+            "whole_state_bytes": whole,
             "prompt_seconds": round(stats.prompt_seconds, 4),
             "ttft_seconds": round(stats.ttft_seconds, 4),
             "scratch_prompt_seconds": round(scratch, 4),
@@ -126,7 +134,53 @@ class Bench:
         self.events.append((new_message.id, reply.id, record))
         return record
 
-    def run_w1(self) -> dict:
+    def run_w1(self, each_event: str = "same", args: argparse.Namespace | None = None) -> dict:
+        """W1's chat in one prefill, then its six branch events: here (``same``), or each
+        in fresh objects (``objects``: a new model load, nothing in RAM) or in a new
+        process (``process``), as a user who restarts the app between gestures meets them."""
+        w1 = self.build_w1()
+        events = []
+        for step in range(len(W1_EVENTS)):
+            if each_event == "same":
+                events.append(self.w1_event(step, w1))
+            elif each_event == "objects":
+                bench = Bench(self.label, self.path, self.threads, self.reply_tokens, self.root, None, self.ngl,
+                              self.cache_type)
+                events.append(bench.w1_event(step, w1))
+                bench.close()
+            else:
+                assert args is not None
+                events.append(event_in_new_process(args, self.label, self.path, self.root, step, w1))
+        evaluated = sum(e["tokens_evaluated"] for e in events)
+        new = sum(e["new_tokens"] for e in events)
+        ours = sum(e["prompt_seconds"] for e in events)
+        scratch = sum(e["scratch_prompt_seconds"] for e in events)
+        emit({"model": self.label, "event": "W1 summary", "each_event": each_event, "tokens_evaluated": evaluated,
+              "new_tokens": new, "evaluated_over_new": round(evaluated / new, 3), "prompt_seconds": round(ours, 3),
+              "scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
+        self.checkpoints.flush()
+        if each_event != "same":
+            self.ctl.open_session(w1["session"])  # the events' branches, as the store holds them now
+        emit({"model": self.label, "event": "disk", **self.disk()})
+        return {"session": w1["session"], "leaf": w1["leaf"]}
+
+    def w1_event(self, step: int, w1: dict) -> dict:
+        """Event ``step`` of W1 (``W1_EVENTS``); ``w1`` follows the original branch's leaf."""
+        ctl = self.ctl
+        if ctl.session_id != w1["session"]:
+            ctl.open_session(w1["session"])
+        texts = w1_texts(ctl.engine.tokenize)
+        k = W1_EDITS[step // 2]
+        if step % 2 == 0:
+            edited = ctl.edit(w1["users"][k - 1], texts["edits"][k])
+            return self.event(W1_EVENTS[step], edited, ctl.generate_reply())
+        ctl.select(w1["leaf"])
+        asked = ctl.send(texts["follow_ups"][step // 2])
+        reply = ctl.generate_reply()
+        w1["leaf"] = reply.id
+        return self.event(W1_EVENTS[step], asked, reply)
+
+    def build_w1(self) -> dict:
         from sessions.conversation import Conversation
 
         ctl = self.ctl
@@ -148,25 +202,8 @@ class Bench:
         emit({"model": self.label, "event": "build: one prefill of the 12-turn chat",
               **costs.critical_path(build, deferred),
               "no_checkpoints": costs.critical_path(bare, 0.0)})
-        events = []
-        for k, follow_up in zip((2, 6, 11), texts["follow_ups"], strict=True):
-            edited = ctl.edit(users[k - 1].id, texts["edits"][k])
-            events.append(self.event(f"edit user turn {k}", edited, ctl.generate_reply()))
-            ctl.select(leaf.id)
-            asked = ctl.send(follow_up)
-            reply = ctl.generate_reply()
-            events.append(self.event(f"switch back after edit {k} + next reply", asked, reply))
-            leaf = reply
-        evaluated = sum(e["tokens_evaluated"] for e in events)
-        new = sum(e["new_tokens"] for e in events)
-        ours = sum(e["prompt_seconds"] for e in events)
-        scratch = sum(e["scratch_prompt_seconds"] for e in events)
-        emit({"model": self.label, "event": "W1 summary", "tokens_evaluated": evaluated, "new_tokens": new,
-              "evaluated_over_new": round(evaluated / new, 3), "prompt_seconds": round(ours, 3),
-              "scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
         self.checkpoints.flush()
-        emit({"model": self.label, "event": "disk", **self.disk()})
-        return {"session": ctl.session_id, "leaf": leaf.id}
+        return {"session": ctl.session_id, "leaf": leaf.id, "users": [u.id for u in users]}
 
     def disk(self) -> dict:
         from sessions.branch_tokens import branch_tokens
@@ -195,6 +232,40 @@ class Bench:
         self.ctl.close()
         self.checkpoints.close()
         self.store.close()
+
+
+W1_EDITS = (2, 6, 11)
+W1_EVENTS = tuple(name for k in W1_EDITS
+                  for name in (f"edit user turn {k}", f"switch back after edit {k} + next reply"))
+
+
+def event_in_new_process(args: argparse.Namespace, label: str, path: Path, root: Path, step: int, w1: dict) -> dict:
+    """One W1 event in a child process of this module (``--w1-event``); its record."""
+    import subprocess
+
+    state = root / "w1.json"
+    state.write_text(json.dumps(w1))
+    command = [sys.executable, "-m", "tests.bench.branching", "--w1-event", str(step), "--w1-state", str(state),
+               "--model", str(path), "--label", label, "--root", str(root), "--threads", str(args.threads),
+               "--reply-tokens", str(args.reply_tokens), "--ngl", str(args.ngl), "--cache-type", args.cache_type]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+    if out.returncode != 0:
+        raise RuntimeError(f"W1 event {step} failed in its process:\n{out.stderr[-4000:]}")
+    print(out.stdout, end="", flush=True)
+    w1.update(json.loads(state.read_text()))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def w1_event_child(args: argparse.Namespace) -> int:
+    """``--w1-event``: load the model, run one event on the stored chat, and leave."""
+    state = Path(args.w1_state)
+    w1 = json.loads(state.read_text())
+    bench = Bench(args.label, Path(args.model[0]), args.threads, args.reply_tokens, Path(args.root), None, args.ngl,
+                  args.cache_type)
+    bench.w1_event(args.w1_event, w1)
+    bench.close()
+    state.write_text(json.dumps(w1))
+    return 0
 
 
 def files_read(bench: Bench, leaf_id: int, plan) -> list[Path]:
@@ -326,6 +397,9 @@ def models(args) -> list[tuple[str, Path]]:
     return found + [(Path(p).name, Path(p).expanduser().resolve()) for p in args.model]
 
 
+EACH_EVENT = ("same", "objects", "process")
+
+
 def main(argv: list[str] | None = None) -> int:
     from sessions.cli.arguments import gpu_layers
     from sessions.engine.cache_types import CACHE_TYPES
@@ -344,7 +418,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="layers offloaded: to this machine's GPUs (default 0), or with --rpc to the "
                              "servers (default 12 of the made models' 18)")
     parser.add_argument("--cache-type", choices=CACHE_TYPES, default="f16", help="K and V cache type (-ctk, -ctv)")
+    parser.add_argument("--each-event", choices=EACH_EVENT, default="same",
+                        help="run each W1 event in this process (same), in fresh objects (objects: the model "
+                             "loaded again, nothing in RAM) or in a new process (process)")
+    parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
+    parser.add_argument("--w1-state", help=argparse.SUPPRESS)
+    parser.add_argument("--label", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.w1_event is not None:
+        return w1_event_child(args)
     if args.ngl is None:
         args.ngl = 12 if args.rpc else 0
     from tests.bench.rpc_traffic import RpcTraffic
@@ -367,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
                   "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params,
                   "cache_type": args.cache_type, **bench.placement_fields()})
-            w1 = bench.run_w1()
+            w1 = bench.run_w1(args.each_event, args)
             bench.close()
             reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type)
     return 0

@@ -178,6 +178,7 @@ def disk_use(root: Path, unique_tokens: int, sum_of_branch_tokens: int, branches
         "snapshot_bytes": snap_bytes,
         "snapshot_spacing_tokens": round(unique_tokens / max(len(snaps), 1), 1),
         "disk_bytes": cells_bytes + snap_bytes,
+        "disk_bytes_per_1000_unique_tokens": int((cells_bytes + snap_bytes) / max(unique_tokens, 1) * 1000),
         "disk_vs_kv_of_unique_tokens": round((cells_bytes + snap_bytes) / kv_unique, 3) if kv_unique else None,
         "whole_state_bytes_of_live_branch": whole_state,
         "one_whole_state_per_branch_bytes": int(whole_state / max(live_tokens, 1) * sum_of_branch_tokens),
