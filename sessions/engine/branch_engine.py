@@ -256,7 +256,9 @@ class BranchEngine:
         seg_start = max([0] + [b for b in bounds if b <= start])
         logits = None
         ids = TokenIds(target)  # batches are copied from it (``batch_fill``)
-        for end in (b for b in bounds if b > start):
+        self.captures.decoding_from(start)
+        ahead = [b for b in bounds if b > start]
+        for end, next_end in zip(ahead, [*ahead[1:], len(target)], strict=True):
             step = any(a <= seg_start < b for a, b in stepped_ranges)
             ends_message = end in message_ends and end < len(target)
             for a, b in batches(len(self.live), end, self.ctx.params.n_batch, stepped=step):
@@ -275,7 +277,7 @@ class BranchEngine:
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
             self.captures.note_range(seg_start, end, prefixes)
             if end < len(target):
-                self.captures.maybe_snapshot(end, prefixes[end], until=len(target),
+                self.captures.maybe_snapshot(end, prefixes[end], until=len(target), next_end=next_end,
                                              logits=logits if ends_message else None)
             seg_start = end
         assert logits is not None

@@ -2,7 +2,8 @@
 
 The decode loop only notes what it passed: the token ranges whose attention cells should
 be saved, and the boundaries that get a snapshot (``SnapshotPolicy``: every one, so that
-each branch point survives a restart). Reading them out of the context waits until the
+each branch point survives a restart, but for those a GPU would read on the path to the
+first token that the restart bound can spare). Reading them out of the context waits until the
 reply is written (``flush``): attention cells do not change once computed, and a sliding
 window stays in the ring for ``N - n_swa`` tokens, so both can still be read then,
 exactly as they were. Only two things are read at once: a recurrent state (the next
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
-from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.engine.snapshot_policy import SnapshotPolicy, restart_spacing
 from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
 from sessions.engine.swa_ring import LIVE
 from sessions.memory_kind import MemoryKind
@@ -62,6 +63,12 @@ class Captures:
         self.ring = engine.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
+        self.spacing = restart_spacing(engine.kind, engine.n_swa)
+        self._mark = 0.0
+        """Decode seconds on the context at the last snapshot (the policy's clock)."""
+        self._mark_pos = 0
+        """Position on the live branch of the last snapshot (or of the state decoding
+        started from: a prompt end, a tip, a restore)."""
         self._snapshot_bytes = 0
         """Size of the largest snapshot read (or, before the first, measured) so far: a
         full window or a recurrent state keeps its size, so no size query is needed per
@@ -97,34 +104,57 @@ class Captures:
         if not last:
             self.maybe_snapshot(len(live), prefix)
 
+    def decoding_from(self, start: int) -> None:
+        """Decoding starts at ``start``, whose state is a snapshot's (or needs none)."""
+        self._mark, self._mark_pos = self.engine.ctx.decode_seconds, start
+
     def maybe_snapshot(self, end: int, prefix: str | None, *, until: int | None = None,
-                       logits: np.ndarray | None = None) -> None:
+                       next_end: int | None = None, logits: np.ndarray | None = None) -> None:
         """At a boundary inside a prompt or reply: note its snapshot (``SnapshotPolicy``).
 
         ``until``: where the prompt being decoded ends. A window that the rest of it
         will overwrite is read now, straight from the ring, rather than copied out of
-        it later (``before_decode``), which costs a sequence copy more. ``logits``: those
-        after the boundary, at the end of a message (a plain model keeps only them).
+        it later (``before_decode``), which costs a sequence copy more. ``next_end``:
+        the next boundary (the restart bound needs a snapshot here if that one is more
+        than the spacing past the last). ``logits``: those after the boundary, at the
+        end of a message (a plain model keeps only them).
         """
         if self.store is None or not self.policy.boundaries or not (self._has_state or logits is not None):
             return
+        now = self.ring is None or (until is not None and self._overwritten(end, until))
+        if self._has_state and now and not self._due_now(end, next_end):
+            return
         prefix = prefix or prefix_hash(self.engine.live[:end])
         if self._kept(prefix):
+            self.decoding_from(end)
             return
         if not self._has_state:
             state: np.ndarray | None = EMPTY
         elif self.ring is None:
             state = self._read_now()
-        elif until is not None and self._overwritten(end, until):
+        elif now:
             state = self._read_window(end)
         else:
             state = None
+        self.decoding_from(end)
         self.snapshots.append(_Snapshot(end, prefix, state, logits))
+
+    def _due_now(self, end: int, next_end: int | None) -> bool:
+        """Is a snapshot read on the decode's path worth it at ``end`` (``SnapshotPolicy``)?"""
+        assert self.spacing is not None
+        reach = next_end if next_end is not None else end + self.spacing
+        if reach - self._mark_pos > self.spacing:
+            return True  # the restart bound needs it
+        nbytes = self._snapshot_bytes or self.engine.ctx.state_size(LIVE, self._flags())
+        return self.policy.cheap(self.engine.ctx.decode_seconds - self._mark, nbytes)
 
     def note_end(self, end: int, prefix: str, logits: np.ndarray | None) -> None:
         """The end of a prompt or of a switch: a regenerate, an edit of the next message,
         the next turn or a switch back starts here."""
-        if self.store is None or self._kept(prefix):
+        if self.store is None:
+            return
+        self.decoding_from(end)
+        if self._kept(prefix):
             return
         state = self._read_now() if self._has_state and self.ring is None else None
         self.snapshots.append(_Snapshot(end, prefix, state, logits))
@@ -135,6 +165,7 @@ class Captures:
             return
         hasher = self._reply_hasher  # at the reply's end when its last range was noted
         prefix = hasher.hexdigest() if hasher is not None and hasher.count == len(live) else prefix_hash(live)
+        self.decoding_from(len(live))
         self.snapshots.append(_Snapshot(len(live), prefix, None, logits))
 
     def _kept(self, prefix: str) -> bool:
@@ -198,17 +229,23 @@ class Captures:
         return FLAGS_FULL if self.engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
 
     def _read_now(self) -> np.ndarray:
+        t0 = time.perf_counter()
         state = self.engine.ctx.state_read(LIVE, self._flags(), warm=True)
-        self._snapshot_bytes = max(self._snapshot_bytes, len(state))
+        self._timed(state, t0)
         return state
 
     def _read_window(self, end: int) -> np.ndarray:
         assert self.ring is not None
+        t0 = time.perf_counter()
         window = self.ring.unchecked_window_at(end)  # checked when saved, off the decode's path
         if window is None:
             return EMPTY
-        self._snapshot_bytes = max(self._snapshot_bytes, len(window))
+        self._timed(window, t0)
         return window
+
+    def _timed(self, state: np.ndarray, t0: float) -> None:
+        self.policy.timed(len(state), time.perf_counter() - t0)
+        self._snapshot_bytes = max(self._snapshot_bytes, len(state))
 
     def flush(self) -> None:
         """Read out everything noted and hand it to the store (after the reply)."""

@@ -21,7 +21,8 @@ comes back tomorrow to a chat re-processes nothing, however many windows it took
 Reading a snapshot stays off the path to the first token wherever it can: a window stays
 in llama.cpp's ring for a while, and is read after the reply (``Captures.flush``) unless
 the rest of the prompt would overwrite it first; only a recurrent state, which the next
-token overwrites, is read as the decode passes it.
+token overwrites, is read as the decode passes it. Those read on the decode's path are
+weighed against the decoding they save (``SnapshotPolicy``).
 """
 
 from __future__ import annotations
@@ -52,8 +53,42 @@ def segment_interval(interval: int, kind: MemoryKind, n_swa: int) -> int:
     return interval if spacing is None else min(interval, spacing)
 
 
-@dataclass(frozen=True)
+ASSUMED_COPY_BYTES_PER_SECOND = 5e9
+"""Until a snapshot has been timed on this machine."""
+
+
+@dataclass
 class SnapshotPolicy:
+    """Which boundaries get a snapshot, and which of those may be read on the decode's path.
+
+    A snapshot that can wait until after the reply (a window still in the ring then) is
+    always taken. One that must be read as the decode passes it (a recurrent state, or a
+    window the rest of a long prompt would overwrite) is taken when it is due by the
+    restart bound (the next boundary would be more than ``restart_spacing`` past the last
+    snapshot), or when reading it costs at most ``overhead`` of the decoding since the
+    last one, at this machine's measured copy speed. On a CPU, which decodes slowly,
+    that is every boundary; on a GPU, which decodes a long imported chat's prefill
+    twenty times faster, every boundary the bound needs and the ones that are cheap.
+    """
+
     boundaries: bool = True
-    """Snapshot every segment boundary (the restart bound). Off, only prompt ends and
-    tips get one: tests use that to reach the routes that must do without."""
+    """Snapshot segment boundaries. Off, only prompt ends and tips get one: tests use that
+    to reach the routes that must do without."""
+    overhead: float = 0.02
+    """A snapshot read on the decode's path costs at most this share of the decoding since
+    the last one (unless the restart bound needs it)."""
+    copy_bytes_per_second: float = ASSUMED_COPY_BYTES_PER_SECOND
+    """Measured speed of reading a snapshot out of the context (moving average)."""
+
+    def snapshot_seconds(self, nbytes: int) -> float:
+        return nbytes / max(self.copy_bytes_per_second, 1.0)
+
+    def cheap(self, decode_seconds_since: float, nbytes: int) -> bool:
+        """Is reading ``nbytes`` now cheap next to the decoding since the last snapshot?"""
+        return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
+
+    def timed(self, nbytes: int, seconds: float) -> None:
+        """Learn the copy speed from one snapshot read."""
+        if nbytes < 1 << 16 or seconds <= 0:
+            return  # too small to say anything about bandwidth
+        self.copy_bytes_per_second = 0.7 * self.copy_bytes_per_second + 0.3 * nbytes / seconds
