@@ -38,7 +38,8 @@ class CheckpointConfig:
     used least recently go first, the cheapest to recompute first (``sessions.checkpoints``).
     ``disk_mb``, a number of MiB, is read as this setting too; ``max_disk`` wins over it."""
     interval: int = 2048
-    """Inside a long message, also save a checkpoint every this many tokens."""
+    """Inside a long message, also save a checkpoint every this many tokens (sliding-window
+    and recurrent models save closer: ``sessions.engine.snapshot_policy.restart_spacing``)."""
     enabled: bool = True
     """Turn checkpoints off to always recompute the prompt (slower, uses no extra memory)."""
 

@@ -96,7 +96,8 @@ def config_template() -> str:
 # max_disk = {_value(size_text(k.max_disk))}    # disk space for checkpoint files: "500MB", "20GiB", or a number
 #                        of MiB; the chats used least recently lose theirs first. The older
 #                        disk_mb (in MiB) is read too; max_disk wins over it.
-# interval = {k.interval}        # inside a long message, also save every this many tokens
+# interval = {k.interval}        # inside a long message, also save every this many tokens (closer
+#                        for a sliding window or recurrent state: one window, or 256 tokens)
 
 # Settings for particular models, one entry per model: a file name ("*" matches any text,
 # "?" one character), or a path. chat_template names a built-in template or holds Jinja text;
