@@ -131,6 +131,32 @@ async def test_delete_asks_with_the_count_then_removes_the_branch(make_app):
         assert shown_texts(screen)[0] == ("user", "one")
 
 
+async def test_delete_in_the_tree_acts_on_the_tree_node_and_names_it(make_app):
+    """F8 with the tree focused deletes the node under its cursor, not the chat's selection."""
+    from textual.widgets import Static
+
+    from tui.screens.dialogs import ConfirmScreen
+
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+up")  # the first reply, in the chat
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: screen.tree_has_focus(), "the tree to take the focus")
+        last = screen.controller.snapshot().path[-1]
+        assert screen.tree_panel.cursor_message_id == last.id  # the leaf: the second reply
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
+        question = str(app.screen.query_one("#dialog-question", Static).render())
+        assert question == "Delete the reply “Reply 2 from the fake model: alpha beta…”? 1 message will be deleted."
+        await pilot.press("y")
+        await settle(pilot)
+        assert last.id not in screen.controller.snapshot().tree
+        assert len(screen.controller.snapshot().tree) == 3
+
+
 async def test_the_selected_message_is_highlighted_and_the_cursor_walks_the_branch(make_app):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -54,8 +54,12 @@ def test_a_slow_switch_is_announced_and_a_quick_one_is_not():
 
 
 def test_questions_count_what_they_delete_and_say_when_trimming_cannot_help():
-    assert chat_rules.delete_question(1) == ("Delete this message and the 0 messages below it on every branch? "
-                                             "1 message will be deleted.")
+    assert chat_rules.delete_question(message(5, 4, "assistant", "Sure.\nMore"), 1) == (
+        "Delete the reply “Sure.”? 1 message will be deleted.")
+    long = "Roses are red and violets are blue and this line goes on for a while"
+    assert chat_rules.delete_question(message(2, 1, "user", long), 4) == (
+        "Delete your message “Roses are red and violets are blue and…” and the 3 messages below it "
+        "on every branch? 4 messages will be deleted.")
     overflow = ContextOverflow.of_branch(900, 512)
     words, helps = chat_rules.trim_offer(CHAT, overflow)
     assert helps and words.startswith("This branch is 900 tokens long") and "new branch" in words

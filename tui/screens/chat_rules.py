@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from sessions.controller import ChatSnapshot
-from sessions.store import Session
+from sessions.store import Session, title_from_text
 from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
 
@@ -110,10 +110,21 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
-def delete_question(count: int) -> str:
-    """``count``: the message and everything below it."""
-    return (f"Delete this message and the {plural(count - 1, 'message')} below it "
-            f"on every branch? {plural(count, 'message')} will be deleted.")
+DELETE_QUOTE_LIMIT = 40
+"""Longest quote of the message a delete question names, in characters."""
+ROLE_WORDS = {"user": "your message", "assistant": "the reply", "system": "the system prompt"}
+
+
+def delete_question(message: Message, count: int) -> str:
+    """The question before deleting ``message``; ``count``: it and everything below it.
+
+    It names the message (who wrote it and how it begins), so a user who pressed the key
+    with the focus somewhere unexpected sees what would go before it goes.
+    """
+    quote = title_from_text(message.text, DELETE_QUOTE_LIMIT) or "(empty)"
+    named = f"{ROLE_WORDS.get(message.role, 'the message')} “{quote}”"
+    below = f" and the {plural(count - 1, 'message')} below it on every branch" if count > 1 else ""
+    return f"Delete {named}{below}? {plural(count, 'message')} will be deleted."
 
 
 def trim_offer(snapshot: ChatSnapshot, error: Exception) -> tuple[str, bool]:

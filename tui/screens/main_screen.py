@@ -164,16 +164,25 @@ class MainScreen(ChatScreen):
         await self.jobs.when_idle(rewind)
 
     async def action_delete_branch(self) -> None:
-        await self.jobs.when_idle(self.ask_delete)  # a reply being written stops and is counted
+        # What the user is looking at when the key is pressed: the tree's cursor while the
+        # tree has the focus, not the chat's selection hidden beside it.
+        chosen = self.tree_panel.cursor_message_id if self.tree_has_focus() else None
+        # a reply being written stops and is counted
+        await self.jobs.when_idle(lambda: self.ask_delete(chosen))
 
-    def ask_delete(self) -> None:
-        """Ask about the branch below the target; delete exactly the messages counted.
+    def tree_has_focus(self) -> bool:
+        focused = self.focused
+        return focused is not None and self.tree_panel in focused.ancestors_with_self
+
+    def ask_delete(self, chosen: int | None = None) -> None:
+        """Ask about the branch below ``chosen`` (None: the chat's target), naming the
+        message; delete exactly the messages counted.
 
         If another window or command changed that branch meanwhile, nothing is deleted:
         the refusal says so and the chat is shown as it is now (``Conversation``).
         """
-        message = self.target()
         snapshot = self.controller.snapshot()
+        message = self.target() if chosen is None else snapshot.message(chosen) if snapshot else None
         if message is None or snapshot is None:
             return
         counted = [message.id, *(m.id for m in snapshot.tree.descendants(message.id))]
@@ -187,7 +196,7 @@ class MainScreen(ChatScreen):
             if yes:
                 await self.jobs.when_idle(delete)
 
-        self.app.push_screen(ConfirmScreen(chat_rules.delete_question(len(counted))), confirmed)
+        self.app.push_screen(ConfirmScreen(chat_rules.delete_question(message, len(counted))), confirmed)
 
     @on(TreePanel.NodeChosen)
     async def node_chosen(self, message: TreePanel.NodeChosen) -> None:
