@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sessions.cli.interrupts import silence_stderr
 from sessions.config import Config
 from sessions.text_safety import inert, json_for_terminal
 
@@ -51,5 +52,13 @@ class CommandContext:
         print(json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False)), file=self.out)
 
     def note(self, message: str) -> None:
-        """A remark for the person at the terminal (stderr, so pipes get only data)."""
-        print(f"llamachat: {inert(str(message))}", file=self.err)
+        """A remark for the person at the terminal (stderr, so pipes get only data).
+
+        A terminal that went away cannot take it: what the command did stands, and the
+        remark is dropped rather than turned into a failure of its own."""
+        if self.err is None:  # started with stderr closed: ``print`` would write to stdout
+            return
+        try:
+            print(f"llamachat: {inert(str(message))}", file=self.err)
+        except (OSError, ValueError):
+            silence_stderr()

@@ -11,6 +11,10 @@ whatever stops it:
   more is written to stdout, the reply stops there and is stored as stopped, one line on
   stderr says so, and the status is 141 (128 + SIGPIPE, what a shell reports for a
   writer whose reader left), so a script can tell a cut reply from a whole one.
+- Any other failure of stdout (a terminal gone: EIO; a full disk: ENOSPC; no stdout at
+  all, ``>&-``) stops and keeps the reply the same way; the line says that stdout failed
+  and why, and the status is 1. A signal that comes too (a hang-up sends SIGHUP) wins
+  the status.
 
 A second signal ends the process at once, as if nothing was caught.
 
@@ -46,9 +50,21 @@ JOIN_STEP = 0.5
 def silence_stdout() -> None:
     """Point stdout at /dev/null once its reader has gone: later writes, and the
     interpreter's final flush, cannot fail again."""
+    _silence(sys.stdout)
+
+
+def silence_stderr() -> None:
+    """The same for stderr, once a remark could not be written to it (a terminal gone)."""
+    _silence(sys.stderr)
+
+
+def _silence(stream: Any) -> None:
+    if stream is None:  # started without it: its descriptor may now be any file opened since
+        return
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
     except (OSError, ValueError, io.UnsupportedOperation):
         pass
 
@@ -96,22 +112,28 @@ class Interrupts:
         """The first signal received."""
         self.reader_gone = False
         """stdout was closed by its reader."""
+        self.output_failure: str | None = None
+        """Why stdout could not be written, when it failed otherwise (in words)."""
         self._previous: dict[int, Any] = {}
 
     @property
     def happened(self) -> bool:
-        return self.signum is not None or self.reader_gone
+        return self.signum is not None or self.reader_gone or self.output_failure is not None
 
     @property
     def status(self) -> int:
-        return 128 + self.signum if self.signum is not None else SIGPIPE_STATUS
+        if self.signum is not None:
+            return 128 + self.signum
+        return SIGPIPE_STATUS if self.reader_gone else 1
 
     @property
     def cause(self) -> str:
         """What stopped the command, in words."""
         if self.signum is not None:
             return f"stopped by {signal.Signals(self.signum).name}"
-        return "stopped: the output was closed by its reader"
+        if self.reader_gone:
+            return "stopped: the output was closed by its reader"
+        return f"stopped: the reply could not be written to stdout ({self.output_failure})"
 
     def stop_requested(self) -> bool:
         return self.happened
@@ -120,6 +142,12 @@ class Interrupts:
         """stdout cannot be written any more: stop as a signal would (any thread)."""
         if not self.happened:
             self.reader_gone = True
+            self._on_stop()
+
+    def output_failed(self, why: str) -> None:
+        """stdout failed otherwise (``why``, in words): stop as a signal would (any thread)."""
+        if not self.happened:
+            self.output_failure = why
             self._on_stop()
 
     def __enter__(self) -> Interrupts:
@@ -139,8 +167,10 @@ class Interrupts:
                 signal.signal(each, signal.SIG_DFL)
             os.kill(os.getpid(), number)
             return
+        stopped = self.happened
         self.signum = number
-        self._on_stop()
+        if not stopped:
+            self._on_stop()
 
     def run(self, work: Callable[[], T]) -> T:
         """Run ``work`` in a thread that never receives these signals; return its result

@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
             problems = tuple(f"{loaded.path or config_path}: {problem}" for problem in loaded.problems)
             return run_app(LaunchOptions.from_args(args, ctx.config, config_path, problems)) or 0
         status = args.run(args, ctx)
-        out.flush()
+        if out is not None:  # None when started with stdout closed (``>&-``)
+            out.flush()
         return status
     except BrokenPipeError:  # `llamachat sessions | head`: the reader left early
         silence_stdout()

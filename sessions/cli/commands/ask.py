@@ -26,6 +26,7 @@ from sessions.cli.arguments import session_id
 from sessions.cli.ask_input import add_sampling_flags, message_text, sampling_overrides
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError, UsageError
+from sessions.cli.interrupts import silence_stdout
 from sessions.errors import TurnTaken
 
 PLACE_TRIES = 3
@@ -194,7 +195,8 @@ class _Stopped(Exception):
 
 
 class _Output:
-    """The reply on stdout, drawn inert; a reader that left stops the reply (``Interrupts``)."""
+    """The reply on stdout, drawn inert; a reader that left, or stdout failing in any other
+    way, stops the reply (``Interrupts``), which is then kept as stopped."""
 
     def __init__(self, ctx: CommandContext, shown: Any) -> None:
         self.ctx = ctx
@@ -207,11 +209,7 @@ class _Output:
         if self.gone:
             return
         self.wrote = True
-        try:
-            self.ctx.out.write(self.shown.push(text))
-            self.ctx.out.flush()
-        except BrokenPipeError:
-            self._reader_left()
+        self._put(self.shown.push(text))
 
     def end(self, *, replied: bool = False) -> None:
         """The last piece held back and a line end, once: after a reply (even an empty
@@ -219,20 +217,31 @@ class _Output:
         if self.gone or not (self.wrote or replied):
             self.gone = True
             return
+        self._put(self.shown.finish() + "\n")
+        self.gone = True
+
+    def _put(self, text: str) -> None:
+        out = self.ctx.out
+        if out is None:  # started with stdout closed (``>&-``)
+            self._failed("it is closed")
+            return
         try:
-            self.ctx.out.write(self.shown.finish() + "\n")
-            self.ctx.out.flush()
+            out.write(text)
+            out.flush()
         except BrokenPipeError:
-            self._reader_left()
-        self.gone = True
+            self.gone = True
+            silence_stdout()
+            if self.interrupts is not None:
+                self.interrupts.reader_left()
+        except (OSError, ValueError) as error:  # EIO: the terminal is gone; ENOSPC: a full disk
+            silence_stdout()
+            why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            self._failed(why)
 
-    def _reader_left(self) -> None:
-        from sessions.cli.interrupts import silence_stdout
-
+    def _failed(self, why: str) -> None:
         self.gone = True
-        silence_stdout()
         if self.interrupts is not None:
-            self.interrupts.reader_left()
+            self.interrupts.output_failed(why)
 
 
 def _stopped_words(cause: str, reply: Message) -> str:
