@@ -6,10 +6,16 @@ over it. Refusing such a file keeps it safe but leaves the user with no chats at
 the store keeps ``sessions.sqlite3.bak`` beside it:
 
 - It is written right after an open whose integrity check passed (never of a database
-  that was just created), when the backup is missing or older than
-  ``BACKUP_EVERY_SECONDS``: the copy is always of a file known to be good. SQLite's
+  that was just created): the copy is always of a file known to be good. SQLite's
   online backup writes a temp file (0600) in the same folder, switched to a rollback
   journal so it is one self-contained file, fsynced and renamed over the old backup.
+- It is judged by what it says of itself, not by the file's mtime: a table inside it
+  (``BACKUP_TABLE``) records when it was made and the state of the database it copied
+  (row counts and highest ids, ``database_state``). It is written again when that state
+  is not the database's any more and it was made ``BACKUP_EVERY_SECONDS`` ago, or at a
+  time still to come: a clock set back, or a backup stamped in 2030, cannot freeze it.
+  A backup without the table (or unreadable) is written again. Restored, the table is
+  dropped: it describes the backup, not the database that takes its place.
 - When opening finds the database damaged and the backup checks out, the damaged file
   (with its ``-wal``) is copied to ``sessions.sqlite3.corrupt-<time>`` (never deleted),
   ``salvage`` copies into a copy of the backup what it can still read of newer sessions
@@ -49,6 +55,8 @@ BACKUP_SUFFIX = ".bak"
 RESTORED_SUFFIX = ".restored"
 NOTICE_SUFFIX = ".recovery-notice"
 BACKUP_EVERY_SECONDS = 15 * 60.0
+BACKUP_TABLE = "llamachat_backup"
+"""The one-row table inside a backup: when it was made, and of which database state."""
 STALE_TEMP_SECONDS = 3600.0
 _TEMP = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
 
@@ -58,18 +66,19 @@ def backup_path(db: Path) -> Path:
 
 
 def backup_if_due(conn: sqlite3.Connection, db: Path, every: float = BACKUP_EVERY_SECONDS) -> bool:
-    """Write the backup if it is missing or older than ``every`` seconds; never raises.
+    """Write the backup if it is missing, does not say what it holds, or holds an older
+    state of the database made ``every`` seconds ago or at a time still to come; never raises.
 
     A failed backup must not stop the user from chatting: it is logged and retried at the
     next open.
     """
     try:
-        age = time.time() - backup_path(db).stat().st_mtime
-    except FileNotFoundError:
-        age = float("inf")
-    except OSError:
+        made = backup_made(backup_path(db))
+        due = made is None or _stale(made, database_state(conn), every)
+    except (OSError, sqlite3.Error) as error:
+        log.warning("could not read the state of the session database %s: %s", db, error)
         return False
-    if age < every:
+    if not due:
         return False
     try:
         write_backup(conn, db)
@@ -79,8 +88,53 @@ def backup_if_due(conn: sqlite3.Connection, db: Path, every: float = BACKUP_EVER
     return True
 
 
+def _stale(made: tuple[float, str], state: str, every: float) -> bool:
+    made_at, made_of = made
+    if made_of == state:
+        return False  # nothing happened since: a new copy would hold the same
+    age = time.time() - made_at
+    return age >= every or age < 0  # a negative age: the clock went back, or the stamp is wrong
+
+
+def database_state(conn: sqlite3.Connection) -> str:
+    """What the database holds, in a few numbers that any change of the user's moves.
+
+    Counts and highest ids only: no clock enters it, so it is read the same whatever
+    the time says.
+    """
+    parts = []
+    for table in ("sessions", "messages", "message_tokens", "remembered_children", "deletions"):
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            parts.append(str(tuple(conn.execute(f"SELECT count(*), max(rowid) FROM {table}").fetchone())))
+    if parts:
+        heads = conn.execute("SELECT total(active_leaf_id), total(length(title)) FROM sessions").fetchone()
+        parts.append(str(tuple(heads)))
+    return " ".join(parts)
+
+
+def backup_made(path: Path) -> tuple[float, str] | None:
+    """(when, of which database state) the backup at ``path`` was made; None when there is
+    no backup or it does not say."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute(f"SELECT made_at, state FROM {BACKUP_TABLE}").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    if row is None or not isinstance(row[0], (int, float)) or not isinstance(row[1], str):
+        return None
+    return float(row[0]), row[1]
+
+
 def write_backup(conn: sqlite3.Connection, db: Path) -> Path:
-    """Copy the open database ``conn`` to its backup file, atomically."""
+    """Copy the open database ``conn`` to its backup file, atomically, with the time and
+    the state of what it copied (read from the copy itself, so they match)."""
     final = backup_path(db)
     _sweep_temps(db)
     with replacing(final) as temp:
@@ -88,9 +142,21 @@ def write_backup(conn: sqlite3.Connection, db: Path) -> Path:
         try:
             conn.backup(dest)
             dest.execute("PRAGMA journal_mode = DELETE")  # one file, no -wal beside it
+            state = database_state(dest)
+            dest.execute(f"CREATE TABLE {BACKUP_TABLE} (made_at REAL NOT NULL, state TEXT NOT NULL)")
+            dest.execute(f"INSERT INTO {BACKUP_TABLE} VALUES (?, ?)", (time.time(), state))
         finally:
             dest.close()
     return final
+
+
+def _forget_made(path: Path) -> None:
+    """Drop the backup's own table from a copy about to become the database."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {BACKUP_TABLE}")
+    finally:
+        conn.close()
 
 
 def backup_problem(path: Path) -> str | None:
@@ -127,13 +193,15 @@ def recover(db: Path, damage: DatabaseDamaged) -> str:
     problem = backup_problem(backup)
     if problem is not None:
         raise StoreError(f"{damage} The backup {backup} cannot be used either: {problem}.")
-    taken = backup.stat().st_mtime
+    made = backup_made(backup)
+    taken = made[0] if made is not None else backup.stat().st_mtime
     aside = _aside_name(db)
     _keep_aside(db, aside)
     temp = _temp_name(db)
     try:
         shutil.copyfile(backup, temp)
         os.chmod(temp, 0o600)
+        _forget_made(temp)
         salvage = salvage_newer(aside, temp)
         notice = recovery_notice(damage.reason, taken, aside, salvage, _contents(temp))
         fsync_file(temp)

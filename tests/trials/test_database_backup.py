@@ -54,12 +54,104 @@ def test_backup_is_rewritten_only_when_old(tmp_path):
     with SessionStore.open(db) as store:
         store.add_message(session_id, None, "user", "after the backup")
     assert bak.stat().st_mtime_ns == stamp
-    old = time.time() - backup.BACKUP_EVERY_SECONDS - 60
-    os.utime(bak, (old, old))
+    later = time.time() + backup.BACKUP_EVERY_SECONDS + 60
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(time, "time", lambda: later)
+        SessionStore.open(db).close()
+    assert bak.stat().st_mtime_ns != stamp
+    assert "after the backup" in texts_in_backup(db, session_id)
+
+
+def texts_in_backup(db: Path, session_id: int) -> list[str]:
+    with SessionStore.open(backup_path(db)) as copy:
+        return [m.text for m in copy.messages(session_id)]
+
+
+def test_a_backup_of_the_same_state_is_not_rewritten_however_old(tmp_path):
+    db = tmp_path / "sessions.sqlite3"
+    make(db)
     SessionStore.open(db).close()
-    assert bak.stat().st_mtime > old + 60
-    with SessionStore.open(bak) as copy:
-        assert "after the backup" in [m.text for m in copy.messages(session_id)]
+    stamp = backup_path(db).stat().st_mtime_ns
+    later = time.time() + 10 * backup.BACKUP_EVERY_SECONDS
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(time, "time", lambda: later)
+        SessionStore.open(db).close()
+    assert backup_path(db).stat().st_mtime_ns == stamp
+
+
+def test_a_backup_made_while_the_clock_said_2030_is_refreshed_once_the_clock_is_right(tmp_path):
+    """The clock set back after the backup was made: its own stamp lies in the future,
+    which no wait ends, so it is written again at the next open that has something new."""
+    db = tmp_path / "sessions.sqlite3"
+    session_id = make(db)
+    in_2030 = 1_900_000_000.0
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(time, "time", lambda: in_2030)
+        SessionStore.open(db).close()
+    with SessionStore.open(db) as store:
+        store.add_message(session_id, None, "user", "after the clock was corrected")
+    SessionStore.open(db).close()
+    assert "after the clock was corrected" in texts_in_backup(db, session_id)
+    assert backup.backup_made(backup_path(db))[0] < in_2030
+
+
+def test_the_backup_files_mtime_does_not_decide(tmp_path):
+    """A backup whose file says 2030 (restored from an archive, touched by a sync tool)
+    is still written again once the database has changed and its own stamp is old."""
+    db = tmp_path / "sessions.sqlite3"
+    session_id = make(db)
+    SessionStore.open(db).close()
+    bak = backup_path(db)
+    os.utime(bak, (1_900_000_000, 1_900_000_000))
+    with SessionStore.open(db) as store:
+        store.add_message(session_id, None, "user", "written after the backup")
+    later = time.time() + backup.BACKUP_EVERY_SECONDS + 60
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(time, "time", lambda: later)
+        SessionStore.open(db).close()
+    assert "written after the backup" in texts_in_backup(db, session_id)
+
+
+def test_a_recovery_after_a_clock_correction_loses_no_later_session(tmp_path):
+    """One session, a backup made while the clock said 2030; three sessions after the
+    clock was corrected; then the database is garbage, so nothing can be salvaged from it:
+    the backup holds all four, and the restored database has no backup table of its own."""
+    import sqlite3
+
+    db = tmp_path / "sessions.sqlite3"
+    make(db)
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(time, "time", lambda: 1_900_000_000.0)
+        SessionStore.open(db).close()
+    with SessionStore.open(db) as store:
+        for title in ("two", "three", "four"):
+            session = store.create_session(title=title)
+            store.add_message(session.id, None, "user", f"in {title}")
+    SessionStore.open(db).close()
+    db.write_bytes(b"garbage " * 1000)
+    with SessionStore.open(db) as store:
+        assert store.recovery_notice is not None and "2030" not in store.recovery_notice
+        assert sorted(s.title for s in store.list_sessions()) == ["four", "kept", "three", "two"]
+    conn = sqlite3.connect(db)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+    assert backup.BACKUP_TABLE not in tables
+
+
+def test_a_backup_that_does_not_say_when_it_was_made_is_written_again(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "sessions.sqlite3"
+    make(db)
+    SessionStore.open(db).close()
+    conn = sqlite3.connect(backup_path(db))
+    conn.execute(f"DROP TABLE {backup.BACKUP_TABLE}")
+    conn.commit()
+    conn.close()
+    SessionStore.open(db).close()
+    assert backup.backup_made(backup_path(db)) is not None
 
 
 def test_temp_files_of_killed_backups_are_swept_and_live_ones_kept(tmp_path):
