@@ -13,6 +13,8 @@ A message can be huge (a megabyte pasted into the input, a runaway reply). Wrapp
 much text on every layout would freeze the app, so only the first ``SHOWN_CHARS`` are
 drawn, with a line saying how much more there is; the message itself is kept whole.
 
+Single line breaks are drawn as line breaks, as chat apps do (``chat_markdown``).
+
 A reply's reasoning (``sessions.reasoning``) is drawn apart, above its answer, folded or
 dimmed (``ReasoningView``); the Markdown shows the answer. The stored text is untouched.
 """
@@ -30,6 +32,7 @@ from textual.widgets.markdown import MarkdownStream
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
 from sessions.tree import Message
 from tui.safe_text import inert
+from tui.widgets.chat_markdown import chat_parser
 from tui.widgets.reasoning_view import ReasoningView
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
@@ -133,7 +136,7 @@ class MessageView(Vertical):
         yield reasoning
         text, cut = shown_part(answer)
         self.cut_note = cut
-        yield Markdown(text, open_links=False)
+        yield Markdown(text, open_links=False, parser_factory=chat_parser)
         yield Label(Text(cut), classes="message-cut" + (" -shown" if cut else ""))
 
     @property
