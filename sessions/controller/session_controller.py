@@ -81,7 +81,7 @@ class SessionController(ControllerBase):
         self._lock = threading.RLock()
         self._jobs = JobControl(lambda: self.engine)
         self._turns = ReplyTurns(store.path)
-        self.library = SessionLibrary(store)
+        self.library = SessionLibrary(store, sampling)
         self._cleanup = CheckpointCleanup(store, checkpoints, lambda text: self.listener(NoticeRaised(text)))
         """The saved sessions: list, search, import."""
         self.models = ModelCatalogue()
@@ -171,6 +171,14 @@ class SessionController(ControllerBase):
         with self._lock:
             self._conversation = Conversation(self._store, session_id)
             return self._store.get_session(session_id)
+
+    def keep_model_for_chat(self) -> None:
+        """Record the loaded model as the open chat's: the chat goes on with it, so reopening
+        the chat (``--session``, the next start) loads it, as loading it for the chat would."""
+        with self._lock:
+            info = self.model_info
+            if info is not None and self._conversation is not None:
+                self._conversation.record_model(str(info.path), info.fingerprint)
 
     @property
     def session_id(self) -> int | None:

@@ -60,3 +60,27 @@ def test_ask_wants_a_model_for_an_imported_chat(tmp_path, capsys):
     assert f"session {session_id} was imported" in err and "pass -m PATH" in err
     with SessionStore.open() as store:
         assert [m.text for m in store.messages(session_id)] == ["hi"]
+
+
+async def test_a_chat_opened_from_the_list_goes_on_with_the_loaded_model_and_remembers_it(make_app, fake_model,
+                                                                                          tmp_path):
+    from pathlib import Path
+
+    from sessions.exchange import import_file
+    from tests.tui.helpers import ready, settle
+
+    data = Path(__file__).resolve().parent.parent / "data" / "exchange" / "llamacpp_webui_single.json"
+    with SessionStore.open() as store:
+        [session_id] = import_file(store, data)
+        assert store.get_session(session_id).model_path is None
+    app = make_app()  # a new chat with the model
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: screen.session_list.highlighted_id == session_id, "the imported chat listed")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.controller.session_id == session_id, "the chat opened")
+        await settle(pilot)
+        assert app.controller.model_info is not None and len(app.controller._factory.engines) == 1
+    with SessionStore.open() as store:
+        assert store.get_session(session_id).model_to_reopen == str(fake_model)  # `--session N` loads it

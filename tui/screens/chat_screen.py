@@ -374,6 +374,10 @@ class ChatScreen(Screen[None]):
         wanted = model_path or self.controller.models.model_to_reopen(session.model_to_reopen, self.config.model)
         info = self.controller.model_info
         if info is not None and (wanted is None or Path(info.path) == wanted):
+            try:
+                self.controller.keep_model_for_chat()
+            except GESTURE_ERRORS as error:  # the chat is shown; only its record of the model failed
+                self.notify(str(error), severity="error", markup=False)
             await self.after_switch()
         elif wanted is not None:
             self.jobs.load(wanted)
