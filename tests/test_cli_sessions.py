@@ -225,3 +225,24 @@ def test_config_path_and_init(capsys):
     paths.config_file().write_text("# mine\n")
     assert_one_line_error(*run(capsys, "config", "--init"), words="already exists")
     assert paths.config_file().read_text() == "# mine\n"
+
+
+def test_an_imported_chat_takes_the_configured_settings_its_file_does_not_name(capsys, store, tmp_path):
+    config = Path(os.environ["LLAMACHAT_CONFIG"])
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[sampling]\nmax_tokens = 321\ntemperature = 0.5\n")
+    data = Path(__file__).resolve().parent / "data" / "exchange"
+    code, out, _ = run(capsys, "import", str(data / "llamacpp_webui_single.json"))
+    assert code == 0
+    [from_webui] = [int(word) for word in out.split() if word.isdigit()]
+    assert store.get_session(from_webui).sampling.max_tokens == 321
+    ours = {"format": "llamachat-session", "format_version": 1,
+            "session": {"title": "some named", "sampling": {"temperature": 0.2}, "created_at": 1.0, "active": 1},
+            "messages": [{"id": 1, "parent": None, "role": "user", "text": "hi", "created_at": 1.0}]}
+    path = tmp_path / "ours.json"
+    path.write_text(json.dumps(ours))
+    code, out, _ = run(capsys, "import", str(path))
+    assert code == 0
+    [from_ours] = [int(word) for word in out.split() if word.isdigit()]
+    sampling = store.get_session(from_ours).sampling
+    assert (sampling.max_tokens, sampling.temperature) == (321, 0.2)  # the file's own value wins

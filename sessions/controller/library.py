@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sessions.sampling import SamplingSettings
 from sessions.store import SearchHit, SessionStore, SessionSummary
 
 
 class SessionLibrary:
     """Every saved session of one store."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, sampling: SamplingSettings | None = None) -> None:
         self._store = store
+        self._sampling = sampling
+        """What an imported chat whose file names no settings gets: the configured ones."""
 
     def last_session_id(self) -> int | None:
         """The session with messages changed last: the one a plain start reopens.
@@ -42,4 +45,4 @@ class SessionLibrary:
         """
         from sessions.exchange import import_file
 
-        return import_file(self._store, path)
+        return import_file(self._store, path, sampling=self._sampling)

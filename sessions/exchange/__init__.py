@@ -19,6 +19,7 @@ from sessions.exchange.export_file import ExportKind, export_text, write_export
 from sessions.exchange.json_format import FORMAT, export_json, import_json
 from sessions.exchange.llamacpp_webui import import_webui, looks_like_webui
 from sessions.exchange.markdown import export_markdown
+from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 
 MAX_IMPORT_BYTES = 512 * 1024 * 1024
@@ -59,20 +60,23 @@ def detect_format(data: Any) -> str:
     )
 
 
-def import_data(store: SessionStore, data: Any, should_stop: StopCheck | None = None) -> list[int]:
+def import_data(store: SessionStore, data: Any, should_stop: StopCheck | None = None, *,
+                sampling: SamplingSettings | None = None) -> list[int]:
     """Import already-parsed JSON; returns the ids of the new sessions.
 
-    ``should_stop`` (see ``builder.save_sessions``) lets a Ctrl+C roll the import back.
+    ``should_stop`` (see ``builder.save_sessions``) lets a Ctrl+C roll the import back;
+    ``sampling`` is what a session whose file names no settings gets (the configured ones).
     """
     kind = detect_format(data)
     if kind == "llamachat":
-        return import_json(store, data, should_stop)
+        return import_json(store, data, should_stop, sampling=sampling)
     if kind == "llamacpp-webui":
-        return import_webui(store, data, should_stop)
-    return import_chatgpt(store, data, should_stop)
+        return import_webui(store, data, should_stop, sampling=sampling)
+    return import_chatgpt(store, data, should_stop, sampling=sampling)
 
 
-def import_file(store: SessionStore, path: Path | str, should_stop: StopCheck | None = None) -> list[int]:
+def import_file(store: SessionStore, path: Path | str, should_stop: StopCheck | None = None, *,
+                sampling: SamplingSettings | None = None) -> list[int]:
     """Import a file in any supported format; returns the ids of the new sessions.
 
     ``should_stop`` is asked once the file is read, before it is parsed, and then as the import
@@ -95,7 +99,7 @@ def import_file(store: SessionStore, path: Path | str, should_stop: StopCheck | 
     except RecursionError:
         raise ExchangeError(f"{path.name} is nested too deeply to be a chat export") from None
     try:
-        return import_data(store, data, should_stop)
+        return import_data(store, data, should_stop, sampling=sampling)
     except ImportStopped:
         raise
     except ExchangeError as error:

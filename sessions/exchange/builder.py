@@ -16,8 +16,9 @@ only once the user chooses it (``Session.model_to_reopen``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from sessions.sampling import SamplingSettings
 from sessions.store import InvalidValue, NewMessage, SessionStore
@@ -67,7 +68,8 @@ class ImportedSession:
     model_path: str | None = None
     model_fingerprint: str | None = None
     system_prompt: str | None = None
-    sampling: SamplingSettings | None = None
+    sampling: Mapping[str, Any] | None = None
+    """The sampling settings the file names (checked); the others are the configured ones."""
 
 
 def parents_first(messages: list[ImportedMessage], where: str) -> list[ImportedMessage]:
@@ -123,8 +125,12 @@ def _check_session(session: ImportedSession, where: str) -> None:
 
 
 def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str,
-                  should_stop: StopCheck | None = None) -> list[int]:
+                  should_stop: StopCheck | None = None, *,
+                  sampling: SamplingSettings | None = None) -> list[int]:
     """Write every session in one transaction; returns the new session ids in order.
+
+    ``sampling``: the settings of a session whose file names none (the user's configured
+    ones, so an imported chat replies as a new one would).
 
     Everything is checked and put in the store's terms first: the transaction, which holds
     the store's lock (the app's reads wait for it), runs only the writes.
@@ -146,7 +152,7 @@ def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: s
     with store.transaction():
         for plan in plans:
             check()
-            created.append(_save_one(store, plan))
+            created.append(_save_one(store, plan, sampling))
         check()
     return created
 
@@ -187,14 +193,14 @@ def _plan(session: ImportedSession, where: str) -> _Plan:
     return _Plan(session, messages, head, remember)
 
 
-def _save_one(store: SessionStore, plan: _Plan) -> int:
+def _save_one(store: SessionStore, plan: _Plan, sampling: SamplingSettings | None) -> int:
     session = plan.session
     record = store.create_session(
         title=session.title,
         model_path=session.model_path,
         model_fingerprint=None,  # no model was loaded for it here (see ``Session.model_to_reopen``)
         system_prompt=session.system_prompt,
-        sampling=session.sampling,
+        sampling=(sampling or SamplingSettings()).with_(**session.sampling) if session.sampling else sampling,
         created_at=session.created_at,
     )
     ids = store.add_messages(record.id, plan.messages)

@@ -20,6 +20,7 @@ from sessions.exchange.builder import (
     StopCheck,
     save_sessions,
 )
+from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 
 _TEXT_TYPES = ("text", "multimodal_text")
@@ -131,7 +132,8 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def import_chatgpt(store: SessionStore, data: Any, should_stop: StopCheck | None = None) -> list[int]:
+def import_chatgpt(store: SessionStore, data: Any, should_stop: StopCheck | None = None, *,
+                   sampling: SamplingSettings | None = None) -> list[int]:
     """One new session per conversation; returns their ids in file order."""
     items = data if isinstance(data, list) else [data]
     if not items:
@@ -143,4 +145,4 @@ def import_chatgpt(store: SessionStore, data: Any, should_stop: StopCheck | None
         if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
             raise ExchangeError(f"{where} has no 'mapping' of messages")
         sessions.append(read_conversation(item, where))
-    return save_sessions(store, sessions, "ChatGPT export", should_stop)
+    return save_sessions(store, sessions, "ChatGPT export", should_stop, sampling=sampling)

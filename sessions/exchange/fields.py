@@ -16,7 +16,6 @@ from typing import Any
 from sessions.config.type_words import kind_of
 from sessions.config.validate import TABLES, check_value
 from sessions.exchange.builder import ExchangeError
-from sessions.sampling import SamplingSettings
 from sessions.tree import GenerationStats
 
 
@@ -81,8 +80,9 @@ def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
     return GenerationStats(**values)
 
 
-def sampling(data: Mapping[str, Any] | None, where: str) -> SamplingSettings | None:
-    """Sampling settings within the same bounds as the config file's ``[sampling]`` table."""
+def sampling(data: Mapping[str, Any] | None, where: str) -> dict[str, Any] | None:
+    """The sampling settings a file names, checked against the same bounds as the config
+    file's ``[sampling]`` table (the ones it leaves out are the importer's to choose)."""
     if data is None:
         return None
     rules = TABLES["sampling"][1]
@@ -95,4 +95,4 @@ def sampling(data: Mapping[str, Any] | None, where: str) -> SamplingSettings | N
         if problem:
             raise ExchangeError(f"{where}: the sampling setting '{name}' {problem}")
         values[name] = value
-    return SamplingSettings(**values)
+    return values

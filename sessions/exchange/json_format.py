@@ -25,6 +25,7 @@ from sessions.exchange.builder import (
     StopCheck,
     save_sessions,
 )
+from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 
 FORMAT = "llamachat-session"
@@ -138,5 +139,6 @@ def read_json(data: dict[str, Any]) -> ImportedSession:
     )
 
 
-def import_json(store: SessionStore, data: dict[str, Any], should_stop: StopCheck | None = None) -> list[int]:
-    return save_sessions(store, [read_json(data)], "llamachat file", should_stop)
+def import_json(store: SessionStore, data: dict[str, Any], should_stop: StopCheck | None = None, *,
+                sampling: SamplingSettings | None = None) -> list[int]:
+    return save_sessions(store, [read_json(data)], "llamachat file", should_stop, sampling=sampling)

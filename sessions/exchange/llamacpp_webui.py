@@ -26,6 +26,7 @@ from sessions.exchange.builder import (
     StopCheck,
     save_sessions,
 )
+from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats
 
@@ -133,7 +134,8 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
     )
 
 
-def import_webui(store: SessionStore, data: Any, should_stop: StopCheck | None = None) -> list[int]:
+def import_webui(store: SessionStore, data: Any, should_stop: StopCheck | None = None, *,
+                 sampling: SamplingSettings | None = None) -> list[int]:
     """One new session per exported conversation; returns their ids in file order."""
     items = data if isinstance(data, list) else [data]
     if not items:
@@ -145,4 +147,4 @@ def import_webui(store: SessionStore, data: Any, should_stop: StopCheck | None =
         name = (item.get("conv") or {}).get("name") if isinstance(item.get("conv"), dict) else None
         where = f"conversation {index + 1}" + (f" ({name!r})" if isinstance(name, str) else "")
         sessions.append(read_conversation(item, where))
-    return save_sessions(store, sessions, "llama.cpp web UI export", should_stop)
+    return save_sessions(store, sessions, "llama.cpp web UI export", should_stop, sampling=sampling)

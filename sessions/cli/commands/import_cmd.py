@@ -32,7 +32,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     stops = Interrupts(lambda: None)  # the import asks ``stop_requested`` between its steps
     try:
         with stops:
-            created = stops.run(lambda: import_file(store, args.file, should_stop=stops.stop_requested))
+            created = stops.run(lambda: import_file(store, args.file, should_stop=stops.stop_requested,
+                                                     sampling=ctx.config.effective_sampling()))
     except ImportStopped:
         ctx.note(f"{stops.cause} before the import was saved: nothing was imported")
         return stops.status
