@@ -19,6 +19,31 @@ from pathlib import Path
 class NotRegularFile(OSError):
     """A pipe, a device or a socket: nothing a whole file can be read from."""
 
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(f"{path} is not a regular file")
+        self.strerror = "not a regular file (a pipe or a device)"
+        self.filename = str(path)
+
+
+def open_regular(path: Path | str) -> int:
+    """A descriptor open for reading on ``path``, a regular file; ``NotRegularFile`` for
+    anything else (a FIFO would block the open until a writer came, a device never ends),
+    ``IsADirectoryError`` for a folder, or the ``OSError`` of opening it.
+
+    The descriptor keeps ``O_NONBLOCK``, which changes nothing for a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
 
 class FileTooLarge(OSError):
     """More bytes than the caller takes."""
@@ -36,13 +61,9 @@ def read_regular_file(path: Path, limit: int) -> bytes:
     Raises ``NotRegularFile``, ``FileTooLarge``, or the ``OSError`` of opening or reading
     it (``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``...).
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = open_regular(path)
     try:
         info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"{path} is not a regular file")
         if info.st_size > limit:
             raise FileTooLarge(info.st_size, limit)
         with os.fdopen(fd, "rb") as file:

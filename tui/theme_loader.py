@@ -41,7 +41,11 @@ from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
 from sessions import paths
+from sessions.bounded_read import NotRegularFile, read_regular_file
 from sessions.config import ConfigError, update_config
+
+MAX_THEME_BYTES = 1024 * 1024
+"""A theme file larger than this is not one; it is refused unread."""
 
 LLAMACHAT_VARIABLES: tuple[str, ...] = (
     "user-message-background",
@@ -125,10 +129,20 @@ def theme_from_data(data: dict[str, Any]) -> Theme:
     return Theme(name=name, variables=checked, **fields)
 
 
+def _read(path: Path | Traversable) -> str:
+    """A theme the user put in their folder may be anything, a FIFO included, which a
+    plain read would wait on for ever; one packaged with llamachat is read as it is."""
+    if isinstance(path, Path):
+        return read_regular_file(path, MAX_THEME_BYTES).decode("utf-8")
+    return path.read_text(encoding="utf-8")
+
+
 def read_theme_file(path: Path | Traversable) -> Theme:
     """Read and check one theme file; raises ``ThemeFileError`` with the reason."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read(path)
+    except NotRegularFile:
+        raise ThemeFileError("it is not a regular file (a pipe or a device cannot hold a theme)") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ThemeFileError(f"it cannot be read ({getattr(error, 'strerror', None) or error})") from error
     try:

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from ..bounded_read import open_regular
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
 from .disk_index import DiskEntry, DiskIndex
@@ -354,7 +355,7 @@ class DiskTier:
         with self._lock:  # to tell a file written by another process from one being deleted
             removals, leaving = self._index.removals, key in self._leaving  # type: ignore[union-attr]
         try:
-            with open(path, "rb", buffering=0) as src:
+            with os.fdopen(open_regular(path), "rb", buffering=0) as src:
                 size = os.fstat(src.fileno()).st_size
                 header = parse_header(src.read(HEADER_SIZE))
                 check_header(header, expected_address(compat, prefix, kind), size)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounded_read import open_regular
 from .errors import CorruptCheckpointError
 from .file_format import HEADER_SIZE, check_header, check_placed, parse_header
 from .keys import ParsedAddress
@@ -100,7 +101,7 @@ def read_in_one(path: str, expected: ParsedAddress, span: StateSpan, size: int, 
     if logits_len < 0:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular(path)
     except OSError:
         return None
     try:

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bounded_read import open_regular
 from .errors import CorruptCheckpointError
 from .file_format import HEADER_SIZE, Header, check_header, parse_header
 from .keys import Key, is_model_folder, parse_address
@@ -39,7 +40,7 @@ class CheckpointFile:
 def read_header(path: Path) -> tuple[Header, int, float]:
     """The parsed header of a file, its size and its modification time (raises OSError,
     CorruptCheckpointError)."""
-    with open(path, "rb") as src:
+    with os.fdopen(open_regular(path), "rb") as src:  # a FIFO named like one must not block
         info = os.fstat(src.fileno())
         return parse_header(src.read(HEADER_SIZE)), info.st_size, info.st_mtime
 

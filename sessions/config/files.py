@@ -20,6 +20,7 @@ from typing import Any
 import tomli_w
 
 from sessions import paths
+from sessions.bounded_read import read_regular_file
 from sessions.config.model import Config
 from sessions.config.sizes import size_text
 from sessions.config.toml_text import set_value
@@ -52,11 +53,21 @@ def _syntax_problem(error: tomllib.TOMLDecodeError) -> ConfigProblem:
                          line=int(found.group(1)) if found else None, fatal=True)
 
 
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""A config file larger than this is not one a person wrote."""
+
+
 def _read_text(path: Path) -> str | None:
+    """The file's text; None when there is none. A FIFO or a device is refused
+    (``NotRegularFile``) instead of waiting for a writer or reading for ever."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
+
+
+def _reason(error: OSError | UnicodeDecodeError) -> str:
+    return error.strerror if isinstance(error, OSError) and error.strerror else str(error)
 
 
 def load_config(path: Path | str | None = None) -> LoadedConfig:
@@ -65,8 +76,7 @@ def load_config(path: Path | str | None = None) -> LoadedConfig:
     try:
         text = _read_text(path)
     except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        problem = ConfigProblem(f"cannot read {path}: {reason}; using all defaults", fatal=True)
+        problem = ConfigProblem(f"cannot read {path}: {_reason(error)}; using all defaults", fatal=True)
         return LoadedConfig(Config(), [problem], path)
     if text is None:
         return LoadedConfig(Config(), [], path)
@@ -102,7 +112,13 @@ def to_toml_dict(config: Config, *, everything: bool = False) -> dict[str, Any]:
 
 
 def write_config_text(path: Path, text: str) -> None:
-    """Replace the config file ``path`` with ``text`` in one step; its folder is made private (0700)."""
+    """Replace the config file ``path`` with ``text`` in one step; its folder is made private (0700).
+
+    A ``config.toml`` that is a symbolic link (kept with the user's dotfiles) stays one:
+    the file it points to is replaced, not the link.
+    """
+    if path.is_symlink():
+        path = path.resolve()
     paths.ensure_private_dir(path.parent)
     write_atomically(path, text)
 
@@ -191,7 +207,7 @@ def update_config(*, path: Path | str | None = None, **changes: Any) -> Config:
     try:
         text = _read_text(path) or ""
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read {path}: {error}") from error
+        raise ConfigError(f"cannot read {path}: {_reason(error)}") from error
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
