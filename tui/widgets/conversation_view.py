@@ -113,9 +113,15 @@ class ConversationView(VerticalScroll):
         new = [self._view(m, positions.get(m.id, (1, 1))) for m in path[keep:]]
         if new:
             await self.mount_all(new)
-        if new:
+        selected = self.view_for(self.selected_id) if self.selected_id is not None else None
+        if selected is not None and selected in new:
+            # The gesture replaced the selected message (paged its versions, chose it in the
+            # tree): its header stays in view once laid out, not the end of the branch below.
+            self.anchor(False)
+            self.call_after_refresh(self.scroll_to_widget, selected.header, animate=False)
+        elif new:
             self.anchor()  # new messages lay out after this: stay at the end as they do
-        self.select(self.selected_id if self.view_for(self.selected_id or -1) else None)
+        self.select(self.selected_id if selected is not None else None)
 
     def note(self, message: Message) -> str:
         return message_note(message, self.keys.get("continue-reply", ""))

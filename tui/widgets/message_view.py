@@ -140,6 +140,10 @@ class MessageView(Vertical):
         yield Label(Text(cut), classes="message-cut" + (" -shown" if cut else ""))
 
     @property
+    def header(self) -> Label:
+        return self.query_one(".message-header", Label)
+
+    @property
     def body(self) -> Markdown:
         return self.query_one(Markdown)
 
