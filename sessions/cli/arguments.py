@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sessions.config.template_kwargs import problem as template_value_problem
-from sessions.config.validate import INT32_MAX, MAX_CONTEXT, UINT32_MAX, max_threads
+from sessions.config.validate import INT32_MAX, MAX_CONTEXT, MIN_CONTEXT, UINT32_MAX, max_threads
 from sessions.engine.cache_types import CACHE_TYPES
 from sessions.engine.offload import ALL, AUTO
 
@@ -43,7 +43,19 @@ def whole_number(minimum: int | None = None, what: str = "value",
 
 session_id = whole_number(1, "session id", LARGEST_ID)
 message_id = whole_number(1, "message id", LARGEST_ID)
-context_size = whole_number(0, "context size", MAX_CONTEXT)
+_context_number = whole_number(0, "context size", MAX_CONTEXT)
+
+
+def context_size(text: str) -> int:
+    """``-c``: 0 (the model's own context) or from ``MIN_CONTEXT`` to ``MAX_CONTEXT`` tokens."""
+    value = _context_number(text)
+    if 0 < value < MIN_CONTEXT:
+        raise argparse.ArgumentTypeError(
+            f"context size must be 0 (the model's own) or at least {MIN_CONTEXT}, not {value}")
+    return value
+
+
+context_size.__name__ = "context size"
 _layer_count = whole_number(-1, "GPU layers", INT32_MAX)
 
 

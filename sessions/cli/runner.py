@@ -53,12 +53,16 @@ _ERRORS_FOR_THE_USER = (
 """(module, class) of the errors whose message is one sentence for the user."""
 
 
-def apply_flags(config: Config, args: argparse.Namespace) -> Config:
+def apply_flags(config: Config, args: argparse.Namespace, *, batch_wanted: int | None = None) -> Config:
     """The config with the global flags given on the command line applied.
 
     A relative ``-m`` is made absolute here: the path is stored with the session, and
-    must still name the file when the session is reopened from another directory. A
-    ``-c`` smaller than the configured batch brings the batch down with it.
+    must still name the file when the session is reopened from another directory.
+
+    ``-c`` replaces the file's context as if the file had said it: the batch starts again
+    from ``batch_wanted`` (what the file set, else the default) instead of keeping what
+    the file's smaller context brought it down to, and a ``-c`` smaller than the batch
+    brings it down with it. Without ``batch_wanted`` the config's batch is kept.
     """
     model = getattr(args, "model", None)
     template = getattr(args, "chat_template_file", None)
@@ -80,6 +84,8 @@ def apply_flags(config: Config, args: argparse.Namespace) -> Config:
         models=None if variables is None else _flag_over_tables(config, variables),
         checkpoints=replace(config.checkpoints, enabled=False) if no_checkpoints else None,
     )
+    if getattr(args, "ctx_size", None) is not None and batch_wanted is not None:
+        applied = applied.with_(n_batch=batch_wanted)
     if applied.n_ctx and applied.n_batch > applied.n_ctx:
         applied = applied.with_(n_batch=applied.n_ctx)
     return applied
@@ -135,7 +141,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
     config_path = loaded.path or paths.config_file()
     ctx = CommandContext(config=loaded.config, config_path=config_path, out=out, err=err)
     try:
-        ctx.config = apply_flags(loaded.config, args)
+        ctx.config = apply_flags(loaded.config, args, batch_wanted=loaded.batch_wanted or Config().n_batch)
         if args.command is None:
             if run_app is None:
                 raise CliError(f"no command given (the chat app starts from `{PROG}` itself); "

@@ -24,7 +24,16 @@ from sessions.bounded_read import read_regular_file
 from sessions.config.model import Config
 from sessions.config.sizes import size_text
 from sessions.config.toml_text import set_value
-from sessions.config.validate import TABLES, TOP_RULES, ConfigProblem, Rule, build_config, check_value
+from sessions.config.validate import (
+    MAX_BATCH,
+    MIN_BATCH,
+    TABLES,
+    TOP_RULES,
+    ConfigProblem,
+    Rule,
+    build_config,
+    check_value,
+)
 from sessions.durable import write_atomically
 
 
@@ -40,6 +49,10 @@ class LoadedConfig:
     problems: list[ConfigProblem] = field(default_factory=list)
     path: Path | None = None
     """The file that was read (it may not exist)."""
+    batch_wanted: int | None = None
+    """The ``n_batch`` the file sets, before a smaller ``n_ctx`` of the file brought it
+    down (None: the file leaves it to its default). A ``-c`` that replaces that context
+    starts again from this."""
 
 
 def _resolve(path: Path | str | None) -> Path:
@@ -85,7 +98,9 @@ def load_config(path: Path | str | None = None) -> LoadedConfig:
     except tomllib.TOMLDecodeError as error:
         return LoadedConfig(Config(), [_syntax_problem(error)], path)
     config, problems = build_config(data, text)
-    return LoadedConfig(config, problems, path)
+    wanted = data.get("n_batch")
+    batch_ok = isinstance(wanted, int) and not isinstance(wanted, bool) and MIN_BATCH <= wanted <= MAX_BATCH
+    return LoadedConfig(config, problems, path, wanted if batch_ok else None)
 
 
 def to_toml_dict(config: Config, *, everything: bool = False) -> dict[str, Any]:

@@ -71,6 +71,13 @@ uint32 that llama.cpp keeps it in (4294967296 wraps silently to 0, the model's o
 MAX_BATCH = 2**16
 """Tokens per decode call; llama.cpp allocates its batch for this many up front (a
 value past uint32 wraps, and a huge one aborts it inside the allocation)."""
+MIN_BATCH = 2
+"""The context keeps two sequences (the live one and a spare), and llama.cpp reserves an
+output per sequence in every batch: a batch of 1 aborts it (``GGML_ASSERT(n_outputs_max
+<= cparams.n_outputs_max)``) as the context is made."""
+MIN_CONTEXT = MIN_BATCH
+"""The smallest context besides 0 (the model's own): the batch follows a smaller context
+down, so a context of 1 aborts llama.cpp as a batch of 1 does."""
 GGML_MAX_THREADS = 512
 """llama.cpp's own limit; its thread pool crashes past it (threads = 100000: SIGSEGV)."""
 
@@ -85,7 +92,7 @@ TOP_RULES: dict[str, Rule] = {
     "model": Rule("str", optional=True),
     "model_dirs": Rule("str_list"),
     "n_ctx": Rule("int", minimum=0, maximum=MAX_CONTEXT),
-    "n_batch": Rule("int", minimum=1, maximum=MAX_BATCH),
+    "n_batch": Rule("int", minimum=MIN_BATCH, maximum=MAX_BATCH),
     "n_gpu_layers": Rule("gpu_layers", minimum=-1, maximum=INT32_MAX),
     "threads": Rule("int", minimum=1, maximum=max_threads(), optional=True),
     "cache_type_k": Rule("str", choices=CACHE_TYPES),
@@ -296,8 +303,19 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
         values["models"] = check_models(data["models"], checker.report)
     if values.get("model") == "":
         values["model"] = None
+    _context_floor(values, checker)
     _batch_within_context(values, checker)
     return Config(**values), checker.problems
+
+
+def _context_floor(values: dict[str, Any], checker: _Checker) -> None:
+    """``n_ctx`` is 0 (the model's own) or at least ``MIN_CONTEXT``; a range rule cannot say
+    "0, or 2 and more", so it is checked here."""
+    n_ctx = values.get("n_ctx")
+    if n_ctx is not None and 0 < n_ctx < MIN_CONTEXT:
+        checker.report(("n_ctx",), f"n_ctx must be 0 (the model's own context) or at least {MIN_CONTEXT}, "
+                                   f"not {n_ctx}; using {Config().n_ctx}")
+        del values["n_ctx"]
 
 
 def _batch_within_context(values: dict[str, Any], checker: _Checker) -> None:
