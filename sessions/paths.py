@@ -19,6 +19,7 @@ its files in a private ``llamachat`` folder of its own inside it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -97,19 +98,41 @@ def checkpoints_dir() -> Path:
     return cache_dir() / "checkpoints"
 
 
+class NotAFolder(NotADirectoryError):
+    """A file, a device or a pipe where llamachat wants a folder."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(errno.ENOTDIR, f"not a folder but {what}", str(path))
+
+
+def _refuse_non_folder(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # mkdir says what is wrong
+    if stat.S_ISDIR(mode):
+        return
+    if stat.S_ISREG(mode):
+        raise NotAFolder(path, "a file")
+    raise NotAFolder(path, "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a pipe or a socket")
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) readable only by the user, and return it.
 
     Conversations are private: the directories llamachat makes are 0700 even when the
     user's umask is permissive. A directory that already exists keeps its permissions
     (it may be a folder others use; see ``data_dir``), but one that belongs to another
-    user is refused: whoever owns it could read everything written into it.
+    user is refused: whoever owns it could read everything written into it. A file or a
+    device where a folder should be (a variable set to the wrong path, ``/dev/null``) is
+    refused in those words (``NotAFolder``), not in mkdir's "File exists".
     """
     missing = []
     step = path
     while not step.exists() and step != step.parent:
         missing.append(step)
         step = step.parent
+    _refuse_non_folder(step)
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     for made in missing:
         try:

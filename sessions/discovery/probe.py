@@ -85,8 +85,8 @@ def _passed() -> set[str]:
 
 def _remember(key: str) -> None:
     entries = sorted(_passed() | {key})
-    folder = paths.ensure_private_dir(paths.cache_dir())
     try:
+        folder = paths.ensure_private_dir(paths.cache_dir())
         fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{CACHE_NAME}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(entries, handle)
