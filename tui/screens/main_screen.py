@@ -21,6 +21,7 @@ from tui.screens.chat_screen import ChatScreen
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
 from tui.screens.session_picker import Picked, SessionPicker
 from tui.widgets.chat_input import ChatInput
+from tui.widgets.message_view import MessageView
 from tui.widgets.session_list import SessionList
 from tui.widgets.tree_panel import TreePanel
 
@@ -197,6 +198,13 @@ class MainScreen(ChatScreen):
                 await self.jobs.when_idle(delete)
 
         self.app.push_screen(ConfirmScreen(chat_rules.delete_question(message, len(counted))), confirmed)
+
+    @on(MessageView.Clicked)
+    async def message_clicked(self, event: MessageView.Clicked) -> None:
+        """A click selects the message, as Ctrl+Up would reach it; on ``‹``/``›`` it pages too."""
+        self.conversation_view.select(event.message_id)
+        if event.page:
+            await self.action_sibling(event.page)
 
     @on(TreePanel.NodeChosen)
     async def node_chosen(self, message: TreePanel.NodeChosen) -> None:

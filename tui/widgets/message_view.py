@@ -22,10 +22,13 @@ dimmed (``ReasoningView``); the Markdown shows the answer. The stored text is un
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message as WidgetMessage
 from textual.widgets import Label, Markdown
 from textual.widgets.markdown import MarkdownStream
 
@@ -77,8 +80,30 @@ def header_text(role: str, position: tuple[int, int], note: str = "") -> Text:
     return text
 
 
+def header_arrow(role: str, position: tuple[int, int], column: int) -> int:
+    """Which way a click at ``column`` of the header pages: -1 on ``‹``, 1 on ``›``, else 0.
+
+    The blank beside each arrow counts too: a one-cell target is easy to miss.
+    """
+    index, count = position
+    if count < 2:
+        return 0
+    left = len(ROLE_NAMES.get(role, role)) + 2
+    right = left + len(f"‹ {index}/{count} ›") - 1
+    return -1 if column in (left, left + 1) else 1 if column in (right - 1, right) else 0
+
+
 class MessageView(Vertical):
-    """A message (or the reply being written) in the conversation."""
+    """A message (or the reply being written) in the conversation; a click on a stored
+    message posts ``Clicked``."""
+
+    @dataclass
+    class Clicked(WidgetMessage):
+        """The user clicked a stored message: to select it, or on an arrow of its header to page."""
+
+        message_id: int
+        page: int = 0
+        """-1 or 1: the click was on ``‹`` or ``›``; 0: elsewhere on the message."""
 
     DEFAULT_CSS = """
     MessageView {
@@ -138,6 +163,16 @@ class MessageView(Vertical):
         self.cut_note = cut
         yield Markdown(text, open_links=False, parser_factory=chat_parser)
         yield Label(Text(cut), classes="message-cut" + (" -shown" if cut else ""))
+
+    def on_click(self, event: events.Click) -> None:
+        if self.message is None:
+            return  # the reply being written: nothing to select yet
+        event.stop()
+        header = self.header
+        page = 0
+        if event.screen_offset in header.content_region:
+            page = header_arrow(self.role, self.position, event.screen_offset.x - header.content_region.x)
+        self.post_message(self.Clicked(self.message.id, page))
 
     @property
     def header(self) -> Label:
