@@ -1,4 +1,4 @@
-"""The app asked to end from outside (SIGTERM, SIGHUP) while it writes a reply.
+"""The app asked to end from outside (SIGINT, SIGTERM, SIGHUP) while it writes a reply.
 
 It must stop the reply and store it as stopped (as Esc does), put the terminal back
 (main screen, mouse reporting off, cursor shown) and end with 128 + the signal. A real
@@ -53,7 +53,7 @@ def first_words(demo_env, tmp_path) -> str:
     return next(word for word in re.findall(r"[A-Za-z]{4,}", done.stdout))
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_stops_the_reply_keeps_it_and_restores_the_terminal(demo_env, first_words, signum):
     app = PtyApp("--demo", env=demo_env)
     try:

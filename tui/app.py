@@ -5,8 +5,8 @@ chat logic is in ``sessions.controller``. The app only owns what is app-wide: th
 themes and the remembered choice of theme, the key overrides from ``[keys]``, and the
 bridge from core events to messages.
 
-Asked to end from outside (SIGTERM, or SIGHUP when its terminal goes away), it leaves as
-Ctrl+Q does: the reply being written stops at its next token and is stored as stopped,
+Asked to end from outside (SIGINT, SIGTERM, or SIGHUP when its terminal goes away), it
+leaves as Ctrl+Q does: the reply being written stops at its next token and is stored as stopped,
 Textual puts the terminal back as it found it (main screen, no mouse reporting, cursor
 shown), and the process ends once the reply is stored, with status 128 + the signal.
 The handlers run on the event loop (``add_signal_handler``), not at any bytecode.
@@ -61,7 +61,7 @@ class LlamaChatApp(App[None]):
         self.forwarder = Forwarder()
         controller.listener = self.forwarder
         self._stop_signals = stop_signals
-        """Signals that end the app as Ctrl+Q does (``tui.launch`` passes SIGTERM and SIGHUP)."""
+        """Signals that end the app as Ctrl+Q does (``tui.launch`` passes ``STOP_SIGNALS``)."""
         self.stopped_by: int | None = None
         """The signal the app was asked to end by, if any."""
 
@@ -139,4 +139,6 @@ class LlamaChatApp(App[None]):
                 pass
 
 
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""In raw mode Ctrl+C is a key, so a SIGINT comes from outside (``kill -INT``), as a
+SIGTERM does, and is treated the same."""
