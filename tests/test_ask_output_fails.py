@@ -68,24 +68,35 @@ def finish(proc: subprocess.Popen) -> tuple[int, str]:
     return proc.returncode, err.decode(errors="replace")
 
 
-def test_closing_the_terminal_it_runs_in_keeps_the_reply(model):
-    """The terminal is the process's own (its controlling terminal): closing it sends SIGHUP
-    and fails every later write with EIO. stderr goes to a pipe, to be read."""
+def hang_up(model: str, *, stderr_on_the_terminal: bool) -> tuple[int, bytes]:
+    """Run ``ask`` in a terminal of its own (its controlling terminal) and close that
+    terminal once the reply shows; its exit status and what it wrote to stderr, when
+    stderr went to a pipe. Closing it sends SIGHUP and fails every later write with EIO."""
     read_end, write_end = os.pipe()
     pid, fd = pty.fork()
     if pid == 0:
-        os.dup2(write_end, 2)
+        if not stderr_on_the_terminal:
+            os.dup2(write_end, 2)
         os.chdir(REPO)
         os.execv(sys.executable, ask_argv(model))
     os.close(write_end)
+    err = b""
     try:
         read_terminal(fd, 8)
         os.close(fd)
         fd = -1
-        err = b""
-        while chunk := os.read(read_end, 65536):
+        deadline = time.monotonic() + LIMIT_SECONDS
+        while select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
             err += chunk
-        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        pidfd = os.pidfd_open(pid)
+        try:
+            assert select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))[0], "ask did not end"
+        finally:
+            os.close(pidfd)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), err
     finally:
         if fd >= 0:
             os.close(fd)
@@ -95,8 +106,20 @@ def test_closing_the_terminal_it_runs_in_keeps_the_reply(model):
             os.waitpid(pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
+
+
+def test_closing_the_terminal_it_runs_in_keeps_the_reply(model):
+    status, err = hang_up(model, stderr_on_the_terminal=False)
     assert status == 128 + signal.SIGHUP, err
     assert err.decode().splitlines()[-1] == f"llamachat: stopped by SIGHUP{KEPT}"
+    check_kept()
+
+
+def test_a_terminal_closed_under_both_outputs_still_keeps_the_reply(model):
+    """stderr is on the closed terminal too: the line saying what was kept cannot be
+    written, and that is no reason to end otherwise."""
+    status, _ = hang_up(model, stderr_on_the_terminal=True)
+    assert status == 128 + signal.SIGHUP
     check_kept()
 
 
