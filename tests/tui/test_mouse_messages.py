@@ -41,3 +41,34 @@ async def test_a_click_selects_the_message_and_the_header_arrows_page(make_app):
         await pilot.click(view.views[-1].header, offset=(left + 6, 0))
         await settle(pilot)
         assert "‹ 2/2 ›" in view.views[-1].header_plain and shown_texts(screen)[-1] == second_text
+
+
+def node_line(tree, message_id: int) -> int:
+    """The line of the tree that shows ``message_id``."""
+    nodes = [tree.root]
+    while nodes:
+        node = nodes.pop()
+        if node.data is not None and node.data.message_id == message_id:
+            return node.line
+        nodes.extend(node.children)
+    raise AssertionError(f"message {message_id} is not in the tree")
+
+
+async def test_a_click_in_the_tree_moves_its_cursor_and_a_second_click_goes_there(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        first_reply = screen.controller.snapshot().path[1]
+        await pilot.press("ctrl+t")
+        tree = screen.tree_panel.message_tree
+        await wait_for(pilot, lambda: tree.cursor_node is not None, "the tree drawn")
+        where = (8, node_line(tree, first_reply.id) - int(tree.scroll_y))
+        await pilot.click(tree, offset=where)
+        await wait_for(pilot, lambda: screen.tree_panel.cursor_message_id == first_reply.id, "the cursor moved")
+        await settle(pilot)
+        assert screen.conversation_view.selected_id is None and screen.tree_has_focus()  # nothing chosen yet
+        await pilot.click(tree, offset=where)
+        await wait_for(pilot, lambda: screen.conversation_view.selected_id == first_reply.id, "the message chosen")
+        await settle(pilot)

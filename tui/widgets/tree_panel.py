@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.message import Message
@@ -44,7 +44,8 @@ LEGEND_TOOLTIP = (
     f"{SAVED_MARK} the model state after this message is saved: going there is instant\n"
     f"{HEAD_MARK} head: where the next message will be added\n"
     "bold: the active branch\n"
-    "enter: switch to the message under the cursor, space: fold or unfold a branch"
+    "enter or a click on the cursor's line: switch to the message under the cursor,\n"
+    "space: fold or unfold a branch"
 )
 
 
@@ -84,6 +85,16 @@ class MessageTree(Tree[NodeInfo]):
     }
     """
 
+    async def _on_click(self, event: events.Click) -> None:
+        """A click on another line only moves the cursor there, so the panel says what going
+        there costs before anything happens; a click on the cursor's line goes there, as
+        Enter does (``Tree``'s own handler, which switched on the first click)."""
+        meta = event.style.meta
+        line = meta.get("line")
+        if isinstance(line, int) and not meta.get("toggle", False) and line != self.cursor_line:
+            event.prevent_default()
+            self.cursor_line = line
+
     def render_label(self, node: TreeNode[NodeInfo], base_style: Style, style: Style) -> Text:
         info = node.data
         if info is None:
@@ -112,7 +123,7 @@ class MessageTree(Tree[NodeInfo]):
 
 
 class TreePanel(Widget):
-    """The conversation tree; enter or a click on a message posts ``NodeChosen``."""
+    """The conversation tree; enter, or a click on the line under the cursor, posts ``NodeChosen``."""
 
     DEFAULT_CSS = """
     TreePanel { height: 1fr; }
