@@ -246,3 +246,15 @@ def test_an_imported_chat_takes_the_configured_settings_its_file_does_not_name(c
     [from_ours] = [int(word) for word in out.split() if word.isdigit()]
     sampling = store.get_session(from_ours).sampling
     assert (sampling.max_tokens, sampling.temperature) == (321, 0.2)  # the file's own value wins
+
+
+def test_config_alone_shows_the_file_and_its_path(capsys):
+    code, out, err = run(capsys, "config")
+    assert code == 0 and err == ""
+    assert str(paths.config_file()) in out and "no config file" in out and "--init" in out
+    paths.config_file().parent.mkdir(parents=True)
+    paths.config_file().write_text('model_dirs = ["~/models"]\n')
+    code, out, err = run(capsys, "config")
+    assert code == 0 and err == ""
+    assert out.splitlines() == [f"# {paths.config_file()} (settings not written here have their defaults)",
+                                'model_dirs = ["~/models"]']

@@ -1,4 +1,4 @@
-"""``llamachat config``: where the config file is, or a commented one to start from."""
+"""``llamachat config``: the config file and where it is, or a commented one to start from."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from sessions.cli.errors import CliError
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("config", help="show the config file path or create one",
-                                   description="Print the config file's path, or write a "
-                                               "commented config file with every default.")
-    action = parser.add_mutually_exclusive_group(required=True)
+    parser = subparsers.add_parser("config", help="show the config file, its path, or create one",
+                                   description="Print the config file's path and what it says; with "
+                                               "--path only its path; with --init write a commented "
+                                               "config file with every default.")
+    action = parser.add_mutually_exclusive_group()
     action.add_argument("--path", action="store_true", help="print the config file's path")
     action.add_argument("--init", action="store_true",
                         help="write a commented config.toml (never overwrites an existing one)")
@@ -24,6 +25,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.path:
         ctx.print(path)
         return 0
+    if not args.init:
+        show(ctx)
+        return 0
     from sessions.config import config_template
     from sessions.config.files import write_config_text
 
@@ -32,3 +36,18 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     write_config_text(path, config_template())
     ctx.print(f"wrote {path}")
     return 0
+
+
+def show(ctx: CommandContext) -> None:
+    """The path, then the file as written (the settings it leaves out have their defaults)."""
+    path = ctx.config_path
+    if not path.exists():
+        ctx.print(f"There is no config file at {path}: every setting has its default. "
+                  "`llamachat config --init` writes a commented one to edit.")
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CliError(f"could not read the config file {path}: {error}") from error
+    ctx.print(f"# {path} (settings not written here have their defaults)")
+    ctx.print(text.rstrip("\n"))
