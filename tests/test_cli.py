@@ -45,7 +45,6 @@ def test_help_lists_every_subcommand(capsys):
     ["show", "abc"],
     ["export", "1", "--format", "pdf"],
     ["nonsense"],
-    ["config"],
 ])
 def test_bad_flags_exit_1_with_one_line(capsys, argv):
     assert_one_line_error(*run(capsys, *argv))
@@ -223,3 +222,16 @@ def test_sizes_never_read_a_thousand_of_a_unit(size, shown):
     from sessions.cli.formatting import human_size
 
     assert human_size(size) == shown
+
+
+def test_a_context_llama_cpp_rounds_up_is_said_not_silently_changed(capsys):
+    seen = []
+    assert run(capsys, "-c", "128", run_app=seen.append)[0] == 0
+    assert seen[0].config.n_ctx == 128
+    assert seen[0].config_problems == ("a context of 128 tokens will hold 256: llama.cpp makes contexts "
+                                       "in blocks of 256 tokens",)
+    seen.clear()
+    assert run(capsys, "-c", "512", run_app=seen.append)[0] == 0
+    assert seen[0].config_problems == ()
+    code, _, err = run(capsys, "ask", "-c", "300", "hello")
+    assert err.startswith("llamachat: note: a context of 300 tokens will hold 512: ")

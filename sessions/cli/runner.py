@@ -91,6 +91,19 @@ def apply_flags(config: Config, args: argparse.Namespace, *, batch_wanted: int |
     return applied
 
 
+CONTEXT_BLOCK = 256
+"""llama.cpp rounds every context up to a multiple of this many tokens (``llama_context``)."""
+
+
+def context_note(n_ctx: int) -> str | None:
+    """What to say when llama.cpp will not make the context asked for (None: it will)."""
+    rounded = -(-n_ctx // CONTEXT_BLOCK) * CONTEXT_BLOCK
+    if n_ctx <= 0 or rounded == n_ctx:
+        return None
+    return (f"a context of {n_ctx:,} tokens will hold {rounded:,}: llama.cpp makes contexts "
+            f"in blocks of {CONTEXT_BLOCK} tokens")
+
+
 def _flag_over_tables(config: Config, variables: dict[str, object]) -> dict[str, ModelSettings]:
     """The ``[models."NAME"]`` tables without the template variables
     ``--chat-template-kwargs`` sets. The flag replaces the top-level table, which a
@@ -148,7 +161,12 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
                                f"see `{PROG} --help`")
             _check_model(args)
             problems = tuple(f"{loaded.path or config_path}: {problem}" for problem in loaded.problems)
+            rounded = context_note(ctx.config.n_ctx)
+            problems += (rounded,) if rounded else ()
             return run_app(LaunchOptions.from_args(args, ctx.config, config_path, problems)) or 0
+        rounded = context_note(ctx.config.n_ctx) if args.command == "ask" else None
+        if rounded:  # only ask makes a context; the other commands never load a model
+            print(f"{PROG}: note: {rounded}", file=err)
         status = args.run(args, ctx)
         if out is not None:  # None when started with stdout closed (``>&-``)
             out.flush()
