@@ -118,9 +118,12 @@ def test_export_json_to_a_file_and_import_it_back(capsys, store, chat, tmp_path)
     written.pop("exported_at", None), expected.pop("exported_at", None)
     assert written == expected
     assert os.listdir(target.parent) == ["chat.json"]
-    code, out, _ = run(capsys, "import", str(target))
+    code, out, _ = run(capsys, "import", str(target), "--ids")
     assert code == 0
     [new_id] = [int(line) for line in out.split()]
+    code, out, _ = run(capsys, "import", str(target))
+    [line] = out.splitlines()
+    assert code == 0 and line == f"Imported session {new_id + 1}: “{chat.title}”."
     assert new_id != chat.id
     original = [(m.role, m.text) for m in store.messages(chat.id)]
     assert [(m.role, m.text) for m in store.messages(new_id)] == original
@@ -232,18 +235,18 @@ def test_an_imported_chat_takes_the_configured_settings_its_file_does_not_name(c
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[sampling]\nmax_tokens = 321\ntemperature = 0.5\n")
     data = Path(__file__).resolve().parent / "data" / "exchange"
-    code, out, _ = run(capsys, "import", str(data / "llamacpp_webui_single.json"))
+    code, out, _ = run(capsys, "import", str(data / "llamacpp_webui_single.json"), "--ids")
     assert code == 0
-    [from_webui] = [int(word) for word in out.split() if word.isdigit()]
+    [from_webui] = [int(word) for word in out.split()]
     assert store.get_session(from_webui).sampling.max_tokens == 321
     ours = {"format": "llamachat-session", "format_version": 1,
             "session": {"title": "some named", "sampling": {"temperature": 0.2}, "created_at": 1.0, "active": 1},
             "messages": [{"id": 1, "parent": None, "role": "user", "text": "hi", "created_at": 1.0}]}
     path = tmp_path / "ours.json"
     path.write_text(json.dumps(ours))
-    code, out, _ = run(capsys, "import", str(path))
+    code, out, _ = run(capsys, "import", str(path), "--ids")
     assert code == 0
-    [from_ours] = [int(word) for word in out.split() if word.isdigit()]
+    [from_ours] = [int(word) for word in out.split()]
     sampling = store.get_session(from_ours).sampling
     assert (sampling.max_tokens, sampling.temperature) == (321, 0.2)  # the file's own value wins
 

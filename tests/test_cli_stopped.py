@@ -99,7 +99,7 @@ def test_an_import_stopped_before_its_commit_says_nothing_was_imported(store, tm
     assert [s.id for s in store.list_sessions()] == before
 
 
-def test_an_import_stopped_as_it_commits_still_prints_the_new_ids(store, tmp_path):
+def test_an_import_stopped_as_it_commits_still_says_which_sessions_it_made(store, tmp_path):
     """Ctrl+C during the commit used to end with an empty line and status 130, the
     sessions saved but their ids never printed: imported again, the file made copies."""
     path = exported(store, tmp_path)
@@ -109,7 +109,7 @@ def test_an_import_stopped_as_it_commits_still_prints_the_new_ids(store, tmp_pat
     status, out, err = finish(child)
     [new_id] = {s.id for s in store.list_sessions()} - before
     assert status == 130, err
-    assert out == f"{new_id}\n"
+    assert out == f"Imported session {new_id}: “{store.get_session(new_id).title}”.\n"
     assert err == [f"llamachat: stopped by SIGINT after the import was saved whole (session {new_id})"]
     assert [m.text for m in store.messages(new_id)] == ["What is a llama?", "A camelid."]
 

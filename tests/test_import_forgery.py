@@ -51,7 +51,7 @@ def test_forged_token_ids_in_an_import_never_reach_the_model(tmp_path, forgery):
         ids = message["tokens"][fingerprint]
         message["tokens"][fingerprint] = list(reversed(ids)) if forgery == "other-text" else [-7, 10**9]
     exported.write_text(json.dumps(data))
-    imported = llamachat("import", str(exported))
+    imported = llamachat("import", str(exported), "--ids")
     assert imported.returncode == 0, imported.stderr
     copy = int(imported.stdout.strip())
 

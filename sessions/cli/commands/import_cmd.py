@@ -4,23 +4,30 @@ A large import takes seconds, and may wait for another llamachat's write to fini
 it is often stopped (Ctrl+C, SIGTERM, SIGHUP) part-way. It runs as ``ask`` does, in a
 thread that never receives those signals (``sessions.cli.interrupts``): the signal only
 asks it to stop, and the import either rolls back whole, or had already committed and
-still prints its ids. Either way one line says which, so a user never imports the file
+still says which sessions it made. Either way one line says which, so a user never imports the file
 a second time believing the first import lost, nor believes in sessions never saved.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from sessions.cli.context import CommandContext
+from sessions.text_safety import inert
+
+if TYPE_CHECKING:
+    from sessions.store import SessionStore
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "import", help="import sessions from a JSON export",
         description="Import sessions from a llamachat JSON export, a llama.cpp web UI export "
-                    "or a ChatGPT conversations.json. Prints the new session ids.")
+                    "or a ChatGPT conversations.json. Says which sessions it made, one a line.")
     parser.add_argument("file", metavar="FILE", help="the file to import")
+    parser.add_argument("--ids", action="store_true",
+                        help="print only the new session ids, one a line (for scripts)")
     return parser
 
 
@@ -38,9 +45,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.note(f"{stops.cause} before the import was saved: nothing was imported")
         return stops.status
     for new_id in created:
-        ctx.print(new_id)
+        ctx.print(new_id if args.ids else made_line(store, new_id))
     if stops.happened:
         ids = ", ".join(map(str, created))
         ctx.note(f"{stops.cause} after the import was saved whole (session{'s' if len(created) > 1 else ''} {ids})")
         return stops.status
     return 0
+
+
+def made_line(store: SessionStore, session_id: int) -> str:
+    """``Imported session 7: “Title”.``: the id to reopen it with, and which chat it is."""
+    return f"Imported session {session_id}: “{inert(store.get_session(session_id).title)}”."
