@@ -52,13 +52,19 @@ class CommandContext:
         print(json_for_terminal(json.dumps(value, indent=2, ensure_ascii=False)), file=self.out)
 
     def note(self, message: str) -> None:
-        """A remark for the person at the terminal (stderr, so pipes get only data).
+        """A remark for the person at the terminal (stderr, so pipes get only data)."""
+        tell(self.err, f"llamachat: {inert(str(message))}")
 
-        A terminal that went away cannot take it: what the command did stands, and the
-        remark is dropped rather than turned into a failure of its own."""
-        if self.err is None:  # started with stderr closed: ``print`` would write to stdout
-            return
-        try:
-            print(f"llamachat: {inert(str(message))}", file=self.err)
-        except (OSError, ValueError):
-            silence_stderr()
+
+def tell(err: TextIO | None, line: str) -> None:
+    """Print ``line`` on stderr, if it can still be written.
+
+    A terminal that went away cannot take it: what the command did stands, and the line
+    is dropped rather than turned into a failure of its own.
+    """
+    if err is None:  # started with stderr closed: ``print`` would write to stdout
+        return
+    try:
+        print(line, file=err)
+    except (OSError, ValueError):
+        silence_stderr()

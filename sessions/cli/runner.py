@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from sessions import paths
-from sessions.cli.context import CommandContext
+from sessions.cli.context import CommandContext, tell
 from sessions.cli.errors import CliError
 from sessions.cli.interrupts import silence_stdout
 from sessions.cli.launch_options import LaunchOptions, RunApp
@@ -124,7 +124,7 @@ def _check_model(args: argparse.Namespace) -> None:
 
 
 def _error(err: TextIO, message: str) -> int:
-    print(f"{PROG}: error: {inert(message)}", file=err)
+    tell(err, f"{PROG}: error: {inert(message)}")
     return 1
 
 
@@ -134,7 +134,7 @@ def _stopped(err: TextIO, signum: int, command: str | None) -> int:
     isatty = getattr(err, "isatty", None)
     start = "\n" if isatty is not None and isatty() else ""
     doing = f"`{PROG} {command}`" if command else "the app's start"
-    print(f"{start}{PROG}: stopped by {signal.Signals(signum).name} before {doing} finished", file=err)
+    tell(err, f"{start}{PROG}: stopped by {signal.Signals(signum).name} before {doing} finished")
     return 128 + signum
 
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
 
     loaded = load_config()
     for problem in loaded.problems:
-        print(f"{PROG}: warning: {loaded.path}: {inert(str(problem))}", file=err)
+        tell(err, f"{PROG}: warning: {loaded.path}: {inert(str(problem))}")
     config_path = loaded.path or paths.config_file()
     ctx = CommandContext(config=loaded.config, config_path=config_path, out=out, err=err)
     try:
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
             return run_app(LaunchOptions.from_args(args, ctx.config, config_path, problems)) or 0
         rounded = context_note(ctx.config.n_ctx) if args.command == "ask" else None
         if rounded:  # only ask makes a context; the other commands never load a model
-            print(f"{PROG}: note: {rounded}", file=err)
+            tell(err, f"{PROG}: note: {rounded}")
         status = args.run(args, ctx)
         if out is not None:  # None when started with stdout closed (``>&-``)
             out.flush()

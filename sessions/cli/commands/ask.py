@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessions.cli.arguments import session_id
 from sessions.cli.ask_input import add_sampling_flags, message_text, sampling_overrides
-from sessions.cli.context import CommandContext
+from sessions.cli.context import CommandContext, tell
 from sessions.cli.errors import CliError, UsageError
 from sessions.cli.interrupts import silence_stdout
 from sessions.errors import TurnTaken
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             raise CliError(str(error)) from None
         out.end(replied=True)
     if args.stats and reply.stats is not None:
-        print(json.dumps(_stats_line(reply)), file=ctx.err)
+        tell(ctx.err, json.dumps(_stats_line(reply)))
     if stops.happened:
         ctx.note(_stopped_words(stops.cause, reply))
         return stops.status
