@@ -1,0 +1,67 @@
+"""Snapshots of what a user looks at after the gestures of issue 34: line breaks kept in
+messages, the delete question naming the tree node under the cursor, and a paged long
+reply with its header on screen.
+
+The chats are written straight into the store (fixed texts and times), as in
+``test_main_snapshots``.
+"""
+
+from __future__ import annotations
+
+from sessions.store import SessionStore
+from sessions.tree import GenerationStats
+from tests.tui.helpers import wait_for
+from tests.tui.test_main_snapshots import SIZE, quiet
+from tui.startup import StartupRequest
+
+
+def write_chat(model_path, *replies: str, question: str = "Roses are red\nviolets are blue") -> int:
+    """A question and its replies (versions of one answer), the last one shown."""
+    with SessionStore.open() as store:
+        session = store.create_session(model_path=str(model_path), model_fingerprint="fake-" + model_path.name,
+                                       created_at=0.0)
+        ask = store.add_message(session.id, None, "user", question, created_at=1.0)
+        last = ask
+        for index, text in enumerate(replies):
+            last = store.add_message(session.id, ask.id, "assistant", text, created_at=2.0 + index,
+                                     stats=GenerationStats(tokens_generated=9, stop_reason="eog"))
+        store.set_active_leaf(session.id, last.id)
+        return session.id
+
+
+def test_single_line_breaks_are_drawn(snap_compare, make_app, fake_model):
+    reply = "Sugar is sweet,\nand so are you.\n\n```text\nkept\nas it was\n```"
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, reply)))
+    assert snap_compare(app, terminal_size=SIZE, run_before=quiet)
+
+
+def test_delete_in_the_tree_names_the_node(snap_compare, make_app, fake_model):
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, "First answer.", "Second answer.")))
+
+    async def delete_from_the_tree(pilot):
+        from tui.screens.dialogs import ConfirmScreen
+
+        await quiet(pilot)
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+t", "f8")  # the question selected; the tree on the reply
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), "the question")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=delete_from_the_tree)
+
+
+def test_a_paged_long_reply_shows_its_header(snap_compare, make_app, fake_model):
+    first = "\n".join(f"first version, line {i}" for i in range(40))
+    second = "\n".join(f"second version, line {i}" for i in range(40))
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, first, second, question="Count")))
+
+    async def page_back(pilot):
+        from tests.tui.helpers import screen_text, settle
+
+        await quiet(pilot)
+        await pilot.press("alt+left")
+        await settle(pilot)
+        await wait_for(pilot, lambda: any("‹ 1/2 ›" in line for line in screen_text(pilot.app)), "the header")
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=page_back)
