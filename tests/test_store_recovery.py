@@ -121,3 +121,27 @@ def test_a_damaged_file_that_cannot_be_read_at_all_says_deletions_may_be_back(tm
         assert ids["beta"] in {s.id for s in store.list_sessions()}  # nothing could tell otherwise
     assert "what you deleted since may be back" in notice
     assert "It now holds 3 session(s) and 18 message(s)" in notice
+
+
+def test_heads_and_titles_come_back_after_the_clock_was_set_back(tmp_path, monkeypatch):
+    """The chats and their backup were written while the clock said 2030; after the clock
+    was corrected, a rewind, a new turn and a rename carry earlier times than the backup's
+    rows. The damaged file descends from the backup, so what it still says wins whatever
+    the times say."""
+    import time
+
+    db = tmp_path / "sessions.sqlite3"
+    with monkeypatch.context() as clock:
+        clock.setattr(time, "time", lambda: 1_900_000_000.0)
+        ids = build(db)
+    with SessionStore.open(db) as store:
+        store.set_active_leaf(ids["alpha"], ids["alpha1"])
+        turn = store.append_message(ids["gamma"], ids["gamma5"], "user", "one more",
+                                    expected_head=ids["gamma5"]).id
+        store.rename_session(ids["beta"], "renamed")
+    overwrite_page_holding(db, b"OLDEST beta 0")
+    with SessionStore.open(db) as store:
+        assert "current message" not in store.recovery_notice
+        assert store.get_session(ids["beta"]).title == "renamed"
+    _, _, heads = rows(db)
+    assert heads[ids["alpha"]] == ids["alpha1"] and heads[ids["gamma"]] == turn
