@@ -267,6 +267,21 @@ def test_search_with_punctuation(store, monkeypatch, full_text):
     assert store.search("") == []
 
 
+@pytest.mark.parametrize("full_text", [True, False], ids=["fts5", "like"])
+def test_search_finds_a_chat_whose_words_are_in_different_messages(store, monkeypatch, full_text):
+    if not full_text:
+        monkeypatch.setattr(search_queries, "has_full_text", lambda conn: False)
+    pets = store.create_session(title="Pets and trivia")
+    first = store.add_message(pets.id, None, "user", "Tell me about dogs.")
+    store.add_message(pets.id, first.id, "assistant", "And cats purr.")
+    other = store.create_session(title="Only dogs")
+    store.add_message(other.id, None, "user", "dogs bark")
+    assert [s.id for s in store.list_sessions("dogs cats")] == [pets.id]
+    assert [(h.session_id, h.message_id, h.snippet) for h in store.search("dogs cats")] == [
+        (pets.id, None, "Pets and trivia")]
+    assert {s.id for s in store.list_sessions("dogs")} == {pets.id, other.id}
+
+
 def test_search_follows_edits_and_deletes(store):
     session = store.create_session(title="Errands")
     m = store.add_message(session.id, None, "user", "ephemeral zebra")

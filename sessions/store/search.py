@@ -50,10 +50,26 @@ def _window(text: str, query: str) -> str:
 
 
 def matching_session_ids(conn: sqlite3.Connection, query: str) -> set[int] | None:
-    """Sessions whose title or any message matches; None for an empty query."""
-    if not query.split():
+    """Sessions where every word of ``query`` is in the title or some message (not
+    necessarily the same one: "dogs cats" finds a chat that spoke of each in turn);
+    None for an empty query."""
+    words = query.split()
+    if not words:
         return None
-    match = fts_query(query)
+    if fts_query(query) is not None and has_full_text(conn):
+        words = [word for word in words if fts_query(word) is not None]  # as one FTS query drops them
+    found: set[int] | None = None
+    for word in words:
+        sessions = _sessions_with(conn, word)
+        found = sessions if found is None else found & sessions
+        if not found:
+            break
+    return found or set()
+
+
+def _sessions_with(conn: sqlite3.Connection, word: str) -> set[int]:
+    """Sessions whose title or any message holds ``word``."""
+    match = fts_query(word)
     if match is not None and has_full_text(conn):
         rows = conn.execute(
             "SELECT m.session_id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
@@ -62,13 +78,24 @@ def matching_session_ids(conn: sqlite3.Connection, query: str) -> set[int] | Non
             (match, match),
         )
     else:
-        patterns = _like_patterns(query)
+        patterns = _like_patterns(word)
         rows = conn.execute(
             f"SELECT session_id FROM messages WHERE {_like_clause('text', len(patterns))}"
             f" UNION SELECT id FROM sessions WHERE {_like_clause('title', len(patterns))}",
             patterns + patterns,
         )
     return {row[0] for row in rows}
+
+
+def spread_hits(conn: sqlite3.Connection, query: str, hits: list[SearchHit], limit: int) -> list[SearchHit]:
+    """``hits``, then the sessions that hold every word only across messages, as titles."""
+    if len(query.split()) < 2 or len(hits) >= limit:
+        return hits
+    shown = {hit.session_id for hit in hits}
+    more = sorted((matching_session_ids(conn, query) or set()) - shown, reverse=True)
+    rows = [conn.execute("SELECT id, title FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            for session_id in more[: limit - len(hits)]]
+    return hits + [SearchHit(row[0], None, row[1], row[1]) for row in rows if row is not None]
 
 
 def search(conn: sqlite3.Connection, query: str, limit: int) -> list[SearchHit]:
@@ -92,7 +119,7 @@ def search(conn: sqlite3.Connection, query: str, limit: int) -> list[SearchHit]:
         ).fetchall()
         hits = [SearchHit(row[0], None, row[1], row[1]) for row in titles]
         hits += [SearchHit(row[0], row[1], row[2], row[3]) for row in messages]
-        return hits[:limit]
+        return spread_hits(conn, query, hits[:limit], limit)
     patterns = _like_patterns(query)
     titles = conn.execute(
         f"SELECT id, title FROM sessions WHERE {_like_clause('title', len(patterns))}"
@@ -107,4 +134,4 @@ def search(conn: sqlite3.Connection, query: str, limit: int) -> list[SearchHit]:
     ).fetchall()
     hits = [SearchHit(row[0], None, row[1], row[1]) for row in titles]
     hits += [SearchHit(row[0], row[1], row[2], _window(row[3], query)) for row in messages]
-    return hits[:limit]
+    return spread_hits(conn, query, hits[:limit], limit)
