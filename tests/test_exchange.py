@@ -279,3 +279,18 @@ def test_a_remembered_branch_under_a_parent_not_in_the_file_is_dropped(store, tm
     [copy] = import_file(store, write(tmp_path, dict(good, remembered_children=remembered, active_leaf=None)))
     [top] = [m for m in store.messages(copy) if m.parent_id is None and m.text.startswith("Q:")]
     assert store.remembered_children(copy) == {None: top.id}
+
+
+def test_an_imported_old_chat_keeps_its_date(store, tmp_path):
+    from sessions.exchange import import_file
+
+    written = 1_680_000_000.0  # March 2023
+    data = {"format": "llamachat-session", "format_version": 1,
+            "session": {"title": "old", "created_at": written, "active": 2},
+            "messages": [{"id": 1, "parent": None, "role": "user", "text": "hi", "created_at": written + 1},
+                         {"id": 2, "parent": 1, "role": "assistant", "text": "hello", "created_at": written + 2}]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    [session_id] = import_file(store, path)
+    [summary] = [s for s in store.list_sessions() if s.id == session_id]
+    assert summary.updated_at == written + 2  # when it was last written, not when it was imported

@@ -124,11 +124,11 @@ def put_tokens(conn: sqlite3.Connection, message_id: int, fingerprint: str, toke
     )
 
 
-def touch(conn: sqlite3.Connection, session_id: int) -> None:
-    """Mark the session as just changed (never moving its time backwards)."""
+def touch(conn: sqlite3.Connection, session_id: int, at: float | None = None) -> None:
+    """Mark the session as changed ``at`` (None: now), never moving its time backwards."""
     conn.execute(
         "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?",
-        (time.time(), session_id),
+        (time.time() if at is None else at, session_id),
     )
 
 

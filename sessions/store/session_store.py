@@ -123,7 +123,10 @@ class SessionStore(FrozenTokens):
             cursor = conn.execute(
                 "INSERT INTO sessions(title, created_at, updated_at, model_path,"
                 " model_fingerprint, system_prompt, sampling) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (title, created_at if created_at is not None else now, now, model_path,
+                # A session made at a given time (an import) was last changed then, not now:
+                # its messages' times move it on (``add_messages``).
+                (title, created_at if created_at is not None else now,
+                 created_at if created_at is not None else now, model_path,
                  model_fingerprint, system_prompt, json.dumps(settings.to_dict())),
             )
             assert cursor.lastrowid is not None  # an INSERT always sets it
@@ -252,8 +255,9 @@ class SessionStore(FrozenTokens):
                 ids.append(lookups.insert_row(conn, session_id, parent_id, role, text, stats, created_at))
             if first_question is not None:
                 lookups.title_untitled(conn, session, first_question)
-            if ids:
-                lookups.touch(conn, session_id)
+            if ids:  # changed when its last message was written (an old chat imported keeps its date)
+                times = [created_at for *_, created_at in rows]
+                lookups.touch(conn, session_id, None if None in times else max(t for t in times if t is not None))
             return ids
 
     def append_message(
