@@ -188,8 +188,8 @@ async def test_session_list_is_newest_first_and_marks_the_current_one():
         widget.show(summaries(), current_id=2, now=NOW)
         assert widget.session_ids == [3, 2, 1]
         prompts = [str(option.prompt) for option in widget.options.options]
-        assert prompts[0].startswith("  Newest chat") and "just now · 1 message" in prompts[0]
-        assert prompts[1].startswith(f"{CURRENT_MARK} Middle chat") and "2 h ago · 12 messages" in prompts[1]
+        assert prompts[0].startswith("  Newest chat") and "#3 · just now · 1 message" in prompts[0]
+        assert prompts[1].startswith(f"{CURRENT_MARK} Middle chat") and "#2 · 2 h ago · 12 messages" in prompts[1]
         assert "Oldest chat" in prompts[2] and "·" in prompts[2]
         assert widget.options.highlighted == 1  # starts on the current session
 

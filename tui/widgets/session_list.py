@@ -63,7 +63,8 @@ def session_prompt(summary: SessionSummary, current: bool, now: float | None = N
     for index in marks:
         title = title.stylize("$accent bold underline", index, index + 1)
     count = "1 message" if summary.message_count == 1 else f"{summary.message_count} messages"
-    second = detail if detail is not None else f"{relative_time(summary.updated_at, now)} · {count}"
+    # The id tells apart chats of the same title, and is what `--session N` takes.
+    second = detail if detail is not None else f"#{summary.id} · {relative_time(summary.updated_at, now)} · {count}"
     return Content.assemble(
         (f"{CURRENT_MARK} " if current else "  ", "$accent bold"),
         title,
