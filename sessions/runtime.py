@@ -9,6 +9,7 @@ inside.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -42,8 +43,10 @@ def open_runtime(config: Config, *, listener: Listener = ignore, sampling: Sampl
     """Open the store, the checkpoints and the controller for ``config``; close them after.
 
     Checkpoint problems (a corrupt file found and deleted) reach the controller's
-    listener as ``NoticeRaised``, whichever listener it has by then. ``engine_factory``
-    replaces the llama.cpp engine (tests).
+    listener as ``NoticeRaised``, whichever listener it has by then. The checkpoint writer
+    looks at its folder on a thread of its own as soon as the store opens, before the
+    controller exists: what it finds then (a folder that is a file) is kept and joins the
+    ``notices`` instead of being lost. ``engine_factory`` replaces the llama.cpp engine (tests).
     """
     from sessions.engine.factory import llama_engine_factory, open_checkpoints
 
@@ -51,19 +54,27 @@ def open_runtime(config: Config, *, listener: Listener = ignore, sampling: Sampl
         store = SessionStore.open()
         stack.callback(store.close)
         controller: SessionController | None = None
+        early: list[str] = []
+        told = threading.Lock()
 
         def problem(text: str) -> None:
-            if controller is not None:
-                controller.listener(NoticeRaised(text, "warning"))
+            with told:
+                if controller is None:
+                    early.append(text)
+                    return
+            controller.listener(NoticeRaised(text, "warning"))
 
         checkpoints = open_checkpoints(config, problem)
         if checkpoints is not None:
             stack.callback(checkpoints.close)  # after the model: it waits for the disk writes
-        controller = SessionController(
+        made = SessionController(
             store, engine_factory=engine_factory or llama_engine_factory(checkpoints, on_problem=problem),
             settings=EngineSettings.from_config(config),
             sampling=sampling or config.effective_sampling(), listener=listener, checkpoints=checkpoints,
         )
-        stack.callback(controller.close)
-        notices = [store.recovery_notice] if store.recovery_notice else []
+        stack.callback(made.close)
+        with told:
+            controller = made
+            notices = [store.recovery_notice] if store.recovery_notice else []
+            notices.extend(early)
         yield Runtime(config, store, checkpoints, controller, notices)

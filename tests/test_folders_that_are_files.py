@@ -55,3 +55,29 @@ def test_a_cache_folder_that_is_a_file_keeps_checkpoints_in_memory_and_ask_answe
         f"llamachat: warning: the checkpoint folder {cache / 'checkpoints'} cannot be used "
         "(not a folder but a file); checkpoints are kept in memory only"]
     assert cache.read_text() == "mine\n"
+
+
+def test_the_checkpoint_folders_warning_is_kept_when_it_comes_before_the_controller(tmp_path, monkeypatch):
+    """The checkpoint writer looks at its folder on its own thread as soon as the store
+    opens; here it has finished (and found a file) before the controller is made, which a
+    slow start allows. Its one warning is among the notices, not lost."""
+    from sessions import runtime as runtime_module
+    from sessions.config import Config
+    from sessions.controller import SessionController
+    from tests.tui.fake_engine import FakeEngineFactory
+
+    cache = tmp_path / "cache-is-a-file"
+    cache.write_text("mine\n")
+    monkeypatch.setenv("LLAMACHAT_CACHE_DIR", str(cache))
+
+    def slow_start(store, **options):
+        options["checkpoints"]._disk.ensure_index()  # the writer's first look, done by now
+        return SessionController(store, **options)
+
+    monkeypatch.setattr(runtime_module, "SessionController", slow_start)
+    heard = []
+    with runtime_module.open_runtime(Config(), listener=heard.append, engine_factory=FakeEngineFactory()) as runtime:
+        notices = list(runtime.notices)
+    assert notices == [f"the checkpoint folder {cache / 'checkpoints'} cannot be used (not a folder but a file); "
+                       "checkpoints are kept in memory only"]
+    assert heard == []
