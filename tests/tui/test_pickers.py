@@ -325,3 +325,28 @@ async def test_export_explains_problems_and_asks_before_replacing(controller, br
         await settle(pilot)
     assert app.results == [existing]
     assert "Blue." in existing.read_text(encoding="utf-8")  # every branch this time
+
+
+def test_model_rows_of_one_name_are_told_apart_and_the_loaded_one_is_marked(tmp_path):
+    from sessions.discovery import ModelCard
+    from tui.screens.model_picker import row_names
+
+    def card(path: str, name: str = "Gemma 3 270m") -> ModelCard:
+        return ModelCard(path=tmp_path / path, name=name, file_size=1)
+
+    cards = [card("a/gemma-q8.gguf"), card("a/gemma-q4.gguf"), card("b/gemma-q4.gguf"), card("a/llama.gguf", "Llama")]
+    assert row_names(cards, loaded=tmp_path / "a" / "gemma-q4.gguf") == [
+        "Gemma 3 270m · gemma-q8.gguf", "Gemma 3 270m · a/gemma-q4.gguf (loaded)",
+        "Gemma 3 270m · b/gemma-q4.gguf", "Llama"]
+
+
+async def test_model_picker_marks_the_loaded_model(model_dir):
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]), loaded=model_dir / "lfm2.gguf")
+        app.open(picker)
+        await settle(pilot)
+        table = picker.query_one(DataTable)
+        marked = [str(table.get_row(str(index))[0]) for index, _ in enumerate(picker.cards)]
+        assert [name for name in marked if name.endswith("(loaded)")] == [
+            marked[next(i for i, c in enumerate(picker.cards) if c.path.name == "lfm2.gguf")]]

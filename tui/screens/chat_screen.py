@@ -392,7 +392,9 @@ class ChatScreen(Screen[None]):
             elif self.controller.model_info is None:
                 self.status.set_note("no model loaded: press F5 to choose one")
 
-        self.app.push_screen(ModelPicker(self.controller.models, self.config), chosen)
+        info = self.controller.model_info
+        loaded = Path(info.path) if info is not None else None
+        self.app.push_screen(ModelPicker(self.controller.models, self.config, loaded=loaded), chosen)
 
     async def switch_to_model(self, path: Path) -> None:
         if self.controller.snapshot() is None:

@@ -50,9 +50,31 @@ def _cut(text: str, limit: int = NAME_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def card_cells(card: ModelCard) -> tuple[Text, ...]:
-    """One table row; an unusable file is dimmed and says why in the name column."""
-    name = inert(card.name)
+LOADED_MARK = "(loaded)"
+
+
+def row_names(cards: list[ModelCard], loaded: Path | None = None) -> list[str]:
+    """What the name column says of each card: its name, with the file (or the file and
+    its folder) where two cards share a name, and a mark on the model loaded now."""
+
+    def counted(labels: list[str]) -> dict[str, int]:
+        return {label: labels.count(label) for label in labels}
+
+    names = [card.name for card in cards]
+    twins = counted(names)
+    names = [f"{card.name} · {card.path.name}" if twins[card.name] > 1 else card.name for card in cards]
+    twins = counted(names)
+    names = [f"{card.name} · {card.path.parent.name}/{card.path.name}" if twins[name] > 1 else name
+             for card, name in zip(cards, names, strict=True)]
+    here = loaded.resolve() if loaded is not None else None
+    return [f"{name} {LOADED_MARK}" if here is not None and card.path.resolve() == here else name
+            for card, name in zip(cards, names, strict=True)]
+
+
+def card_cells(card: ModelCard, name_shown: str | None = None) -> tuple[Text, ...]:
+    """One table row; an unusable file is dimmed and says why in the name column.
+    ``name_shown``: the name as ``row_names`` tells it apart (default: the card's)."""
+    name = inert(card.name if name_shown is None else name_shown)
     if card.error is not None:
         return (Text(_cut(f"{name} — {inert(card.error)}"), style="dim"),
                 *(Text("—", style="dim") for _ in COLUMNS[1:]))
@@ -76,6 +98,8 @@ class ModelPicker(ModalScreen[Path | None]):
     @dataclass
     class ModelsFound(Message):
         cards: list[ModelCard]
+        names: list[str]
+        """What each row's name column says (``row_names``, which reads the disk)."""
 
     @dataclass
     class PathReady(Message):
@@ -84,10 +108,12 @@ class ModelPicker(ModalScreen[Path | None]):
         path: Path | None
         error: str | None = None
 
-    def __init__(self, models: ModelCatalogue, config: Any = None) -> None:
+    def __init__(self, models: ModelCatalogue, config: Any = None, *, loaded: Path | None = None) -> None:
         super().__init__()
         self._models = models
         self._config = config
+        self._loaded = loaded
+        """The model loaded now (marked in its row), if any."""
         """Names the folders searched and the configured model (``ModelCatalogue.discover``)."""
         self.cards: list[ModelCard] = []
         self.discovered = False
@@ -115,7 +141,8 @@ class ModelPicker(ModalScreen[Path | None]):
     @work(thread=True, exclusive=True, group="model-discovery", exit_on_error=False,
           description="looking for GGUF models")
     def _discover(self) -> None:
-        self.post_message(self.ModelsFound(self._models.discover(self._config)))
+        cards = self._models.discover(self._config)
+        self.post_message(self.ModelsFound(cards, row_names(cards, self._loaded)))
 
     @work(thread=True, exclusive=True, group="model-demo", exit_on_error=False,
           description="making the demo model")
@@ -143,8 +170,8 @@ class ModelPicker(ModalScreen[Path | None]):
         self.cards = event.cards
         self.discovered = True
         table = self.query_one(DataTable)
-        for index, card in enumerate(event.cards):
-            table.add_row(*card_cells(card), key=str(index))
+        for index, (card, name) in enumerate(zip(event.cards, event.names, strict=True)):
+            table.add_row(*card_cells(card, name), key=str(index))
         usable = sum(card.error is None for card in event.cards)
         found = f"{usable} model{'s' if usable != 1 else ''} found"
         if usable != len(event.cards):
