@@ -77,5 +77,8 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
                           on_progress=on_progress, on_text=on_text, should_stop=should_stop,
                           resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
-    return Continued(WrittenReply(written.result, stats, written.prep), reply.text + written.result.text,
-                     old + list(written.result.tokens))
+    tokens = old + list(written.result.tokens)
+    # Not ``reply.text + written.result.text``: a reply cut between the bytes of one character
+    # ends in a replacement character, and the continuation's first bytes would become
+    # another; read as one run, the bytes make the character the model wrote.
+    return Continued(WrittenReply(written.result, stats, written.prep), engine.detokenize(tokens), tokens)

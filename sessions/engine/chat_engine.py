@@ -17,6 +17,7 @@ from sessions.engine.attention_check import flash_attention_verdict
 from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.engine.cache_types import bytes_per_value
 from sessions.engine.context import ContextParams, LlamaContext
+from sessions.engine.detokenizer import Detokenizer
 from sessions.engine.fingerprint import model_fingerprint
 from sessions.engine.model import LlamaModel
 from sessions.engine.offload import GpuLayers, resolve_gpu_layers
@@ -110,6 +111,13 @@ class LlamaChatEngine:
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return self.model.tokenize(text, add_bos=add_bos, parse_special=True)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        detok = Detokenizer(self.model.piece)
+        for token in tokens:
+            detok.push(token)
+        detok.finish()
+        return detok.text
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
         return self.branches.plan(target, ends, need_logits=need_logits)

@@ -124,6 +124,9 @@ class _Worker:
     def _tokenize(self, text: str, add_bos: bool):
         return self.engine.tokenize(text, add_bos)
 
+    def _detokenize(self, tokens):
+        return self.engine.detokenize(tokens)
+
     def _plan(self, target, ends, need_logits=True):
         return self.engine.plan(target, ends, need_logits=need_logits)
 

@@ -215,6 +215,9 @@ class EngineProcess:
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return self._call("tokenize", text, add_bos)
 
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self._call("detokenize", list(tokens))
+
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True):
         return self._call("plan", list(target), list(ends), need_logits)
 

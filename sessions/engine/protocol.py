@@ -31,6 +31,14 @@ class ChatEngine(Protocol):
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
 
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """The text of ``tokens`` read as one run of bytes, as ``generate`` streams it.
+
+        A reply cut inside a multi-byte character and continued later must be read whole:
+        the bytes that complete the character are in the continuation's first token.
+        """
+        ...
+
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
         """What making ``target`` live would cost; no work is done."""
         ...

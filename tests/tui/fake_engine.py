@@ -87,6 +87,9 @@ class FakeEngine:
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return list(text.encode("utf-8"))
 
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return bytes(tokens).decode("utf-8", "replace")
+
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
         target = list(target)
         shared = common_prefix(self.live, target)
