@@ -1,5 +1,6 @@
 """Single line breaks are drawn as line breaks: the user's, the model's, while a reply
-streams and once it is stored; code blocks keep their lines as before."""
+streams and once it is stored; code blocks keep their lines as before. A link shows
+where it goes."""
 
 from __future__ import annotations
 
@@ -39,3 +40,13 @@ async def test_a_streaming_reply_keeps_its_line_breaks(make_app, script):
         await wait_for(pilot, lambda: any("another" in line for line in screen_text(app)), "the text drawn")
         assert "another" not in line_of(app, "one line")
         await pilot.press("escape")
+
+
+async def test_a_link_shows_where_it_goes(make_app, script):
+    script.replies = ["Read [the docs](https://example.org/a) or https://example.org/b or example.org/c."]
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "where?")
+        line = line_of(app, "Read the docs")
+        assert "Read the docs (https://example.org/a) or https://example.org/b or example.org/c." in line
