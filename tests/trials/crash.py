@@ -10,6 +10,8 @@ random delay, or once it has printed part of its reply. After every trial:
 - the database opens with no repair, and every message seen before is still there with
   the same text; a kill just before or after ``add_message``'s commit leaves exactly the
   messages whose commit had (or had not) returned; a completed run stored its reply;
+- every new reply's text is its sampled tokens read again with the model's vocabulary
+  (``ReplyTexts``), so no cut or continue leaves text that is not what the model wrote;
 - the checkpoint folder opens as after a restart with no problem reported, and every
   file under a final name passes full verification (temp files of killed writers go);
 - the next greedy reply, restored from whatever the kill left on disk, is identical to
@@ -42,6 +44,7 @@ from .crash_checks import (
     CheckpointScanner,
     DatabaseProblem,
     Heads,
+    ReplyTexts,
     StoredMessage,
     copy_database,
     read_database,
@@ -88,9 +91,11 @@ class CrashTrials:
 
     def run(self, kills: int) -> Report:
         self.probe = ExactnessProbe(self.models, self.config)
+        self.texts = ReplyTexts(Path(path) for path in self.models.values())
         try:
             return self._run(kills)
         finally:
+            self.texts.close()
             self.probe.close()
 
     def _run(self, kills: int) -> Report:
@@ -152,6 +157,10 @@ class CrashTrials:
             if heads.messages.get(mid) != seen:
                 self.report.fail(self.trial, f"{where}: message {mid} changed or vanished: "
                                              f"{seen} -> {heads.messages.get(mid)}")
+        compared, problems = self.texts.mismatches(self.db, set(heads.messages) - set(self.confirmed))
+        self.report.checks["reply_texts_rederived"] += compared
+        for problem in problems:
+            self.report.fail(self.trial, f"{where}: {problem}")
         self.confirmed.update(heads.messages)
         self.heads = heads
         return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.errors import CorruptCheckpointError
 from sessions.checkpoints.file_format import HEADER_SIZE, check_header, check_payload, parse_header
 from sessions.checkpoints.keys import parse_address
+from sessions.engine.detokenizer import Detokenizer
+from sessions.engine.model import LlamaModel
 from sessions.store import SessionStore, StoreError
 
 
@@ -137,3 +140,42 @@ def verify_file(path: Path) -> str | None:
     except OSError as error:
         return f"unreadable: {error.strerror}"
     return None
+
+
+class ReplyTexts:
+    """Re-derives each stored reply's text from its sampled tokens, with the model's vocabulary.
+
+    A reply's text and its token ids are stored side by side; the text shown and exported
+    must be the tokens read as one run of bytes, whatever cut and continue made the reply
+    (a cut can fall between the bytes of one character).
+    """
+
+    def __init__(self, model_paths: Iterable[Path]) -> None:
+        self._models = {}
+        for path in model_paths:
+            model = LlamaModel(path, on_progress=lambda _fraction: None)
+            self._models[model.info.fingerprint] = model
+
+    def mismatches(self, db: Path, message_ids: Iterable[int]) -> tuple[int, list[str]]:
+        """How many replies were compared, and one line for each whose text is not its tokens."""
+        compared, problems = 0, []
+        with SessionStore.open(db) as store:
+            for mid in message_ids:
+                message = store.get_message(mid)
+                stats = message.stats
+                model = self._models.get(stats.sampled_by) if stats is not None else None
+                tokens = store.get_tokens(mid, stats.sampled_by) if model is not None and stats is not None else None
+                if message.role != "assistant" or model is None or not tokens:
+                    continue
+                compared += 1
+                detok = Detokenizer(model.piece)
+                for token in tokens:
+                    detok.push(token)
+                detok.finish()
+                if detok.text != message.text:
+                    problems.append(f"message {mid} is stored as {message.text!r} but its tokens read {detok.text!r}")
+        return compared, problems
+
+    def close(self) -> None:
+        for model in self._models.values():
+            model.close()

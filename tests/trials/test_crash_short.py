@@ -34,6 +34,7 @@ def test_short_crash_trials(tmp_path):
     assert report.checks["logits_compared"] == report.trials and report.logits_tokens_restored > 0
     assert report.checks["commit_counts"] >= 2
     assert report.checks["confirmed_messages_checked"] > 0
+    assert report.checks["reply_texts_rederived"] > 0
     assert report.check_runs_restoring > 0, "no check reply restored anything: the comparison proves nothing"
     assert report.temp_files_cleaned == report.temp_files_left_by_kills
 
@@ -79,3 +80,31 @@ def test_database_check_refuses_a_database_that_needed_repair(tmp_path):
     db.with_name(db.name + ".bak").unlink()
     with pytest.raises(DatabaseProblem, match="does not open"):
         read_database(db)
+
+
+@pytest.mark.engine
+def test_reply_texts_catch_a_text_that_is_not_its_tokens(tmp_path):
+    import sqlite3
+
+    from sessions.store import SessionStore
+    from sessions.synth import make_model
+    from tests.real_controller import real_controller
+    from tests.trials.crash_checks import ReplyTexts
+
+    db = tmp_path / "sessions.sqlite3"
+    model = make_model("llama", "tiny")
+    with SessionStore.open(db) as store, real_controller(tmp_path, store, n_batch=16, max_tokens=6) as controller:
+        controller.load_model(model)
+        controller.new_session()
+        controller.send("Hello")
+        reply = controller.generate_reply()
+    texts = ReplyTexts([model])
+    try:
+        assert texts.mismatches(db, [reply.id]) == (1, [])
+        with sqlite3.connect(db) as conn:  # what a continue used to store: the character garbled
+            conn.execute("UPDATE messages SET text = text || '\ufffd' WHERE id = ?", (reply.id,))
+        conn.close()
+        compared, problems = texts.mismatches(db, [reply.id])
+        assert compared == 1 and len(problems) == 1 and f"message {reply.id}" in problems[0]
+    finally:
+        texts.close()
