@@ -7,6 +7,13 @@ handshake (version check), then the device count and each device's memory. A ser
 serves one client at a time, so one that accepts the connection but never answers the
 HELLO is busy with another client (or is not an RPC server), and is reported as such.
 
+A server is a peer on the network, not a part of this program: what it claims is bounded
+before it is believed. Its device count decides how many questions follow (a server
+claiming 2**32 devices would keep the probe asking for hours), its memory decides where
+layers go, and a server that trickles its answers byte by byte could hold the probe for
+ever with no single read timing out; so the count and the sizes are capped, and the whole
+probe has a deadline. A server past any of them is named in one sentence.
+
 The wire format (``ggml/src/ggml-rpc/ggml-rpc.cpp``, packed little-endian): a request is
 ``cmd:u8 | size:u64 | payload``, a reply ``size:u64 | payload``.
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +37,14 @@ CONN_CAPS_SIZE = 24
 TIMEOUT = 5.0
 """Seconds for the connect and for each answer: long enough for a slow link, short
 enough that a mistyped address is an error before the user wonders."""
+DEADLINE_FACTOR = 3
+"""The whole probe of one server may take this many ``timeout``s: a handshake and one short
+question per device are a few round trips, even over a slow link."""
+MAX_DEVICES = 64
+"""More devices than any one machine holds (llama.cpp's server exposes the devices it is
+given with ``-d``, a few GPUs and a CPU); a larger count is not a real server's."""
+MAX_DEVICE_BYTES = 1 << 50
+"""1 PiB: far beyond the memory of any one device."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +68,10 @@ class ServerInfo:
 
 
 class _Wire:
-    def __init__(self, sock: socket.socket, endpoint: str):
-        self.sock, self.endpoint = sock, endpoint
+    def __init__(self, sock: socket.socket, endpoint: str, timeout: float):
+        self.sock, self.endpoint, self.timeout = sock, endpoint, timeout
+        self.limit = DEADLINE_FACTOR * timeout
+        self.deadline = time.monotonic() + self.limit
 
     def call(self, cmd: int, payload: bytes, reply_size: int) -> bytes:
         self.sock.sendall(struct.pack("<BQ", cmd, len(payload)) + payload)
@@ -66,12 +84,26 @@ class _Wire:
     def _read(self, n: int) -> bytes:
         data = b""
         while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise self._too_slow()
+            self.sock.settimeout(min(self.timeout, left))
+            try:
+                chunk = self.sock.recv(n - len(data))
+            except TimeoutError:
+                if time.monotonic() >= self.deadline:
+                    raise self._too_slow() from None
+                raise
             if not chunk:
                 raise RpcError(f"RPC server {self.endpoint} closed the connection during the handshake "
                                "(another llama.cpp version, or not an RPC server)")
             data += chunk
         return data
+
+    def _too_slow(self) -> RpcError:
+        return RpcError(f"RPC server {self.endpoint} took more than {self.limit:g} s to describe its devices, "
+                        "answering in dribs and drabs: it is not a llama.cpp RPC server, or its link is too slow "
+                        "to use")
 
 
 def probe(endpoint: str, timeout: float = TIMEOUT) -> ServerInfo:
@@ -87,7 +119,7 @@ def probe(endpoint: str, timeout: float = TIMEOUT) -> ServerInfo:
         raise RpcError(f"RPC server {endpoint} is unreachable: {why.lower()} "
                        f"(is `llamachat rpc-server` running there?)") from None
     with sock:
-        wire = _Wire(sock, endpoint)
+        wire = _Wire(sock, endpoint, timeout)
         try:
             hello = wire.call(CMD_HELLO, bytes(CONN_CAPS_SIZE), 4 + CONN_CAPS_SIZE)
             major, minor, patch = hello[0], hello[1], hello[2]
@@ -95,9 +127,16 @@ def probe(endpoint: str, timeout: float = TIMEOUT) -> ServerInfo:
                 raise RpcError(f"RPC server {endpoint} speaks protocol {major}.{minor}.{patch}, this llamachat "
                                f"{PROTO_MAJOR}.{PROTO_MINOR}: install the same llama-cpp-python on both machines")
             (count,) = struct.unpack("<I", wire.call(CMD_DEVICE_COUNT, b"", 4))
+            if count > MAX_DEVICES:
+                raise RpcError(f"RPC server {endpoint} claims {count} devices, more than the {MAX_DEVICES} any "
+                               "machine holds: it is not a llama.cpp RPC server, or it is lying; it was not used")
             devices = []
             for index in range(count):
                 free, total = struct.unpack("<QQ", wire.call(CMD_GET_DEVICE_MEMORY, struct.pack("<I", index), 16))
+                if max(free, total) > MAX_DEVICE_BYTES:
+                    raise RpcError(f"RPC server {endpoint} claims {max(free, total)} bytes of memory on its device "
+                                   f"{index}, more than any device holds (1 PiB): it is not a llama.cpp RPC server, "
+                                   "or it is lying; it was not used")
                 devices.append(RemoteDevice(free, total))
         except TimeoutError:
             raise RpcError(f"RPC server {endpoint} accepted the connection but did not answer within "
