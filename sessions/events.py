@@ -53,6 +53,9 @@ class TextStreamed:
     opens_in_reasoning: bool = False
     """The reply begins inside a reasoning block its prompt opened
     (``GenerationStats.opened_in_reasoning``), so its first text is reasoning."""
+    context_used: int = 0
+    """Tokens in the context with this piece, about: the branch the reply follows and one
+    per piece so far (0: not known). The context meter follows the reply with it."""
 
     @property
     def tokens_per_second(self) -> float:

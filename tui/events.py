@@ -66,7 +66,7 @@ class CoreEvent(Message):
             if self._taken or not isinstance(self._event, core.TextStreamed):
                 return False
             self._event = core.TextStreamed(self._event.text + more.text, more.count, more.elapsed,
-                                            more.opens_in_reasoning)
+                                            more.opens_in_reasoning, more.context_used)
             return True
 
 

@@ -76,7 +76,8 @@ class ControllerBase:
         history = [ChatMessage(role=m.role, content=m.text) for m in asked]
         prompt = branch.tokens[:branch.ends[len(asked) - 1]] if asked else []
         opens = reply_opens_in_reasoning(engine.template, history, prompt=prompt, tokenize=engine.tokenize)
-        return {"on_progress": self._progress, "on_text": streamed_text(self.listener, opens_in_reasoning=opens),
+        on_text = streamed_text(self.listener, opens_in_reasoning=opens, prompt_tokens=len(branch.tokens))
+        return {"on_progress": self._progress, "on_text": on_text,
                 "should_stop": lambda: self._jobs.stop_requested, "resume_decoding": self._jobs.resume_decoding,
                 "opens_in_reasoning": opens}
 

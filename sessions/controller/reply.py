@@ -40,9 +40,11 @@ class WrittenReply:
     """How the branch was made live before the reply (what it restored and evaluated)."""
 
 
-def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False) -> Callable[[str], None]:
+def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False,
+                  prompt_tokens: int = 0) -> Callable[[str], None]:
     """The ``on_text`` of one reply: each piece goes to ``listener`` with the count and time
-    so far, and whether the reply began inside reasoning (``TextStreamed``)."""
+    so far, whether the reply began inside reasoning, and how full the context is with the
+    ``prompt_tokens`` it follows (``TextStreamed``)."""
     first: float | None = None
     count = 0
 
@@ -51,7 +53,8 @@ def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False) -> Ca
         now = time.perf_counter()
         first = now if first is None else first
         count += 1
-        listener(TextStreamed(text, count, now - first, opens_in_reasoning))
+        listener(TextStreamed(text, count, now - first, opens_in_reasoning,
+                              prompt_tokens + count if prompt_tokens else 0))
 
     return on_text
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 from sessions import events as core
@@ -146,3 +147,18 @@ async def test_quitting_while_a_reply_is_written_stops_it_and_keeps_it(make_app,
     app.controller.close()  # what the runtime does once the app has stopped: waits for the job
     head = app.controller.snapshot().head
     assert (head.role, head.text, head.stats.stop_reason) == ("assistant", "one ", "cancelled")
+
+
+async def test_the_context_meter_follows_a_reply_being_written(make_app, script):
+    script.replies = ["one two three four five six"]
+    script.hold_after = 3
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await type_text(pilot, "count with me")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "three" in reply_text(screen), "the reply to start")
+        await wait_for(pilot, lambda: "?" not in screen.status.text_of("context"), "the meter to follow")
+        assert re.fullmatch(r"ctx [\d,]+/4,096", screen.status.text_of("context"))
+        await pilot.press("escape")
+        await settle(pilot)

@@ -213,6 +213,8 @@ class ChatScreen(Screen[None]):
                 self.conversation_view.append_text(text, opens_in_reasoning=streamed.opens_in_reasoning)
                 if streamed.tokens_per_second:
                     self.status.set_speed(streamed.tokens_per_second, streaming=True)
+                if streamed.context_used:  # the meter follows the reply, not "?" until it is stored
+                    self.status.set_context(streamed.context_used, self.controller.n_ctx)
             case core.ReplyFinished(reply, stats):
                 await self.conversation_view.finish_stream(reply)
                 self.status.set_speed(stats.generation_tps)
