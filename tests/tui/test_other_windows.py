@@ -133,3 +133,18 @@ async def test_a_database_replaced_by_another_program_is_said_and_nothing_more_w
         await wait_for(pilot, lambda: "was replaced or moved by another program" in last_notice(app), "the notice")
         assert screen.chat_input.text == "after the swap"
         assert texts_stored() == before
+
+
+async def test_a_chat_renamed_elsewhere_shows_its_new_title_once_the_app_has_the_focus_again(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "hello there")
+        await pilot.press("ctrl+l")  # the session list shows the title too
+        session_id = screen.controller.session_id
+        app.app_focus = False  # the user goes to another terminal and runs `llamachat rename`
+        with SessionStore.open() as store:
+            store.rename_session(session_id, "Greetings")
+        app.app_focus = True
+        await wait_for(pilot, lambda: str(screen.conversation_view.border_title) == "Greetings", "the new title")
+        assert "Greetings" in str(screen.session_list.options.get_option_at_index(0).prompt)

@@ -87,7 +87,21 @@ class ChatScreen(Screen[None]):
         self.conversation_view.keys = {
             key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
             for key_id in ("continue-reply", "toggle-reasoning")}
+        self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
         self.call_after_refresh(self.start)
+
+    def app_focus_changed(self, focused: bool) -> None:
+        """Back from another window, where the chat may have been renamed (``llamachat
+        rename``): the title and the session list are read again. The messages are not:
+        a reply may be streaming into the view."""
+        if not focused:
+            return
+        try:
+            snapshot = self.controller.snapshot()
+        except GESTURE_ERRORS:  # unreadable now: the title shown stays
+            return
+        self.conversation_view.show_title(snapshot)
+        self.refresh_panels(snapshot)
 
     @property
     def conversation_view(self) -> ConversationView:

@@ -95,10 +95,12 @@ class ConversationView(VerticalScroll):
         """Show the active branch of ``snapshot`` and its title (or that no chat is open)."""
         if snapshot is None:
             await self.show([], {})
-            self.border_title = Text("no chat open")
-            return
-        await self.show(snapshot.path, snapshot.positions())
-        self.border_title = Text(inert(snapshot.title) or "New chat")
+        else:
+            await self.show(snapshot.path, snapshot.positions())
+        self.show_title(snapshot)
+
+    def show_title(self, snapshot: ChatSnapshot | None) -> None:
+        self.border_title = Text("no chat open" if snapshot is None else inert(snapshot.title) or "New chat")
 
     async def show(self, path: Sequence[Message], positions: Mapping[int, tuple[int, int]]) -> None:
         """Display ``path``; ``positions`` maps message ids to ``(i, n)`` among siblings."""
