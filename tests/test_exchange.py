@@ -211,8 +211,8 @@ def test_invalid_files_name_the_problem_and_leave_nothing(store, tmp_path):
     newer = dict(good, format_version=99)
     bad_role = json.loads(json.dumps(good))
     bad_role["messages"][0]["role"] = "narrator"
-    chatgpt = json.loads((DATA / "chatgpt_conversations.json").read_text())
-    chatgpt[1]["mapping"] = "oops"
+    chatgpt = json.loads((DATA / "chatgpt_conversations.json").read_text())[1:]  # its only conversation
+    chatgpt[0]["mapping"] = "oops"
     cases = [
         ("{not json", "not valid JSON"),
         ({"hello": "world"}, "not a format llamachat can import"),
@@ -223,7 +223,7 @@ def test_invalid_files_name_the_problem_and_leave_nothing(store, tmp_path):
         (bad_role, "unknown role 'narrator'"),
         (dict(good, messages="nope"), "'messages' should be a list, found a string"),
         (dict(good, active_leaf="4"), "'active_leaf' should be a whole number or null, found a string"),
-        (chatgpt, "conversation 2"),
+        (chatgpt, "conversation 1 \\('Weather and a picture'\\) has no 'mapping' of messages"),
     ]
     for content, expected in cases:
         with pytest.raises(ExchangeError, match=expected):

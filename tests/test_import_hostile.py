@@ -161,7 +161,8 @@ CASES = [
 
 @pytest.mark.parametrize(("kind", "mutate", "words"), CASES, ids=[c[1].__name__.strip("_") for c in CASES])
 def test_a_malformed_import_is_one_sentence_and_changes_nothing(store, tmp_path, kind, mutate, words):
-    data = {"chatgpt": chatgpt, "webui": webui, "ours": lambda: our_export(store)}[kind]()
+    # the damaged conversation alone: beside readable ones it is skipped (test_import_partial)
+    data = {"chatgpt": lambda: chatgpt()[:1], "webui": webui, "ours": lambda: our_export(store)}[kind]()
     mutate(data)
     path = tmp_path / "import.json"
     path.write_text(json.dumps(data), encoding="utf-8", errors="surrogatepass")
@@ -183,7 +184,7 @@ def test_json_nested_200000_deep_is_refused_in_a_sentence(store, tmp_path):
 
 
 def test_the_command_line_reports_a_malformed_import_on_one_line(tmp_path):
-    data = chatgpt()
+    data = chatgpt()[:1]
     _author_string(data)
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps(data))

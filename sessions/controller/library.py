@@ -9,9 +9,13 @@ deleted session may be the open one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessions.sampling import SamplingSettings
 from sessions.store import SearchHit, SessionStore, SessionSummary
+
+if TYPE_CHECKING:
+    from sessions.exchange import Imported
 
 
 class SessionLibrary:
@@ -38,8 +42,9 @@ class SessionLibrary:
         """Sessions whose title or messages contain the words of ``query``."""
         return self._store.search(query)
 
-    def import_file(self, path: Path) -> list[int]:
-        """Import the sessions of a llamachat, llama.cpp web UI or ChatGPT export; their ids.
+    def import_file(self, path: Path) -> Imported:
+        """Import the sessions of a llamachat, llama.cpp web UI or ChatGPT export; their ids,
+        and the entries that could not be read (``Imported.skipped``).
 
         Blocking (it reads and checks the whole file): run it in a worker thread.
         """

@@ -2,8 +2,9 @@
 
 Exports: a readable Markdown transcript, and a lossless JSON copy. Imports: our own JSON,
 the llama.cpp web UI's conversation export, and ChatGPT's ``conversations.json``; the
-format is recognised from the file's content, not its name. An import either creates
-every session in the file or, on any problem, none.
+format is recognised from the file's content, not its name. Each session is imported
+whole or not at all; in a file of many conversations, one that cannot be read is skipped
+and said so (``Imported.skipped``), the others imported.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
-from sessions.exchange.builder import ExchangeError, ImportStopped, StopCheck
+from sessions.exchange.builder import ExchangeError, Imported, ImportStopped, Skipped, StopCheck
 from sessions.exchange.chatgpt import import_chatgpt, looks_like_chatgpt
 from sessions.exchange.export_file import ExportKind, export_text, write_export
 from sessions.exchange.json_format import FORMAT, export_json, import_json
@@ -31,6 +32,8 @@ __all__ = [
     "ExchangeError",
     "ExportKind",
     "ImportStopped",
+    "Imported",
+    "Skipped",
     "MAX_IMPORT_BYTES",
     "detect_format",
     "export_json",
@@ -61,8 +64,8 @@ def detect_format(data: Any) -> str:
 
 
 def import_data(store: SessionStore, data: Any, should_stop: StopCheck | None = None, *,
-                sampling: SamplingSettings | None = None) -> list[int]:
-    """Import already-parsed JSON; returns the ids of the new sessions.
+                sampling: SamplingSettings | None = None) -> Imported:
+    """Import already-parsed JSON; returns the ids of the new sessions (and what was skipped).
 
     ``should_stop`` (see ``builder.save_sessions``) lets a Ctrl+C roll the import back;
     ``sampling`` is what a session whose file names no settings gets (the configured ones).
@@ -76,8 +79,9 @@ def import_data(store: SessionStore, data: Any, should_stop: StopCheck | None = 
 
 
 def import_file(store: SessionStore, path: Path | str, should_stop: StopCheck | None = None, *,
-                sampling: SamplingSettings | None = None) -> list[int]:
-    """Import a file in any supported format; returns the ids of the new sessions.
+                sampling: SamplingSettings | None = None) -> Imported:
+    """Import a file in any supported format; returns the ids of the new sessions (and what
+    was skipped, ``Imported.skipped``).
 
     ``should_stop`` is asked once the file is read, before it is parsed, and then as the import
     goes (``ImportStopped``: nothing was saved).

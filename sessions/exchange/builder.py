@@ -6,6 +6,11 @@ one store transaction, so a file that fails halfway leaves no half-made session 
 All checking happens before that transaction, which holds the store's lock (see
 ``save_sessions``).
 
+An export of many conversations (a ChatGPT ``conversations.json`` holds thousands) is
+read entry by entry: an entry that cannot be read is skipped whole (``Skipped``, a
+sentence naming it and why) and the others are imported, since one damaged chat must not
+cost the user all the others. A file none of whose entries can be read is refused.
+
 An imported file comes from anywhere, so nothing in it is trusted: every text must be
 valid Unicode, every time a real time, and no token ids are taken from it (the tokens a
 model sees are computed from the text when the session is first used; a file's ids
@@ -16,7 +21,7 @@ only once the user chooses it (``Session.model_to_reopen``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +40,25 @@ class ImportStopped(ExchangeError):
 
     def __init__(self) -> None:
         super().__init__("the import was stopped before it was saved: nothing was imported")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of a file that could not be read, so was not imported; the others were."""
+
+    reason: str
+    """What is wrong, naming the entry: ``conversation 2 ('Trip') has no 'mapping' of messages``."""
+
+    def line(self) -> str:
+        return f"not imported: {self.reason}"
+
+
+class Imported(list[int]):
+    """The new sessions' ids in file order, and the entries skipped on the way (``skipped``)."""
+
+    def __init__(self, ids: Iterable[int] = (), skipped: Iterable[Skipped] = ()) -> None:
+        super().__init__(ids)
+        self.skipped: tuple[Skipped, ...] = tuple(skipped)
 
 
 StopCheck = Callable[[], bool]
@@ -70,6 +94,9 @@ class ImportedSession:
     system_prompt: str | None = None
     sampling: Mapping[str, Any] | None = None
     """The sampling settings the file names (checked); the others are the configured ones."""
+    entry: str | None = None
+    """Which entry of a file of many this is (``conversation 2 ('Trip')``); such an entry is
+    skipped when it cannot be read. None: the file's only content, refused with the file."""
 
 
 def parents_first(messages: list[ImportedMessage], where: str) -> list[ImportedMessage]:
@@ -126,8 +153,12 @@ def _check_session(session: ImportedSession, where: str) -> None:
 
 def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: str,
                   should_stop: StopCheck | None = None, *,
-                  sampling: SamplingSettings | None = None) -> list[int]:
+                  sampling: SamplingSettings | None = None, skipped: Iterable[Skipped] = ()) -> Imported:
     """Write every session in one transaction; returns the new session ids in order.
+
+    ``skipped``: the entries the reader could not read; a session of an entry (``entry``)
+    that fails its checks joins them, and the others are saved. With nothing left to save,
+    ``ExchangeError`` says why.
 
     ``sampling``: the settings of a session whose file names none (the user's configured
     ones, so an imported chat replies as a new one would).
@@ -145,16 +176,27 @@ def save_sessions(store: SessionStore, sessions: list[ImportedSession], where: s
             raise ImportStopped()
 
     plans = []
+    left_out = list(skipped)
     for session in sessions:
         check()
-        plans.append(_plan(session, where))
+        try:
+            plans.append(_plan(session, session.entry or where))
+        except ExchangeError as error:
+            if session.entry is None:
+                raise
+            left_out.append(Skipped(str(error)))
+    if left_out and not plans:
+        if len(left_out) == 1:
+            raise ExchangeError(left_out[0].reason)
+        raise ExchangeError(f"none of its {len(left_out)} conversations can be read; the first: "
+                            f"{left_out[0].reason}")
     created: list[int] = []
     with store.transaction():
         for plan in plans:
             check()
             created.append(_save_one(store, plan, sampling))
         check()
-    return created
+    return Imported(created, left_out)
 
 
 @dataclass(frozen=True)

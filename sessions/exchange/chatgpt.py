@@ -9,14 +9,17 @@ children are attached to the nearest kept ancestor so the shape of the tree surv
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sessions.config.type_words import kind_of
 from sessions.exchange import fields
 from sessions.exchange.builder import (
     ExchangeError,
+    Imported,
     ImportedMessage,
     ImportedSession,
+    Skipped,
     StopCheck,
     save_sessions,
 )
@@ -133,16 +136,20 @@ def _plain(value: Any) -> Any:
 
 
 def import_chatgpt(store: SessionStore, data: Any, should_stop: StopCheck | None = None, *,
-                   sampling: SamplingSettings | None = None) -> list[int]:
-    """One new session per conversation; returns their ids in file order."""
+                   sampling: SamplingSettings | None = None) -> Imported:
+    """One new session per readable conversation; returns their ids in file order."""
     items = data if isinstance(data, list) else [data]
     if not items:
         raise ExchangeError("the ChatGPT export holds no conversations")
     sessions = []
+    skipped = []
     for index, item in enumerate(items):
         title = item.get("title") if isinstance(item, dict) else None
         where = f"conversation {index + 1}" + (f" ({title!r})" if isinstance(title, str) else "")
-        if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
-            raise ExchangeError(f"{where} has no 'mapping' of messages")
-        sessions.append(read_conversation(item, where))
-    return save_sessions(store, sessions, "ChatGPT export", should_stop, sampling=sampling)
+        try:
+            if not isinstance(item, dict) or not isinstance(item.get("mapping"), dict):
+                raise ExchangeError(f"{where} has no 'mapping' of messages")
+            sessions.append(replace(read_conversation(item, where), entry=where))
+        except ExchangeError as error:  # this conversation only (see ``builder``)
+            skipped.append(Skipped(str(error)))
+    return save_sessions(store, sessions, "ChatGPT export", should_stop, sampling=sampling, skipped=skipped)

@@ -20,6 +20,7 @@ from sessions.config.type_words import kind_of, type_word
 from sessions.exchange import fields
 from sessions.exchange.builder import (
     ExchangeError,
+    Imported,
     ImportedMessage,
     ImportedSession,
     StopCheck,
@@ -140,5 +141,5 @@ def read_json(data: dict[str, Any]) -> ImportedSession:
 
 
 def import_json(store: SessionStore, data: dict[str, Any], should_stop: StopCheck | None = None, *,
-                sampling: SamplingSettings | None = None) -> list[int]:
+                sampling: SamplingSettings | None = None) -> Imported:
     return save_sessions(store, [read_json(data)], "llamachat file", should_stop, sampling=sampling)

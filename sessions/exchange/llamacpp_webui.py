@@ -16,13 +16,16 @@ was never part of the conversation the model continued from.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sessions.exchange import fields
 from sessions.exchange.builder import (
     ExchangeError,
+    Imported,
     ImportedMessage,
     ImportedSession,
+    Skipped,
     StopCheck,
     save_sessions,
 )
@@ -135,16 +138,22 @@ def read_conversation(item: dict[str, Any], where: str) -> ImportedSession:
 
 
 def import_webui(store: SessionStore, data: Any, should_stop: StopCheck | None = None, *,
-                 sampling: SamplingSettings | None = None) -> list[int]:
-    """One new session per exported conversation; returns their ids in file order."""
+                 sampling: SamplingSettings | None = None) -> Imported:
+    """One new session per readable conversation; returns their ids in file order."""
     items = data if isinstance(data, list) else [data]
     if not items:
         raise ExchangeError("the llama.cpp web UI export holds no conversations")
     sessions = []
+    skipped = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ExchangeError(f"conversation {index + 1} is not an object")
+            skipped.append(Skipped(f"conversation {index + 1} is not an object"))
+            continue
         name = (item.get("conv") or {}).get("name") if isinstance(item.get("conv"), dict) else None
         where = f"conversation {index + 1}" + (f" ({name!r})" if isinstance(name, str) else "")
-        sessions.append(read_conversation(item, where))
-    return save_sessions(store, sessions, "llama.cpp web UI export", should_stop, sampling=sampling)
+        try:
+            sessions.append(replace(read_conversation(item, where), entry=where))
+        except ExchangeError as error:  # this conversation only (see ``builder``)
+            skipped.append(Skipped(str(error)))
+    return save_sessions(store, sessions, "llama.cpp web UI export", should_stop, sampling=sampling,
+                         skipped=skipped)

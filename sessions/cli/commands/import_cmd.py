@@ -6,6 +6,10 @@ thread that never receives those signals (``sessions.cli.interrupts``): the sign
 asks it to stop, and the import either rolls back whole, or had already committed and
 still says which sessions it made. Either way one line says which, so a user never imports the file
 a second time believing the first import lost, nor believes in sessions never saved.
+
+An export of many conversations with some that cannot be read imports the others, then
+says on one line each which were skipped and why, and ends with status 1: a script sees
+that the file did not come in whole, a person sees what to look at.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "import", help="import sessions from a JSON export",
         description="Import sessions from a llamachat JSON export, a llama.cpp web UI export "
-                    "or a ChatGPT conversations.json. Says which sessions it made, one a line.")
+                    "or a ChatGPT conversations.json. Says which sessions it made, one a line; a "
+                    "conversation that cannot be read is skipped, said so, and the status is 1.")
     parser.add_argument("file", metavar="FILE", help="the file to import")
     parser.add_argument("--ids", action="store_true",
                         help="print only the new session ids, one a line (for scripts)")
@@ -46,10 +51,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return stops.status
     for new_id in created:
         ctx.print(new_id if args.ids else made_line(store, new_id))
+    for skipped in created.skipped:
+        ctx.note(skipped.line())
     if stops.happened:
         ids = ", ".join(map(str, created))
         ctx.note(f"{stops.cause} after the import was saved whole (session{'s' if len(created) > 1 else ''} {ids})")
         return stops.status
+    if created.skipped:
+        total = len(created) + len(created.skipped)
+        ctx.note(f"imported {len(created)} of {total} conversations; {len(created.skipped)} could not be read "
+                 "(above) and were skipped")
+        return 1
     return 0
 
 
