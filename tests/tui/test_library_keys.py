@@ -76,3 +76,23 @@ async def test_chats_are_imported_from_a_file_and_the_first_one_opens(make_app):
         app.screen.query_one(Input).value = str(DATA / "nothing-here.json")
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("Could not import" in n.message for n in app._notifications), "why")
+
+
+async def test_an_import_with_broken_conversations_names_them_and_opens_the_first_imported(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("alt+i")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextPrompt), "the path prompt")
+        app.screen.query_one(Input).value = str(DATA / "chatgpt_conversations_broken.json")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.controller.session_id is not None, "the first imported chat")
+        await settle(pilot)
+        (note,) = [n for n in app._notifications if "Imported" in n.message]
+        assert note.severity == "warning"
+        assert note.message.startswith("Imported 2 chats; 2 conversations could not be read and were skipped:\n")
+        assert "not imported: conversation 2 ('Lost in a sync') has no 'mapping' of messages" in note.message
+        assert "not imported: conversation 4 ('Half written')" in note.message
+        titles = {s.id: s.title for s in screen.controller.library.list_sessions()}
+        assert sorted(titles.values()) == ["Capitals of Europe", "Weather and a picture"]
+        assert titles[screen.controller.session_id] == "Capitals of Europe"

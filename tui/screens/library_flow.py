@@ -3,7 +3,9 @@
 Deleting asks first, with the chat's title and size, the focus on "Cancel". The chat is
 the one highlighted in the session list when the list has the focus, else the open one;
 deleting the open chat leaves a new, empty one. Importing reads and checks the whole
-file, so it runs in a thread worker; the first chat imported is opened.
+file, so it runs in a thread worker; the first chat imported is opened. Conversations of
+the file that cannot be read are skipped, and the notification says which and why, as
+``llamachat import`` does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessions.exchange import ExchangeError
+from sessions.exchange import ExchangeError, Imported
 from sessions.store import StoreError
 from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules
@@ -21,6 +23,8 @@ from tui.widgets.session_list import UNTITLED
 if TYPE_CHECKING:
     from tui.screens.chat_screen import ChatScreen
 
+SKIPPED_SHOWN = 5
+"""Skipped conversations named one by one in the notification; more are counted."""
 IMPORT_TITLE = ("Import chats from a file (a llamachat JSON export, a llama.cpp web UI export, "
                 "ChatGPT's conversations.json)")
 
@@ -78,7 +82,16 @@ def _import(screen: ChatScreen, path: Path) -> None:
     screen.app.call_from_thread(_imported, screen, ids)
 
 
-def _imported(screen: ChatScreen, ids: list[int]) -> None:
-    screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}.", timeout=4)
+def _imported(screen: ChatScreen, ids: Imported) -> None:
+    if ids.skipped:
+        lines = [skipped.line() for skipped in ids.skipped[:SKIPPED_SHOWN]]
+        if len(ids.skipped) > SKIPPED_SHOWN:
+            lines.append(f"and {len(ids.skipped) - SKIPPED_SHOWN} more")
+        screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}; "
+                      f"{chat_rules.plural(len(ids.skipped), 'conversation')} could not be read and "
+                      f"{'was' if len(ids.skipped) == 1 else 'were'} skipped:\n" + "\n".join(lines),
+                      severity="warning", timeout=20, markup=False)
+    else:
+        screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}.", timeout=4)
     if ids:
         screen.call_later(screen.jobs.when_idle, lambda: screen.open_chat(ids[0]))
