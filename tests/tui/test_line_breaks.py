@@ -50,3 +50,16 @@ async def test_a_link_shows_where_it_goes(make_app, script):
         await send(pilot, "where?")
         line = line_of(app, "Read the docs")
         assert "Read the docs (https://example.org/a) or https://example.org/b or example.org/c." in line
+
+
+async def test_a_code_line_wider_than_the_panel_shows_a_scrollbar_and_a_short_one_does_not(make_app, script):
+    from textual.widgets._markdown import MarkdownFence
+
+    script.replies = ["```\n" + "x = 1  # " + "long " * 40 + "\n```\n\n```\nshort\n```"]
+    app = make_app()
+    async with app.run_test(size=(80, 40)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "code")
+        wide, short = screen.conversation_view.views[-1].query(MarkdownFence)
+        await wait_for(pilot, lambda: wide.show_horizontal_scrollbar, "the scrollbar of the wide block")
+        assert not short.show_horizontal_scrollbar

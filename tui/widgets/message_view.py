@@ -113,6 +113,9 @@ class MessageView(Vertical):
     }
     MessageView > .message-header { width: 1fr; }
     MessageView > Markdown { margin: 0; padding: 0; }
+    /* A code line wider than the panel scrolls sideways; Textual hides that scrollbar, so
+       nothing said the line went on. It shows when a line overflows, and only then. */
+    MessageView MarkdownFence { overflow-x: auto; scrollbar-size-horizontal: 1; }
     MessageView > .message-cut { display: none; color: $text-muted; text-style: italic; }
     MessageView > .message-cut.-shown { display: block; }
     """
