@@ -101,9 +101,9 @@ class _Wire:
         return data
 
     def _too_slow(self) -> RpcError:
-        return RpcError(f"RPC server {self.endpoint} took more than {self.limit:g} s to describe its devices, "
-                        "answering in dribs and drabs: it is not a llama.cpp RPC server, or its link is too slow "
-                        "to use")
+        return RpcError(f"RPC server {self.endpoint} took more than {self.limit:g} s to describe its devices "
+                        "(a few round trips for a real one): it is not a llama.cpp RPC server, or its link is too "
+                        "slow to use")
 
 
 def probe(endpoint: str, timeout: float = TIMEOUT) -> ServerInfo:
