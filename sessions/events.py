@@ -67,6 +67,9 @@ class TextStreamed:
 class ReplyFinished:
     message: Message
     stats: GenerationStats
+    tokens_kept: int = 0
+    """Tokens of the branch already live in the context, used as they were (neither
+    restored nor evaluated): the reuse the stats' restored and evaluated do not count."""
 
 
 @dataclass(frozen=True)

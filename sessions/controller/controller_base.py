@@ -93,7 +93,7 @@ class ControllerBase:
         with self._lock:
             reply = append_reply(conversation, self._store.path, parent_id, shown_head, text, stats,
                                  {engine.info.fingerprint: tokens})
-        self.listener(ReplyFinished(reply, stats))
+        self.listener(ReplyFinished(reply, stats, written.prep.plan.keep))
         return reply
 
     def _saved_id(self) -> int:

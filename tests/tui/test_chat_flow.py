@@ -192,3 +192,18 @@ async def test_a_gesture_the_core_refuses_is_reported_and_the_app_goes_on(make_a
         assert app.is_running and len(shown_texts(screen)) == 2
         await send(pilot, "still working")
         assert shown_texts(screen)[2] == ("user", "still working")
+
+
+async def test_after_a_fork_the_status_bar_counts_the_tokens_kept_live(make_app):
+    import re
+
+    app = make_app()
+    async with app.run_test(size=(140, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+up", "ctrl+f")  # fork after the first reply
+        await send(pilot, "another way")
+        found = re.match(r"restored [\d,]+ tokens, evaluated [\d,]+, kept ([\d,]+)", screen.status.text_of("last"))
+        assert found, screen.status.text_of("last")
+        assert int(found.group(1).replace(",", "")) > 0  # the first turn was used as it was, live

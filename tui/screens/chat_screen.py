@@ -229,10 +229,10 @@ class ChatScreen(Screen[None]):
                     self.status.set_speed(streamed.tokens_per_second, streaming=True)
                 if streamed.context_used:  # the meter follows the reply, not "?" until it is stored
                     self.status.set_context(streamed.context_used, self.controller.n_ctx)
-            case core.ReplyFinished(reply, stats):
+            case core.ReplyFinished(reply, stats, kept):
                 await self.conversation_view.finish_stream(reply)
                 self.status.set_speed(stats.generation_tps)
-                self.status.set_cost(stats.tokens_restored, stats.tokens_evaluated, stats.prompt_seconds)
+                self.status.set_cost(stats.tokens_restored, stats.tokens_evaluated, stats.prompt_seconds, kept=kept)
                 await self.refresh_view()
                 self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
             case core.NoticeRaised(text, level):
@@ -275,7 +275,8 @@ class ChatScreen(Screen[None]):
         elif group == "warm":
             warmed = cast("Warmed", result)
             done = warmed.result
-            self.status.set_cost(done.tokens_restored, done.tokens_evaluated, done.seconds, warmed.estimate_seconds)
+            self.status.set_cost(done.tokens_restored, done.tokens_evaluated, done.seconds, warmed.estimate_seconds,
+                                 kept=done.plan.keep)
             self.status.set_context(done.plan.target_len, self.controller.n_ctx)
             self.status.set_note("")
 

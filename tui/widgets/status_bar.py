@@ -30,10 +30,12 @@ NOTICEABLE_SECONDS = 1.0
 """A switch this long (taken or estimated) also shows its estimate, to compare."""
 
 
-def cost_text(restored: int, evaluated: int, seconds: float | None = None, estimate: float | None = None) -> Text:
-    """``restored 5,888 tokens, evaluated 142 (0.4 s)``; with ``estimate``, for a switch someone
-    waited for, what was predicted too (``4.8 s, est. 4.1 s``)."""
-    text = f"restored {restored:,} tokens, evaluated {evaluated:,}"
+def cost_text(restored: int, evaluated: int, seconds: float | None = None, estimate: float | None = None,
+              kept: int = 0) -> Text:
+    """``restored 5,888 tokens, evaluated 142 (0.4 s)``; with ``kept``, the tokens used as they
+    were in the context (``, kept 78``: after a fork, most of the reuse); with ``estimate``,
+    for a switch someone waited for, what was predicted too (``4.8 s, est. 4.1 s``)."""
+    text = f"restored {restored:,} tokens, evaluated {evaluated:,}" + (f", kept {kept:,}" if kept else "")
     if seconds is not None and estimate is not None and max(seconds, estimate) >= NOTICEABLE_SECONDS:
         text += f" ({seconds:.1f} s, est. {estimate:.1f} s)"
     elif seconds is not None:
@@ -89,8 +91,8 @@ class StatusBar(Horizontal):
         self._set("speed", Text(shown + ("…" if streaming and tokens_per_second else "")))
 
     def set_cost(self, restored: int, evaluated: int, seconds: float | None = None,
-                 estimate: float | None = None) -> None:
-        self._set("last", cost_text(restored, evaluated, seconds, estimate))
+                 estimate: float | None = None, kept: int = 0) -> None:
+        self._set("last", cost_text(restored, evaluated, seconds, estimate, kept))
 
     def set_note(self, note: str) -> None:
         self._set("note", Text(inert(note)))
