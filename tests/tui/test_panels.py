@@ -215,3 +215,17 @@ def test_relative_time_reads_like_speech():
     assert relative_time(NOW - 30 * 3600, NOW) == "yesterday"
     assert relative_time(NOW - 4 * 86400, NOW) == "4 days ago"
     assert relative_time(NOW - 40 * 86400, NOW)[:2] == "20"  # a date, year first
+
+
+async def test_a_long_title_in_the_session_list_ends_in_an_ellipsis_instead_of_wrapping(make_app):
+    from tests.tui.helpers import ready, screen_text, send
+
+    app = make_app()
+    async with app.run_test(size=(100, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "A very long first question that makes a long title for the list of chats here")
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        lines = [line.split("▕")[0] for line in screen_text(app)[:2]]
+        assert lines[0].startswith(f"{CURRENT_MARK} A very long") and lines[0].rstrip().endswith("…")
+        assert lines[1].startswith("  #1 · ")  # the next line is this chat's own, indented

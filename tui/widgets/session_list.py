@@ -90,6 +90,9 @@ class SessionList(Widget):
     DEFAULT_CSS = """
     SessionList { height: 1fr; }
     SessionList > OptionList { height: 1fr; max-height: 100%; }
+    /* A wrapped title would go on at the left edge, under the current mark, where the
+       next chat's row seems to begin: each line ends in "…" instead. */
+    SessionList > OptionList { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     @dataclass
