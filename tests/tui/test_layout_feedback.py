@@ -205,3 +205,21 @@ async def test_a_switch_that_cannot_be_planned_leaves_the_cost_line_empty(make_a
             await pilot.press("down")  # back on the head: no plan needed
             await wait_for(pilot, lambda: cost() == "here: the branch shown now", "the head's line again")
         assert app.is_running
+
+
+async def test_a_notification_leaves_the_status_bar_and_the_footer_visible(make_app):
+    from textual.widgets import Footer
+    from textual.widgets._toast import Toast
+
+    from tests.tui.helpers import ready, wait_for
+
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await ready(pilot)
+        app.notify("Something worth saying, for a few seconds.")
+        await wait_for(pilot, lambda: bool(screen.query(Toast)), "the notification")
+        await pilot.pause()
+        toasts = list(screen.query(Toast))
+        status_top = screen.status.region.y
+        assert status_top < screen.query_one(Footer).region.y
+        assert all(toast.region.bottom <= status_top for toast in toasts), [t.region for t in toasts]
