@@ -119,6 +119,7 @@ class BranchEngine:
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self)
         self._reply_from = (0, 0)
+        self._continuing = False
         """(live length ``prepare`` left, where the segment a reply after it adds starts)."""
         self.cells_shape: SectionShape | None = None
         self.deferred_seconds = 0.0
@@ -209,6 +210,7 @@ class BranchEngine:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
         self.live_logits = logits
         self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
+        self._continuing = bool(stepped) and bool(stepped[-1])  # a generated reply, to be continued
         self.captures.note_end(len(target), prefixes[len(target)], logits)
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
@@ -318,6 +320,8 @@ class BranchEngine:
         seg_start = reply_from if prepared == began else began  # before ``began`` in a continuation
         tokens: list[int] = []
         detok = Detokenizer(self.model.piece)
+        if prepared == began and self._continuing:
+            detok.prime(self.live[max(0, began - 4):began])  # a character the cut reply left unfinished
         first: float | None = None
         reason = StopReason.LENGTH
         try:

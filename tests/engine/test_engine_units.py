@@ -140,6 +140,23 @@ def test_detokenizer_never_splits_a_character():
     assert detok.finish() == "\ufffd"  # an unfinished character is shown, not lost silently
 
 
+def test_a_continued_reply_completes_the_character_its_cut_left_unfinished():
+    """Cut inside 𓀃 (4 bytes: two here, two after), the continuation shows the character."""
+    from sessions.engine.detokenizer import incomplete_tail
+
+    pieces = {1: b"ab ", 2: "𓀃".encode()[:2], 3: "𓀃".encode()[2:], 4: b" c"}
+    cut = Detokenizer(pieces.__getitem__)
+    assert [cut.push(t) for t in (1, 2)] == ["ab ", ""]
+    continued = Detokenizer(pieces.__getitem__)
+    continued.prime([1, 2])
+    assert [continued.push(t) for t in (3, 4)] == ["𓀃", " c"]
+    assert continued.text == "𓀃 c"  # the reply's earlier text is not repeated
+    unprimed = Detokenizer(pieces.__getitem__)
+    assert unprimed.push(3) == "\ufffd\ufffd"  # what the stream showed before
+    assert incomplete_tail("é🙂".encode()) == b"" and incomplete_tail(b"a\xf0\x93") == b"\xf0\x93"
+    assert incomplete_tail(b"\x80\x80\x80\x80") == b""  # no lead byte in reach: nothing held
+
+
 def test_segment_boundaries_and_batches():
     assert segment_boundaries([10, 10, 5000], 2048) == [10, 2058, 4106, 5000]
     assert segment_boundaries([3, 3, 9], 4) == [3, 7, 9]  # empty messages add nothing
