@@ -210,7 +210,7 @@ class BranchEngine:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
         self.live_logits = logits
         self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
-        self._continuing = bool(stepped) and bool(stepped[-1])  # a generated reply, to be continued
+        self._continuing = bool(stepped and stepped[-1])  # a generated reply, to be continued
         self.captures.note_end(len(target), prefixes[len(target)], logits)
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0

@@ -79,13 +79,16 @@ class SnapshotPolicy:
     the last one (unless the restart bound needs it)."""
     copy_bytes_per_second: float = ASSUMED_COPY_BYTES_PER_SECOND
     """Measured speed of reading a snapshot out of the context (moving average)."""
+    every_boundary: bool = False
+    """Read every boundary's snapshot, whatever it costs: tests that count what a route
+    restores must not depend on how fast this machine decoded a tiny model."""
 
     def snapshot_seconds(self, nbytes: int) -> float:
         return nbytes / max(self.copy_bytes_per_second, 1.0)
 
     def cheap(self, decode_seconds_since: float, nbytes: int) -> bool:
         """Is reading ``nbytes`` now cheap next to the decoding since the last snapshot?"""
-        return decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
+        return self.every_boundary or decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
 
     def timed(self, nbytes: int, seconds: float) -> None:
         """Learn the copy speed from one snapshot read."""

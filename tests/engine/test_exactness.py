@@ -50,7 +50,7 @@ def flat(msgs: list[list[int]]) -> tuple[list[int], list[int]]:
     return [t for m in msgs for t in m], message_ends([len(m) for m in msgs])
 
 
-DENSE = SnapshotPolicy()
+DENSE = SnapshotPolicy(every_boundary=True)
 """Snapshots at every boundary, as the engine takes them (``boundaries=False`` reaches the
 routes that must do without); exactness does not depend on where they are."""
 

@@ -70,6 +70,9 @@ def long_question(model) -> list[int]:
     return toks(model, 3, repeat=-(-(RECURRENT_SPACING + 40) // len(toks(model, 3))))
 
 
+CPU_PRICES = SnapshotPolicy(every_boundary=True)
+"""Decoding slow enough that every read on the decode's path is cheap, as on a CPU with
+models of real size (a tiny model's decoding is too quick to say so by the clock)."""
 GPU_PRICES = SnapshotPolicy(overhead=0.0)
 """Decoding so fast that no read on the decode's path is cheap: only the bound takes one."""
 
@@ -80,7 +83,7 @@ def write_chat(model_path: str, folder: str, how: str, out: str, prices: str = "
 
     model = LlamaModel(model_path)
     with CheckpointStore(folder, **BUDGET) as store:
-        engine = engine_for(model, store, policy=GPU_PRICES if prices == "gpu" else SnapshotPolicy())
+        engine = engine_for(model, store, policy=GPU_PRICES if prices == "gpu" else CPU_PRICES)
         msgs, stepped = branch(model, 0), [False]
         questions: list[int | list[int]] = [1, 3, long_question(model), 5, 6, 1]
         if how == "turns":

@@ -123,7 +123,7 @@ class CheckpointTrials:
 
     def _engine(self, model, store) -> BranchEngine:
         # Snapshots at every boundary, all on disk: every kind of file a restore reads exists.
-        policy = SnapshotPolicy()
+        policy = SnapshotPolicy(every_boundary=True)
         return BranchEngine(model, LlamaContext(model, PARAMS), store, interval=INTERVAL, policy=policy)
 
     def _save_branch(self, model, folder: Path):
