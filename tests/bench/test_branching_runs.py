@@ -80,7 +80,8 @@ def test_the_benchmark_runs_on_tiny_models():
 def test_each_event_in_a_new_process_evaluates_only_its_new_tokens():
     """W1's six events, each in a process of its own (the model loaded again, nothing in
     RAM): on the sliding-window model every branch point comes back from disk, so the
-    events evaluate what is new and nothing more, as they do in one process."""
+    events evaluate what is new, plus at most one window (64 tokens here) where the
+    prefill found a window not worth reading on its way (``SnapshotPolicy``)."""
     run = subprocess.run(
         [sys.executable, "-m", "tests.bench.branching", "--size", "tiny", "--arch", "gemma3", "--threads", "1",
          "--each-event", "process"],
@@ -91,10 +92,10 @@ def test_each_event_in_a_new_process_evaluates_only_its_new_tokens():
     events = [r for r in records if r["event"].startswith(("edit user turn", "switch back after edit"))]
     assert len(events) == 6
     for event in events:
-        assert event["tokens_evaluated"] == event["new_tokens"] > 0, event
+        assert 0 < event["new_tokens"] <= event["tokens_evaluated"] <= event["new_tokens"] + 64, event
         assert event["bytes_restored"] > 0 and event["whole_state_bytes"] > 0, event
     summary = next(r for r in records if r["event"] == "W1 summary")
-    assert summary["each_event"] == "process" and summary["evaluated_over_new"] == 1.0
+    assert summary["each_event"] == "process" and summary["tokens_evaluated"] <= summary["new_tokens"] + 6 * 64
     disk = next(r for r in records if r["event"] == "disk")
     assert disk["snapshot_files"] > 0 and positive(disk["disk_bytes_per_1000_unique_tokens"])
 
