@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bounded_read import open_regular
 from .errors import CorruptCheckpointError
 from .file_format import HEADER_SIZE, check_header, check_placed, parse_header
 from .keys import ParsedAddress
@@ -101,7 +100,10 @@ def read_in_one(path: str, expected: ParsedAddress, span: StateSpan, size: int, 
     if logits_len < 0:
         return None
     try:
-        fd = open_regular(path)
+        # No fstat on this path: opened without blocking, a FIFO or device that took the
+        # file's place since it was listed reads short or runs past the end, which the
+        # checks below refuse, and the checked read (``open_regular``) then reports it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:
