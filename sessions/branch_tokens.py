@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from sessions.engine.chat_template import ChatMessage
-from sessions.engine.message_tokens import freeze_message_tokens
 from sessions.engine.protocol import ChatEngine
 from sessions.store import MessageNotFound, SessionStore
+from sessions.templates.chat_template import ChatMessage
+from sessions.templates.message_tokens import freeze_message_tokens
 from sessions.tree import SAMPLED_BY_UNKNOWN, Message
 
 Known = Callable[[Message], "list[int] | None"]

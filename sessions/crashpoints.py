@@ -14,9 +14,9 @@ unset every point costs one dict lookup.
 
 The points, each one line in its module:
 
-- ``decode.batch``: ``sessions/engine/branch_engine.py``, ``BranchEngine._decode_to``,
+- ``decode.batch``: ``sessions/branching/branch_engine.py``, ``BranchEngine._decode_to``,
   after each prompt batch has been decoded.
-- ``generate.token``: ``sessions/engine/branch_engine.py``, ``generate``, after each reply
+- ``generate.token``: ``sessions/branching/branch_engine.py``, ``generate``, after each reply
   token has been decoded.
 - ``checkpoint.before_rename``: ``sessions/durable.py``, ``replacing``, when a checkpoint
   file is written: the temp file written and fsynced but not yet renamed.

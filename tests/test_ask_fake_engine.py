@@ -24,8 +24,8 @@ import pytest
 
 from sessions import paths, runtime
 from sessions.cli import main
-from sessions.engine.chat_template import ChatTemplate
 from sessions.store import SessionStore
+from sessions.templates.chat_template import ChatTemplate
 from tests.cli_support import long_turns
 from tests.tui.fake_engine import HOLD_LIMIT_SECONDS, FakeEngineFactory, FakeScript
 

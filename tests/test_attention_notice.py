@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from sessions.controller import SessionController
-from sessions.engine.attention_check import AttentionVerdict, VerdictLog
 from sessions.events import ModelLoaded, NoticeRaised
+from sessions.llama.attention_check import AttentionVerdict, VerdictLog
 from sessions.rpc.devices import Placement
 from tests.tui.fake_engine import FakeEngineFactory
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from sessions.engine import chat_template
-from sessions.engine.chat_template import (
+from sessions.templates import chat_template
+from sessions.templates.chat_template import (
     ChatMessage,
     ChatTemplate,
     TemplateError,

@@ -17,11 +17,11 @@ import pytest
 from sessions.cli import apply_flags, build_parser
 from sessions.cli.errors import UsageError
 from sessions.config import Config, load_config
-from sessions.engine.chat_template import ChatMessage
 from sessions.engine.factory import llama_engine_factory
-from sessions.engine.message_tokens import reply_opens_in_reasoning
 from sessions.engine.settings import EngineSettings
 from sessions.synth import make_model
+from sessions.templates.chat_template import ChatMessage
+from sessions.templates.message_tokens import reply_opens_in_reasoning
 from tests.conftest import SHARED
 from tests.test_config import line_of, write
 

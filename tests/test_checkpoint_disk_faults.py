@@ -14,7 +14,7 @@ from sessions.checkpoints import disk_tier as disk_tier_module
 from sessions.checkpoints.disk_tier import DiskTier
 from sessions.checkpoints.file_format import HEADER_SIZE
 from sessions.checkpoints.keys import address
-from sessions.engine.state_blob import LayoutError, probe_shape, rows_offsets
+from sessions.llama.state_blob import LayoutError, probe_shape, rows_offsets
 from tests.engine.test_joined_cells import LAYERS, state
 from tests.test_checkpoint_queue import file_of, on_disk
 from tests.test_checkpoint_store import COMPAT, TOKENS, WAIT, chain, snapshot

@@ -112,7 +112,7 @@ def test_a_context_llama_cpp_cannot_allocate_is_a_plain_error(capsys, monkeypatc
     import types
 
     from sessions.cli import commands as command_registry
-    from sessions.engine.context import DecodeError
+    from sessions.llama.context import DecodeError
 
     def add_parser(subparsers):
         return subparsers.add_parser("big")

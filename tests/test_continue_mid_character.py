@@ -8,9 +8,9 @@ must be its tokens read as one run, the character whole, with no replacement cha
 
 from __future__ import annotations
 
+from sessions.branching.branch_engine import GenerateResult
 from sessions.controller import SessionController
-from sessions.engine.branch_engine import GenerateResult
-from sessions.engine.detokenizer import Detokenizer
+from sessions.llama.detokenizer import Detokenizer
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from tests.tui.fake_engine import FakeEngine, FakeEngineFactory, FakeScript

@@ -13,7 +13,7 @@ import pytest
 
 from sessions.config import Config
 from sessions.discovery import ModelFileError, check_before_load, discover_models
-from sessions.engine.model import LlamaModel, ModelLoadError
+from sessions.llama.model import LlamaModel, ModelLoadError
 from tests.gguf_support import make_gguf
 
 

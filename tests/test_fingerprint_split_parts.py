@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 
-from sessions.engine.fingerprint import model_fingerprint
+from sessions.llama.fingerprint import model_fingerprint
 from tests.gguf_support import split_copy
 
 STORIES = "stories260K.gguf"
@@ -50,7 +50,7 @@ def test_a_single_file_keeps_the_fingerprint_it_had(tmp_path, shared_dir):
 
 
 def test_the_loaded_model_carries_the_fingerprint_of_every_part(tmp_path, shared_dir):
-    from sessions.engine.model import LlamaModel
+    from sessions.llama.model import LlamaModel
 
     parts = split_copy(shared_dir / "models" / STORIES, tmp_path / "st.gguf", 20, small_first_shard=True)
     model = LlamaModel(parts[0])

@@ -224,7 +224,7 @@ def _engine_models(shared_dir: Path) -> list[Path]:
 def test_cards_agree_with_llama_cpp(shared_dir):
     """What the header says must be what llama.cpp finds when it loads the weights."""
     pytest.importorskip("llama_cpp")
-    from sessions.engine.model import LlamaModel
+    from sessions.llama.model import LlamaModel
 
     for path in _engine_models(shared_dir):
         card = read_model_card(path)

@@ -257,7 +257,7 @@ def test_a_bad_model_file_is_one_plain_line_and_exit_1(bad_models, kind, capsys)
 # -- a model replaced on disk under its checkpoints ----------------------------------------------
 
 def test_a_file_rewritten_in_place_with_its_old_mtime_gets_a_new_fingerprint(tmp_path):
-    from sessions.engine.fingerprint import model_fingerprint
+    from sessions.llama.fingerprint import model_fingerprint
 
     path = tmp_path / "model.gguf"
     path.write_bytes(b"A" * 4096)

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from sessions.engine import chat_template, message_tokens
-from sessions.engine.chat_template import ChatMessage, ChatTemplate, TemplateError
-from sessions.engine.message_tokens import freeze_message_tokens, message_text_piece
+from sessions.templates import chat_template, message_tokens
+from sessions.templates.chat_template import ChatMessage, ChatTemplate, TemplateError
+from sessions.templates.message_tokens import freeze_message_tokens, message_text_piece
 from tests.conftest import SHARED
 
 TEMPLATES = sorted(p.stem for p in (SHARED / "templates").glob("*.jinja"))

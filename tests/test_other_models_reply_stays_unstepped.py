@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sessions.branching.branch_engine import BranchEngine
 from sessions.controller import ControllerError
-from sessions.engine.branch_engine import BranchEngine
-from sessions.engine.context import LlamaContext
+from sessions.llama.context import LlamaContext
 from sessions.synth import make_model
 from tests.real_controller import real_controller
 

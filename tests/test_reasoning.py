@@ -9,9 +9,9 @@ from datetime import datetime
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
-from sessions.engine.message_tokens import generation_suffix
 from sessions.reasoning import ReasoningSplitter, ReplyView, prompt_opens_reasoning, split_reply
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
+from sessions.templates.message_tokens import generation_suffix
 from tests.conftest import SHARED
 
 THOUGHT = "The user asks for 2 + 2.\nThat is 4, a small sum."

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.chat_template import ChatMessage, ChatTemplate, TemplateError
-from sessions.engine.message_tokens import reply_opens_in_reasoning
 from sessions.exchange import ExchangeError, export_json, import_data
+from sessions.templates.chat_template import ChatMessage, ChatTemplate, TemplateError
+from sessions.templates.message_tokens import reply_opens_in_reasoning
 from sessions.tree import GenerationStats
 from tests.conftest import SHARED
 

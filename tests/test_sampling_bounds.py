@@ -65,7 +65,7 @@ def test_values_at_the_bounds_are_kept(end):
 @pytest.mark.parametrize("change", [{"top_k": 2**32}, {"seed": 2**40}, {"temperature": math.nan},
                                     {"min_p": math.inf}])
 def test_a_sampler_refuses_settings_out_of_range(change):
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
 
     with pytest.raises(ValueError, match=f"^sampling setting {next(iter(change))} "):
         Sampler(SamplingSettings().with_(**change), 32)

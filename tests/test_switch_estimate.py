@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sessions.branching.branch_engine import PrepareResult
+from sessions.branching.planner import Plan
 from sessions.controller.reply import BranchTokens
 from sessions.controller.switch_estimate import STEP_PRIOR, SwitchSpeeds, TokenCounts, token_counts
-from sessions.engine.branch_engine import PrepareResult
-from sessions.engine.planner import Plan
 from sessions.tree import GenerationStats
 
 # system 100 tokens, user 50, a generated reply 200, user 50

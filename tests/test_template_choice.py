@@ -9,11 +9,11 @@ import pytest
 from sessions import paths
 from sessions.config import Config
 from sessions.config.model import ModelSettings
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
 from sessions.engine.settings import EngineSettings
-from sessions.engine.template_choice import BASE_MODEL, choose_template
-from sessions.engine.template_families import BY_NAME
-from sessions.engine.template_override import (
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
+from sessions.templates.choice import BASE_MODEL, choose_template
+from sessions.templates.families import BY_NAME
+from sessions.templates.override import (
     MAX_FILE_BYTES,
     ModelTemplateRule,
     TemplateOverride,

@@ -6,9 +6,9 @@ import ctypes
 
 import pytest
 
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
-from sessions.engine.message_tokens import message_text_piece
-from sessions.engine.template_families import ALL_MARKERS, BY_NAME, FAMILIES, PLAIN, builtin_source, detect_family
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
+from sessions.templates.families import ALL_MARKERS, BY_NAME, FAMILIES, PLAIN, builtin_source, detect_family
+from sessions.templates.message_tokens import message_text_piece
 from tests.conftest import SHARED
 
 CONVERSATIONS = {

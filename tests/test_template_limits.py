@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sessions.engine import chat_template
-from sessions.engine.chat_template import ChatMessage, ChatTemplate, TemplateError
-from sessions.engine.template_override import MAX_FILE_BYTES, OverrideUnreadable, TemplateOverride
-from sessions.engine.template_sandbox import BoundedSandbox, RenderLimitError, render_bounded
+from sessions.templates import chat_template
+from sessions.templates.chat_template import ChatMessage, ChatTemplate, TemplateError
+from sessions.templates.override import MAX_FILE_BYTES, OverrideUnreadable, TemplateOverride
+from sessions.templates.sandbox import BoundedSandbox, RenderLimitError, render_bounded
 from tests.conftest import SHARED
 from tests.test_chat_template import stock_environment
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
-from sessions.engine.message_tokens import freeze_message_tokens, message_text_piece
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
+from sessions.templates.message_tokens import freeze_message_tokens, message_text_piece
 from tests.conftest import SHARED
 
 TEMPLATES = sorted(p.stem for p in (SHARED / "templates").glob("*.jinja"))

@@ -13,16 +13,16 @@ import pytest
 from sessions.branch_tokens import branch_tokens
 from sessions.controller import EngineSettings, SessionController
 from sessions.engine.chat_engine import LlamaChatEngine
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
-from sessions.engine.context import ContextParams
-from sessions.engine.message_tokens import freeze_message_tokens
-from sessions.engine.template_choice import BASE_MODEL, choose_template
-from sessions.engine.template_families import ALL_MARKERS, BY_NAME, detect_family
-from sessions.engine.vocab_markers import special_token_texts
 from sessions.events import NoticeRaised
+from sessions.llama.context import ContextParams
+from sessions.llama.vocab_markers import special_token_texts
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.synth import make_model
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
+from sessions.templates.choice import BASE_MODEL, choose_template
+from sessions.templates.families import ALL_MARKERS, BY_NAME, detect_family
+from sessions.templates.message_tokens import freeze_message_tokens
 from tests.conftest import SHARED
 
 pytestmark = pytest.mark.engine
@@ -125,7 +125,7 @@ def test_a_chat_on_the_fallback_goes_on_and_evaluates_only_what_is_new(style):
 
 @pytest.fixture(scope="module")
 def phi3_vocab():
-    from sessions.engine.native import lib
+    from sessions.llama.native import lib
 
     L = lib()
     params = L.llama_model_default_params()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sessions.controller import ControllerError, SessionController
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
 from sessions.sampling import SamplingSettings
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
 from sessions.tree import ConversationTree, Message
 from sessions.turns import JOINER, place_user_message
 from tests.tui.fake_engine import FakeEngineFactory, FakeScript

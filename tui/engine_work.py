@@ -24,8 +24,8 @@ from sessions.store import StoreError
 from sessions.tree import TreeError
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
-    from sessions.engine.planner import Plan
+    from sessions.branching.branch_engine import PrepareResult
+    from sessions.branching.planner import Plan
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
@@ -44,7 +44,7 @@ class Warmed:
 
 def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None:
     """Plain words and a severity for a failed job; None when it needs no message."""
-    from sessions.engine.context import DecodeCancelled
+    from sessions.llama.context import DecodeCancelled
 
     if isinstance(error, GenerationCancelled):
         return "Stopped before the reply started.", "information"

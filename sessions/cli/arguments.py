@@ -14,8 +14,8 @@ from typing import Any
 
 from sessions.config.template_kwargs import problem as template_value_problem
 from sessions.config.validate import INT32_MAX, MAX_CONTEXT, MIN_CONTEXT, UINT32_MAX, max_threads
-from sessions.engine.cache_types import CACHE_TYPES
-from sessions.engine.offload import ALL, AUTO
+from sessions.llama.cache_types import CACHE_TYPES
+from sessions.llama.offload import ALL, AUTO
 
 LARGEST_ID = 2**63 - 1
 """The largest row id SQLite can hold."""

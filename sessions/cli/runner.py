@@ -47,8 +47,8 @@ _ERRORS_FOR_THE_USER = (
     ("sessions.discovery.gguf_header", "ModelFileError"),  # a file that cannot be a model
     ("sessions.store.errors", "StoreError"),
     ("sessions.exchange.builder", "ExchangeError"),
-    ("sessions.engine.context", "DecodeError"),  # "could not create a context of N tokens (out of memory?)"
-    ("sessions.engine.chat_template", "TemplateError"),  # "the chat template rejected the conversation: ..."
+    ("sessions.llama.context", "DecodeError"),  # "could not create a context of N tokens (out of memory?)"
+    ("sessions.templates.chat_template", "TemplateError"),  # "the chat template rejected the conversation: ..."
 )
 """(module, class) of the errors whose message is one sentence for the user."""
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from sessions.engine.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
-from sessions.engine.offload import AUTO, GpuLayers
+from sessions.llama.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
+from sessions.llama.offload import AUTO, GpuLayers
 from sessions.sampling import SamplingSettings
 
 DEFAULT_THEME = "llamachat-dark"
@@ -39,7 +39,7 @@ class CheckpointConfig:
     ``disk_mb``, a number of MiB, is read as this setting too; ``max_disk`` wins over it."""
     interval: int = 2048
     """Inside a long message, also save a checkpoint every this many tokens (sliding-window
-    and recurrent models save closer: ``sessions.engine.snapshot_policy.restart_spacing``)."""
+    and recurrent models save closer: ``sessions.branching.snapshot_policy.restart_spacing``)."""
     enabled: bool = True
     """Turn checkpoints off to always recompute the prompt (slower, uses no extra memory)."""
 
@@ -82,12 +82,12 @@ class Config:
     n_gpu_layers: GpuLayers = AUTO
     """Layers offloaded to the GPUs and RPC servers: a number (0: CPU only, -1: every
     layer), ``"all"``, or ``"auto"``: every layer that fits their free memory (none on
-    a machine without a GPU). See ``sessions.engine.offload``."""
+    a machine without a GPU). See ``sessions.llama.offload``."""
     threads: int | None = None
     """CPU threads used for generation; unset uses every core but one (at most 8)."""
     cache_type_k: str = DEFAULT_CACHE_TYPE
     """Type of the K cache: ``f16``, or a quantized type (``q8_0``...) that takes less
-    memory per token of context. See ``sessions.engine.cache_types``."""
+    memory per token of context. See ``sessions.llama.cache_types``."""
     cache_type_v: str = DEFAULT_CACHE_TYPE
     """Type of the V cache, likewise."""
     rpc: list[str] = field(default_factory=list)

@@ -14,7 +14,7 @@ import textwrap
 from sessions.config.model import Config
 from sessions.config.sizes import size_text
 from sessions.config.toml_text import render_value as _value
-from sessions.engine.template_families import BY_NAME
+from sessions.templates.families import BY_NAME
 
 
 def _builtin_names() -> str:

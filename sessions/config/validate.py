@@ -21,8 +21,8 @@ from sessions.config.model_tables import check_models
 from sessions.config.sizes import parse_size, size_text
 from sessions.config.toml_text import find_key_line
 from sessions.config.type_words import kind_of
-from sessions.engine.cache_types import CACHE_TYPES
-from sessions.engine.offload import ALL, AUTO
+from sessions.llama.cache_types import CACHE_TYPES
+from sessions.llama.offload import ALL, AUTO
 from sessions.sampling import BOUNDS as SAMPLING_BOUNDS
 from sessions.sampling import SamplingSettings
 

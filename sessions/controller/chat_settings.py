@@ -19,7 +19,7 @@ from sessions.store import Session, SessionStore
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.engine.chat_template import ChatTemplate
+    from sessions.templates.chat_template import ChatTemplate
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from sessions.stop_reason import StopReason
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import ProgressFn
+    from sessions.branching.branch_engine import ProgressFn
     from sessions.engine.protocol import ChatEngine
 
 CAN_CONTINUE = frozenset({StopReason.LENGTH, StopReason.CANCELLED})

@@ -20,12 +20,12 @@ from sessions.controller.reply_storing import append_reply
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation
-from sessions.engine.chat_template import ChatMessage
-from sessions.engine.message_tokens import reply_opens_in_reasoning
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, TurnTaken
 from sessions.events import Listener, PromptProgressed, ReplyFinished
 from sessions.store import SessionStore
+from sessions.templates.chat_template import ChatMessage
+from sessions.templates.message_tokens import reply_opens_in_reasoning
 from sessions.tree import Message
 
 

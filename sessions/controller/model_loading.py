@@ -17,7 +17,7 @@ from sessions.engine.settings import EngineSettings
 from sessions.events import Listener, ModelLoaded, ModelLoadProgressed, NoticeRaised
 
 if TYPE_CHECKING:
-    from sessions.engine.model import ModelInfo
+    from sessions.llama.model import ModelInfo
     from sessions.store import SessionStore
 
 
@@ -70,7 +70,7 @@ def carry_legacy_tokens(store: SessionStore, info: ModelInfo) -> int:
     afterwards the session records the new identity), and tokens move only when that
     hash is the old identity of this very file.
     """
-    from sessions.engine.fingerprint import is_legacy, legacy_fingerprint
+    from sessions.llama.fingerprint import is_legacy, legacy_fingerprint
 
     path = Path(info.path)
     olds = {f for f in store.fingerprints_used_with(str(path), str(path.resolve())) if is_legacy(f)}

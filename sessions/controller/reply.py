@@ -19,7 +19,7 @@ from sessions.stop_reason import StopReason
 from sessions.tree import GenerationStats
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
+    from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
 
 
@@ -80,7 +80,7 @@ def write_reply(
     first token counts from there. ``opens_in_reasoning`` goes into the stats
     (``GenerationStats.opened_in_reasoning``).
     """
-    from sessions.engine.context import DecodeCancelled
+    from sessions.llama.context import DecodeCancelled
 
     if should_stop():
         raise GenerationCancelled("stopped before the reply started")

@@ -49,11 +49,11 @@ from sessions.store import Session, SessionStore
 from sessions.tree import Message
 
 if TYPE_CHECKING:
+    from sessions.branching.branch_engine import PrepareResult
+    from sessions.branching.planner import Plan
     from sessions.checkpoints import CheckpointStore
-    from sessions.engine.branch_engine import PrepareResult
-    from sessions.engine.model import ModelInfo
-    from sessions.engine.planner import Plan
     from sessions.exchange import ExportKind
+    from sessions.llama.model import ModelInfo
 
 
 class SessionController(ControllerBase):
@@ -346,7 +346,7 @@ class SessionController(ControllerBase):
 
     def warm(self, leaf_id: int | None = None) -> PrepareResult:
         """Make the branch ending at ``leaf_id`` (default: the head) live now, e.g. after a switch."""
-        from sessions.engine.context import DecodeCancelled
+        from sessions.llama.context import DecodeCancelled
 
         with self._jobs.job():
             engine = self._engine()

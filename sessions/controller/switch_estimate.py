@@ -20,8 +20,8 @@ from sessions.controller.reply import BranchTokens
 from sessions.tree import GenerationStats
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
-    from sessions.engine.planner import Plan
+    from sessions.branching.branch_engine import PrepareResult
+    from sessions.branching.planner import Plan
 
 MIN_SAMPLE = 8
 """Fewest tokens a measurement must cover to be learned from."""

@@ -131,7 +131,7 @@ def _child(path: str) -> int:
     """Load ``path``, make a small context, decode one token."""
     import ctypes
 
-    from sessions.engine.native import lib
+    from sessions.llama.native import lib
 
     L = lib()
     params = L.llama_model_default_params()

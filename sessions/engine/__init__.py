@@ -1,6 +1,5 @@
-"""The part of the core that turns a conversation into the exact tokens a model sees.
+"""The engine the controller talks to: its protocol, its assembly, and the child process that runs it.
 
-A GGUF brings its own chat template and its own memory layout; the modules here keep both
-honest: templates are rendered in a bounded sandbox, and each message's tokens are frozen
-when the message is added so that a branch always maps to the tokens its cache holds.
+``chat_engine`` joins a model's template to a ``BranchEngine``; ``process``, ``child`` and ``wire`` run it apart.
+May import branching, templates, llama, rpc, checkpoints and config; never the controller or the store.
 """

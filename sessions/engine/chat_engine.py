@@ -13,22 +13,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sessions.engine.attention_check import flash_attention_verdict
-from sessions.engine.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
-from sessions.engine.cache_types import bytes_per_value
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.detokenizer import Detokenizer
-from sessions.engine.fingerprint import model_fingerprint
-from sessions.engine.model import LlamaModel
-from sessions.engine.offload import GpuLayers, resolve_gpu_layers
-from sessions.engine.planner import Plan
+from sessions.branching.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
+from sessions.branching.planner import Plan
+from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
 from sessions.engine.protocol import ChatEngine as ChatEngine
-from sessions.engine.restore_memory import RestoreMemory
-from sessions.engine.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
-from sessions.engine.sampler import Sampler
-from sessions.engine.template_choice import choose_template
-from sessions.engine.template_families import ALL_MARKERS
-from sessions.engine.template_override import TemplateOverride
+from sessions.llama.attention_check import flash_attention_verdict
+from sessions.llama.cache_types import bytes_per_value
+from sessions.llama.context import ContextParams, LlamaContext
+from sessions.llama.detokenizer import Detokenizer
+from sessions.llama.fingerprint import model_fingerprint
+from sessions.llama.model import LlamaModel
+from sessions.llama.offload import GpuLayers, resolve_gpu_layers
+from sessions.llama.restore_memory import RestoreMemory
+from sessions.llama.sampler import Sampler
+from sessions.templates.choice import choose_template
+from sessions.templates.families import ALL_MARKERS
+from sessions.templates.override import TemplateOverride
 
 
 class LlamaChatEngine:
@@ -38,7 +38,7 @@ class LlamaChatEngine:
     model loads (for good: see ``sessions.rpc.backend``); ``n_gpu_layers`` and
     ``tensor_split`` then place layers on them as llama.cpp does. ``n_gpu_layers`` may
     also be ``"all"`` or ``"auto"``, which is resolved here, with the servers' free
-    memory from their probe (``sessions.engine.offload``).
+    memory from their probe (``sessions.llama.offload``).
     """
 
     def __init__(

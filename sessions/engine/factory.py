@@ -34,7 +34,7 @@ def llama_engine_factory(
 
     def make(path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> ChatEngine:
         if settings.rpc and isolate_rpc:
-            from sessions.engine.engine_process import EngineProcess
+            from sessions.engine.process import EngineProcess
 
             return EngineProcess(path, settings, checkpoint_dir=checkpoints.directory if checkpoints else None,
                                  on_progress=on_progress, on_notice=on_problem)

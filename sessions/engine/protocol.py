@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
-    from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
-    from sessions.engine.chat_template import ChatTemplate
-    from sessions.engine.model import ModelInfo
-    from sessions.engine.planner import Plan
+    from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
+    from sessions.branching.planner import Plan
     from sessions.engine.settings import EngineSettings
+    from sessions.llama.model import ModelInfo
     from sessions.sampling import SamplingSettings
+    from sessions.templates.chat_template import ChatTemplate
 
 
 class ChatEngine(Protocol):

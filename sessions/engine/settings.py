@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions.config.model import CheckpointConfig
-from sessions.engine.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
-from sessions.engine.cache_types import type_id
-from sessions.engine.offload import AUTO, GpuLayers
-from sessions.engine.template_override import (
+from sessions.llama.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
+from sessions.llama.cache_types import type_id
+from sessions.llama.offload import AUTO, GpuLayers
+from sessions.templates.override import (
     ModelTemplateRule,
     TemplateOverride,
     override_for,
@@ -20,7 +20,7 @@ from sessions.engine.template_override import (
 )
 
 if TYPE_CHECKING:
-    from sessions.engine.context import ContextParams
+    from sessions.llama.context import ContextParams
 
 _CHECKPOINTS = CheckpointConfig()
 
@@ -32,11 +32,11 @@ class EngineSettings:
     n_ctx: int = 8192
     n_batch: int = 512
     n_gpu_layers: GpuLayers = AUTO
-    """A number of layers, ``"all"`` or ``"auto"`` (``sessions.engine.offload``)."""
+    """A number of layers, ``"all"`` or ``"auto"`` (``sessions.llama.offload``)."""
     threads: int | None = None
     cache_type_k: str = DEFAULT_CACHE_TYPE
     cache_type_v: str = DEFAULT_CACHE_TYPE
-    """The K and V cache types (``sessions.engine.cache_types``)."""
+    """The K and V cache types (``sessions.llama.cache_types``)."""
     checkpoint_interval: int = 2048
     rpc: tuple[str, ...] = ()
     """RPC servers (``host:port``) whose devices take offloaded layers; when set, the model
@@ -56,19 +56,19 @@ class EngineSettings:
     """Variables given to every model's chat template (``Config.chat_template_kwargs``)."""
 
     def template_override(self, model: Path) -> TemplateOverride | None:
-        """The chat template the user chose for ``model``, if any (see ``template_override``)."""
+        """The chat template the user chose for ``model``, if any (see ``sessions.templates.override``)."""
         everywhere = None
         if self.chat_template_file is not None:
             everywhere = TemplateOverride("--chat-template-file", file=self.chat_template_file)
         return override_for(Path(model), everywhere=everywhere, rules=self.model_templates)
 
     def template_variables(self, model: Path) -> dict[str, Any]:
-        """The chat template variables for ``model`` (see ``template_override.variables_for``)."""
+        """The chat template variables for ``model`` (see ``sessions.templates.override.variables_for``)."""
         return variables_for(Path(model), everywhere=dict(self.chat_template_kwargs), rules=self.model_templates)
 
     def context_params(self) -> ContextParams:
         """The context these settings ask for."""
-        from sessions.engine.context import ContextParams
+        from sessions.llama.context import ContextParams
 
         return ContextParams(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=self.threads,
                              type_k=type_id(self.cache_type_k), type_v=type_id(self.cache_type_v))

@@ -5,7 +5,7 @@ Adding servers follows ``add_rpc_devices`` in llama.cpp's ``common/arg.cpp``: fi
 register the backend it returns; every model loaded afterwards in this process sees the
 servers' devices (placed before local GPUs), and ``n_gpu_layers`` spreads layers over
 them. A server added once stays for the life of the process (ggml has no removal), so
-the app runs RPC models in a child process (``sessions.engine.engine_process``).
+the app runs RPC models in a child process (``sessions.engine.process``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sessions.engine.native import ggml
+from sessions.llama.native import ggml
 from sessions.rpc.errors import REBUILD, RpcError
 from sessions.rpc.probe import ServerInfo, check_servers
 

@@ -101,7 +101,7 @@ class PlacementLog:
 
 def _label(name: str) -> str:
     """``RPC[endpoint]`` for an RPC device, ``name[hardware]`` for another."""
-    from sessions.engine.native import ggml
+    from sessions.llama.native import ggml
 
     try:
         g = ggml()

@@ -48,7 +48,7 @@ def offload_line(endpoints: Sequence[str], n_gpu_layers: int | str, gpus: Sequen
 
     ``gpus``: the local GPUs' free bytes (default: asked of ggml). Without a GPU or a
     server, nothing can leave the CPU, and the line says so."""
-    from sessions.engine.offload import accelerator_free_bytes, describe
+    from sessions.llama.offload import accelerator_free_bytes, describe
 
     gpus = accelerator_free_bytes() if gpus is None else gpus
     if not endpoints and not gpus:

@@ -2,7 +2,7 @@
 
 Every message keeps the exact token ids a model saw, under that model's fingerprint.
 Earlier versions fingerprinted a model by hashing the whole file; the fingerprint is now
-a sample of it (``sessions.engine.fingerprint``). Sessions made before carry their tokens
+a sample of it (``sessions.llama.fingerprint``). Sessions made before carry their tokens
 under the old identity; refiling them under the new one keeps the tokens the model
 really saw (a reply re-tokenized from its text may differ from what was sampled).
 """

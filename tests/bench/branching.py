@@ -99,8 +99,8 @@ class Bench:
     def scratch(self, leaf_id: int):
         """A fresh context with no checkpoints evaluating the branch up to ``leaf_id`` from zero."""
         from sessions.branch_tokens import branch_tokens
-        from sessions.engine.branch_engine import BranchEngine
-        from sessions.engine.context import LlamaContext
+        from sessions.branching.branch_engine import BranchEngine
+        from sessions.llama.context import LlamaContext
 
         engine = self.ctl.engine
         if self._scratch is None:
@@ -271,9 +271,9 @@ def w1_event_child(args: argparse.Namespace) -> int:
 def files_read(bench: Bench, leaf_id: int, plan) -> list[Path]:
     """The checkpoint files a restore of the branch up to ``leaf_id`` reads, per its plan."""
     from sessions.branch_tokens import branch_tokens
+    from sessions.branching.captures import prefix_hashes
+    from sessions.branching.segments import segment_boundaries
     from sessions.checkpoints.keys import address
-    from sessions.engine.captures import prefix_hashes
-    from sessions.engine.segments import segment_boundaries
 
     engine = bench.branches
     tokens, ends, _ = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
@@ -290,8 +290,8 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
     import numpy as np
 
     from sessions.branch_tokens import branch_tokens
-    from sessions.engine.branch_engine import BranchEngine
-    from sessions.engine.context import LlamaContext
+    from sessions.branching.branch_engine import BranchEngine
+    from sessions.llama.context import LlamaContext
 
     engine = bench.ctl.engine
     params = engine.ctx.params
@@ -402,7 +402,7 @@ EACH_EVENT = ("same", "objects", "process")
 
 def main(argv: list[str] | None = None) -> int:
     from sessions.cli.arguments import gpu_layers
-    from sessions.engine.cache_types import CACHE_TYPES
+    from sessions.llama.cache_types import CACHE_TYPES
     from sessions.synth import SIZES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -145,7 +145,7 @@ def kv_bytes_per_token(ctx, kind, tokens: int) -> float:
     The whole state minus the window or recurrent part (which does not grow with the
     branch), over its tokens: what a cache of attention cells costs per token.
     """
-    from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
+    from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
     from sessions.memory_kind import MemoryKind
 
     if kind is MemoryKind.RECURRENT or tokens == 0:
@@ -197,7 +197,7 @@ def _best_ms(fn, repeats: int) -> float:
 def identity(path: Path, repeats: int = 5) -> dict:
     """Fingerprint and header-reading times for a model file (best of ``repeats``)."""
     from sessions.discovery import read_model_card
-    from sessions.engine.fingerprint import model_fingerprint
+    from sessions.llama.fingerprint import model_fingerprint
 
     return {
         "model_file_bytes": path.stat().st_size,

@@ -11,7 +11,7 @@ import numpy as np
 
 
 def _turn(engine, tokens, ends, stepped, settings, n_gen):
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
 
     t0 = time.perf_counter()
     prep = engine.prepare(tokens, ends, stepped=stepped, reply_follows=True)
@@ -24,9 +24,9 @@ def _turn(engine, tokens, ends, stepped, settings, n_gen):
 def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
     """Same turns on two contexts, with and without checkpoints, interleaved."""
     from sessions.branch_tokens import branch_tokens
+    from sessions.branching.branch_engine import BranchEngine
     from sessions.checkpoints import CheckpointStore
-    from sessions.engine.branch_engine import BranchEngine
-    from sessions.engine.context import ContextParams, LlamaContext
+    from sessions.llama.context import ContextParams, LlamaContext
     from sessions.sampling import SamplingSettings
 
     model = bench.ctl.engine.model

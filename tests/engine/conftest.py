@@ -34,7 +34,7 @@ def model_paths() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def loaded_models(model_paths):
-    from sessions.engine.model import LlamaModel
+    from sessions.llama.model import LlamaModel
 
     models = {arch: LlamaModel(path) for arch, path in model_paths.items()}
     yield models

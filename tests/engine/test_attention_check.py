@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.attention_check import AttentionVerdict, flash_attention_verdict
-from sessions.engine.context import ContextParams
+from sessions.llama.attention_check import AttentionVerdict, flash_attention_verdict
+from sessions.llama.context import ContextParams
 from tests.engine.conftest import ARCHS
 
 
@@ -22,7 +22,7 @@ def test_llama_cpp_gives_its_verdict(arch, loaded_models):
 
 def test_a_quantized_v_cache_gets_none(loaded_models):
     """llama.cpp turns flash attention on for a quantized V cache without checking."""
-    from sessions.engine.cache_types import type_id
+    from sessions.llama.cache_types import type_id
 
     params = ContextParams(type_k=type_id("q8_0"), type_v=type_id("q8_0"))
     assert flash_attention_verdict(loaded_models["llama"], params) is None

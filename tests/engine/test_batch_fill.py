@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.engine.batch_fill import SHORT, BatchFiller, TokenIds
-from sessions.engine.native import lib
+from sessions.llama.batch_fill import SHORT, BatchFiller, TokenIds
+from sessions.llama.native import lib
 
 CAPACITY = 16
 N_CTX = 64

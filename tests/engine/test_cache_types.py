@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.cache_types import CACHE_TYPES, bytes_per_value, type_id
-from sessions.engine.context import ContextParams, DecodeError, LlamaContext
-from sessions.engine.model import LlamaModel
+from sessions.llama.cache_types import CACHE_TYPES, bytes_per_value, type_id
+from sessions.llama.context import ContextParams, DecodeError, LlamaContext
+from sessions.llama.model import LlamaModel
 
 from .conftest import ARCHS
 from .test_exactness import LONG, PARAMS, branch, check, engine_for, flat, toks

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.model import LlamaModel
-from sessions.engine.native import lib
+from sessions.llama.context import ContextParams, LlamaContext
+from sessions.llama.model import LlamaModel
+from sessions.llama.native import lib
 
 
 def test_a_failure_after_llama_init_frees_the_context_before_it_propagates(model_paths, monkeypatch):

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from sessions.engine.chat_template import ChatMessage, ChatTemplate
-from sessions.engine.engine_process import EngineProcess
 from sessions.engine.factory import llama_engine_factory
+from sessions.engine.process import EngineProcess
 from sessions.engine.settings import EngineSettings
-from sessions.engine.template_override import ModelTemplateRule, TemplateOverride
 from sessions.synth import make_model
+from sessions.templates.chat_template import ChatMessage, ChatTemplate
+from sessions.templates.override import ModelTemplateRule, TemplateOverride
 
 SETTINGS = EngineSettings(n_ctx=256, n_batch=64, n_gpu_layers=0, threads=2)
 MINE = ("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"

@@ -7,10 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from sessions.engine.detokenizer import Detokenizer
-from sessions.engine.fingerprint import HEAD_BYTES, SAMPLES, is_legacy, legacy_fingerprint, model_fingerprint
-from sessions.engine.model import LlamaModel, ModelLoadError
-from sessions.engine.segments import batches, segment_boundaries
+from sessions.branching.segments import batches, segment_boundaries
+from sessions.llama.detokenizer import Detokenizer
+from sessions.llama.fingerprint import HEAD_BYTES, SAMPLES, is_legacy, legacy_fingerprint, model_fingerprint
+from sessions.llama.model import LlamaModel, ModelLoadError
 from sessions.sampling import SamplingSettings
 
 
@@ -70,7 +70,7 @@ def test_fingerprint_sees_weights_changed_past_the_header(tmp_path):
 
 
 def test_greedy_sampler_is_argmax_and_seeded_sampling_repeats(loaded_models):
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
 
     model = loaded_models["llama"]
     rng = np.random.default_rng(3)
@@ -91,7 +91,7 @@ def test_greedy_sampler_is_argmax_and_seeded_sampling_repeats(loaded_models):
 @pytest.mark.parametrize("case", ["random", "ties", "nan first", "nan inside", "infinities", "signed zeros"])
 def test_greedy_shortcut_picks_what_the_chain_picks(case):
     """Greedy with no penalty skips the chain (``np.argmax``): the same token, edge cases included."""
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
 
     n = 4096
     rng = np.random.default_rng(11)
@@ -120,7 +120,7 @@ def test_greedy_shortcut_picks_what_the_chain_picks(case):
 
 
 def test_repeat_penalty_changes_the_choice(loaded_models):
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
 
     n = loaded_models["llama"].info.n_vocab
     logits = np.zeros(n, dtype=np.float32)
@@ -168,8 +168,8 @@ def test_segment_boundaries_and_batches():
 
 def test_abort_flag_is_polled_without_python():
     """The flag llama.cpp polls per graph node is libc's strlen on a buffer, not a Python call."""
-    from sessions.engine.abort_flag import AbortFlag
-    from sessions.engine.native import lib
+    from sessions.llama.abort_flag import AbortFlag
+    from sessions.llama.native import lib
 
     flag = AbortFlag(lib())
     assert flag.native

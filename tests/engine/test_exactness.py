@@ -15,11 +15,11 @@ import textwrap
 import numpy as np
 import pytest
 
+from sessions.branching.branch_engine import BranchEngine
+from sessions.branching.segments import message_ends
+from sessions.branching.snapshot_policy import SnapshotPolicy
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.branch_engine import BranchEngine
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.segments import message_ends
-from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.llama.context import ContextParams, LlamaContext
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
 
@@ -144,7 +144,7 @@ def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arc
         sys.path.insert(0, {str(__import__('pathlib').Path(__file__).resolve().parents[2])!r})
         from tests.engine.test_exactness import branch, engine_for, flat
         from sessions.checkpoints import CheckpointStore
-        from sessions.engine.model import LlamaModel
+        from sessions.llama.model import LlamaModel
         model = LlamaModel({str(model_paths[arch])!r})
         with CheckpointStore({str(tmp_path / 'ck')!r}, ram_bytes=1 << 28, disk_bytes=1 << 30) as s:
             engine_for(model, s).prepare(*flat(branch(model, 0, 1, 2, 3)))
@@ -177,7 +177,7 @@ def test_checkpoint_inside_long_message(loaded_models, store, arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_reply_then_continue(loaded_models, store, arch):
     """A reply decoded token by token, restored later, equals the from-scratch branch."""
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
     from sessions.sampling import SamplingSettings
 
     model = loaded_models[arch]
@@ -199,7 +199,7 @@ def test_generated_reply_then_continue(loaded_models, store, arch):
 def test_a_continued_reply_restores_in_the_next_process_without_replaying(loaded_models, tmp_path, arch):
     """A reply cut, then continued past a segment boundary: its checkpoints are cut where a
     reopened branch looks for them (from the reply's start), so all of it restores."""
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
     from sessions.sampling import SamplingSettings
 
     model, interval = loaded_models[arch], 16
@@ -304,7 +304,7 @@ def test_regenerate_after_reopen_cuts_only_into_real_cells(loaded_models, tmp_pa
     logits (the prompt's for the reply's first token, the reply's after it), so neither
     step evaluates a token: a restore that silently fell back to a recompute would fail.
     """
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
     from sessions.sampling import SamplingSettings
 
     model = loaded_models[arch]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sessions.branching.snapshot_policy import SnapshotPolicy
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.snapshot_policy import SnapshotPolicy
 
 from .test_exactness import engine_for, flat, reference
 from .test_snapshot_policy import _turn

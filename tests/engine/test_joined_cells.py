@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.engine.state_blob import (
+from sessions.llama.state_blob import (
     HEADER,
     STATE_MAGIC,
     JoinedCells,

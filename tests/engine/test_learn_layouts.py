@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.branching import restore_reads, swa_ring
 from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.file_format import HEADER_SIZE
-from sessions.engine import restore_reads, swa_ring
 from sessions.engine.chat_engine import LlamaChatEngine
-from sessions.engine.context import ContextParams
+from sessions.llama.context import ContextParams
 from sessions.memory_kind import MemoryKind
 
 from .conftest import ARCHS

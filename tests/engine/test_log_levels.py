@@ -13,7 +13,7 @@ import logging
 import subprocess
 import sys
 
-from sessions.engine import native
+from sessions.llama import native
 from tests.store_child import REPO
 
 
@@ -40,7 +40,7 @@ def test_continuations_take_the_level_of_the_line_before(caplog):
 
 FIRST_OF_ALL = """
 import logging
-from sessions.engine import native
+from sessions.llama import native
 
 before_any_line = native._last_level  # what the module starts with, before llama.cpp said anything
 native.lib()

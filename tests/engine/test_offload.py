@@ -10,8 +10,8 @@ import pytest
 
 from sessions.discovery.ggml_types import tensor_nbytes
 from sessions.discovery.gguf_header import read_gguf_header
-from sessions.engine.cache_types import bytes_per_value, type_id
-from sessions.engine.offload import (
+from sessions.llama.cache_types import bytes_per_value, type_id
+from sessions.llama.offload import (
     F16_CACHE,
     RESERVE_BYTES,
     LayerCosts,
@@ -50,7 +50,7 @@ def layer_weights(path) -> list[int]:
 @pytest.mark.parametrize(("k", "v"), [("f16", "f16"), ("q8_0", "q4_0")])
 @pytest.mark.parametrize("arch", ARCHS)
 def test_each_token_of_context_costs_what_llama_cpp_stores_for_it(arch, model_paths, loaded_models, k, v):
-    from sessions.engine.context import ContextParams, LlamaContext
+    from sessions.llama.context import ContextParams, LlamaContext
 
     types = type_id(k), type_id(v)
     params = ContextParams(n_ctx=256, n_batch=32, type_k=types[0], type_v=types[1])
@@ -95,8 +95,8 @@ def test_each_layer_is_costed_at_the_cells_llama_cpp_gives_it(arch, model_paths,
     """llama.cpp says what it allocates as it makes a context ("N cells, L layers" per
     cache): a context of 1,000 cells is made 1,024, and gemma3's windowed layers get a
     ring of 256 (a window of 32 for 2 sequences, plus a batch of 32, rounded up)."""
-    from sessions.engine.context import ContextParams, LlamaContext
-    from sessions.engine.native import log_lines
+    from sessions.llama.context import ContextParams, LlamaContext
+    from sessions.llama.native import log_lines
 
     path, n_ctx, n_batch = model_paths[arch], 1000, 32
     made: Counter[int] = Counter()
@@ -177,7 +177,7 @@ def test_auto_on_this_machine_loads_as_the_cpu_did(model_paths):
     """Without a GPU, ``auto`` (the default) keeps the checkpoint key of ``-ngl 0``: the
     checkpoints saved before it are still found."""
     from sessions.engine.chat_engine import LlamaChatEngine
-    from sessions.engine.context import ContextParams
+    from sessions.llama.context import ContextParams
 
     if accelerator_free_bytes():
         pytest.skip("this machine has a GPU: auto offloads to it")

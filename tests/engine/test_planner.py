@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pytest
 
-from sessions.engine.planner import LiveState, SegmentInfo, SnapshotInfo, common_prefix, cut_allowed, plan_route
+from sessions.branching.planner import LiveState, SegmentInfo, SnapshotInfo, common_prefix, cut_allowed, plan_route
 from sessions.memory_kind import MemoryKind as K
 
 TARGET = list(range(100))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.branching.segments import message_ends
 from sessions.checkpoints import CheckpointStore, keys, prefix_hash
-from sessions.engine.sampler import Sampler
-from sessions.engine.segments import message_ends
+from sessions.llama.sampler import Sampler
 from sessions.sampling import SamplingSettings
 
 from .test_exactness import branch, check, engine_for, flat

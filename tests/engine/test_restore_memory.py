@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sessions.engine import restore_memory
-from sessions.engine.restore_memory import RestoreMemory
+from sessions.llama import restore_memory
+from sessions.llama.restore_memory import RestoreMemory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,10 +89,10 @@ def test_a_prepare_whose_sizes_fail_leaves_nothing_behind():
 def test_an_engine_touches_what_a_restore_of_its_checkpoints_needs_while_it_loads(model_paths, tmp_path, arch):
     """Buffers for the join and the snapshot, sized from the files on disk: a sliding window
     is read straight into the ring, other snapshots into a buffer of their own."""
+    from sessions.branching.restore_reads import BATCH_BYTES, JOIN_BUFFERS
     from sessions.checkpoints import CheckpointStore
     from sessions.engine.chat_engine import LlamaChatEngine
-    from sessions.engine.context import ContextParams
-    from sessions.engine.restore_reads import BATCH_BYTES, JOIN_BUFFERS
+    from sessions.llama.context import ContextParams
 
     params = ContextParams(n_ctx=2048, n_batch=64, n_threads=1)
     text = "the sea and the boats and the stars above the water " * 12
@@ -121,8 +121,8 @@ def test_an_engine_touches_what_a_restore_of_its_checkpoints_needs_while_it_load
 
 COLLECTED_INSIDE_THREADING = """
 import gc, sys, threading
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.model import LlamaModel
+from sessions.llama.context import ContextParams, LlamaContext
+from sessions.llama.model import LlamaModel
 
 ctx = LlamaContext(LlamaModel(sys.argv[1]), ContextParams(n_ctx=256, n_batch=32))
 ctx.restore_memory.reader()  # the checkpoint reader's thread runs (not a daemon)

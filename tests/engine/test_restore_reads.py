@@ -11,13 +11,13 @@ import threading
 
 import pytest
 
+from sessions.branching import restore_reads
+from sessions.branching.segments import segment_boundaries
+from sessions.branching.swa_ring import SwaRing
 from sessions.checkpoints import CheckpointStore, prefix_hash
 from sessions.checkpoints.keys import address
-from sessions.engine import restore_reads
-from sessions.engine.context import LlamaContext
-from sessions.engine.segments import segment_boundaries
-from sessions.engine.state_blob import FLAGS_FULL
-from sessions.engine.swa_ring import SwaRing
+from sessions.llama.context import LlamaContext
+from sessions.llama.state_blob import FLAGS_FULL
 from sessions.memory_kind import MemoryKind
 
 from .conftest import ARCHS

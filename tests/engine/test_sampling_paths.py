@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.sampler import Sampler
+from sessions.llama.sampler import Sampler
 from sessions.sampling import SamplingSettings
 
 from .test_exactness import branch, engine_for, flat

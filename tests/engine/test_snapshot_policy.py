@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sessions.branching.snapshot_policy import RECURRENT_SPACING, SnapshotPolicy, restart_spacing, segment_interval
 from sessions.checkpoints import CheckpointStore, prefix_hash
-from sessions.engine.sampler import Sampler
-from sessions.engine.snapshot_policy import RECURRENT_SPACING, SnapshotPolicy, restart_spacing, segment_interval
+from sessions.llama.sampler import Sampler
 from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
 
@@ -79,7 +79,7 @@ GPU_PRICES = SnapshotPolicy(overhead=0.0)
 
 def write_chat(model_path: str, folder: str, how: str, out: str, prices: str = "cpu") -> None:
     """In a process of its own: write a 6-turn chat's checkpoints, and its messages to ``out``."""
-    from sessions.engine.model import LlamaModel
+    from sessions.llama.model import LlamaModel
 
     model = LlamaModel(model_path)
     with CheckpointStore(folder, **BUDGET) as store:
@@ -166,7 +166,7 @@ def test_every_boundary_of_a_chat_has_a_snapshot_on_disk(model_paths, loaded_mod
     model = loaded_models["gemma3"]
     assert model.info.n_swa == SWA_WINDOW
     msgs, stepped = written_chat(model_paths, "gemma3", tmp_path, "one prefill")
-    from sessions.engine.segments import segment_boundaries
+    from sessions.branching.segments import segment_boundaries
 
     tokens, ends = flat(msgs)
     bounds = segment_boundaries(ends, SWA_WINDOW)

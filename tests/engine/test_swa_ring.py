@@ -12,9 +12,10 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from sessions.branching.swa_ring import SwaRing
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.context import SPARE, ContextParams, LlamaContext
-from sessions.engine.ring_geometry import (
+from sessions.llama.context import ContextParams, LlamaContext
+from sessions.llama.ring_geometry import (
     cell_runs,
     ring_bytes,
     ring_positions,
@@ -22,8 +23,8 @@ from sessions.engine.ring_geometry import (
     window_positions,
     window_runs,
 )
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
-from sessions.engine.swa_ring import LIVE, SwaRing
+from sessions.llama.sequences import LIVE, SPARE
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
 
 from .test_exactness import branch, check, engine_for, flat
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sessions.branching.swa_ring import SwaRing
 from sessions.checkpoints import CheckpointStore, prefix_hash
-from sessions.engine.context import LlamaContext
-from sessions.engine.swa_ring import LIVE, SwaRing
+from sessions.llama.context import LlamaContext
+from sessions.llama.sequences import LIVE
 
 from .test_exactness import check, engine_for
 from .test_swa_ring import PARAMS, decode, gemma3, tokens  # noqa: F401 (fixtures)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
-from sessions.engine.swa_ring import LIVE
-from sessions.engine.warm_buffers import WarmBuffers
+from sessions.llama.sequences import LIVE
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
+from sessions.llama.warm_buffers import WarmBuffers
 from sessions.memory_kind import MemoryKind
 
 from .test_exactness import branch, engine_for, flat

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.detokenizer import Detokenizer
-from sessions.engine.engine_process import EngineProcess
-from sessions.engine.model import LlamaModel
+from sessions.engine.process import EngineProcess
+from sessions.llama.detokenizer import Detokenizer
+from sessions.llama.model import LlamaModel
 
 from .conftest import split_settings, tiny_model
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.engine.engine_process import EngineProcess
-from sessions.engine.segments import message_ends
+from sessions.branching.segments import message_ends
+from sessions.engine.process import EngineProcess
 from sessions.sampling import SamplingSettings
 from tests.engine.test_exactness import TEXTS
 
@@ -152,7 +152,7 @@ def test_the_split_computes_the_bits_of_the_local_cpu(refs):
     """Measured: on CPU servers the split changes no bit (so a session reopened locally,
     recomputed there, continues with the same numbers); states still never cross splits."""
     from sessions.engine.chat_engine import LlamaChatEngine
-    from sessions.engine.context import ContextParams
+    from sessions.llama.context import ContextParams
 
     s = split_settings(refs.arch, refs.endpoints)
     local = LlamaChatEngine(refs.path, ContextParams(n_ctx=s.n_ctx, n_batch=s.n_batch, n_threads=1))
@@ -168,7 +168,7 @@ def test_the_split_computes_the_bits_of_the_local_cpu(refs):
 def test_states_saved_over_rpc_are_not_restored_on_another_split(refs, tmp_path):
     from sessions.checkpoints import CheckpointStore
     from sessions.engine.chat_engine import LlamaChatEngine
-    from sessions.engine.context import ContextParams
+    from sessions.llama.context import ContextParams
 
     engine = refs.engine(tmp_path / "ck")
     try:

@@ -19,8 +19,8 @@ import pytest
 from sessions.branch_tokens import branch_tokens
 from sessions.checkpoints import CheckpointStore
 from sessions.controller import SessionController
-from sessions.engine.engine_process import EngineProcess
 from sessions.engine.factory import llama_engine_factory
+from sessions.engine.process import EngineProcess
 from sessions.engine.settings import EngineSettings
 from sessions.events import PromptProgressed, TextStreamed
 from sessions.rpc.errors import EngineLost

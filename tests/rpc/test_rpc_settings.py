@@ -12,8 +12,8 @@ import pytest
 
 from sessions.cli.runner import apply_flags
 from sessions.config import Config
-from sessions.engine.context import ContextParams
 from sessions.engine.settings import EngineSettings
+from sessions.llama.context import ContextParams
 from sessions.rpc.devices import Placement, PlacementLog, describe_devices
 from sessions.rpc.endpoints import EndpointError, check_offload, parse_endpoints
 from sessions.rpc.errors import REBUILD, RpcError
@@ -104,7 +104,7 @@ def test_with_ngl_0_no_layer_would_go_to_the_servers():
 
 
 def test_a_build_without_rpc_says_how_to_rebuild(monkeypatch):
-    from sessions.engine.native import ggml
+    from sessions.llama.native import ggml
     from sessions.rpc import backend, report
 
     without = dataclasses.replace(ggml(), reg_by_name=lambda name: None)
@@ -146,7 +146,7 @@ def test_probe_names_a_refused_a_silent_and_a_foreign_server():
 
 def test_a_busy_server_is_named(shared_pair):
     """A server serves one client at a time: a second one is told, not left hanging."""
-    from sessions.engine.engine_process import EngineProcess
+    from sessions.engine.process import EngineProcess
 
     engine = EngineProcess(tiny_model("llama"), split_settings("llama", shared_pair.endpoints), checkpoint_dir=None)
     try:
@@ -159,7 +159,7 @@ def test_a_busy_server_is_named(shared_pair):
 
 
 def test_ngl_0_with_servers_is_refused_before_loading(shared_pair):
-    from sessions.engine.engine_process import EngineProcess
+    from sessions.engine.process import EngineProcess
 
     with pytest.raises(RpcError, match="with -ngl 0"):
         EngineProcess(tiny_model("llama"), split_settings("llama", shared_pair.endpoints, n_gpu_layers=0),
@@ -169,7 +169,7 @@ def test_ngl_0_with_servers_is_refused_before_loading(shared_pair):
 def test_auto_puts_every_layer_that_fits_on_the_servers(shared_pair):
     """Each server offers its CPU's free memory, far more than the tiny model needs: with
     ``-ngl auto`` (the default) every layer goes to the servers, none to the local CPU."""
-    from sessions.engine.engine_process import EngineProcess
+    from sessions.engine.process import EngineProcess
 
     settings = split_settings("llama", shared_pair.endpoints, n_gpu_layers="auto")
     engine = EngineProcess(tiny_model("llama"), settings, checkpoint_dir=None)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.engine.context import DecodeCancelled
-from sessions.engine.engine_process import EngineProcess
+from sessions.engine.process import EngineProcess
+from sessions.llama.context import DecodeCancelled
 from sessions.rpc.errors import EngineLost
 from sessions.sampling import SamplingSettings
 from tests.trials.crash_checks import CheckpointScanner

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from sessions.branching.branch_engine import BranchEngine
+from sessions.branching.segments import message_ends
+from sessions.branching.snapshot_policy import SnapshotPolicy
 from sessions.checkpoints import CheckpointStore, Kind, prefix_hash
 from sessions.checkpoints.file_format import HEADER_SIZE, parse_header
 from sessions.checkpoints.keys import address
-from sessions.engine.branch_engine import BranchEngine
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.segments import message_ends
-from sessions.engine.snapshot_policy import SnapshotPolicy
+from sessions.llama.context import ContextParams, LlamaContext
 from sessions.synth import make_model
 
 from .crash_checks import verify_file
@@ -103,7 +103,7 @@ class CheckpointTrials:
     """Every kind of damage on one memory kind's model, against one reference run."""
 
     def __init__(self, workdir: Path, arch: str, rng: random.Random) -> None:
-        from sessions.engine.model import LlamaModel
+        from sessions.llama.model import LlamaModel
 
         self.work, self.arch, self.rng = workdir, arch, rng
         quiet = lambda _fraction: None  # noqa: E731 - llama.cpp prints dots without one

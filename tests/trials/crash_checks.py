@@ -18,8 +18,8 @@ from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.errors import CorruptCheckpointError
 from sessions.checkpoints.file_format import HEADER_SIZE, check_header, check_payload, parse_header
 from sessions.checkpoints.keys import parse_address
-from sessions.engine.detokenizer import Detokenizer
-from sessions.engine.model import LlamaModel
+from sessions.llama.detokenizer import Detokenizer
+from sessions.llama.model import LlamaModel
 from sessions.store import SessionStore, StoreError
 
 

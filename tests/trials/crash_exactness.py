@@ -76,7 +76,7 @@ class ExactnessProbe:
         return ProbeResult(equal, count, problems, max(diffs) if diffs else 0.0)
 
     def _run(self, engine, store, tokens, ends, stepped) -> tuple[list[np.ndarray], int]:
-        from sessions.engine.branch_engine import BranchEngine
+        from sessions.branching.branch_engine import BranchEngine
 
         engine.ctx.clear()  # a new BranchEngine believes its sequence is empty: make it so
         branch = BranchEngine(engine.model, engine.ctx, store, interval=self.interval)

@@ -7,7 +7,7 @@ which with ``swa_full`` off holds ``2 * n_swa + n_ubatch`` cells rounded up to 2
 The cause was the order of the cells in the wrapped ring: flash attention sums over
 cells in buffer order, and a restore laid them out afresh. The engine now re-lays the
 window in position order at every segment boundary on every route
-(``sessions.engine.swa_layout``); these tests guard that, below and past the ring size.
+(``sessions.branching.swa_ring``); these tests guard that, below and past the ring size.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sessions.branching.branch_engine import BranchEngine, PrepareResult
+from sessions.branching.segments import message_ends
 from sessions.checkpoints import CheckpointStore
-from sessions.engine.branch_engine import BranchEngine, PrepareResult
-from sessions.engine.context import ContextParams, LlamaContext
-from sessions.engine.segments import message_ends
+from sessions.llama.context import ContextParams, LlamaContext
 from sessions.synth import make_model
 
 pytestmark = pytest.mark.engine
@@ -48,7 +48,7 @@ def _logits_after(model, store, tokens, ends, stepped, extra: int = 4) -> tuple[
 
 @pytest.fixture(scope="module")
 def gemma3():
-    from sessions.engine.model import LlamaModel
+    from sessions.llama.model import LlamaModel
 
     model = LlamaModel(make_model("gemma3", "tiny", swa_window=WINDOW), on_progress=lambda _f: None)
     yield model

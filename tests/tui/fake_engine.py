@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.engine.branch_engine import GenerateResult, PrepareResult, ProgressFn
-from sessions.engine.chat_template import ChatTemplate
-from sessions.engine.model import ModelInfo
-from sessions.engine.planner import Plan, SegmentInfo, SnapshotInfo, common_prefix
+from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
+from sessions.branching.planner import Plan, SegmentInfo, SnapshotInfo, common_prefix
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
+from sessions.llama.model import ModelInfo
 from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
+from sessions.templates.chat_template import ChatTemplate
 
 HOLD_LIMIT_SECONDS = 30.0
 """A held reply gives up after this long, so a broken test fails instead of hanging."""

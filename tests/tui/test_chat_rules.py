@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sessions.branching.planner import Plan
 from sessions.controller import ChatSnapshot
-from sessions.engine.planner import Plan
 from sessions.errors import ContextOverflow
 from sessions.sampling import SamplingSettings
 from sessions.store import Session

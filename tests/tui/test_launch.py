@@ -128,7 +128,7 @@ def test_engine_settings_come_from_the_config():
 
 
 def test_generation_leaves_a_core_to_the_screen():
-    from sessions.engine.context import default_threads
+    from sessions.llama.context import default_threads
 
     assert default_threads(1) == 1
     assert default_threads(4) == 3

@@ -169,7 +169,7 @@ async def test_the_cost_of_a_switch_shows_while_the_cursor_moves_over_the_tree(m
 
 
 def test_the_cost_line_says_what_a_switch_restores_and_evaluates():
-    from sessions.engine.planner import Plan, SegmentInfo
+    from sessions.branching.planner import Plan, SegmentInfo
     from tui.switch_cost import cost_words
 
     restore = Plan(keep=0, restore=(SegmentInfo(0, 5888, "ram", 12_300_000),), evaluate_from=5888,
@@ -185,8 +185,8 @@ async def test_a_switch_that_cannot_be_planned_leaves_the_cost_line_empty(make_a
     """``PLAN_ERRORS``: what the core refuses with, and a template that cannot render the branch."""
     from pathlib import Path
 
-    from sessions.engine.chat_template import TemplateError
     from sessions.store import DatabaseReplaced
+    from sessions.templates.chat_template import TemplateError
 
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:

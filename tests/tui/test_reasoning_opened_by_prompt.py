@@ -8,7 +8,7 @@ and a reply stopped inside its reasoning was shown whole as the answer.
 
 from __future__ import annotations
 
-from sessions.engine.chat_template import ChatTemplate
+from sessions.templates.chat_template import ChatTemplate
 from tests.conftest import SHARED
 from tests.tui.helpers import ready, reply_text, send, settle, start_reply_until_thinking
 from tui.widgets.reasoning_view import ReasoningView

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.engine.chat_template import ChatTemplate
+from sessions.templates.chat_template import ChatTemplate
 from tests.tui.helpers import ready, send, settle, shown_texts, type_text, wait_for
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.model_picker import ModelPicker

@@ -8,9 +8,9 @@ from textual.widgets import Input, Static
 from textual.widgets._tooltip import Tooltip
 
 from sessions.controller import SessionController
-from sessions.engine.chat_template import ChatTemplate
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
+from sessions.templates.chat_template import ChatTemplate
 from tests.tui.fake_engine import FakeEngineFactory
 from tests.tui.helpers import main_screen, ready, reply_text, send, settle, shown_texts, type_text, wait_for
 from tests.tui.test_pickers import HostApp, add_session

@@ -17,7 +17,7 @@ from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
-    from sessions.engine.planner import Plan
+    from sessions.branching.planner import Plan
 
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0

@@ -40,7 +40,7 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
 
 if TYPE_CHECKING:
-    from sessions.engine.planner import Plan
+    from sessions.branching.planner import Plan
     from tui.engine_work import Warmed
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "

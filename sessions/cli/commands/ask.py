@@ -110,8 +110,8 @@ def _check(args: argparse.Namespace, text: str) -> bool:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from sessions.cli.interrupts import Interrupts
     from sessions.controller import ControllerError, GenerationCancelled
-    from sessions.engine.model import ModelLoadError
     from sessions.events import Event, NoticeRaised, TextStreamed
+    from sessions.llama.model import ModelLoadError
     from sessions.runtime import open_runtime
     from sessions.text_safety import InertStream
     from sessions.tree import TreeError

@@ -36,7 +36,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from sessions import paths
-    from sessions.engine.context import default_threads
+    from sessions.llama.context import default_threads
     from sessions.rpc.errors import RpcError
     from sessions.rpc.server import serve
 

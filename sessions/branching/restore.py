@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.engine.planner import Plan
-from sessions.engine.restore_reads import RestoreReads, SnapshotRead
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
-from sessions.engine.swa_ring import LIVE
+from sessions.branching.planner import Plan
+from sessions.branching.restore_reads import RestoreReads, SnapshotRead
+from sessions.llama.sequences import LIVE
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
+    from sessions.branching.live import LiveSequence
     from sessions.checkpoints import Segment
-    from sessions.engine.live import LiveSequence
 
 
 class RestoreFailed(Exception):

@@ -21,18 +21,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.branching.captures import Captures, prefix_hashes
+from sessions.branching.planner import CostModel, LiveState, Plan, SegmentInfo, SnapshotInfo, plan_route
+from sessions.branching.restore import RouteRunner
+from sessions.branching.segments import batches, segment_boundaries
+from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
+from sessions.branching.swa_ring import SwaRing
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat
 from sessions.crashpoints import crashpoint
-from sessions.engine.batch_fill import TokenIds
-from sessions.engine.captures import Captures, prefix_hashes
-from sessions.engine.context import ContextFull, DecodeCancelled, LlamaContext
-from sessions.engine.model import LlamaModel
-from sessions.engine.planner import CostModel, LiveState, Plan, SegmentInfo, SnapshotInfo, plan_route
-from sessions.engine.restore import RouteRunner
-from sessions.engine.segments import batches, segment_boundaries
-from sessions.engine.snapshot_policy import SnapshotPolicy, segment_interval
-from sessions.engine.state_blob import SectionShape
-from sessions.engine.swa_ring import SwaRing
+from sessions.llama.batch_fill import TokenIds
+from sessions.llama.context import ContextFull, DecodeCancelled, LlamaContext
+from sessions.llama.model import LlamaModel
+from sessions.llama.state_blob import SectionShape
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
 
@@ -312,7 +312,7 @@ class BranchEngine:
         template puts after a reply belongs to the next message. Afterwards the
         checkpoints of the prompt and the reply are read out (``Captures.flush``).
         """
-        from sessions.engine.detokenizer import Detokenizer
+        from sessions.llama.detokenizer import Detokenizer
 
         t0 = time.perf_counter()
         began = len(self.live)

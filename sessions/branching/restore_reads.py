@@ -28,19 +28,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.checkpoints import Placed, Segment, StateSpan, StoreClosedError
-from sessions.engine.context import SEQUENCES
-from sessions.engine.ring_geometry import ring_bytes, ring_size
-from sessions.engine.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
-from sessions.engine.swa_ring import LIVE
+from sessions.llama.ring_geometry import ring_bytes, ring_size
+from sessions.llama.sequences import LIVE, SEQUENCES
+from sessions.llama.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
+    from sessions.branching.live import LiveSequence
+    from sessions.branching.planner import SegmentInfo
+    from sessions.branching.swa_ring import LaidRing, WindowInto
     from sessions.checkpoints import CheckpointStore
-    from sessions.engine.context import ContextParams
-    from sessions.engine.live import LiveSequence
-    from sessions.engine.model import ModelInfo
-    from sessions.engine.planner import SegmentInfo
-    from sessions.engine.swa_ring import LaidRing, WindowInto
+    from sessions.llama.context import ContextParams
+    from sessions.llama.model import ModelInfo
 
 log = logging.getLogger(__name__)
 

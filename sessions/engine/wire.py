@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sessions.engine.model import ModelInfo
 from sessions.engine.settings import EngineSettings
+from sessions.llama.model import ModelInfo
 from sessions.rpc.devices import Placement
 
 
@@ -44,9 +44,9 @@ class WireError:
 
 
 def _classes() -> dict[str, type[BaseException]]:
-    from sessions.engine.context import ContextFull, DecodeCancelled, DecodeError
-    from sessions.engine.model import ModelLoadError
     from sessions.errors import ContextOverflow, ControllerError
+    from sessions.llama.context import ContextFull, DecodeCancelled, DecodeError
+    from sessions.llama.model import ModelLoadError
     from sessions.rpc.errors import RpcError
 
     found = (ContextFull, DecodeCancelled, DecodeError, ModelLoadError, ContextOverflow, ControllerError,

@@ -18,18 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sessions.engine.abort_flag import AbortFlag
-from sessions.engine.batch_fill import BatchFiller, TokenIds
-from sessions.engine.model import LlamaModel
-from sessions.engine.native import held_errors, lib
-from sessions.engine.restore_memory import RestoreMemory
-from sessions.engine.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
-from sessions.engine.warm_buffers import WarmBuffers
-
-LIVE = 0
-SPARE = 1
-SEQUENCES = 2
-"""Sequence ids of a context (``n_seq_max``): the live one and the spare."""
+from sessions.llama.abort_flag import AbortFlag
+from sessions.llama.batch_fill import BatchFiller, TokenIds
+from sessions.llama.model import LlamaModel
+from sessions.llama.native import held_errors, lib
+from sessions.llama.restore_memory import RestoreMemory
+from sessions.llama.sequences import LIVE, SEQUENCES, SPARE
+from sessions.llama.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
+from sessions.llama.warm_buffers import WarmBuffers
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 

@@ -2,7 +2,7 @@
 
 In order of preference: the template the user chose (``--chat-template-file`` or the
 config), the one inside the GGUF, then a built-in template of the format the vocabulary
-reveals (``template_families``). Each candidate that is missing or refused adds its
+reveals (``sessions.templates.families``). Each candidate that is missing or refused adds its
 reason, so the one sentence the user reads (``ChatTemplate.fallback_reason``) says what
 was wrong and what is used instead, e.g. "the model has no chat template; using the Gemma
 template instead (its vocabulary has <start_of_turn>, <end_of_turn>)".
@@ -24,9 +24,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from sessions.engine.chat_template import ChatTemplate, TemplateError
-from sessions.engine.template_families import PLAIN, detect_family
-from sessions.engine.template_override import OverrideUnreadable, TemplateOverride
+from sessions.templates.chat_template import ChatTemplate, TemplateError
+from sessions.templates.families import PLAIN, detect_family
+from sessions.templates.override import OverrideUnreadable, TemplateOverride
 
 BASE_MODEL = ("this looks like a base model (its vocabulary has no chat markers): "
               "replies will continue your text rather than answer it")

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessions.engine.fingerprint import model_fingerprint
-from sessions.engine.native import held_errors, lib, log_lines
+from sessions.llama.fingerprint import model_fingerprint
+from sessions.llama.native import held_errors, lib, log_lines
 from sessions.memory_kind import MemoryKind
 from sessions.rpc.devices import Placement, PlacementLog
 
@@ -195,7 +195,7 @@ class LlamaModel:
 
     def special_tokens(self, candidates: Iterable[str]) -> frozenset[str]:
         """Which ``candidates`` are single control tokens here (chat markers, for instance)."""
-        from sessions.engine.vocab_markers import special_token_texts
+        from sessions.llama.vocab_markers import special_token_texts
 
         return special_token_texts(self._L, self.vocab, candidates)
 

@@ -1,6 +1,6 @@
 """The engine process: one ``LlamaChatEngine`` and its checkpoint store, driven over a socket.
 
-Started by ``EngineProcess`` as ``python -m sessions.engine.engine_child FD``. A listener
+Started by ``EngineProcess`` as ``python -m sessions.engine.child FD``. A listener
 thread reads every message as it arrives: a stop or abort takes effect at once (the
 engine checks it between batches and between tokens), calls are queued for the main
 thread, which runs them one at a time and streams progress and text back. When the
@@ -22,7 +22,7 @@ from dataclasses import fields
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from sessions.engine.engine_wire import Loaded, LoadRequest, to_wire
+from sessions.engine.wire import Loaded, LoadRequest, to_wire
 
 
 class _Channel:

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.engine.native import lib
+from sessions.llama.native import lib
 from sessions.sampling import SamplingSettings
 
 if TYPE_CHECKING:
-    from sessions.engine.context import LlamaContext
+    from sessions.llama.context import LlamaContext
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")], align=True)
 

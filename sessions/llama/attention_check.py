@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sessions.engine.native import held_errors, lib, log_lines
+from sessions.llama.native import held_errors, lib, log_lines
 
 if TYPE_CHECKING:
-    from sessions.engine.context import ContextParams
-    from sessions.engine.model import LlamaModel
+    from sessions.llama.context import ContextParams
+    from sessions.llama.model import LlamaModel
 
 log = logging.getLogger(__name__)
 

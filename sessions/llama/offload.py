@@ -11,8 +11,8 @@ many as fit. llama-server fits by building the model and its buffers without dat
 (``common_fit_params``, in llama.cpp's common library, which llama-cpp-python does not
 ship). Here the cost of each layer is estimated from the GGUF header instead: its tensor
 bytes, plus the keys and values of its attention heads for the whole context, in the
-cache types asked for (``sessions.engine.cache_types``). A sliding-window layer holds
-only llama.cpp's ring of cells (``sessions.engine.ring_geometry.ring_size``), where its
+cache types asked for (``sessions.llama.cache_types``). A sliding-window layer holds
+only llama.cpp's ring of cells (``sessions.llama.ring_geometry.ring_size``), where its
 architecture's layer pattern is known (``sliding_layers``); elsewhere it is counted at
 the full context, on the safe side. It matters: Gemma 3 27B with 32,768 tokens of
 context in F16 has 10 global layers of 256 MiB of cache each and 52 windowed ones of
@@ -138,8 +138,8 @@ def layer_costs(path: Path | str, n_ctx: int, cache_bytes: tuple[float, float] =
     (0: its trained length) and micro-batches of ``n_batch`` tokens (a sliding window's
     ring holds one besides the window), keys and values taking ``cache_bytes`` bytes each.
     ``ModelFileError`` when a header cannot be read."""
-    from sessions.engine.context import SEQUENCES
-    from sessions.engine.ring_geometry import padded, ring_size
+    from sessions.llama.ring_geometry import padded, ring_size
+    from sessions.llama.sequences import SEQUENCES
 
     path = Path(path)
     first = read_gguf_header(path)

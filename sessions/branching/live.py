@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from sessions.branching.swa_ring import SwaRing
     from sessions.checkpoints import CheckpointStore, StateCompat
-    from sessions.engine.context import LlamaContext
-    from sessions.engine.state_blob import SectionShape
-    from sessions.engine.swa_ring import SwaRing
+    from sessions.llama.context import LlamaContext
+    from sessions.llama.state_blob import SectionShape
     from sessions.memory_kind import MemoryKind
 
 

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sessions.branching.snapshot_policy import SnapshotPolicy, restart_spacing
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
-from sessions.engine.snapshot_policy import SnapshotPolicy, restart_spacing
-from sessions.engine.state_blob import FLAGS_FULL, FLAGS_PARTIAL
-from sessions.engine.swa_ring import LIVE
+from sessions.llama.sequences import LIVE
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.engine.live import LiveSequence
+    from sessions.branching.live import LiveSequence
 
 EMPTY = np.zeros(0, dtype=np.uint8)
 

@@ -10,7 +10,7 @@ from the tokens, since there is no text to look at.
 
 The formats are ``FAMILIES``, most specific first (a vocabulary holding the markers of two
 families, like Phi-4's ChatML plus ``<|im_sep|>``, matches the more specific one). Each
-family's template is a Jinja file in ``builtin_templates/``, named as llama.cpp names its
+family's template is a Jinja file in ``builtin/``, named as llama.cpp names its
 built-in template and rendering the same text (a test compares them), rendered in the same
 sandbox as a template from a file. ``plain`` is the transcript used for base models.
 """
@@ -80,5 +80,5 @@ def builtin_source(name: str) -> str:
     """The Jinja source of the built-in template ``name`` (a key of ``BY_NAME``)."""
     if name not in BY_NAME:
         raise KeyError(f"no built-in chat template named {name!r}")
-    folder = resources.files("sessions.engine") / "builtin_templates"
+    folder = resources.files("sessions.templates") / "builtin"
     return (folder / f"{name}.jinja").read_text(encoding="utf-8")

@@ -30,7 +30,7 @@ from jinja2 import BaseLoader, Environment, Template
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
-from sessions.engine import text_estimates as est
+from sessions.templates import text_estimates as est
 
 MAX_TEXT_CHARS = est.MAX_TEXT_CHARS
 """Largest single value, and largest total output, one render may produce (characters)."""

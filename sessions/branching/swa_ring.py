@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sessions.engine.ring_geometry import cell_runs, ring_positions, ring_size, window_positions, window_runs
-from sessions.engine.state_blob import (
+from sessions.llama.ring_geometry import cell_runs, ring_positions, ring_size, window_positions, window_runs
+from sessions.llama.sequences import LIVE, SPARE
+from sessions.llama.state_blob import (
     CELL_META,
     FLAGS_FULL,
     FLAGS_PARTIAL,
@@ -62,9 +63,6 @@ from sessions.engine.state_blob import (
 )
 
 log = logging.getLogger(__name__)
-
-LIVE = 0
-SPARE = 1
 
 
 def relabel(blob: np.ndarray, seq: int) -> None:

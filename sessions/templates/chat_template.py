@@ -5,7 +5,7 @@ bounded sandbox (no Python internals, no endless loops, no runaway strings) with
 Hugging Face templates expect: ``raise_exception``, ``strftime_now`` and an HF-style
 ``tojson``. A template that cannot even render a tiny test conversation is not worth
 trusting with a real one: ``ChatTemplate.compile`` refuses it with the reason in plain
-words, and a built-in template (``ChatTemplate.builtin``, chosen by ``template_choice``)
+words, and a built-in template (``ChatTemplate.builtin``, chosen by ``choice``)
 stands in, carrying that reason so the app can tell the user instead of failing on the
 first message.
 """
@@ -21,15 +21,15 @@ from typing import Any
 from jinja2 import Template
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 
-from sessions.engine.template_families import BY_NAME, builtin_source
-from sessions.engine.template_sandbox import (
+from sessions.reasoning import split_reply
+from sessions.templates.families import BY_NAME, builtin_source
+from sessions.templates.sandbox import (
     BASE_BUILD_CHARS,
     BASE_STEPS,
     BoundedSandbox,
     RenderLimitError,
     render_bounded,
 )
-from sessions.reasoning import split_reply
 
 MAX_SOURCE_CHARS = 1024 * 1024
 """Real chat templates are a few kilobytes; a megabyte of template is not a chat template."""
@@ -175,7 +175,7 @@ class ChatTemplate:
 
         ``variables`` are extra template variables (``enable_thinking``, ``reasoning_effort``,
         ...) passed to every render. The engine chooses its fallback from the model's
-        vocabulary instead (``template_choice.choose_template``).
+        vocabulary instead (``choice.choose_template``).
         """
         options: dict[str, Any] = dict(bos_token=bos_token, eos_token=eos_token, variables=variables)
         if not source or not source.strip():
@@ -222,7 +222,7 @@ class ChatTemplate:
     @classmethod
     def builtin(cls, name: str, *, reason: str | None = None, bos_token: str = "",
                 eos_token: str = "", variables: Mapping[str, Any] | None = None) -> ChatTemplate:
-        """The built-in template ``name`` (see ``template_families``).
+        """The built-in template ``name`` (see ``families``).
 
         With a ``reason`` it stands in for another template, and its ``fallback_reason``
         is that reason followed by which template is used instead.

@@ -6,7 +6,7 @@ matches ``NAME``, with ``chat_template`` (a built-in template's name, or Jinja t
 ``chat_template_file``. The file is read when the model is loaded, not when the config is,
 so editing the template and reloading the model picks the change up. What is read is as
 untrusted as a template inside a GGUF: it goes through the same sandbox and probe
-(``template_choice``).
+(``choice``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
-from sessions.engine.template_families import BY_NAME
+from sessions.templates.families import BY_NAME
 
 MAX_FILE_BYTES = 1024 * 1024
 """A chat template file larger than this is refused before it is read (see MAX_SOURCE_CHARS)."""

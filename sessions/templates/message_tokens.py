@@ -27,8 +27,8 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from sessions.engine.chat_template import ChatMessage, ChatTemplate, TemplateError
 from sessions.reasoning import prompt_opens_reasoning
+from sessions.templates.chat_template import ChatMessage, ChatTemplate, TemplateError
 
 Tokenize = Callable[[str, bool], list[int]]
 """``tokenize(text, add_bos)``: the model's tokenizer, parsing special tokens."""

@@ -3,7 +3,7 @@
 llama.cpp's RPC client has no way to report a lost server: it calls ``GGML_ABORT`` and the
 process ends, and a stop midway through a graph is an abort too. So when RPC servers are
 used, ``EngineProcess`` stands in for ``LlamaChatEngine`` (same ``ChatEngine`` protocol)
-and runs the real one, with its checkpoint store, in ``sessions.engine.engine_child``.
+and runs the real one, with its checkpoint store, in ``sessions.engine.child``.
 If a server dies, only the child ends: the next call raises ``EngineLost`` with one
 sentence naming the server, the reply being written is dropped (what the store has
 committed stays), and the call after that loads the model again in a new child, which
@@ -33,10 +33,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO
 
-from sessions.engine.chat_template import ChatTemplate
-from sessions.engine.engine_wire import Loaded, LoadRequest, WireError, from_wire
 from sessions.engine.settings import EngineSettings
+from sessions.engine.wire import Loaded, LoadRequest, WireError, from_wire
 from sessions.rpc.errors import EngineLost, RpcError
+from sessions.templates.chat_template import ChatTemplate
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class EngineProcess:
         env = dict(os.environ, GGML_NO_BACKTRACE="1")  # an abort must not wait for gdb
         try:
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "sessions.engine.engine_child", str(child_end.fileno())],
+                [sys.executable, "-m", "sessions.engine.child", str(child_end.fileno())],
                 pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr,
                 stderr=self._stderr, env=env, start_new_session=True,
             )
@@ -228,7 +228,7 @@ class EngineProcess:
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
         if should_stop():  # stopped before it began: the child would race the stop to a first token
-            from sessions.engine.branch_engine import GenerateResult
+            from sessions.branching.branch_engine import GenerateResult
             from sessions.stop_reason import StopReason
 
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
@@ -263,9 +263,9 @@ class EngineProcess:
 
 
 def _rebuilt(chosen: dict) -> ChatTemplate:
-    """The template the child's engine chose (``engine_child._Worker._template``), compiled here.
+    """The template the child's engine chose (``child._Worker._template``), compiled here.
 
-    The child chose it as an engine in this process would (``template_choice``: the user's
+    The child chose it as an engine in this process would (``sessions.templates.choice``: the user's
     override, the model's own, or a built-in picked by the vocabulary); choosing again here
     would need the model's vocabulary and read the override file a second time, which may
     have changed since. Compiling the same source with the same options gives the same
