@@ -14,7 +14,7 @@ from pathlib import Path
 from sessions.controller import SessionController
 from sessions.events import ModelLoaded, NoticeRaised
 from sessions.llama.attention_check import AttentionVerdict, VerdictLog
-from sessions.rpc.devices import Placement
+from sessions.llama.placement import Placement
 from tests.tui.fake_engine import FakeEngineFactory
 
 MISMATCH = ("resolve_fused_ops: layer 0 is assigned to device CUDA0 but Flash Attention is assigned to device CPU "

@@ -50,7 +50,7 @@ def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: List
 
 
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
-    from sessions.rpc.devices import describe_devices, placement_of
+    from sessions.llama.placement import describe_devices, placement_of
 
     info = engine.info
     devices = describe_devices(engine)

@@ -15,8 +15,9 @@ Measured on the project's 2-core machine: 0.5 s for a 3 MB model, 0.7 s for a 20
 llamachat makes itself (the demo model, ``sessions.synth``) are written by this program
 and are not tried.
 
-Run as ``python -m sessions.discovery.probe FILE``: exit status 0 when the file loads and
-decodes, 3 when llama.cpp refuses it (the real load then says why), anything else a crash.
+The child runs ``python -m sessions.llama.trial_load FILE``: exit status 0 when the file
+loads and decodes, 3 when llama.cpp refuses it (the real load then says why), anything else
+a crash.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from sessions import paths
 PROBE_TIMEOUT = 300.0
 CACHE_NAME = "probed-models.json"
 REFUSED = 3
+"""The trial's exit status when llama.cpp refuses the file without crashing."""
+TRIAL = "sessions.llama.trial_load"
+"""The module the child process runs (it imports llama.cpp; this one must not)."""
 
 
 def probe_once(path: Path) -> str | None:
@@ -99,7 +103,7 @@ def _try(path: Path) -> tuple[str | None, bool]:
     """(why the file is refused or None, whether it passed)."""
     env = dict(os.environ, GGML_NO_BACKTRACE="1")  # no debugger attached to the child
     try:
-        done = subprocess.run([sys.executable, "-m", "sessions.discovery.probe", str(path)],
+        done = subprocess.run([sys.executable, "-m", TRIAL, str(path)],
                               stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=PROBE_TIMEOUT)
     except subprocess.TimeoutExpired:
         return None, False  # a slow disk is no reason to refuse; tried again next time
@@ -125,32 +129,3 @@ def _crash(returncode: int, stderr: str) -> str:
     said = re.sub(r"\S*/(?=[^/\s]+:\d+:)", "", said)  # the source file's name, not the build folder
     detail = f": {said[-200:]}" if said else ""
     return f"invalid model file: llama.cpp crashed trying to load it ({how}{detail})"
-
-
-def _child(path: str) -> int:
-    """Load ``path``, make a small context, decode one token."""
-    import ctypes
-
-    from sessions.llama.native import lib
-
-    L = lib()
-    params = L.llama_model_default_params()
-    params.n_gpu_layers = 0
-    model = L.llama_model_load_from_file(path.encode(), params)
-    if not model:
-        return REFUSED
-    cp = L.llama_context_default_params()
-    cp.n_ctx, cp.n_batch, cp.n_ubatch = 64, 8, 8
-    cp.n_threads = cp.n_threads_batch = 1
-    ctx = L.llama_init_from_model(model, cp)
-    if not ctx:
-        return REFUSED
-    token = (ctypes.c_int32 * 1)(0)
-    rc = L.llama_decode(ctx, L.llama_batch_get_one(token, 1))
-    L.llama_free(ctx)
-    L.llama_model_free(model)
-    return 0 if rc == 0 else REFUSED
-
-
-if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sessions.engine.settings import EngineSettings
 from sessions.llama.model import ModelInfo
-from sessions.rpc.devices import Placement
+from sessions.llama.placement import Placement
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from sessions.llama.fingerprint import model_fingerprint
 from sessions.llama.native import held_errors, lib, log_lines
+from sessions.llama.placement import Placement, PlacementLog
 from sessions.memory_kind import MemoryKind
-from sessions.rpc.devices import Placement, PlacementLog
 
 
 class ModelLoadError(Exception):

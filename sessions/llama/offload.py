@@ -29,14 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 from sessions.discovery.ggml_types import tensor_nbytes
 from sessions.discovery.gguf_header import ModelFileError, read_gguf_header
 from sessions.discovery.model_card import split_part_paths
-
-if TYPE_CHECKING:
-    from sessions.rpc.backend import Device
+from sessions.llama.devices import Device, devices
 
 AUTO = "auto"
 ALL = "all"
@@ -188,8 +186,6 @@ def kv_bytes_per_cell(meta: dict, cache_bytes: tuple[float, float] = F16_CACHE) 
 def accelerator_free_bytes() -> list[int]:
     """Free memory of each GPU of this process that llama.cpp offloads to (RPC servers'
     devices not included); none when ggml's device registry cannot be reached."""
-    from sessions.rpc.backend import devices
-
     try:
         found = devices()
     except OSError:

@@ -1,11 +1,12 @@
-"""llama.cpp's RPC backend through ggml's registry: add servers, list devices, serve.
+"""llama.cpp's RPC backend through ggml's registry: add servers, and serve this machine's devices.
 
 Adding servers follows ``add_rpc_devices`` in llama.cpp's ``common/arg.cpp``: find the
 "RPC" backend, ask it for ``ggml_backend_rpc_add_server``, call that per endpoint and
 register the backend it returns; every model loaded afterwards in this process sees the
 servers' devices (placed before local GPUs), and ``n_gpu_layers`` spreads layers over
 them. A server added once stays for the life of the process (ggml has no removal), so
-the app runs RPC models in a child process (``sessions.engine.process``).
+the app runs RPC models in a child process (``sessions.engine.process``). The registry's
+devices, the servers' among them, are listed by ``sessions.llama.devices``.
 """
 
 from __future__ import annotations
@@ -13,34 +14,13 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sessions.llama.native import ggml
 from sessions.rpc.errors import REBUILD, RpcError
 from sessions.rpc.probe import ServerInfo, check_servers
 
-DEVICE_KINDS = {0: "CPU", 1: "GPU", 2: "iGPU", 3: "accelerator", 4: "meta"}
-
 _added: set[str] = set()
 _lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Device:
-    """One device in ggml's registry."""
-
-    name: str
-    """ggml's name: ``CPU``, ``CUDA0``, ``Metal``, ``RPC0``..."""
-    description: str
-    """The hardware (``AMD EPYC``, ``NVIDIA GeForce RTX 4090``) or, for RPC, the endpoint."""
-    kind: str
-    free_bytes: int | None = None
-    """Memory reported by the device (None for RPC devices, which would need a connection)."""
-    total_bytes: int | None = None
-
-    @property
-    def is_rpc(self) -> bool:
-        return self.name.startswith("RPC")
 
 
 def rpc_compiled_in() -> bool:
@@ -79,24 +59,6 @@ def add_servers(endpoints: Sequence[str]) -> list[ServerInfo]:
             g.register(server_reg)
             _added.add(endpoint)
     return infos
-
-
-def devices() -> list[Device]:
-    """Every device ggml knows in this process, local ones with their memory."""
-    g = ggml()
-    found = []
-    for index in range(g.dev_count()):
-        dev = g.dev_get(index)
-        name = (g.dev_name(dev) or b"?").decode("utf-8", "replace")
-        description = (g.dev_description(dev) or b"").decode("utf-8", "replace")
-        kind = DEVICE_KINDS.get(g.dev_type(dev), "device")
-        if name.startswith("RPC"):
-            found.append(Device(name, description, "RPC"))
-            continue
-        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
-        g.dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        found.append(Device(name, description, kind, free.value, total.value))
-    return found
 
 
 def serving_devices() -> list[int]:

@@ -19,7 +19,8 @@ def _gib(n: int | None) -> str:
 def local_devices_line() -> str:
     """``devices: CPU (AMD EPYC, 23.5 GiB free); RPC backend built in``."""
     try:
-        from sessions.rpc.backend import devices, rpc_compiled_in
+        from sessions.llama.devices import devices
+        from sessions.rpc.backend import rpc_compiled_in
 
         local = [d for d in devices() if not d.is_rpc]
         rpc = rpc_compiled_in()

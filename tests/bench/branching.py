@@ -221,7 +221,7 @@ class Bench:
 
     def placement_fields(self) -> dict:
         """Where the layers went: ``-ngl`` as resolved (``auto`` included) and the devices."""
-        from sessions.rpc.devices import describe_devices
+        from sessions.llama.placement import describe_devices
 
         engine = self.ctl.engine
         return {"n_gpu_layers": engine.ctx.params.n_gpu_layers, "devices": describe_devices(engine) or "CPU"}

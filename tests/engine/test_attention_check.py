@@ -33,7 +33,7 @@ def test_an_engine_with_a_layer_on_a_gpu_asks_and_keeps_the_answer(verdict, mode
     """What the engine does with each answer; the question is only asked with a GPU layer
     (here every layer is on the CPU, so the placement is told it has one)."""
     from sessions.engine import chat_engine
-    from sessions.rpc.devices import Placement
+    from sessions.llama.placement import Placement
 
     asked = []
 

@@ -193,7 +193,7 @@ def test_auto_on_this_machine_loads_as_the_cpu_did(model_paths):
 
 
 def test_layers_go_to_discrete_gpus_or_else_integrated_ones():
-    from sessions.rpc.backend import Device
+    from sessions.llama.devices import Device
 
     cpu, blas = Device("CPU", "AMD EPYC", "CPU", 20, 32), Device("BLAS", "OpenBLAS", "accelerator", 20, 32)
     cuda, igpu = Device("CUDA0", "RTX", "GPU", 8, 12), Device("Vulkan1", "Radeon 780M", "iGPU", 4, 16)

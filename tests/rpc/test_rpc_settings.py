@@ -14,7 +14,7 @@ from sessions.cli.runner import apply_flags
 from sessions.config import Config
 from sessions.engine.settings import EngineSettings
 from sessions.llama.context import ContextParams
-from sessions.rpc.devices import Placement, PlacementLog, describe_devices
+from sessions.llama.placement import Placement, PlacementLog, describe_devices
 from sessions.rpc.endpoints import EndpointError, check_offload, parse_endpoints
 from sessions.rpc.errors import REBUILD, RpcError
 from sessions.rpc.probe import probe

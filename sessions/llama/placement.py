@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sessions.llama.native import ggml
+
 _ASSIGNED = re.compile(r"load_tensors: layer\s+(\d+) assigned to device ([^,\s]+)")
 
 
@@ -101,8 +103,6 @@ class PlacementLog:
 
 def _label(name: str) -> str:
     """``RPC[endpoint]`` for an RPC device, ``name[hardware]`` for another."""
-    from sessions.llama.native import ggml
-
     try:
         g = ggml()
     except OSError:  # the registry cannot be reached on this platform: the name alone
