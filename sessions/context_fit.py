@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sessions.branch_tokens import freeze_all
+from sessions.errors import ContextOverflow, ControllerError
 from sessions.tree import Message
 
 
@@ -81,8 +82,6 @@ def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
 
 def check_trimmable(path: Sequence[Message]) -> None:
     """Refuse a branch that does not end with a user message waiting for an answer."""
-    from sessions.errors import ControllerError
-
     if not path or path[-1].role != "user":
         raise ControllerError("only a branch that ends with a message to answer can be trimmed")
 
@@ -92,8 +91,6 @@ def fit_branch(store, engine, session_id: int | None, path: Sequence[Message], *
     store keeps for this model. Renders and tokenizes the turns it tries, which takes
     long for a long chat: call it without the tree lock. Raises ``ContextOverflow``
     when the message to answer alone fills the context."""
-    from sessions.errors import ContextOverflow
-
     fingerprint = engine.info.fingerprint
     known = store.session_tokens(session_id) if session_id is not None else {}
     counts = {mid: len(by_model[fingerprint]) for mid, by_model in known.items() if fingerprint in by_model}
@@ -112,8 +109,6 @@ def add_trimmed(conv, engine, path: Sequence[Message], plan: TrimPlan) -> Messag
     Called under the tree lock; ``path`` was read under it before (``check_trimmable``),
     and its message to answer must still be there.
     """
-    from sessions.errors import ControllerError
-
     if path[-1].id not in conv.tree:
         raise ControllerError("the message to answer was deleted meanwhile: nothing was trimmed")
     if not plan.dropped:

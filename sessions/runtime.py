@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from sessions.config import Config
 from sessions.controller import EngineSettings, SessionController
+from sessions.engine import factory
 from sessions.events import Listener, NoticeRaised, ignore
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
@@ -48,8 +49,6 @@ def open_runtime(config: Config, *, listener: Listener = ignore, sampling: Sampl
     controller exists: what it finds then (a folder that is a file) is kept and joins the
     ``notices`` instead of being lost. ``engine_factory`` replaces the llama.cpp engine (tests).
     """
-    from sessions.engine.factory import llama_engine_factory, open_checkpoints
-
     with ExitStack() as stack:
         store = SessionStore.open()
         stack.callback(store.close)
@@ -64,11 +63,11 @@ def open_runtime(config: Config, *, listener: Listener = ignore, sampling: Sampl
                     return
             controller.listener(NoticeRaised(text, "warning"))
 
-        checkpoints = open_checkpoints(config, problem)
+        checkpoints = factory.open_checkpoints(config, problem)
         if checkpoints is not None:
             stack.callback(checkpoints.close)  # after the model: it waits for the disk writes
         made = SessionController(
-            store, engine_factory=engine_factory or llama_engine_factory(checkpoints, on_problem=problem),
+            store, engine_factory=engine_factory or factory.llama_engine_factory(checkpoints, on_problem=problem),
             settings=EngineSettings.from_config(config),
             sampling=sampling or config.effective_sampling(), listener=listener, checkpoints=checkpoints,
         )

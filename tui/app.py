@@ -70,6 +70,7 @@ class LlamaChatApp(App[None]):
         going away cannot leave hanging (``tui.terminal_driver``)."""
         driver = super().get_driver_class()
         if driver.__name__ == "LinuxDriver":
+            # Imported here: the Linux driver imports termios, which other platforms lack.
             from tui.terminal_driver import TerminalDriver
 
             return TerminalDriver

@@ -8,19 +8,19 @@ inside ``sessions.runtime.open_runtime`` (the same store, checkpoints and contro
 
 from __future__ import annotations
 
+from sessions import cli
 from sessions.cli.launch_options import LaunchOptions
+from tui.startup import StartupRequest
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sessions import cli
-
     return cli.main(argv, run_app=run_app)
 
 
 def run_app(options: LaunchOptions) -> int:
+    # Deferred: Textual and the engine load only when the app runs, not for a subcommand.
     from sessions.runtime import open_runtime
     from tui.app import STOP_SIGNALS, LlamaChatApp
-    from tui.startup import StartupRequest
 
     with open_runtime(options.config) as runtime:  # closing waits for a stopped reply to be stored
         app = LlamaChatApp(runtime.controller, config=options.config, startup=StartupRequest.from_options(options),

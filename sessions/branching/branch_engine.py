@@ -31,6 +31,7 @@ from sessions.checkpoints import CheckpointStore, Kind, StateCompat
 from sessions.crashpoints import crashpoint
 from sessions.llama.batch_fill import TokenIds
 from sessions.llama.context import ContextFull, DecodeCancelled, LlamaContext
+from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.model import LlamaModel
 from sessions.llama.state_blob import SectionShape
 from sessions.memory_kind import MemoryKind
@@ -312,8 +313,6 @@ class BranchEngine:
         template puts after a reply belongs to the next message. Afterwards the
         checkpoints of the prompt and the reply are read out (``Captures.flush``).
         """
-        from sessions.llama.detokenizer import Detokenizer
-
         t0 = time.perf_counter()
         began = len(self.live)
         prepared, reply_from = self._reply_from

@@ -16,6 +16,7 @@ from sessions.config.template_kwargs import problem as template_value_problem
 from sessions.config.validate import INT32_MAX, MAX_CONTEXT, MIN_CONTEXT, UINT32_MAX, max_threads
 from sessions.llama.cache_types import CACHE_TYPES
 from sessions.llama.offload import ALL, AUTO
+from sessions.rpc.endpoints import EndpointError, parse_endpoints
 
 LARGEST_ID = 2**63 - 1
 """The largest row id SQLite can hold."""
@@ -87,8 +88,6 @@ seed = whole_number(-1, "seed", UINT32_MAX)
 
 def rpc_servers(text: str) -> list[str]:
     """``--rpc HOST:PORT[,HOST:PORT...]``; an empty text means none (overrides the config)."""
-    from sessions.rpc.endpoints import EndpointError, parse_endpoints
-
     try:
         return list(parse_endpoints(text))
     except EndpointError as error:

@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from sessions.cli.interrupts import silence_stderr
 from sessions.config import Config
+from sessions.store import SessionStore
 from sessions.text_safety import inert, json_for_terminal
-
-if TYPE_CHECKING:
-    from sessions.store import SessionStore
 
 
 @dataclass
@@ -33,8 +31,6 @@ class CommandContext:
 
     def store(self) -> SessionStore:
         if self._store is None:
-            from sessions.store import SessionStore
-
             self._store = SessionStore.open()
             if self._store.recovery_notice:
                 self.note(f"warning: {self._store.recovery_notice}")

@@ -25,6 +25,7 @@ from sessions.cli.arguments import (
     threads,
 )
 from sessions.cli.errors import UsageError
+from sessions.rpc.report import local_devices_line
 
 PROG = "llamachat"
 
@@ -39,8 +40,6 @@ class Parser(argparse.ArgumentParser):
         """The help, and for ``llamachat --help`` this machine's devices (looked up only now)."""
         text = super().format_help()
         if self.prog == PROG:
-            from sessions.rpc.report import local_devices_line
-
             text += "\n" + local_devices_line() + "\n"
         return text
 

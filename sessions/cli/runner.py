@@ -25,6 +25,7 @@ from sessions.cli.launch_options import LaunchOptions, RunApp
 from sessions.cli.parser import PROG, build_parser
 from sessions.config import Config, ConfigError, load_config
 from sessions.config.model import ModelSettings
+from sessions.discovery import check_before_load
 from sessions.text_safety import inert
 
 
@@ -118,7 +119,6 @@ def _check_model(args: argparse.Namespace) -> None:
     """Fail before the app starts when ``-m`` names a file that cannot be a model."""
     if not getattr(args, "model", None):
         return
-    from sessions.discovery import check_before_load
 
     check_before_load(args.model)  # what would make llama.cpp abort the app, too
 

@@ -23,6 +23,7 @@ from sessions.config.toml_text import find_key_line
 from sessions.config.type_words import kind_of
 from sessions.llama.cache_types import CACHE_TYPES
 from sessions.llama.offload import ALL, AUTO
+from sessions.rpc.endpoints import EndpointError, parse_endpoints
 from sessions.sampling import BOUNDS as SAMPLING_BOUNDS
 from sessions.sampling import SamplingSettings
 
@@ -176,8 +177,6 @@ def check_value(rule: Rule, value: Any) -> tuple[Any, str | None]:
         if not math.isfinite(value):  # TOML writes them as nan and inf
             return None, f"must be a finite number, not {value!r}"
     if rule.kind == "endpoints":
-        from sessions.rpc.endpoints import EndpointError, parse_endpoints
-
         try:
             return list(parse_endpoints(value)), None
         except EndpointError as error:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sessions.conversation import Conversation
+from sessions.saved_marks import saved_message_ids as marks
 from sessions.store import SessionStore, StoreError
 
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ def context_used(conversation: Conversation, store: SessionStore, engine: ChatEn
 
 def saved_message_ids(conversation: Conversation, store: SessionStore, engine: ChatEngine) -> set[int]:
     """Messages whose state at their end is checkpointed (RAM or disk) for ``engine``'s model."""
-    from sessions.saved_marks import saved_message_ids as marks
-
     if conversation.session_id is None:
         return set()
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessions.exchange import import_file
 from sessions.sampling import SamplingSettings
 from sessions.store import SearchHit, SessionStore, SessionSummary
 
@@ -48,6 +49,4 @@ class SessionLibrary:
 
         Blocking (it reads and checks the whole file): run it in a worker thread.
         """
-        from sessions.exchange import import_file
-
         return import_file(self._store, path, sampling=self._sampling)

@@ -10,12 +10,10 @@ finds, the demo model is written on first use): the app runs it in thread worker
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from sessions import synth
+from sessions.discovery import ModelCard, discover_models, read_model_card
 from sessions.errors import ControllerError
-
-if TYPE_CHECKING:
-    from sessions.discovery import ModelCard
 
 DEMO_ARCH = "llama"
 DEMO_SIZE = "tiny"
@@ -28,14 +26,10 @@ class ModelCatalogue:
     def discover(self, config: object | None = None) -> list[ModelCard]:
         """Every model in the folders ``config`` names, the usual download caches and its
         ``model``; unusable files are listed with the reason (``discover_models``)."""
-        from sessions.discovery import discover_models
-
         return discover_models(config)
 
     def read_card(self, path: Path) -> ModelCard:
         """What the header of ``path`` says; ``ModelFileError`` when it is not a model file."""
-        from sessions.discovery import read_model_card
-
         return read_model_card(path)
 
     def model_to_reopen(self, own: str | None, configured: str | None) -> Path | None:
@@ -48,9 +42,7 @@ class ModelCatalogue:
 
     def demo_model(self) -> Path:
         """The demo model's file, made on first use; ``ControllerError`` if it cannot be written."""
-        from sessions.synth import SynthError, make_model
-
         try:
-            return make_model(DEMO_ARCH, DEMO_SIZE)
-        except (SynthError, OSError) as error:
+            return synth.make_model(DEMO_ARCH, DEMO_SIZE)
+        except (synth.SynthError, OSError) as error:
             raise ControllerError(f"the demo model could not be made: {error}") from error

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.events import Listener, ModelLoaded, ModelLoadProgressed, NoticeRaised
+from sessions.llama.fingerprint import is_legacy, legacy_fingerprint
+from sessions.llama.placement import describe_devices, placement_of
 
 if TYPE_CHECKING:
     from sessions.llama.model import ModelInfo
@@ -50,8 +52,6 @@ def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: List
 
 
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
-    from sessions.llama.placement import describe_devices, placement_of
-
     info = engine.info
     devices = describe_devices(engine)
     devices = "" if devices == "CPU" else devices  # only worth saying when not just this CPU
@@ -70,8 +70,6 @@ def carry_legacy_tokens(store: SessionStore, info: ModelInfo) -> int:
     afterwards the session records the new identity), and tokens move only when that
     hash is the old identity of this very file.
     """
-    from sessions.llama.fingerprint import is_legacy, legacy_fingerprint
-
     path = Path(info.path)
     olds = {f for f in store.fingerprints_used_with(str(path), str(path.resolve())) if is_legacy(f)}
     if not olds:

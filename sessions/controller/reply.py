@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from sessions.errors import ContextOverflow, GenerationCancelled
 from sessions.events import Listener, TextStreamed
+from sessions.llama.context import DecodeCancelled
 from sessions.reply_stats import reply_stats
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
@@ -80,8 +81,6 @@ def write_reply(
     first token counts from there. ``opens_in_reasoning`` goes into the stats
     (``GenerationStats.opened_in_reasoning``).
     """
-    from sessions.llama.context import DecodeCancelled
-
     if should_stop():
         raise GenerationCancelled("stopped before the reply started")
     if len(branch.tokens) >= engine.n_ctx:

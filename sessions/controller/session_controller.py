@@ -26,6 +26,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessions import context_fit
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
@@ -44,6 +45,8 @@ from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError
 from sessions.events import Listener, NoticeRaised, ignore
+from sessions.exchange import write_export
+from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import Message
@@ -192,8 +195,6 @@ class SessionController(ControllerBase):
 
     def export_session(self, path: Path, kind: ExportKind, *, whole_tree: bool = False) -> Path:
         """Write the open session to ``path`` (0600, atomically); safe from a worker thread."""
-        from sessions.exchange import write_export
-
         return write_export(self._store, self._saved_id(), path, kind, whole_tree=whole_tree)
 
     def delete_session(self, session_id: int) -> None:
@@ -346,8 +347,6 @@ class SessionController(ControllerBase):
 
     def warm(self, leaf_id: int | None = None) -> PrepareResult:
         """Make the branch ending at ``leaf_id`` (default: the head) live now, e.g. after a switch."""
-        from sessions.llama.context import DecodeCancelled
-
         with self._jobs.job():
             engine = self._engine()
             if self._jobs.stop_requested:
@@ -409,8 +408,6 @@ class SessionController(ControllerBase):
         """Continue a branch too long for the context in a new branch without its oldest turns
         (``context_fit``); ``reserve`` (room for the reply) defaults to the chat's reply length
         limit, at most a quarter of the context. Tokenizes without the tree lock. Blocking."""
-        from sessions import context_fit
-
         with self._jobs.job():
             engine = self._engine()
             with self._lock:

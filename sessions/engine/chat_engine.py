@@ -26,6 +26,9 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.offload import GpuLayers, resolve_gpu_layers
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sampler import Sampler
+from sessions.rpc.backend import add_servers
+from sessions.rpc.endpoints import check_offload
+from sessions.rpc.errors import RpcError
 from sessions.templates.choice import choose_template
 from sessions.templates.families import ALL_MARKERS
 from sessions.templates.override import TemplateOverride
@@ -58,16 +61,12 @@ class LlamaChatEngine:
         t0 = time.perf_counter()
         rpc_free: list[int] = []
         if rpc:
-            from sessions.rpc.backend import add_servers
-            from sessions.rpc.endpoints import check_offload
-
             check_offload(rpc, n_gpu_layers)
             rpc_free = [device.free_bytes for server in add_servers(rpc) for device in server.devices]
         cache_bytes = bytes_per_value(params.type_k), bytes_per_value(params.type_v)
         n_gpu_layers = resolve_gpu_layers(n_gpu_layers, model_path, params.n_ctx, rpc_free=rpc_free,
                                           cache_bytes=cache_bytes, n_batch=params.n_batch)
         if rpc and n_gpu_layers == 0:  # "auto" found no room
-            from sessions.rpc.errors import RpcError
 
             raise RpcError("the free memory of the RPC servers holds no layer of this model with its context "
                            "(-ngl auto): pass -ngl N to offload N layers anyway, or a smaller context (-c)")
@@ -82,7 +81,6 @@ class LlamaChatEngine:
         self.placement = self.model.placement
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()
-            from sessions.rpc.errors import RpcError
 
             raise RpcError("llama.cpp put no layer on the RPC servers (its device list does not show them)")
         devices = self.placement.key() if self.placement is not None else (

@@ -22,6 +22,8 @@ from dataclasses import fields
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from sessions.checkpoints import CheckpointStore
+from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.engine.wire import Loaded, LoadRequest, to_wire
 
 
@@ -38,9 +40,6 @@ class _Channel:
 
 
 def _open(request: LoadRequest, channel: _Channel):
-    from sessions.checkpoints import CheckpointStore
-    from sessions.engine.chat_engine import LlamaChatEngine
-
     s = request.settings
     store = None
     if request.checkpoint_dir is not None:

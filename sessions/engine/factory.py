@@ -13,10 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessions.checkpoints import CheckpointStore
+from sessions.engine.chat_engine import LlamaChatEngine
+from sessions.engine.process import EngineProcess
 from sessions.engine.settings import EngineSettings
 
 if TYPE_CHECKING:
-    from sessions.checkpoints import CheckpointStore
     from sessions.config import Config
     from sessions.engine.protocol import ChatEngine, EngineFactory
 
@@ -34,11 +36,8 @@ def llama_engine_factory(
 
     def make(path: Path, settings: EngineSettings, on_progress: Callable[[float], None]) -> ChatEngine:
         if settings.rpc and isolate_rpc:
-            from sessions.engine.process import EngineProcess
-
             return EngineProcess(path, settings, checkpoint_dir=checkpoints.directory if checkpoints else None,
                                  on_progress=on_progress, on_notice=on_problem)
-        from sessions.engine.chat_engine import LlamaChatEngine
 
         return LlamaChatEngine(
             path,
@@ -62,8 +61,6 @@ def open_checkpoints(config: Config, on_problem: Callable[[str], None] | None = 
     ``on_problem`` hears, in plain words, about checkpoint files that failed verification
     and were deleted; it may be called from the store's writer thread.
     """
-    from sessions.checkpoints import CheckpointStore
-
     if not config.checkpoints.enabled:
         return None
     return CheckpointStore(

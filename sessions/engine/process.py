@@ -33,9 +33,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO
 
+from sessions.branching.branch_engine import GenerateResult
 from sessions.engine.settings import EngineSettings
 from sessions.engine.wire import Loaded, LoadRequest, WireError, from_wire
 from sessions.rpc.errors import EngineLost, RpcError
+from sessions.rpc.probe import probe
+from sessions.stop_reason import StopReason
 from sessions.templates.chat_template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -159,8 +162,6 @@ class EngineProcess:
 
     def _lost(self, stuck: str | None) -> EngineLost:
         """End the child for good and say, in one sentence, what happened and to which server."""
-        from sessions.rpc.probe import probe
-
         self._kill()
         code = self._child.returncode if self._child is not None else None
         self._child = None  # the next call starts a new one
@@ -228,8 +229,6 @@ class EngineProcess:
 
     def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
         if should_stop():  # stopped before it began: the child would race the stop to a first token
-            from sessions.branching.branch_engine import GenerateResult
-            from sessions.stop_reason import StopReason
 
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)

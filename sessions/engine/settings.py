@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sessions import paths
 from sessions.config.model import CheckpointConfig
 from sessions.llama.cache_types import DEFAULT as DEFAULT_CACHE_TYPE
 from sessions.llama.cache_types import type_id
+from sessions.llama.context import ContextParams
 from sessions.llama.offload import AUTO, GpuLayers
 from sessions.templates.override import (
     ModelTemplateRule,
@@ -18,9 +20,6 @@ from sessions.templates.override import (
     rules_from_config,
     variables_for,
 )
-
-if TYPE_CHECKING:
-    from sessions.llama.context import ContextParams
 
 _CHECKPOINTS = CheckpointConfig()
 
@@ -68,15 +67,11 @@ class EngineSettings:
 
     def context_params(self) -> ContextParams:
         """The context these settings ask for."""
-        from sessions.llama.context import ContextParams
-
         return ContextParams(n_ctx=self.n_ctx, n_batch=self.n_batch, n_threads=self.threads,
                              type_k=type_id(self.cache_type_k), type_v=type_id(self.cache_type_v))
 
     @classmethod
     def from_config(cls, config) -> EngineSettings:
-        from sessions import paths
-
         template_file = getattr(config, "chat_template_file", None)
         return cls(
             n_ctx=config.n_ctx,

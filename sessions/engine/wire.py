@@ -17,8 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sessions.engine.settings import EngineSettings
-from sessions.llama.model import ModelInfo
+from sessions.errors import ContextOverflow, ControllerError
+from sessions.llama.context import ContextFull, DecodeCancelled, DecodeError
+from sessions.llama.model import ModelInfo, ModelLoadError
 from sessions.llama.placement import Placement
+from sessions.rpc.errors import RpcError
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,6 @@ class WireError:
 
 
 def _classes() -> dict[str, type[BaseException]]:
-    from sessions.errors import ContextOverflow, ControllerError
-    from sessions.llama.context import ContextFull, DecodeCancelled, DecodeError
-    from sessions.llama.model import ModelLoadError
-    from sessions.rpc.errors import RpcError
-
     found = (ContextFull, DecodeCancelled, DecodeError, ModelLoadError, ContextOverflow, ControllerError,
              RpcError, ValueError, RuntimeError, OSError, MemoryError)
     return {cls.__name__: cls for cls in found}

@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessions.discovery import ModelFileError, check_before_load
 from sessions.llama.fingerprint import model_fingerprint
 from sessions.llama.native import held_errors, lib, log_lines
 from sessions.llama.placement import Placement, PlacementLog
+from sessions.llama.vocab_markers import special_token_texts
 from sessions.memory_kind import MemoryKind
 
 
@@ -51,8 +53,6 @@ def _check_file(path: Path) -> None:
     file is as long as its tensor table says (a partly downloaded file is the usual
     case); llama.cpp itself would only say it failed.
     """
-    from sessions.discovery import ModelFileError, check_before_load
-
     if not path.exists():
         raise ModelLoadError(f"model file not found: {path}")
     if not path.is_file():
@@ -195,8 +195,6 @@ class LlamaModel:
 
     def special_tokens(self, candidates: Iterable[str]) -> frozenset[str]:
         """Which ``candidates`` are single control tokens here (chat markers, for instance)."""
-        from sessions.llama.vocab_markers import special_token_texts
-
         return special_token_texts(self._L, self.vocab, candidates)
 
     def is_eog(self, token: int) -> bool:

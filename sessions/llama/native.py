@@ -50,6 +50,7 @@ def lib() -> ModuleType:
         return _lib
     with _lock:
         if _lib is None:
+            # Deferred: loading llama.cpp's library is the cost that every other import avoids.
             import llama_cpp as L
 
             @L.llama_log_callback

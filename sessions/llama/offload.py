@@ -35,6 +35,7 @@ from sessions.discovery.ggml_types import tensor_nbytes
 from sessions.discovery.gguf_header import ModelFileError, read_gguf_header
 from sessions.discovery.model_card import split_part_paths
 from sessions.llama.devices import Device, devices
+from sessions.llama.sequences import SEQUENCES
 
 AUTO = "auto"
 ALL = "all"
@@ -136,8 +137,8 @@ def layer_costs(path: Path | str, n_ctx: int, cache_bytes: tuple[float, float] =
     (0: its trained length) and micro-batches of ``n_batch`` tokens (a sliding window's
     ring holds one besides the window), keys and values taking ``cache_bytes`` bytes each.
     ``ModelFileError`` when a header cannot be read."""
+    # Deferred: ring_geometry loads numpy; the config (and so the CLI) imports this module.
     from sessions.llama.ring_geometry import padded, ring_size
-    from sessions.llama.sequences import SEQUENCES
 
     path = Path(path)
     first = read_gguf_header(path)

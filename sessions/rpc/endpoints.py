@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sessions.rpc.errors import RpcError
+
 MAX_SERVERS = 16
 """``GGML_RPC_MAX_SERVERS`` in ``ggml-rpc.h``."""
 
@@ -52,7 +54,5 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
 def check_offload(rpc: Iterable[str], n_gpu_layers: int | str) -> None:
     """RPC servers hold only offloaded layers: with ``-ngl 0`` they would get none."""
     if tuple(rpc) and n_gpu_layers == 0:
-        from sessions.rpc.errors import RpcError
-
         raise RpcError("with -ngl 0 no layer goes to the RPC servers: pass -ngl all to offload every layer, "
                        "or a number of layers (set n_gpu_layers in config.toml to keep it)")

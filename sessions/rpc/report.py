@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sessions.llama.devices import devices
+from sessions.llama.offload import accelerator_free_bytes, describe
+from sessions.rpc.backend import rpc_compiled_in
 from sessions.rpc.errors import REBUILD, RpcError
+from sessions.rpc.probe import probe
 
 
 def _gib(n: int | None) -> str:
@@ -19,9 +23,6 @@ def _gib(n: int | None) -> str:
 def local_devices_line() -> str:
     """``devices: CPU (AMD EPYC, 23.5 GiB free); RPC backend built in``."""
     try:
-        from sessions.llama.devices import devices
-        from sessions.rpc.backend import rpc_compiled_in
-
         local = [d for d in devices() if not d.is_rpc]
         rpc = rpc_compiled_in()
     except (ImportError, OSError) as error:
@@ -33,8 +34,6 @@ def local_devices_line() -> str:
 
 def server_lines(endpoints: Sequence[str], timeout: float = 2.0) -> list[str]:
     """One line per RPC server: its devices and memory, or why it cannot be used."""
-    from sessions.rpc.probe import probe
-
     lines = []
     for endpoint in endpoints:
         try:
@@ -49,8 +48,6 @@ def offload_line(endpoints: Sequence[str], n_gpu_layers: int | str, gpus: Sequen
 
     ``gpus``: the local GPUs' free bytes (default: asked of ggml). Without a GPU or a
     server, nothing can leave the CPU, and the line says so."""
-    from sessions.llama.offload import accelerator_free_bytes, describe
-
     gpus = accelerator_free_bytes() if gpus is None else gpus
     if not endpoints and not gpus:
         return f"offload (-ngl {n_gpu_layers}): no GPU here, so every layer runs on the CPU"

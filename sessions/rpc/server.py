@@ -19,7 +19,9 @@ import threading
 import time
 from typing import TextIO
 
+from sessions.rpc.backend import require_rpc, serving_devices, start_server
 from sessions.rpc.errors import RpcError
+from sessions.rpc.probe import probe
 
 WARNING = """\
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
@@ -45,8 +47,6 @@ def _wait_until_listening(endpoint: str, probe_endpoint: str, stopped: threading
 
     ggml binds the socket without telling anyone, so the only way to know is to ask.
     """
-    from sessions.rpc.probe import probe
-
     deadline = time.monotonic() + READY_TIMEOUT
     while True:
         if stopped.is_set():
@@ -73,8 +73,6 @@ def _check_free(host: str, port: int) -> None:
 
 def serve(host: str, port: int, threads: int, cache_dir: str | None, out: TextIO, err: TextIO) -> int:
     """Serve until Ctrl+C (never returns then: see the module docstring), or fail with RpcError."""
-    from sessions.rpc.backend import require_rpc, serving_devices, start_server
-
     require_rpc()
     _check_free(host, port)
     endpoint = f"{host}:{port}"

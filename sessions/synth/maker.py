@@ -23,6 +23,7 @@ from . import tensors
 from .archs import ModelSpec, metadata, model_spec
 from .errors import SynthError
 from .vocab import build_vocab, marker_style
+from .weights import fill
 
 if TYPE_CHECKING:
     import gguf
@@ -101,10 +102,9 @@ def param_count(arch: str, size: str = "tiny", *, swa_window: int = 64) -> int:
 
 def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = None,
            markers: str = "chatml") -> None:
+    # Deferred: gguf and numpy load only when a model is written.
     import gguf
     import numpy as np
-
-    from .weights import fill
 
     vocab = build_vocab(spec.vocab_size, markers)
     writer = gguf.GGUFWriter(path, spec.arch)

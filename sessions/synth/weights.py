@@ -48,6 +48,7 @@ def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.ran
 
     ``silenced`` lists the token ids the model must (almost) never predict.
     """
+    # Deferred: numpy loads only when a model is written.
     import numpy as np
 
     shape, init = plan.shape, plan.init

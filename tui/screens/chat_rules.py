@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from sessions.controller import ChatSnapshot
+from sessions.controller import ChatSnapshot, ControllerError
+from sessions.controller.continuation import check_continuable
 from sessions.store import Session, title_from_text
 from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
@@ -94,9 +95,6 @@ def no_model_note(session: Session) -> str:
 
 def continue_problem(message: Message | None) -> str | None:
     """Why ``message`` cannot be continued, in words (None: it can)."""
-    from sessions.controller import ControllerError
-    from sessions.controller.continuation import check_continuable
-
     if message is None:
         return "Select the reply to continue first (Ctrl+Up)."
     try:

@@ -26,8 +26,14 @@ from sessions.cli.arguments import session_id
 from sessions.cli.ask_input import add_sampling_flags, message_text, sampling_overrides
 from sessions.cli.context import CommandContext, tell
 from sessions.cli.errors import CliError, UsageError
-from sessions.cli.interrupts import silence_stdout
-from sessions.errors import TurnTaken
+from sessions.cli.interrupts import Interrupts, silence_stdout
+from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, TurnTaken
+from sessions.events import Event, NoticeRaised, TextStreamed
+from sessions.llama.model import ModelLoadError
+from sessions.stop_reason import StopReason
+from sessions.store import HeadMoved
+from sessions.text_safety import InertStream
+from sessions.tree import TreeError
 
 PLACE_TRIES = 3
 """Times ``ask`` places its message again when another window moved the head meanwhile."""
@@ -108,13 +114,8 @@ def _check(args: argparse.Namespace, text: str) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.cli.interrupts import Interrupts
-    from sessions.controller import ControllerError, GenerationCancelled
-    from sessions.events import Event, NoticeRaised, TextStreamed
-    from sessions.llama.model import ModelLoadError
+    # Deferred: the runtime loads numpy and the engine, which the other commands do not.
     from sessions.runtime import open_runtime
-    from sessions.text_safety import InertStream
-    from sessions.tree import TreeError
 
     text = message_text(args.text, wanted=not _takes_no_text(args))
     if args.system:
@@ -245,8 +246,6 @@ class _Output:
 
 
 def _stopped_words(cause: str, reply: Message) -> str:
-    from sessions.stop_reason import StopReason
-
     if reply.stats is not None and reply.stats.stop_reason == StopReason.CANCELLED:
         return (f"{cause}: the reply so far is saved as stopped (message {reply.id}; `llamachat ask --session "
                 f"{reply.session_id} --continue {reply.id}` writes more)")
@@ -262,8 +261,6 @@ def _answer(controller: SessionController, args: argparse.Namespace, sampling: S
     controller would not see it again, so ``stopped`` is asked before each next step, or
     the reply would be written whole.
     """
-    from sessions.controller import ContextOverflow, GenerationCancelled
-
     try:
         return controller.generate_reply(sampling=sampling)
     except ContextOverflow as error:
@@ -288,8 +285,6 @@ def _place_message(controller: SessionController, args: argparse.Namespace, text
     another window moved the head since, the chat is read again and the message placed
     on the head as it is now.
     """
-    from sessions.store import HeadMoved
-
     for attempt in range(PLACE_TRIES):
         try:
             _place_once(controller, args, text, answer_waiting)

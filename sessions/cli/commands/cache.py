@@ -14,10 +14,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessions import paths
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import UsageError
 from sessions.cli.formatting import human_size, table
 from sessions.config.sizes import size_text
+from sessions.store import SessionNotFound
 
 if TYPE_CHECKING:
     from sessions.checkpoint_owners import Ownership
@@ -35,8 +37,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions import paths
-
     folder = paths.checkpoints_dir()
     if args.action == "clear":
         if args.json:
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.cli.cache_usage import folder_usage, model_names
 
     usage = folder_usage(folder)
@@ -84,8 +85,8 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
 
 
 def _session_share(ctx: CommandContext, folder: Path, session_id: int) -> Ownership:
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.checkpoint_owners import ChatTokens, ownership_on_disk
-    from sessions.store import SessionNotFound
 
     store = ctx.store()
     if not any(summary.id == session_id for summary in store.list_sessions()):
@@ -94,6 +95,7 @@ def _session_share(ctx: CommandContext, folder: Path, session_id: int) -> Owners
 
 
 def _clear_session(ctx: CommandContext, folder: Path, session_id: int) -> int:
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.checkpoints import remove_files
 
     share = _session_share(ctx, folder, session_id)
@@ -105,6 +107,7 @@ def _clear_session(ctx: CommandContext, folder: Path, session_id: int) -> int:
 
 
 def _clear_all(ctx: CommandContext, folder: Path) -> int:
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.checkpoints import list_files, remove_files
 
     removed = remove_files(list_files(folder, headers=False))

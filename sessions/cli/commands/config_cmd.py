@@ -6,6 +6,8 @@ import argparse
 
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
+from sessions.config import config_template
+from sessions.config.files import write_config_text
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -28,8 +30,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not args.init:
         show(ctx)
         return 0
-    from sessions.config import config_template
-    from sessions.config.files import write_config_text
 
     if path.exists():
         raise CliError(f"{path} already exists; not overwriting it")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from sessions import paths
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
-from sessions.cli.formatting import title_text
+from sessions.cli.formatting import human_size, title_text
+from sessions.cli.interrupts import Interrupts
+from sessions.store import SessionNotFound
 
 if TYPE_CHECKING:
     from sessions.checkpoint_owners import ChatTokens
-    from sessions.cli.interrupts import Interrupts
     from sessions.store import SessionSummary
 
 
@@ -40,9 +42,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     commit begins; once it has, the sessions deleted are still listed, and one line says
     which of the two happened.
     """
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.checkpoint_owners import ChatTokens
-    from sessions.cli.interrupts import Interrupts
-    from sessions.store import SessionNotFound
 
     store = ctx.store()
     ids = list(dict.fromkeys(args.ids))
@@ -82,10 +83,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _remove_checkpoints(ctx: CommandContext, chats: list[ChatTokens]) -> None:
     """Delete the checkpoint files only the deleted sessions reached. The sessions are
     gone already, so whatever fails here is a warning: the files are evicted in time."""
-    from sessions import paths
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.checkpoint_owners import ownership_on_disk
     from sessions.checkpoints import remove_files
-    from sessions.cli.formatting import human_size
 
     try:
         removed = remove_files(ownership_on_disk(ctx.store(), chats, paths.checkpoints_dir()).own)

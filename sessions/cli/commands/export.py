@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
+from sessions.cli.interrupts import signals_raise
+from sessions.exchange import export_text, write_export
+from sessions.text_safety import inert, json_for_terminal
 
 if TYPE_CHECKING:
     from sessions.exchange import ExportKind
@@ -30,8 +33,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _for_stdout(text: str, fmt: str, out) -> str:
     """JSON stays the same value with C1 controls escaped; Markdown on a terminal is made
     inert (piped into a file it stays exactly the text of the chat)."""
-    from sessions.text_safety import inert, json_for_terminal
-
     if fmt == "json":
         return json_for_terminal(text)
     isatty = getattr(out, "isatty", None)
@@ -39,9 +40,6 @@ def _for_stdout(text: str, fmt: str, out) -> str:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.cli.interrupts import signals_raise
-    from sessions.exchange import export_text, write_export
-
     fmt = args.format
     if fmt is None:
         fmt = "json" if args.output and args.output.lower().endswith(".json") else "md"

@@ -18,6 +18,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sessions.cli.context import CommandContext
+from sessions.cli.interrupts import Interrupts
+from sessions.exchange import ImportStopped, import_file
 from sessions.text_safety import inert
 
 if TYPE_CHECKING:
@@ -37,9 +39,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions.cli.interrupts import Interrupts
-    from sessions.exchange import ImportStopped, import_file
-
     store = ctx.store()
     stops = Interrupts(lambda: None)  # the import asks ``stop_requested`` between its steps
     try:

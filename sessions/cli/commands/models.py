@@ -11,6 +11,8 @@ import argparse
 
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import human_count, human_size, table
+from sessions.discovery import discover_models, search_roots
+from sessions.rpc.report import local_devices_line, offload_line, server_lines
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -37,8 +39,8 @@ def card_dict(card) -> dict:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.cli.cache_usage import usage_line
-    from sessions.discovery import discover_models, search_roots
 
     cards = discover_models(ctx.config, include_auxiliary=args.all)
     if args.json:
@@ -75,8 +77,6 @@ def _print_devices(ctx: CommandContext) -> None:
 
     On stderr, like the other remarks: stdout stays the table a script reads.
     """
-    from sessions.rpc.report import local_devices_line, offload_line, server_lines
-
     ctx.note(local_devices_line())
     for line in server_lines(ctx.config.rpc):
         ctx.note(line)

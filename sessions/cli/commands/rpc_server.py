@@ -10,9 +10,12 @@ from __future__ import annotations
 import argparse
 import ipaddress
 
+from sessions import paths
 from sessions.cli.arguments import whole_number
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
+from sessions.rpc.errors import RpcError
+from sessions.rpc.server import serve
 
 DEFAULT_PORT = 50052
 
@@ -35,10 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    from sessions import paths
+    # Deferred: the context module loads numpy, which the CLI does not load to start.
     from sessions.llama.context import default_threads
-    from sessions.rpc.errors import RpcError
-    from sessions.rpc.server import serve
 
     if args.port > 65535:
         raise CliError(f"the port must be a number from 1 to 65535, not {args.port}")
