@@ -219,7 +219,7 @@ def test_every_error_meant_for_the_user_is_where_the_runner_looks():
 ])
 def test_sizes_never_read_a_thousand_of_a_unit(size, shown):
     """A size just under the next unit rounds up into it: never "1000.0 KB"."""
-    from sessions.cli.formatting import human_size
+    from sessions.units import human_size
 
     assert human_size(size) == shown
 

@@ -27,8 +27,7 @@ from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
 
-from sessions.config import Config
-from sessions.controller import SessionController
+from sessions.controller import Config, SessionController
 from tui.bindings import PALETTE, bindings_for, check_overrides
 from tui.commands import ActionCommands
 from tui.events import Forwarder

@@ -19,13 +19,17 @@ from typing import TYPE_CHECKING, Any
 from textual.dom import DOMNode
 from textual.worker import Worker
 
-from sessions.controller import ControllerError, GenerationCancelled, SessionController
-from sessions.store import StoreError
-from sessions.tree import TreeError
+from sessions.controller import (
+    ControllerError,
+    DecodeCancelled,
+    GenerationCancelled,
+    SessionController,
+    StoreError,
+    TreeError,
+)
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult
-    from sessions.branching.planner import Plan
+    from sessions.controller import Plan, PrepareResult
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
@@ -44,8 +48,6 @@ class Warmed:
 
 def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None:
     """Plain words and a severity for a failed job; None when it needs no message."""
-    from sessions.llama.context import DecodeCancelled
-
     if isinstance(error, GenerationCancelled):
         return "Stopped before the reply started.", "information"
     if isinstance(error, DecodeCancelled):

@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING
 
 from textual.dom import DOMNode
 
-from sessions.cli.formatting import human_size
-from sessions.controller import SessionController
-from sessions.templates.chat_template import TemplateError
+from sessions.controller import SessionController, TemplateError, human_size
 from tui.engine_work import GESTURE_ERRORS
 from tui.screens.chat_rules import about
 
 if TYPE_CHECKING:
-    from sessions.branching.planner import Plan
+    from sessions.controller import Plan
 
 PLAN_ERRORS = (*GESTURE_ERRORS, TemplateError)
 """What planning a switch may raise: a refusal of the core (no model, a chat changed or

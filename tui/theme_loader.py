@@ -40,9 +40,7 @@ from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
-from sessions import paths
-from sessions.bounded_read import NotRegularFile, read_regular_file
-from sessions.config import ConfigError, update_config
+from sessions.controller import ConfigError, NotRegularFile, config_dir, read_regular_file, update_config
 
 MAX_THEME_BYTES = 1024 * 1024
 """A theme file larger than this is not one; it is refused unread."""
@@ -214,7 +212,7 @@ def _theme_files(folder: Path | Traversable) -> list[Path | Traversable]:
 
 
 def user_themes_dir() -> Path:
-    return paths.config_dir() / "themes"
+    return config_dir() / "themes"
 
 
 def load_themes(user_dir: Path | None = None) -> tuple[list[Theme], list[str]]:

@@ -12,8 +12,8 @@ from sessions import paths
 from sessions.checkpoints import list_files
 from sessions.checkpoints.keys import model_folder
 from sessions.cli.context import CommandContext
-from sessions.cli.formatting import human_size
 from sessions.config.sizes import size_text
+from sessions.units import human_size
 
 
 @dataclass

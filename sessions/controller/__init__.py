@@ -3,24 +3,81 @@
 ``job_control`` holds the engine lock and the stop protocol, ``model_loading`` swaps
 models, ``reply`` writes one reply, ``snapshot`` is what the UI reads,
 ``library`` the saved sessions and ``model_catalogue`` the models to choose from.
+The UI imports the core from here (and ``sessions.events``) alone, so every type, error
+and helper it needs is re-exported below. May import any package of the core but the CLI.
 """
 
+from sessions.bounded_read import NotRegularFile, read_regular_file
+from sessions.branching.branch_engine import PrepareResult
+from sessions.branching.planner import Plan
+from sessions.config import Config, ConfigError, update_config
+from sessions.config.sampling_input import LABELS as SAMPLING_LABELS
+from sessions.config.sampling_input import SamplingValueError, parse_sampling_value
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
+from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, ReplyNotSaved, TurnTaken
+from sessions.exchange import ExchangeError, ExportKind, Imported
+from sessions.llama.context import DecodeCancelled
+from sessions.memory_kind import MemoryKind
+from sessions.paths import config_dir
+from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
+from sessions.sampling import SamplingSettings
+from sessions.stop_reason import StopReason
+from sessions.store import SearchHit, Session, SessionSummary, StoreError, title_from_text
+from sessions.templates.chat_template import TemplateError
+from sessions.text_safety import inert, is_inert
+from sessions.tree import ConversationTree, Message, TreeError
+from sessions.units import human_count, human_size
 
 __all__ = [
+    "SAMPLING_LABELS",
     "ChatSettings",
     "ChatSnapshot",
+    "Config",
+    "ConfigError",
     "ContextOverflow",
     "ControllerError",
+    "ConversationTree",
+    "DecodeCancelled",
     "EngineSettings",
+    "ExchangeError",
+    "ExportKind",
     "GenerationCancelled",
+    "Imported",
+    "MemoryKind",
+    "Message",
+    "ModelCard",
     "ModelCatalogue",
+    "ModelFileError",
+    "NotRegularFile",
+    "Plan",
+    "PrepareResult",
+    "ReasoningSplitter",
     "ReplyNotSaved",
+    "ReplyView",
+    "SamplingSettings",
+    "SamplingValueError",
+    "SearchHit",
+    "Session",
     "SessionController",
+    "SessionSummary",
+    "StopReason",
+    "StoreError",
+    "TemplateError",
+    "TreeError",
     "TurnTaken",
+    "config_dir",
+    "human_count",
+    "human_size",
+    "inert",
+    "is_inert",
+    "parse_sampling_value",
+    "read_regular_file",
+    "split_reply",
+    "title_from_text",
+    "update_config",
 ]

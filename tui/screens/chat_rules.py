@@ -11,14 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from sessions.controller import ChatSnapshot, ControllerError
+from sessions.controller import ChatSnapshot, ControllerError, Message, Session, title_from_text
 from sessions.controller.continuation import check_continuable
-from sessions.store import Session, title_from_text
-from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
-    from sessions.branching.planner import Plan
+    from sessions.controller import Plan
 
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0

@@ -22,8 +22,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from sessions import events as core
-from sessions.config import Config
-from sessions.controller import ChatSnapshot, ContextOverflow, SessionController
+from sessions.controller import ChatSnapshot, Config, ContextOverflow, SessionController
 from tui.bindings import current_key, spec
 from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
 from tui.events import CoreEvent, severity
@@ -40,7 +39,7 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
 
 if TYPE_CHECKING:
-    from sessions.branching.planner import Plan
+    from sessions.controller import Plan
     from tui.engine_work import Warmed
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "

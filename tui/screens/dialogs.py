@@ -23,8 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from textual.widgets.button import ButtonVariant
 
-from sessions.exchange import ExchangeError, ExportKind
-from sessions.store import StoreError
+from sessions.controller import ExchangeError, ExportKind, StoreError
 from tui.safe_text import for_input, inert
 
 EXTENSIONS = {"markdown": ".md", "json": ".json"}

@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessions.exchange import ExchangeError, Imported
-from sessions.store import StoreError
+from sessions.controller import ExchangeError, Imported, StoreError
 from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules
 from tui.screens.dialogs import ConfirmScreen, TextPrompt

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from textual import events, on
 
-from sessions.tree import Message
+from sessions.controller import Message
 from tui.bindings import bindings_for
 from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules, library_flow, settings_flow

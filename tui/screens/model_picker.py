@@ -25,10 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 from textual.worker import Worker, WorkerState
 
-from sessions.cli.formatting import human_count, human_size
-from sessions.controller import ControllerError
-from sessions.discovery import ModelCard, ModelFileError
-from sessions.memory_kind import MemoryKind
+from sessions.controller import ControllerError, MemoryKind, ModelCard, ModelFileError, human_count, human_size
 from tui.safe_text import inert
 
 if TYPE_CHECKING:

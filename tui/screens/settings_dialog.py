@@ -20,9 +20,13 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from sessions.config.sampling_input import LABELS, SamplingValueError, parse_sampling_value
-from sessions.controller import ChatSettings
-from sessions.sampling import SamplingSettings
+from sessions.controller import (
+    SAMPLING_LABELS,
+    ChatSettings,
+    SamplingSettings,
+    SamplingValueError,
+    parse_sampling_value,
+)
 from tui.safe_text import for_input, inert
 
 FIELDS = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed")
@@ -58,7 +62,7 @@ class ChatSettingsScreen(ModalScreen[ChatSettings | None]):
                            soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
             with Grid(id="settings-sampling"):
                 for name in FIELDS:
-                    yield Label(LABELS[name], classes="settings-label")
+                    yield Label(SAMPLING_LABELS[name], classes="settings-label")
                     value = shown_value(getattr(self._settings.sampling, name))
                     yield Input(value, id=f"settings-{name}", compact=True, tooltip=HINTS[name],
                                 select_on_focus=True)

@@ -21,10 +21,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.timer import Timer
 
-from sessions.controller import ChatSnapshot
+from sessions.controller import ChatSnapshot, Message, StopReason
 from sessions.controller.continuation import CAN_CONTINUE
-from sessions.stop_reason import StopReason
-from sessions.tree import Message
 from tui.safe_text import inert
 from tui.widgets.message_view import MessageView, opened_in_reasoning
 

@@ -32,8 +32,7 @@ from textual.message import Message as WidgetMessage
 from textual.widgets import Label, Markdown
 from textual.widgets.markdown import MarkdownStream
 
-from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
-from sessions.tree import Message
+from sessions.controller import Message, ReasoningSplitter, ReplyView, split_reply
 from tui.safe_text import inert
 from tui.widgets.chat_markdown import chat_parser
 from tui.widgets.reasoning_view import ReasoningView

@@ -30,9 +30,8 @@ from textual.widget import Widget
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from sessions.store import title_from_text
-from sessions.tree import ConversationTree
-from sessions.tree import Message as ChatMessage
+from sessions.controller import ConversationTree, title_from_text
+from sessions.controller import Message as ChatMessage
 from tui.safe_text import inert
 
 ROLE_ICONS = {"system": "⚙", "user": "❯", "assistant": "✦"}

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 from sessions import paths
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import UsageError
-from sessions.cli.formatting import human_size, table
+from sessions.cli.formatting import table
 from sessions.config.sizes import size_text
 from sessions.store import SessionNotFound
+from sessions.units import human_size
 
 if TYPE_CHECKING:
     from sessions.checkpoint_owners import Ownership

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from sessions import paths
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
-from sessions.cli.formatting import human_size, title_text
+from sessions.cli.formatting import title_text
 from sessions.cli.interrupts import Interrupts
 from sessions.store import SessionNotFound
+from sessions.units import human_size
 
 if TYPE_CHECKING:
     from sessions.checkpoint_owners import ChatTokens

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 
 from sessions.cli.context import CommandContext
-from sessions.cli.formatting import human_count, human_size, table
+from sessions.cli.formatting import table
 from sessions.discovery import discover_models, search_roots
 from sessions.rpc.report import local_devices_line, offload_line, server_lines
+from sessions.units import human_count, human_size
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
