@@ -3,6 +3,7 @@
 ``CheckpointStore`` is the whole API the engine needs: ``put`` a ``Segment`` after each
 message boundary, ``get`` it back (verified) when a branch is rebuilt. Pure Python: the
 blobs are opaque here, so nothing in this package imports llama.cpp.
+May import only the core's small modules (``durable``, ``paths``); never llama, branching or the engine.
 """
 
 from .errors import CheckpointError, InvalidSegmentError, StoreClosedError

@@ -3,7 +3,8 @@
 ``tui.launch.main`` calls ``main(argv, run_app=...)``; without a subcommand ``main``
 hands ``run_app`` a ``LaunchOptions`` (the config with the flags applied, and what to
 open first). Subcommands work on the session store, the exchange formats, model
-discovery and the config file, all without the UI.
+discovery and the config file, all without the UI. May import the runtime, the
+controller and everything below them; nothing in the core imports it.
 """
 
 from sessions.cli.launch_options import LaunchOptions, RunApp

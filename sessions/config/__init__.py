@@ -2,6 +2,8 @@
 
 The public names live here; the package is split by concern (the dataclasses, the
 field checks, TOML line handling, file reading and writing, the commented template).
+May import the words it shares with ``llama``, ``templates`` and ``rpc``; never the engine,
+the controller or the store.
 """
 
 from sessions.config.files import (

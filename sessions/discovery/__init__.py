@@ -2,7 +2,8 @@
 
 ``discover_models`` searches the configured folders and the caches of the usual download
 tools; ``read_model_card`` describes one file. Neither loads llama.cpp, gguf or numpy, so
-the model list and ``llamachat models`` are instant.
+the model list and ``llamachat models`` are instant. May import only the core's small
+modules; never llama.cpp's bindings (they import this package) or the engine.
 """
 
 from __future__ import annotations

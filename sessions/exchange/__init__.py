@@ -5,6 +5,7 @@ the llama.cpp web UI's conversation export, and ChatGPT's ``conversations.json``
 format is recognised from the file's content, not its name. Each session is imported
 whole or not at all; in a file of many conversations, one that cannot be read is skipped
 and said so (``Imported.skipped``), the others imported.
+May import the store and the config; never the engine or the controller.
 """
 
 from __future__ import annotations

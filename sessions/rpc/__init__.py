@@ -7,4 +7,5 @@ over TCP; this one adds each server to ggml's device registry before a model loa
 or busy server is a sentence naming it instead of a hang or an abort inside llama.cpp.
 ``endpoints`` parses ``HOST:PORT`` lists without importing anything heavy. Which devices a
 loaded model's layers went to is the bindings' to say (``sessions.llama.placement``).
+May import ``llama`` (ggml's registry); never branching, the engine or the controller.
 """

@@ -2,6 +2,7 @@
 
 Import from here: ``SessionStore`` does the work, the records are frozen snapshots, and
 every failure is a ``StoreError`` with a message fit to show the user.
+May import only the core's small modules (``tree``, ``sampling``, ``durable``); never the engine.
 """
 
 from sessions.store.errors import (
