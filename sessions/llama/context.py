@@ -60,7 +60,7 @@ class ContextParams:
     n_ctx: int = 8192
     n_batch: int = 512
     """Tokens per decode call; llama.cpp's micro-batch is the same size, so a batch is
-    never split into a one-token tail (see ``segments.batches``)."""
+    never split into a one-token tail (see ``sessions.branching.segments.batches``)."""
     n_threads: int | None = None
     flash_attn: str = "on"
     """"on", "off" or "auto". A state saved with one setting does not load with another.

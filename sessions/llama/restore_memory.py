@@ -71,7 +71,7 @@ class RestoreMemory:
         self._reader: ThreadPoolExecutor | None = None
 
     def reader(self) -> ThreadPoolExecutor:
-        """The helper that reads checkpoints beside a restore (``restore_reads``).
+        """The helper that reads checkpoints beside a restore (``sessions.branching.restore_reads``).
 
         Kept from one restore to the next like the buffers, and first asked for by
         ``prepare``, so that its thread starts while the model loads: starting a thread
