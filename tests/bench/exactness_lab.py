@@ -13,7 +13,7 @@ import numpy as np
 from tests.bench.workload import text_of
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
+    from sessions.branching.branch_engine import PrepareResult
 
 GREEDY = 16
 """Greedy tokens compared past each branch: a state that is off shows in later logits too."""
@@ -25,7 +25,7 @@ Msgs = list[list[int]]
 
 
 def flat(msgs: Msgs) -> tuple[list[int], list[int]]:
-    from sessions.engine.segments import message_ends
+    from sessions.branching.segments import message_ends
 
     return [t for m in msgs for t in m], message_ends([len(m) for m in msgs])
 
@@ -40,7 +40,7 @@ class Lab:
 
     def __init__(self, arch: str, path: Path, ngl, threads: int, root: Path):
         from sessions.engine.chat_engine import LlamaChatEngine
-        from sessions.engine.context import ContextParams
+        from sessions.llama.context import ContextParams
 
         self.arch, self.path, self.ngl, self.threads, self.root = arch, path, ngl, threads, root
         t0 = time.perf_counter()
@@ -62,7 +62,7 @@ class Lab:
         self.stores = 0
 
     def placement(self) -> dict:
-        from sessions.rpc.devices import describe_devices
+        from sessions.llama.placement import describe_devices
 
         return {"n_gpu_layers": self.params.n_gpu_layers, "devices": describe_devices(self.engine) or "CPU"}
 
@@ -81,8 +81,8 @@ class Lab:
         return CheckpointStore(folder, ram_bytes=RAM_BYTES, disk_bytes=DISK_BYTES)
 
     def branch_engine(self, store, interval: int = 2048):
-        from sessions.engine.branch_engine import BranchEngine
-        from sessions.engine.context import LlamaContext
+        from sessions.branching.branch_engine import BranchEngine
+        from sessions.llama.context import LlamaContext
 
         return BranchEngine(self.model, LlamaContext(self.model, self.params), store, interval=interval)
 
@@ -141,7 +141,7 @@ def check(lab: Lab, engine, msgs: Msgs, stepped=None, interval: int = 2048) -> t
 
 
 def generate(engine, logits, n: int) -> list[int]:
-    from sessions.engine.sampler import Sampler
+    from sessions.llama.sampler import Sampler
     from sessions.sampling import SamplingSettings
 
     sampler = Sampler(SamplingSettings(temperature=0.0), engine.model.info.n_vocab)

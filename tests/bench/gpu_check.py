@@ -274,7 +274,7 @@ class Check:
             (package / "lib").symlink_to(self.build / "bin", target_is_directory=True)
         probe = (
             "import json, llama_cpp, textual, gguf, isal, platformdirs, tomli_w, diskcache\n"
-            "from sessions.rpc.backend import devices\n"
+            "from sessions.llama.devices import devices\n"
             "print(json.dumps({'llama_cpp': llama_cpp.__version__, 'llama_cpp_from': llama_cpp.__file__,\n"
             "  'textual': textual.__version__, 'system_info': llama_cpp.llama_print_system_info().decode().strip(),\n"
             "  'devices': [dict(name=d.name, kind=d.kind, description=d.description, free_bytes=d.free_bytes,\n"

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from tests.bench.exactness_lab import Lab, check, flat, generate
 
 if TYPE_CHECKING:
-    from sessions.engine.branch_engine import PrepareResult
+    from sessions.branching.branch_engine import PrepareResult
 
 WINDOW = {"tiny": 64, "bench": 512, "gpu": 1024}
 """gemma3's sliding window per size, as ``tests.bench.branching`` makes its models."""

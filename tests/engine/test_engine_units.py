@@ -142,7 +142,7 @@ def test_detokenizer_never_splits_a_character():
 
 def test_a_continued_reply_completes_the_character_its_cut_left_unfinished():
     """Cut inside 𓀃 (4 bytes: two here, two after), the continuation shows the character."""
-    from sessions.engine.detokenizer import incomplete_tail
+    from sessions.llama.detokenizer import incomplete_tail
 
     pieces = {1: b"ab ", 2: "𓀃".encode()[:2], 3: "𓀃".encode()[2:], 4: b" c"}
     cut = Detokenizer(pieces.__getitem__)
