@@ -133,12 +133,19 @@ def ensure_private_dir(path: Path) -> Path:
         missing.append(step)
         step = step.parent
     _refuse_non_folder(step)
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for made in missing:
+    # Each folder is made 0700 itself, outermost first: ``mkdir(parents=True)`` makes the
+    # parents with the umask's mode, and another thread asking ``cache_dir`` in between
+    # would see an open folder and move to its ``llamachat`` subfolder.
+    for made in reversed(missing):
         try:
-            os.chmod(made, 0o700)
+            made.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made by another thread or process meanwhile
+        try:
+            os.chmod(made, 0o700)  # the mode of mkdir is masked by the umask
         except OSError:
             pass
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = path.stat()
     if info.st_uid != os.geteuid():
         raise PermissionError(f"{path} belongs to another user; llamachat keeps its files only in "

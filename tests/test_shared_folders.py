@@ -81,3 +81,27 @@ def test_a_private_folder_planted_by_another_user_is_refused(shared, monkeypatch
     with pytest.raises(PermissionError, match="belongs to another user"):
         SessionStore.open()
     assert not (planted / "sessions.sqlite3").exists()
+
+
+def test_a_cache_folder_being_made_is_never_seen_open(tmp_path, monkeypatch):
+    """While the checkpoint folder and the cache folder above it are made, another thread
+    asking where the cache is must get the same answer as before and after: a parent made
+    with the umask's mode, even for a moment, would send it to the ``llamachat`` subfolder."""
+    import os
+
+    from sessions import paths
+
+    given = tmp_path / "cache"
+    monkeypatch.setenv("LLAMACHAT_CACHE_DIR", str(given))
+    before = paths.checkpoints_dir()
+    seen: list = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        seen.append(paths.checkpoints_dir())  # what another thread would be told right now
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    paths.ensure_private_dir(before)
+    assert seen and set(seen) == {before}
+    assert paths.checkpoints_dir() == before == given / "checkpoints"
