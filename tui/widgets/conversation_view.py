@@ -114,9 +114,10 @@ class ConversationView(VerticalScroll):
         if new:
             await self.mount_all(new)
         selected = self.view_for(self.selected_id) if self.selected_id is not None else None
-        if selected is not None and selected in new:
-            # The gesture replaced the selected message (paged its versions, chose it in the
-            # tree): its header stays in view once laid out, not the end of the branch below.
+        if selected is not None and selected in new and keep:
+            # The gesture replaced the selected message under a kept part of the branch (paged
+            # its versions, chose it in the tree): its header stays in view once laid out, not
+            # the end of the branch below. A chat opened whole is shown as ``select`` shows it.
             self.anchor(False)
             self.call_after_refresh(self.scroll_to_widget, selected.header, animate=False)
         elif new:
