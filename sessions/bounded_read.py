@@ -25,6 +25,10 @@ class NotRegularFile(OSError):
         self.filename = str(path)
 
 
+READ_WITHOUT_BLOCKING = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""Open flags that never wait for a writer: a FIFO opened so reads as empty."""
+
+
 def open_regular(path: Path | str) -> int:
     """A descriptor open for reading on ``path``, a regular file; ``NotRegularFile`` for
     anything else (a FIFO would block the open until a writer came, a device never ends),
@@ -32,7 +36,7 @@ def open_regular(path: Path | str) -> int:
 
     The descriptor keeps ``O_NONBLOCK``, which changes nothing for a regular file.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, READ_WITHOUT_BLOCKING)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):

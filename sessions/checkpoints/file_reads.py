@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounded_read import READ_WITHOUT_BLOCKING
 from .errors import CorruptCheckpointError
 from .file_format import HEADER_SIZE, check_header, check_placed, parse_header
 from .keys import ParsedAddress
@@ -103,7 +104,7 @@ def read_in_one(path: str, expected: ParsedAddress, span: StateSpan, size: int, 
         # No fstat on this path: opened without blocking, a FIFO or device that took the
         # file's place since it was listed reads short or runs past the end, which the
         # checks below refuse, and the checked read (``open_regular``) then reports it.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, READ_WITHOUT_BLOCKING)
     except OSError:
         return None
     try:
