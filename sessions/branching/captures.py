@@ -124,9 +124,9 @@ class Captures:
         now = self.ring is None or (until is not None and self._overwritten(end, until))
         if self._has_state and now and not self._due_now(end, next_end):
             return
+        self.decoding_from(end)
         prefix = prefix or prefix_hash(self.engine.live[:end])
         if self._kept(prefix):
-            self.decoding_from(end)
             return
         if not self._has_state:
             state: np.ndarray | None = EMPTY
@@ -136,7 +136,6 @@ class Captures:
             state = self._read_window(end)
         else:
             state = None
-        self.decoding_from(end)
         self.snapshots.append(_Snapshot(end, prefix, state, logits))
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
