@@ -115,18 +115,22 @@ class Bench:
     def event(self, name: str, new_message, reply) -> dict:
         stats = reply.stats
         whole = self.branches.ctx.state_size(0)  # the state the prompt left, before the reply's tokens
-        scratch = self.scratch(new_message.id).seconds
+        prepared = self.prepared[-1] if self.prepared else None
+        scratch_run = self.scratch(new_message.id)
+        scratch = scratch_run.seconds
         record = {
             "model": self.label,
             "event": name,
             "new_tokens": self.tokens_of(new_message.id),
             "tokens_restored": stats.tokens_restored,
             "tokens_evaluated": stats.tokens_evaluated,
-            "bytes_restored": self.prepared[-1].bytes_restored if self.prepared else 0,
+            "bytes_restored": prepared.bytes_restored if prepared else 0,
             "whole_state_bytes": whole,
             "prompt_seconds": round(stats.prompt_seconds, 4),
             "ttft_seconds": round(stats.ttft_seconds, 4),
+            "prompt_decode_seconds": round(prepared.decode_seconds, 4) if prepared else 0.0,
             "scratch_prompt_seconds": round(scratch, 4),
+            "scratch_decode_seconds": round(scratch_run.decode_seconds, 4),
             "speedup": round(scratch / max(stats.prompt_seconds, 1e-6), 1),
             **self.traffic_fields(),
         }
@@ -155,8 +159,10 @@ class Bench:
         new = sum(e["new_tokens"] for e in events)
         ours = sum(e["prompt_seconds"] for e in events)
         scratch = sum(e["scratch_prompt_seconds"] for e in events)
+        decode = sum(e["prompt_decode_seconds"] for e in events)
         emit({"model": self.label, "event": "W1 summary", "each_event": each_event, "tokens_evaluated": evaluated,
               "new_tokens": new, "evaluated_over_new": round(evaluated / new, 3), "prompt_seconds": round(ours, 3),
+              "prompt_outside_decode_seconds": round(ours - decode, 3),
               "scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
         self.checkpoints.flush()
         if each_event != "same":
