@@ -9,7 +9,7 @@ branches the same way. Walks are iterative because a long chat is a very deep ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -133,6 +133,10 @@ class ConversationTree:
             return self._nodes[message_id]
         except KeyError:
             raise TreeError(f"no message {message_id} in this conversation") from None
+
+    def messages(self) -> Iterator[Message]:
+        """Every message, oldest first (ids grow with time)."""
+        return iter(list(self._nodes.values()))  # a copy: a worker may read while the UI adds
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._nodes

@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from sessions.branching.captures import Captures, prefix_hashes
-from sessions.branching.planner import CostModel, LiveState, Plan, SegmentInfo, SnapshotInfo, plan_route
+from sessions.branching.planner import (
+    CostModel,
+    LiveState,
+    Plan,
+    SegmentInfo,
+    SnapshotInfo,
+    plan_route,
+    with_speeds,
+)
 from sessions.branching.restore import RouteRunner
 from sessions.branching.segments import batches, segment_boundaries
 from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
@@ -157,7 +165,8 @@ class BranchEngine:
                 return None
             return SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
 
-        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, self.cost,
+        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot,
+                          with_speeds(self.cost, self.ctx.speeds),
                           need_logits=need_logits)
 
     def is_saved(self, prefix: str) -> bool:
@@ -217,13 +226,14 @@ class BranchEngine:
         seconds = time.perf_counter() - t0
         decode = self.ctx.decode_seconds - d0
         own_cpu = time.thread_time() - c0 - (self.ctx.decode_cpu_seconds - dc0)
-        self._learn(plan, evaluated, decode, restored_bytes, seconds - decode)
+        self._learn(plan, evaluated, restored_bytes, seconds - decode)
         if not reply_follows:
             self.captures.flush()
         return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu)
 
-    def _learn(self, plan: Plan, evaluated: int, decode: float, restored_bytes: int, other: float) -> None:
-        eval_per_token = decode / evaluated if evaluated else self.cost.eval_per_token
+    def _learn(self, plan: Plan, evaluated: int, restored_bytes: int, other: float) -> None:
+        """Price later restores at the speed seen in one that decoded nothing (its time is
+        all reading); decoding is priced from the context's own calls (``with_speeds``)."""
         ram, disk = self.cost.ram_seconds_per_byte, self.cost.disk_seconds_per_byte
         if restored_bytes >= 1 << 20 and not evaluated:
             per_byte = other / restored_bytes
@@ -231,7 +241,7 @@ class BranchEngine:
                 ram = per_byte
             else:
                 disk = per_byte
-        self.cost = CostModel(eval_per_token, ram, disk)
+        self.cost = replace(self.cost, ram_seconds_per_byte=ram, disk_seconds_per_byte=disk)
 
     def _mark_active(self, prefixes: dict[int, str]) -> None:
         """Tell the store which checkpoints the user is on: evicted last, after abandoned leaves."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from sessions.checkpoints.segment import Tier
+from sessions.llama.decode_speeds import DecodeSpeeds
 from sessions.memory_kind import MemoryKind
 
 
@@ -65,13 +66,43 @@ class LiveState:
     """Whether the logits after the last live token are kept."""
 
 
+STEP_PRIOR = 4.0
+"""Until one kind of call has been timed: a token decoded alone costs about four in a batch."""
+
+
 @dataclass(frozen=True)
 class CostModel:
-    """Seconds per token and per byte restored, updated from measurements by the engine."""
+    """Seconds per token and per byte restored, updated from measurements by the engine.
+
+    A plan prices every token it evaluates at ``eval_per_token`` (the planner does not know
+    which are replayed one by one); ``step_seconds`` is the cost of one such replayed token,
+    for whoever does (the controller's switch estimate).
+    """
 
     eval_per_token: float = 2e-3
+    step_seconds: float = STEP_PRIOR * 2e-3
     ram_seconds_per_byte: float = 1 / 4e9
     disk_seconds_per_byte: float = 1 / 1e9
+    measured: bool = False
+    """Whether the decode rates come from this engine's own calls (not the defaults)."""
+
+    def restore_seconds(self, part: SegmentInfo | SnapshotInfo) -> float:
+        rate = self.ram_seconds_per_byte if part.tier == "ram" else self.disk_seconds_per_byte
+        return part.nbytes * rate
+
+
+def with_speeds(cost: CostModel, speeds: DecodeSpeeds) -> CostModel:
+    """``cost`` with its decode rates taken from ``speeds`` (the ones not yet measured
+    follow from the other by ``STEP_PRIOR``, or stay at the defaults)."""
+    batched, step = speeds.batched, speeds.step
+    if batched is None and step is None:
+        return cost
+    if batched is None:
+        assert step is not None
+        batched = step / STEP_PRIOR
+    if step is None:
+        step = batched * STEP_PRIOR
+    return replace(cost, eval_per_token=batched, step_seconds=step, measured=True)
 
 
 @dataclass(frozen=True)
@@ -93,6 +124,8 @@ class Plan:
     snapshot: SnapshotInfo | None = None
     """The snapshot restored at ``evaluate_from`` (its state and/or its logits)."""
     notes: tuple[str, ...] = field(default=())
+    cost: CostModel = CostModel()
+    """The rates ``estimate_seconds`` was priced at."""
 
     @property
     def tokens_kept(self) -> int:
@@ -185,7 +218,7 @@ def plan_route(
         if best is None or key < best[0]:
             best = key, plan
     assert best is not None  # clearing and decoding everything always qualifies
-    return replace(best[1], estimate_seconds=best[0][1])
+    return replace(best[1], estimate_seconds=best[0][1], cost=cost)
 
 
 def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot, need_logits: bool):
@@ -265,9 +298,9 @@ def _finish(plan: Plan, live: LiveState, need_logits: bool) -> Plan | None:
 
 def _estimate(plan: Plan, cost: CostModel) -> float:
     """Seconds the route should take: decoding, and reading what it restores."""
-    seconds = plan.tokens_to_evaluate * cost.eval_per_token
-    for part in (*plan.restore, plan.rewind, plan.snapshot):
-        if part is not None:
-            rate = cost.ram_seconds_per_byte if part.tier == "ram" else cost.disk_seconds_per_byte
-            seconds += part.nbytes * rate
-    return seconds
+    return plan.tokens_to_evaluate * cost.eval_per_token + restore_seconds(plan, cost)
+
+
+def restore_seconds(plan: Plan, cost: CostModel) -> float:
+    """Seconds reading what ``plan`` restores should take."""
+    return sum(cost.restore_seconds(part) for part in (*plan.restore, plan.rewind, plan.snapshot) if part is not None)

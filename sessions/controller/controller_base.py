@@ -18,7 +18,6 @@ from sessions.controller.job_control import JobControl
 from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text
 from sessions.controller.reply_storing import append_reply
 from sessions.controller.reply_turn import ReplyTurns
-from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, TurnTaken
@@ -39,7 +38,6 @@ class ControllerBase:
     _lock: threading.RLock
     _jobs: JobControl
     _turns: ReplyTurns
-    _speeds: SwitchSpeeds
 
     # -- the turn to write a reply (see ``reply_turn``) ------------------------------
 
@@ -87,7 +85,6 @@ class ControllerBase:
 
         ``shown_head`` is the head the reply was asked on (see ``reply_storing``).
         """
-        self._speeds.observe(branch, written.prep, written.stats)  # what it took teaches the estimates
         engine = self._engine()
         stats = replace(written.stats, sampled_by=engine.info.fingerprint)  # see ``branch_tokens``
         with self._lock:

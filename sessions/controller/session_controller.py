@@ -39,7 +39,7 @@ from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
 from sessions.controller.reply import write_reply
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.snapshot import ChatSnapshot
-from sessions.controller.switch_estimate import SwitchSpeeds
+from sessions.controller.switch_estimate import priced, stored_rates
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from sessions.branching.branch_engine import PrepareResult
     from sessions.branching.planner import Plan
     from sessions.checkpoints import CheckpointStore
+    from sessions.controller.reply import BranchTokens
     from sessions.exchange import ExportKind
     from sessions.llama.model import ModelInfo
 
@@ -89,7 +90,6 @@ class SessionController(ControllerBase):
         """The saved sessions: list, search, import."""
         self.models = ModelCatalogue()
         """The models to choose from: found on disk, one file described, the demo model."""
-        self._speeds = SwitchSpeeds()
 
     # -- the model (worker thread) --------------------------------------------------
 
@@ -267,7 +267,7 @@ class SessionController(ControllerBase):
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
         engine = self._engine()
         branch = self._branch(engine, leaf_id)
-        return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+        return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
@@ -283,7 +283,16 @@ class SessionController(ControllerBase):
             with self._lock:
                 path = self._path(self._conv().tree.resume_leaf(message_id).id)
             branch = self._tokens(engine, path)
-            return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+
+    def _priced(self, engine: ChatEngine, plan: Plan, branch: BranchTokens) -> Plan:
+        """``plan`` priced part by part, at the engine's measured speeds, or before it has
+        decoded anything, at those the open chat's stored replies show (``switch_estimate``)."""
+        cost = plan.cost
+        if not cost.measured:
+            stats = (m.stats for m in self._conv().tree.messages() if m.stats is not None)
+            cost = stored_rates(stats, engine.info.fingerprint, cost)
+        return priced(plan, branch, cost)
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
@@ -355,7 +364,6 @@ class SessionController(ControllerBase):
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
             prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress, need_logits=False)
-            self._speeds.observe(branch, prep)
             return prep
 
     def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:

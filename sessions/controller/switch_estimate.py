@@ -1,35 +1,34 @@
 """How long making a branch live will take, from the speeds this machine has shown.
 
-The engine's plan prices every token to evaluate alike, at the speed of its last prompt.
-But a branch is rebuilt in two kinds of steps: messages typed or pasted are evaluated in
-batches, and generated replies are replayed one token at a time (the way they were first
-decoded, which is what keeps the rebuild bit-identical). One token at a time is several
-times slower per token, so a switch that replays replies took three times the estimate
-(measured: ``tests/bench/switch_estimate``). ``SwitchSpeeds`` therefore learns both speeds
-from what the controller sees, batched prompts, replayed replies and the speed replies are
-generated at, and the restore speed per checkpoint byte, and prices each part of a plan at
-its own speed.
+The engine's plan prices every token to evaluate alike. But a branch is rebuilt in two
+kinds of calls: messages typed or pasted are evaluated in batches, and generated replies
+are replayed one token per call (the way they were first decoded, which is what keeps the
+rebuild bit-identical), several times slower per token. The engine measures both rates
+from its own ``llama_decode`` calls (``sessions.llama.decode_speeds``) and hands them over
+with the plan; here each part of the branch is priced at its own rate.
+
+Before the engine has decoded anything (a reopened chat, restored from disk), the rates
+come from the open chat's stored replies that this model wrote: their prompt's speed and
+their generation speed were measured on this machine when they were made.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from sessions.branching.planner import STEP_PRIOR, CostModel, restore_seconds
 from sessions.controller.reply import BranchTokens
+from sessions.llama.decode_speeds import BATCH_MIN
 from sessions.tree import GenerationStats
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult
     from sessions.branching.planner import Plan
 
-MIN_SAMPLE = 8
-"""Fewest tokens a measurement must cover to be learned from."""
-RESTORE_SECONDS_PER_BYTE = 1 / 2e9
-"""Until a restore has been timed: checkpoints copy back at about 2 GB/s."""
-STEP_PRIOR = 4.0
-"""Until both speeds are measured: a token decoded alone costs about four in a batch
-(a CPU, measured with ``tests/bench/switch_estimate``)."""
+RECENT = 8
+"""Stored replies a prior is taken from (the newest: the machine and settings of now)."""
 
 
 @dataclass(frozen=True)
@@ -54,48 +53,27 @@ def token_counts(branch: BranchTokens, evaluate_from: int) -> TokenCounts:
     return TokenCounts(batched, stepped)
 
 
-class SwitchSpeeds:
-    """Seconds per batched token, per replayed token and per restored byte, as measured.
+def stored_rates(replies: Iterable[GenerationStats], fingerprint: str, cost: CostModel) -> CostModel:
+    """``cost`` with decode rates from the newest replies ``fingerprint`` wrote (as stored);
+    ``cost`` itself when none says how fast it went."""
+    mine = [s for s in replies if s.sampled_by == fingerprint][-RECENT:]
+    steps = [1.0 / s.generation_tps for s in mine if s.generation_tps > 0 and s.tokens_generated >= BATCH_MIN]
+    batches = [s.prompt_seconds / s.tokens_evaluated for s in mine
+               if s.tokens_evaluated >= BATCH_MIN and s.prompt_seconds > 0]
+    if not steps and not batches:
+        return cost
+    step = statistics.median(steps) if steps else None
+    batched = statistics.median(batches) if batches else None
+    if batched is None:
+        assert step is not None
+        batched = step / STEP_PRIOR
+    return replace(cost, eval_per_token=batched, step_seconds=step or batched * STEP_PRIOR, measured=True)
 
-    A measurement that mixes both kinds of tokens is split with the speed already known
-    for one of them; with neither known yet, with ``STEP_PRIOR``.
-    """
 
-    def __init__(self) -> None:
-        self.batched: float | None = None
-        self.stepped: float | None = None
-        self.per_byte: float | None = None
-
-    def observe(self, branch: BranchTokens, prep: PrepareResult, generated: GenerationStats | None = None) -> None:
-        """Learn from ``branch`` made live (and from the reply generated after it, if any)."""
-        counts = token_counts(branch, len(branch.tokens) - prep.tokens_evaluated)
-        batched, stepped = counts.batched, counts.stepped
-        decode = prep.decode_seconds or prep.seconds
-        if batched + stepped >= MIN_SAMPLE:
-            if not stepped or (self.stepped is not None and batched >= MIN_SAMPLE):
-                self.batched = max(decode - stepped * (self.stepped or 0.0), 0.0) / batched
-            elif not batched or self.batched is not None:
-                self.stepped = max(decode - batched * (self.batched or 0.0), 0.0) / stepped
-            else:
-                self.batched = decode / (batched + STEP_PRIOR * stepped)
-                self.stepped = STEP_PRIOR * self.batched
-        if prep.bytes_restored >= 1 << 20 and not prep.tokens_evaluated:
-            self.per_byte = prep.seconds / prep.bytes_restored
-        if generated is not None and generated.tokens_generated >= MIN_SAMPLE and generated.generation_tps > 0:
-            self.stepped = 1.0 / generated.generation_tps
-
-    def estimate(self, plan: Plan, branch: BranchTokens) -> Plan:
-        """``plan`` for ``branch``, its seconds priced at the speeds measured.
-
-        Before any measurement the engine's rate (one for every token) is taken for the
-        batched ones, and ``STEP_PRIOR`` times it for the ones replayed one at a time.
-        """
-        counts = token_counts(branch, plan.evaluate_from)
-        per_byte = self.per_byte or RESTORE_SECONDS_PER_BYTE
-        restore = plan.bytes_restored * per_byte
-        batched = self.batched
-        if batched is None:
-            todo = plan.tokens_to_evaluate
-            batched = max(plan.estimate_seconds - restore, 0.0) / todo if todo else 0.0
-        stepped = self.stepped if self.stepped is not None else STEP_PRIOR * batched
-        return replace(plan, estimate_seconds=counts.batched * batched + counts.stepped * stepped + restore)
+def priced(plan: Plan, branch: BranchTokens, cost: CostModel | None = None) -> Plan:
+    """``plan`` for ``branch`` with its seconds priced part by part: batched tokens, tokens
+    replayed one by one, and the bytes it restores, at ``cost`` (default: the plan's own)."""
+    cost = cost or plan.cost
+    counts = token_counts(branch, plan.evaluate_from)
+    seconds = counts.batched * cost.eval_per_token + counts.stepped * cost.step_seconds
+    return replace(plan, estimate_seconds=seconds + restore_seconds(plan, cost), cost=cost)

@@ -20,6 +20,7 @@ import numpy as np
 
 from sessions.llama.abort_flag import AbortFlag
 from sessions.llama.batch_fill import BatchFiller, TokenIds
+from sessions.llama.decode_speeds import DecodeSpeeds
 from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
 from sessions.llama.restore_memory import RestoreMemory
@@ -142,6 +143,9 @@ class LlamaContext:
             """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
             self.decode_cpu_seconds = 0.0
             """CPU time of the calling thread inside ``llama_decode`` (it computes too)."""
+            self.speeds = DecodeSpeeds()
+            """Seconds per batched token and per one-token call, from the calls so far."""
+            self._n_admitted = 0
             self.empty_state = self.state_read(SPARE, FLAGS_FULL)
             """llama.cpp's state of a sequence that holds nothing: its sections are the
             "no cells" form of every memory part, used to write one part alone."""
@@ -199,6 +203,7 @@ class LlamaContext:
             raise ValueError(f"batch of {n} tokens (n_batch is {self.params.n_batch})")
         if start + n > self.n_ctx:
             raise ContextFull(f"the conversation needs {start + n} tokens but the context holds {self.n_ctx}")
+        self._n_admitted = n
 
     def _run(self, want_logits: bool) -> np.ndarray | None:
         self.warm.refill()
@@ -208,7 +213,8 @@ class LlamaContext:
         # finished; the next state read or logits call would wait for it instead, and
         # the decode's time would be counted as the engine's own.
         self._L.llama_synchronize(self._ctx)
-        self.decode_seconds += time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        self.decode_seconds += seconds
         self.decode_cpu_seconds += time.thread_time() - c0
         if rc == 2:
             raise DecodeCancelled()
@@ -216,6 +222,7 @@ class LlamaContext:
             raise ContextFull("no room left in the KV cache for this batch")
         if rc != 0:
             raise DecodeError(f"llama_decode failed with code {rc}")
+        self.speeds.record(self._n_admitted, seconds)
         if not want_logits:
             return None
         ptr = self._L.llama_get_logits_ith(self._ctx, -1)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
-from sessions.branching.planner import Plan, SegmentInfo, SnapshotInfo, common_prefix
+from sessions.branching.planner import CostModel, Plan, SegmentInfo, SnapshotInfo, common_prefix
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.llama.model import ModelInfo
@@ -34,6 +34,9 @@ from sessions.templates.chat_template import ChatTemplate
 
 HOLD_LIMIT_SECONDS = 30.0
 """A held reply gives up after this long, so a broken test fails instead of hanging."""
+
+FAKE_COST = CostModel(eval_per_token=1e-4, step_seconds=1e-4, measured=True)
+"""The fake decodes nothing: every token it "evaluates" is priced alike, at 0.1 ms."""
 
 
 def chunks(text: str) -> list[str]:
@@ -106,7 +109,7 @@ class FakeEngine:
         return Plan(keep=keep, restore=restore, evaluate_from=reach, target_len=len(target),
                     logits_source="snapshot" if at_end else "decode",
                     estimate_seconds=(len(target) - reach) * 1e-4,
-                    live_len=len(self.live), snapshot=snapshot)
+                    live_len=len(self.live), snapshot=snapshot, cost=FAKE_COST)
 
     def prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
                 on_progress: ProgressFn | None = None, *, reply_follows: bool = False,
