@@ -45,14 +45,30 @@ def controller(path: Path, root: Path, threads: int, checkpoints: bool) -> Itera
         store.close()
 
 
+RECORDS: list[dict] = []
+"""Every switch measured in this run (``--record`` writes them for the test that replays them)."""
+
+
 def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
+    from dataclasses import asdict
+
+    from sessions.branch_tokens import branch_tokens
+
     plan = ctl.plan_for(leaf_id)
+    _, ends, stepped = branch_tokens(ctl._store, ctl.engine, ctl.snapshot().tree.path_to(leaf_id))
     done = ctl.warm(leaf_id)
     record = {"event": label, "restored": done.tokens_restored, "evaluated": done.tokens_evaluated,
               "estimate_s": round(plan.estimate_seconds, 3), "actual_s": round(done.seconds, 3),
               "actual_over_estimate": round(done.seconds / plan.estimate_seconds, 2) if plan.estimate_seconds else None,
               **extra}
     print(json.dumps(record), flush=True)
+    # What the estimate was made from, for ``tests/test_switch_estimate.py`` to price again.
+    RECORDS.append({**record, "ends": ends, "stepped": stepped,
+                    "evaluate_from": plan.evaluate_from, "target_len": plan.target_len,
+                    "restore": [asdict(part) for part in plan.restore],
+                    "snapshot": asdict(plan.snapshot) if plan.snapshot else None,
+                    "rewind": asdict(plan.rewind) if plan.rewind else None,
+                    "cost": asdict(plan.cost)})
     return record
 
 
@@ -94,9 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="any GGUF instead of a made model")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--record", type=Path, help="add this run's switches, with what their estimates were "
+                        "made from, to this JSON file (under the model's name)")
     args = parser.parse_args(argv)
     path = args.model or make_model(args.arch, "bench", swa_window=512)
     run(path, args.threads, args.turns)
+    if args.record:
+        recorded = json.loads(args.record.read_text()) if args.record.exists() else {}
+        recorded[args.model.name if args.model else f"{args.arch} (bench size)"] = RECORDS
+        args.record.write_text(json.dumps(recorded, indent=1) + "\n")
     return 0
 
 

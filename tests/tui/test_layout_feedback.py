@@ -223,3 +223,19 @@ async def test_a_notification_leaves_the_status_bar_and_the_footer_visible(make_
         status_top = screen.status.region.y
         assert status_top < screen.query_one(Footer).region.y
         assert all(toast.region.bottom <= status_top for toast in toasts), [t.region for t in toasts]
+
+
+async def test_at_80_columns_the_cost_of_the_last_switch_is_shown_whole(make_app):
+    from tests.tui.helpers import ready
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await ready(pilot)
+        screen.status.set_model("gemma-3-270m-it-qat-Q4_0 instruct", "sliding window", "CPU")
+        screen.status.set_context(2_466, 32_768)
+        screen.status.set_speed(41.5)
+        screen.status.set_cost(12_456, 235, 0.8, 8.5)
+        await pilot.pause()
+        line = next(line for line in screen_text(app) if "ctx" in line)
+        assert line.rstrip().endswith("restored 12,456, evaluated 235 (0.8 s, est. 8.5 s)"), line
+        assert "gemma-3" in line and "ctx 2,466/32,768" in line  # the model still named, shortened if it must be

@@ -30,12 +30,19 @@ NOTICEABLE_SECONDS = 1.0
 """A switch this long (taken or estimated) also shows its estimate, to compare."""
 
 
+NARROW = 110
+"""Below this many columns the bar drops the reply speed and the word "tokens", so that
+the cost of the last switch stays whole (at 80 columns it was cut to "(0")."""
+
+
 def cost_text(restored: int, evaluated: int, seconds: float | None = None, estimate: float | None = None,
-              kept: int = 0) -> Text:
+              kept: int = 0, *, short: bool = False) -> Text:
     """``restored 5,888 tokens, evaluated 142 (0.4 s)``; with ``kept``, the tokens used as they
     were in the context (``, kept 78``: after a fork, most of the reuse); with ``estimate``,
-    for a switch someone waited for, what was predicted too (``4.8 s, est. 4.1 s``)."""
-    text = f"restored {restored:,} tokens, evaluated {evaluated:,}" + (f", kept {kept:,}" if kept else "")
+    for a switch someone waited for, what was predicted too (``4.8 s, est. 4.1 s``);
+    ``short``: without the word ``tokens``."""
+    unit = "" if short else " tokens"
+    text = f"restored {restored:,}{unit}, evaluated {evaluated:,}" + (f", kept {kept:,}" if kept else "")
     if seconds is not None and estimate is not None and max(seconds, estimate) >= NOTICEABLE_SECONDS:
         text += f" ({seconds:.1f} s, est. {estimate:.1f} s)"
     elif seconds is not None:
@@ -48,8 +55,10 @@ class StatusBar(Horizontal):
 
     DEFAULT_CSS = """
     StatusBar { height: 1; }
-    StatusBar > Label { padding: 0 1; }
-    StatusBar > #status-note { width: 1fr; text-align: right; }
+    StatusBar > Label { padding: 0 0 0 1; text-wrap: nowrap; }
+    StatusBar > #status-model { width: 1fr; min-width: 8; text-overflow: ellipsis; }
+    StatusBar > #status-note { max-width: 40%; text-overflow: ellipsis; }
+    StatusBar.-narrow > #status-speed { display: none; }
     """
 
     def compose(self) -> ComposeResult:
@@ -57,11 +66,19 @@ class StatusBar(Horizontal):
         yield Label(context_text(None, None), id="status-context")
         yield Label(Text("– tok/s"), id="status-speed")
         yield Label(Text(""), id="status-last")
-        yield Label(Text(""), id="status-note")
+        yield Label(Text(""), id="status-note").set_styles("display: none;")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: dict[str, str] = {}
+        self._cost: tuple[int, int, float | None, float | None, int] | None = None
+
+    def on_resize(self) -> None:
+        narrow = self.size.width < NARROW
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            if self._cost is not None:
+                self.set_cost(*self._cost)
 
     def _set(self, part: str, text: Text) -> None:
         self._shown[part] = text.plain
@@ -92,7 +109,9 @@ class StatusBar(Horizontal):
 
     def set_cost(self, restored: int, evaluated: int, seconds: float | None = None,
                  estimate: float | None = None, kept: int = 0) -> None:
-        self._set("last", cost_text(restored, evaluated, seconds, estimate, kept))
+        self._cost = (restored, evaluated, seconds, estimate, kept)
+        self._set("last", cost_text(restored, evaluated, seconds, estimate, kept, short=self.has_class("-narrow")))
 
     def set_note(self, note: str) -> None:
         self._set("note", Text(inert(note)))
+        self.query_one("#status-note", Label).display = bool(note)  # no padding taken while empty
