@@ -239,3 +239,13 @@ async def test_at_80_columns_the_cost_of_the_last_switch_is_shown_whole(make_app
         line = next(line for line in screen_text(app) if "ctx" in line)
         assert line.rstrip().endswith("restored 12,456, evaluated 235 (0.8 s, est. 8.5 s)"), line
         assert "gemma-3" in line and "ctx 2,466/32,768" in line  # the model still named, shortened if it must be
+
+
+async def test_at_50_columns_the_footer_ends_with_the_palette_key(make_app):
+    from tests.tui.helpers import ready
+
+    app = make_app()
+    async with app.run_test(size=(50, 16)) as pilot:
+        await ready(pilot)
+        footer = screen_text(app)[-1]
+        assert footer.rstrip().endswith("^p palette"), footer  # not a letter of a key hidden under it
