@@ -28,7 +28,15 @@ from typing import cast
 
 from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
-from sessions.store import ChatChanged, MessageNotFound, Session, SessionNotFound, SessionStore, StoreError
+from sessions.store import (
+    ChatChanged,
+    Deleted,
+    MessageNotFound,
+    Session,
+    SessionNotFound,
+    SessionStore,
+    StoreError,
+)
 from sessions.tree import ConversationTree, GenerationStats, Message, Role, TreeError
 from sessions.turns import place_user_message, waiting_twin
 
@@ -59,6 +67,8 @@ class Conversation:
         self._tree = ConversationTree()
         self._head_id: int | None = None
         self._session: Session | None = None
+        self.last_deleted: Deleted | None = None
+        """What the latest ``delete_subtree`` removed (for an undo)."""
         if session_id is not None:
             self._load(session_id)
 
@@ -286,7 +296,8 @@ class Conversation:
             or any(m.id == message_id for m in self._tree.path_to(self._head_id))
         )
         with self._as_shown():
-            count = self._store.delete_subtree(message_id, expected_ids=expected_ids)
+            self.last_deleted = self._store.delete_subtree_kept(message_id, expected_ids=expected_ids)
+            count = self.last_deleted.count
         self._tree.remove_subtree(message_id)
         if head_removed:
             if top.parent_id is not None:

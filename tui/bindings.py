@@ -67,6 +67,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("rename-session", "f3", "rename_session", "Rename chat"),
     KeySpec("chat-settings", "ctrl+s", "chat_settings", "Chat settings (system prompt, sampling)"),
     KeySpec("delete-session", "ctrl+delete", "delete_session", "Delete chat"),
+    KeySpec("undo-delete", "ctrl+z", "undo_delete", "Bring back what was deleted"),
     KeySpec("import-sessions", "alt+i", "import_sessions", "Import chats from a file"),
     KeySpec("export", "f4", "export", "Export chat"),
     KeySpec("switch-model", "f5", "switch_model", "Switch model"),

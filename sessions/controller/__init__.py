@@ -27,7 +27,7 @@ from sessions.paths import config_dir
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
-from sessions.store import SearchHit, Session, SessionSummary, StoreError, title_from_text
+from sessions.store import Deleted, NothingToUndo, SearchHit, Session, SessionSummary, StoreError, title_from_text
 from sessions.templates.chat_template import TemplateError
 from sessions.text_safety import inert, is_inert
 from sessions.tree import ConversationTree, Message, TreeError
@@ -43,6 +43,7 @@ __all__ = [
     "ControllerError",
     "ConversationTree",
     "DecodeCancelled",
+    "Deleted",
     "EngineSettings",
     "ExchangeError",
     "ExportKind",
@@ -54,6 +55,7 @@ __all__ = [
     "ModelCatalogue",
     "ModelFileError",
     "NotRegularFile",
+    "NothingToUndo",
     "Plan",
     "PrepareResult",
     "ReasoningSplitter",

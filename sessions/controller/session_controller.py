@@ -40,6 +40,7 @@ from sessions.controller.reply import write_reply
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.switch_estimate import priced, stored_rates
+from sessions.controller.undo_deletes import DeletionUndo
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -48,7 +49,7 @@ from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
 from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
-from sessions.store import Session, SessionStore
+from sessions.store import Deleted, Session, SessionStore
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class SessionController(ControllerBase):
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store, sampling)
         self._cleanup = CheckpointCleanup(store, checkpoints, lambda text: self.listener(NoticeRaised(text)))
+        self._deletions = DeletionUndo(store, self._cleanup.start)
+        """Deletions this run can take back (``undo_delete``)."""
         """The saved sessions: list, search, import."""
         self.models = ModelCatalogue()
         """The models to choose from: found on disk, one file described, the demo model."""
@@ -149,6 +152,7 @@ class SessionController(ControllerBase):
 
     def close(self) -> None:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
+        self._deletions.close()  # final now: deleted chats' checkpoint files go
         self._cleanup.wait()
         self._jobs.cancel()
         with self._jobs.job():
@@ -198,17 +202,16 @@ class SessionController(ControllerBase):
         return write_export(self._store, self._saved_id(), path, kind, whole_tree=whole_tree)
 
     def delete_session(self, session_id: int) -> None:
-        """Delete a saved session for good; deleting the open one leaves a new, empty chat open.
+        """Delete a saved session; deleting the open one leaves a new, empty chat open.
 
-        The checkpoint files that only its branches reach are removed afterwards, in the
-        background (``checkpoint_cleanup``)."""
+        ``undo_delete`` brings it back until the app closes; then the checkpoint files that
+        only its branches reach are removed, in the background (``checkpoint_cleanup``)."""
         with self._lock:
             chat = self._cleanup.read(session_id)
-            self._store.delete_session(session_id)
+            deleted = self._store.delete_session_kept(session_id)
             if self.session_id == session_id:
                 self.new_session()
-        if chat is not None:
-            self._cleanup.start(chat)
+        self._deletions.keep(deleted, chat)
 
     def wait_for_cleanup(self, timeout: float | None = None) -> bool:
         """Wait until the checkpoint files of deleted sessions are handed to the checkpoint
@@ -339,7 +342,26 @@ class SessionController(ControllerBase):
         shown); if the branch holds others by now, nothing is deleted (``ChatChanged``).
         """
         with self._lock:
-            return self._conv().delete_subtree(message_id, expected_ids=expected_ids)
+            conversation = self._conv()
+            count = conversation.delete_subtree(message_id, expected_ids=expected_ids)
+            if conversation.last_deleted is not None:
+                self._deletions.keep(conversation.last_deleted)
+            return count
+
+    def deletion_to_undo(self) -> Deleted | None:
+        """What ``undo_delete`` would bring back (None: nothing)."""
+        return self._deletions.latest()
+
+    def undo_delete(self) -> Deleted:
+        """Bring back the latest deletion of this run (a chat, or a message with what followed
+        it) and show it: a chat's messages come back into the open chat, which shows the
+        branch it showed before; a deleted chat is opened. ``NothingToUndo`` when there is
+        nothing to bring back."""
+        with self._lock:
+            deleted = self._deletions.undo()
+            if deleted.kind == "session" or deleted.session_id == self.session_id:
+                self.open_session(deleted.session_id)
+            return deleted
 
     def regenerate(self, message_id: int) -> Message:
         """Get ready for a new answer: to the user message a reply answers, or to a user message.

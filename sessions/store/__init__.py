@@ -15,6 +15,7 @@ from sessions.store.errors import (
     HeadMoved,
     InvalidValue,
     MessageNotFound,
+    NothingToUndo,
     ParentGone,
     SessionNotFound,
     StoreError,
@@ -23,6 +24,7 @@ from sessions.store.errors import (
 from sessions.store.records import NewMessage, SearchHit, Session, SessionSummary, title_from_text
 from sessions.store.schema import SCHEMA_VERSION
 from sessions.store.session_store import SessionStore
+from sessions.store.undo import Deleted
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -32,10 +34,12 @@ __all__ = [
     "DatabaseInUse",
     "DatabaseReadOnly",
     "DatabaseReplaced",
+    "Deleted",
     "HeadMoved",
     "InvalidValue",
     "MessageNotFound",
     "NewMessage",
+    "NothingToUndo",
     "ParentGone",
     "SearchHit",
     "Session",

@@ -123,3 +123,7 @@ class SubtreeChanged(ChatChanged):
                          f"({', '.join(c for c in changes if c)}); nothing was deleted, look again and retry")
         self.message_id = message_id
         self.expected, self.found = frozenset(expected), frozenset(found)
+
+
+class NothingToUndo(StoreError):
+    """A deletion that cannot be put back: what it hung from is gone too."""

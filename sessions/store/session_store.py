@@ -25,7 +25,7 @@ from typing import Any
 
 from sessions import paths
 from sessions.sampling import SamplingSettings
-from sessions.store import lookups
+from sessions.store import lookups, undo
 from sessions.store import search as search_queries
 from sessions.store.database import Database
 from sessions.store.errors import (
@@ -47,6 +47,7 @@ from sessions.store.records import (
     stats_to_json,
 )
 from sessions.store.token_store import FrozenTokens
+from sessions.store.undo import Deleted
 from sessions.store.values import check_text, check_time, is_id
 from sessions.tree import ConversationTree, GenerationStats, Message
 
@@ -355,6 +356,30 @@ class SessionStore(FrozenTokens):
             count = lookups.delete_subtree(conn, top.session_id, message_id, top.parent_id)
             lookups.touch(conn, top.session_id)
             return count
+
+    def delete_subtree_kept(self, message_id: int, *, expected_ids: Collection[int] | None = None) -> Deleted:
+        """``delete_subtree``, returning what went so that ``put_back`` can undo it."""
+        with self._db.transaction() as conn:
+            top = lookups.message(conn, message_id)
+            if expected_ids is not None:
+                found = lookups.subtree_ids(conn, message_id)
+                if set(found) != set(expected_ids):
+                    raise SubtreeChanged(message_id, set(expected_ids), found)
+            return undo.delete_subtree(conn, top.session_id, message_id, top.parent_id)
+
+    def delete_session_kept(self, session_id: int) -> Deleted:
+        """``delete_session``, returning what went so that ``put_back`` can undo it."""
+        with self._db.transaction() as conn:
+            if not is_id(session_id) or conn.execute(
+                    "SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise SessionNotFound(session_id)
+            return undo.delete_session(conn, session_id)
+
+    def put_back(self, deleted: Deleted) -> None:
+        """Undo a deletion made by this store (``NothingToUndo`` when what it hung from is
+        gone too; then nothing changes)."""
+        with self._db.transaction() as conn:
+            undo.put_back(conn, deleted)
 
     # -- search ----------------------------------------------------------------------
 

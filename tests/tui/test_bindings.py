@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tui.app import LlamaChatApp
 from tui.bindings import ALL_IDS, KEYS, PALETTE, bindings_for, check_overrides, current_key
+from tui.bindings import spec as key_spec
 from tui.screens.main_screen import MainScreen
 from tui.widgets.chat_input import ChatInput
 
@@ -27,10 +28,14 @@ def test_default_keys_do_not_clash():
 
 def test_the_input_keeps_its_editing_keys():
     """Screen keys must not shadow what the TextArea needs while typing."""
-    editing = {"ctrl+left", "ctrl+right", "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w", "ctrl+z",
+    editing = {"ctrl+left", "ctrl+right", "ctrl+a", "ctrl+e", "ctrl+k", "ctrl+u", "ctrl+w",
                "ctrl+y", "ctrl+x", "ctrl+c", "ctrl+v", "f6", "f7", "up", "down", "left", "right"}
     for spec in KEYS:
         assert not set(spec.key.split(",")) & editing, spec.id
+    # Ctrl+Z is shared: the input undoes typing first and passes it on with none left
+    # (``ChatInput.action_undo``), so the screen's binding must not take it first.
+    undo = key_spec("undo-delete")
+    assert undo.key == "ctrl+z" and not undo.priority and undo.place == "screen"
 
 
 def test_bindings_carry_ids_and_send_is_a_priority_key_of_the_input():

@@ -13,7 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessions.controller import ExchangeError, Imported, StoreError
+from textual.binding import Binding
+
+from sessions.controller import ExchangeError, Imported, NothingToUndo, StoreError
+from tui.bindings import current_key, spec
 from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules
 from tui.screens.dialogs import ConfirmScreen, TextPrompt
@@ -51,7 +54,7 @@ def delete_chat(screen: ChatScreen) -> None:
             await screen.new_chat()
         else:
             screen.refresh_panels()
-        screen.notify(f"Deleted the chat “{title}”.", markup=False)
+        screen.notify(f"Deleted the chat “{title}”. {undo_hint(screen)}", markup=False)
 
     async def confirmed(yes: bool | None) -> None:
         if yes:
@@ -94,3 +97,35 @@ def _imported(screen: ChatScreen, ids: Imported) -> None:
         screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}.", timeout=4)
     if ids:
         screen.call_later(screen.jobs.when_idle, lambda: screen.open_chat(ids[0]))
+
+
+def undo_hint(screen: ChatScreen) -> str:
+    """How to bring back what was just deleted, in the words of the key bound to it (the
+    user's keymap may have moved it)."""
+    key = current_key(spec("undo-delete"), getattr(screen.app, "keymap", {})).split(",")[0]
+    return f"{screen.app.get_key_display(Binding(key, ''))} brings it back."
+
+
+def undo_delete(screen: ChatScreen) -> None:
+    """Bring back the latest deletion of this run, and show it."""
+    deleted = screen.controller.deletion_to_undo()
+    if deleted is None:
+        screen.notify("Nothing deleted since the app started is left to bring back.", timeout=3)
+        return
+
+    async def put_back() -> None:
+        try:
+            screen.controller.undo_delete()
+        except NothingToUndo as error:
+            screen.notify(f"Could not bring it back: {error}.", severity="warning", markup=False)
+            return
+        except GESTURE_ERRORS as error:
+            screen.notify(f"Could not bring it back: {error}", severity="error", markup=False)
+            return
+        await screen.show_head()
+        screen.refresh_panels()
+        what = ("the chat" if deleted.kind == "session"
+                else chat_rules.plural(deleted.count, "message"))
+        screen.notify(f"Brought back {what}.")
+
+    screen.run_worker(screen.jobs.when_idle(put_back), group="undo-delete")

@@ -191,7 +191,7 @@ class MainScreen(ChatScreen):
         async def delete() -> None:
             count = self.controller.delete_subtree(message.id, expected_ids=counted)
             await self.show_head()
-            self.notify(f"Deleted {chat_rules.plural(count, 'message')}.")
+            self.notify(f"Deleted {chat_rules.plural(count, 'message')}. {library_flow.undo_hint(self)}")
 
         async def confirmed(yes: bool | None) -> None:
             if yes:
@@ -310,6 +310,13 @@ class MainScreen(ChatScreen):
 
     def action_delete_session(self) -> None:
         library_flow.delete_chat(self)
+
+    def action_undo_delete(self) -> None:
+        library_flow.undo_delete(self)
+
+    @on(ChatInput.NothingToUndo)
+    def input_has_nothing_to_undo(self) -> None:
+        library_flow.undo_delete(self)
 
     def action_import_sessions(self) -> None:
         library_flow.import_chats(self)

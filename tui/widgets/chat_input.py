@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import EditResult
 
 from tui.bindings import bindings_for
 from tui.safe_text import for_input
@@ -54,6 +55,24 @@ class ChatInput(TextArea):
         @property
         def control(self) -> ChatInput:
             return self.chat_input
+
+    @dataclass
+    class NothingToUndo(Message):
+        """Ctrl+Z with no typing left to undo: the screen's undo (a deletion) may take it."""
+
+    def clear(self) -> EditResult:
+        """Empty the input for the next message: the typing of the one sent (or dropped) is
+        no longer undoable, so that Ctrl+Z reaches a deletion made after it."""
+        result = super().clear()
+        self.history.clear()
+        return result
+
+    def action_undo(self) -> None:
+        """Undo typing first; with none left, Ctrl+Z goes on to what the screen can undo."""
+        if self.history.undo_stack:
+            super().action_undo()
+        else:
+            self.post_message(self.NothingToUndo())
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
