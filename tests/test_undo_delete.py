@@ -145,3 +145,15 @@ def test_the_controller_brings_back_a_deleted_chat_and_opens_it(store):
         assert ctl.session_id == session_id and ctl.snapshot().head.id == ids["leaf"]
     finally:
         ctl.close()
+
+
+def test_the_config_says_how_long_deletions_can_be_undone(tmp_path):
+    from sessions.config import load_config
+
+    (tmp_path / "good.toml").write_text("undo_minutes = 5\n")
+    (tmp_path / "bad.toml").write_text('undo_minutes = "soon"\n')
+    assert load_config(tmp_path / "good.toml").config.undo_minutes == 5
+    bad = load_config(tmp_path / "bad.toml")
+    assert bad.config.undo_minutes is None
+    assert [str(p) for p in bad.problems] == [
+        "line 1: undo_minutes must be a number, not a string ('soon'); using the default (unset)"]

@@ -67,6 +67,10 @@ def config_template() -> str:
 # Colour theme: a built-in name or a theme file in the themes/ folder beside this file.
 # theme = {_value(c.theme)}
 
+# Minutes a deleted message or chat can be brought back with Ctrl+Z (unset: until the
+# app closes); after that the deletion is final and a chat's checkpoint files go.
+# undo_minutes = 30
+
 # A Jinja chat template used for every model instead of the one inside its file (a path
 # relative to this file's folder, or absolute); --chat-template-file sets it for one run.
 # It wins over the [models] tables below: leave it unset to use their per-model templates.

@@ -106,6 +106,7 @@ TOP_RULES: dict[str, Rule] = {
     "keys": Rule("str_map"),
     "chat_template_file": Rule("str", optional=True),
     "chat_template_kwargs": Rule("template_kwargs"),
+    "undo_minutes": Rule("float", minimum=0.0, maximum=10_000_000.0, optional=True),
 }
 
 TABLES: dict[str, tuple[type, dict[str, Rule]]] = {

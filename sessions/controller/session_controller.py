@@ -71,9 +71,11 @@ class SessionController(ControllerBase):
         sampling: SamplingSettings = SamplingSettings(),
         listener: Listener = ignore,
         checkpoints: CheckpointStore | None = None,
+        undo_seconds: float | None = None,
     ):
         """``checkpoints``: the store whose files a deleted chat's own checkpoints are
-        removed from (the engine factory's, if it has one)."""
+        removed from (the engine factory's, if it has one); ``undo_seconds``: how long a
+        deletion can be undone (None: until ``close``)."""
         self.settings = settings
         self.sampling = sampling
         """Sampling settings of new chats (an open chat replies with its own)."""
@@ -88,7 +90,7 @@ class SessionController(ControllerBase):
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store, sampling)
         self._cleanup = CheckpointCleanup(store, checkpoints, lambda text: self.listener(NoticeRaised(text)))
-        self._deletions = DeletionUndo(store, self._cleanup.start)
+        self._deletions = DeletionUndo(store, self._cleanup.start, undo_seconds)
         """Deletions this run can take back (``undo_delete``)."""
         """The saved sessions: list, search, import."""
         self.models = ModelCatalogue()
