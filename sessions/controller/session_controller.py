@@ -87,8 +87,9 @@ class SessionController(ControllerBase):
         self.library = SessionLibrary(store, sampling)
         self._cleanup = CheckpointCleanup(store, checkpoints, lambda text: self.listener(NoticeRaised(text)))
         """The saved sessions: list, search, import."""
-        self.models = ModelCatalogue()
-        """The models to choose from: found on disk, one file described, the demo model."""
+        self.models = ModelCatalogue(store)
+        """The models to choose from: found on disk, used by saved chats, fetched by name,
+        one file described, the demo model."""
         self._speeds = SwitchSpeeds()
 
     # -- the model (worker thread) --------------------------------------------------
