@@ -6,7 +6,8 @@ models: the model's files (``/api/models/USER/REPO``), the model search
 ``ETag``, ``X-Repo-Commit`` and size huggingface_hub reads before a download) and ``GET``
 with ``Range``. A missing repository answers 404 with ``X-Error-Code: RepoNotFound``, as
 the Hub does. Every request is recorded, headers included, so tests can check what was
-asked; ``drop_after`` cuts a file's next ``GET`` after that many bytes of its body.
+asked; ``drop_after`` cuts a file's next ``GET`` after that many bytes of its body, and
+``hold_at`` pauses it there until the test lets it go on.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class FakeHub:
     requests: list[Request] = field(default_factory=list)
     drop_after: dict[str, int] = field(default_factory=dict)
     """File name -> bytes of body sent before the connection is cut (once)."""
+    hold_at: dict[str, tuple[int, threading.Event]] = field(default_factory=dict)
+    """File name -> (bytes, event): the body pauses after that many bytes until the event is set."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, repo: str, files: dict[str, bytes | Path], downloads: int = 0) -> None:
@@ -140,6 +143,15 @@ class _Handler(BaseHTTPRequestHandler):
         status = 206 if start else 200
         with self.hub.lock:
             cut = None if head else self.hub.drop_after.pop(name, None)
+            hold = None if head else self.hub.hold_at.pop(name, None)
+        if hold is not None:
+            request.status = status
+            self._send(request, status, body[:hold[0]], headers, declared=len(body))
+            self.wfile.flush()
+            hold[1].wait(30)
+            self.wfile.write(body[hold[0]:])
+            request.body_bytes = len(body)
+            return
         if cut is None:
             self._send(request, status, body, headers, head=head)
             return
@@ -149,13 +161,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.shutdown(2)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that left mid-answer (a stopped download) is no failure of the server."""
+
+
 @pytest.fixture
 def fake_hub(monkeypatch, tmp_path):
     """A running ``FakeHub``, with ``HF_ENDPOINT`` pointing at it and ``HF_HOME`` private."""
     hub = FakeHub()
     handler = type("Handler", (_Handler,), {"hub": hub})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), handler)
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="fake-hub", daemon=True)
     thread.start()

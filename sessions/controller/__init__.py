@@ -22,7 +22,7 @@ from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, ReplyNotSaved, TurnTaken
 from sessions.exchange import ExchangeError, ExportKind, Imported
-from sessions.hub import DownloadProgress, HubError, HubModel, progress_text
+from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
 from sessions.llama.context import DecodeCancelled
 from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
@@ -46,6 +46,7 @@ __all__ = [
     "ConversationTree",
     "DecodeCancelled",
     "DownloadProgress",
+    "DownloadStopped",
     "EngineSettings",
     "ExchangeError",
     "ExportKind",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from sessions.hub.choice import HubSpec, best_model, model_files, parse_spec, quant_tags, split_info
 from sessions.hub.client import cache_folder, cached_files, endpoint, fetch_model, repo_files, search_models
-from sessions.hub.errors import HubError
+from sessions.hub.errors import DownloadStopped, HubError
 from sessions.hub.progress import DownloadProgress, ProgressCallback, progress_text
 from sessions.hub.recent import RecentDownload, recent_downloads, remember_download
 from sessions.hub.search import HubModel
 
 __all__ = [
     "DownloadProgress",
+    "DownloadStopped",
     "HubError",
     "HubModel",
     "HubSpec",
