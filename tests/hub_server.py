@@ -30,6 +30,7 @@ class Request:
     method: str
     path: str
     headers: dict[str, str]
+    query: str = ""
     status: int = 0
     body_bytes: int = 0
 
@@ -66,7 +67,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _record(self) -> Request:
-        request = Request(self.command, unquote(urlsplit(self.path).path), dict(self.headers.items()))
+        url = urlsplit(self.path)
+        request = Request(self.command, unquote(url.path), dict(self.headers.items()), url.query)
         with self.hub.lock:
             self.hub.requests.append(request)
         return request

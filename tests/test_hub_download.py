@@ -117,5 +117,11 @@ def test_search_lists_gguf_repositories_the_most_downloaded_first(served):
     served.add("other/tiny-chat-GGUF", {"chat-Q4_K_M.gguf": b"x"}, downloads=99)
     served.add("other/tiny-safetensors", {"model.safetensors": b"x"}, downloads=500)
     assert [model.repo for model in search_models("TINY")] == ["other/tiny-chat-GGUF", REPO]
-    query = next(r for r in served.requests if r.path == "/api/models")
-    assert query.method == "GET"
+    (query,) = [r for r in served.requests if r.path == "/api/models"]
+    assert query.method == "GET" and {"search=TINY", "filter=gguf", "sort=downloads"} <= set(query.query.split("&"))
+
+
+def test_a_search_that_cannot_reach_the_hub_says_so_at_once(fake_hub, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    with pytest.raises(HubError, match=r"^could not reach http://127.0.0.1:9 to search it: check the network"):
+        search_models("gemma")

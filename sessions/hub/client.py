@@ -21,6 +21,9 @@ from sessions.hub.progress import ProgressCallback, bar_class
 from sessions.hub.recent import remember_download
 from sessions.hub.search import HubModel
 
+SEARCH_TIMEOUT = 10.0
+"""Seconds a search waits for the Hub's answer."""
+
 
 def _hub() -> Any:
     # Deferred: huggingface_hub and its HTTP client take a while to import, and only
@@ -93,15 +96,27 @@ def fetch_model(spec: HubSpec | str, progress: ProgressCallback | None = None) -
 
 
 def search_models(query: str, limit: int = 30) -> list[HubModel]:
-    """GGUF repositories on the Hub whose name holds ``query``, the most downloaded first."""
+    """GGUF repositories on the Hub whose name holds ``query``, the most downloaded first.
+
+    One request through huggingface_hub's session (its headers and token), not
+    ``HfApi.list_models``, whose pages are retried for some 20 seconds when the Hub
+    cannot be reached: a search should say so at once.
+    """
     hub = _hub()
+    params = {"search": query.strip(), "filter": "gguf", "sort": "downloads", "limit": limit}
     try:
-        found = hub.HfApi(endpoint=endpoint()).list_models(search=query.strip() or None, filter="gguf",
-                                                          sort="downloads", limit=limit)
-        return [HubModel(model.id, getattr(model, "downloads", None) or 0, getattr(model, "likes", None) or 0)
-                for model in found]
+        response = hub.get_session().get(f"{endpoint() or hub.constants.ENDPOINT}/api/models", params=params,
+                                         headers=hub.utils.build_hf_headers(), timeout=SEARCH_TIMEOUT)
+        hub.utils.hf_raise_for_status(response)
+        found = response.json()
+        return [HubModel(str(entry["id"]), _count(entry.get("downloads")), _count(entry.get("likes")))
+                for entry in found if isinstance(entry, dict) and entry.get("id")]
     except Exception as error:
-        raise _plain(error, None) from error
+        raise _plain(error, None, searching=True) from error
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _unreachable(error: BaseException) -> bool:
@@ -114,7 +129,8 @@ def _unreachable(error: BaseException) -> bool:
     return isinstance(error, ConnectionError | TimeoutError) or type(error).__module__.startswith(("httpx", "httpcore"))
 
 
-def _plain(error: BaseException, repo: str | None, file: str | None = None) -> BaseException:
+def _plain(error: BaseException, repo: str | None, file: str | None = None, *,
+           searching: bool = False) -> BaseException:
     """``error`` from huggingface_hub as one sentence (a ``HubError``); an error of ours
     or of the disk passes through."""
     if isinstance(error, HubError):
@@ -134,9 +150,13 @@ def _plain(error: BaseException, repo: str | None, file: str | None = None) -> B
         status = getattr(getattr(error, "response", None), "status_code", None)
         return HubError(f"{where} refused {'the download of ' + file if file else 'the request'}"
                         f"{f' (HTTP {status})' if status else ''}: try again later")
+    if searching and (isinstance(error, errors.OfflineModeIsEnabled) or _unreachable(error)):
+        return HubError(f"could not reach {where} to search it: check the network or HF_ENDPOINT")
     if isinstance(error, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled) or _unreachable(error):
         return HubError(f"could not reach {where}{f' for {file}' if file else ''} and it is not in the cache "
                         f"({cache_folder()}): check the network or HF_ENDPOINT")
     if isinstance(error, OSError) and not type(error).__module__.startswith("huggingface_hub"):
         return error  # the disk: full, read-only... (the command line says it in one line)
+    if searching:
+        return HubError(f"the search of {where} failed: {error}")
     return HubError(f"the download of {file or repo} failed: {error}")
