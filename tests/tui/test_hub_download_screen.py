@@ -125,3 +125,18 @@ async def test_escape_stops_a_download_and_closes_the_screen(served, tiny, tmp_p
     cache = tmp_path / "hf-home" / "hub" / "models--org--tiny-GGUF"
     kept = [path.relative_to(cache) for path in cache.rglob("*") if path.is_file()]
     assert [str(path) for path in kept] == ["refs/main"]  # no half file is kept
+
+
+def test_download_screen_with_search_results(snap_compare, served):
+    app = HostApp()
+
+    async def search(pilot):
+        app.open(HubDownloadScreen(ModelCatalogue()))
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#hub-query", Input).cursor_blink = False
+        await pilot.press(*"tiny", "enter")
+        await wait_for(pilot, lambda: len(screen.found) == 2, "the search results")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(100, 24), run_before=search)
