@@ -34,6 +34,10 @@ class Request:
     status: int = 0
     body_bytes: int = 0
 
+    def header(self, name: str) -> str | None:
+        """A header as sent, whatever its case (huggingface_hub sends ``authorization``)."""
+        return next((value for key, value in self.headers.items() if key.lower() == name.lower()), None)
+
 
 @dataclass
 class FakeHub:
@@ -137,7 +141,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"ETag": f'"{hashlib.sha256(data).hexdigest()}"', "X-Repo-Commit": COMMIT,
                    "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
         start = 0
-        wanted = request.headers.get("Range", "")
+        wanted = request.header("Range") or ""
         if wanted.startswith("bytes=") and not head:
             start = int(wanted.removeprefix("bytes=").split("-")[0])
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"

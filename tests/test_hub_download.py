@@ -84,9 +84,9 @@ def test_a_dropped_connection_resumes_from_the_bytes_already_written(served, tin
     path = fetch_model(REPO)
     assert path.read_bytes() == tiny.read_bytes()
     first, second = served.gets("tiny-Q4_K_M.gguf")
-    assert "Range" not in first.headers and first.body_bytes == size // 2
+    assert first.header("Range") is None and first.body_bytes == size // 2
     written = size // 2 // (64 * 1024) * (64 * 1024)
-    assert second.headers["Range"] == f"bytes={written}-"
+    assert second.header("Range") == f"bytes={written}-"
     assert second.status == 206 and second.body_bytes == size - written
 
 
@@ -125,3 +125,10 @@ def test_a_search_that_cannot_reach_the_hub_says_so_at_once(fake_hub, monkeypatc
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     with pytest.raises(HubError, match=r"^could not reach http://127.0.0.1:9 to search it: check the network"):
         search_models("gemma")
+
+
+def test_the_token_comes_from_hf_token_like_every_hub_tool(served, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_a_test_token")
+    fetch_model(REPO)
+    asked = [r for r in served.requests if r.path != "/api/models"]
+    assert len(asked) == 3 and all(r.header("Authorization") == "Bearer hf_a_test_token" for r in asked)
