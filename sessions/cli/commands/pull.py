@@ -17,8 +17,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "pull", help="download a GGUF model from the Hugging Face Hub by name",
         description="Download a GGUF model by name into the Hugging Face cache, as llama.cpp's -hf: "
-                    "Q4_K_M unless a :quant is given (then Q8_0, then the first GGUF file); every "
-                    "part of a split model. HF_TOKEN and HF_ENDPOINT are honoured.")
+                    "the file of the :quant given, else Q4_K_M, else Q8_0, else the first GGUF file; "
+                    "every part of a split model. HF_TOKEN and HF_ENDPOINT are honoured.")
     parser.add_argument("name", metavar="USER/REPO[:QUANT]", help="e.g. ggml-org/gemma-3-270m-it-GGUF:Q8_0")
     return parser
 
