@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.cli_support", "tests.fs_support", "tests.gguf_support"]
+pytest_plugins = ["tests.cli_support", "tests.fs_support", "tests.gguf_support", "tests.hub_server"]
 """Fixtures shared by several test files (``store``, ``chat``, ``home``, ``small_disk``)."""
 
 REPO = Path(__file__).resolve().parent.parent

@@ -54,6 +54,9 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     group = parser.add_argument_group("model and app options (before or after the command)")
     group.add_argument("-m", "--model", metavar="PATH", default=default(None),
                        help="GGUF model to load (overrides `model` in config.toml)")
+    group.add_argument("-hf", "--hf-repo", metavar="USER/REPO[:QUANT]", default=default(None),
+                       help="fetch this model from the Hugging Face Hub (Q4_K_M unless :QUANT is "
+                            "given) into its cache, then load it as -m would")
     group.add_argument("-c", "--ctx-size", metavar="N", type=context_size,
                        default=default(None), help="context size in tokens (0: the model's own)")
     group.add_argument("-ngl", "--n-gpu-layers", metavar="N", type=gpu_layers,

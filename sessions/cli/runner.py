@@ -19,6 +19,7 @@ from typing import TextIO
 
 from sessions import paths
 from sessions.cli.context import CommandContext, tell
+from sessions.cli.download_line import DownloadLine
 from sessions.cli.errors import CliError
 from sessions.cli.interrupts import silence_stdout
 from sessions.cli.launch_options import LaunchOptions, RunApp
@@ -26,6 +27,7 @@ from sessions.cli.parser import PROG, build_parser
 from sessions.config import Config, ConfigError, load_config
 from sessions.config.model import ModelSettings
 from sessions.discovery import check_before_load
+from sessions.hub import fetch_model
 from sessions.text_safety import inert
 
 
@@ -50,6 +52,7 @@ _ERRORS_FOR_THE_USER = (
     ("sessions.exchange.builder", "ExchangeError"),
     ("sessions.llama.context", "DecodeError"),  # "could not create a context of N tokens (out of memory?)"
     ("sessions.templates.chat_template", "TemplateError"),  # "the chat template rejected the conversation: ..."
+    ("sessions.hub.errors", "HubError"),  # "no model named user/repo on https://huggingface.co ..."
 )
 """(module, class) of the errors whose message is one sentence for the user."""
 
@@ -123,6 +126,17 @@ def _check_model(args: argparse.Namespace) -> None:
     check_before_load(args.model)  # what would make llama.cpp abort the app, too
 
 
+def _fetch_by_name(args: argparse.Namespace, err: TextIO) -> None:
+    """``-hf user/repo[:quant]``: download the model (progress on stderr), then go on as if
+    ``-m`` had named the file, whatever the command."""
+    name = getattr(args, "hf_repo", None)
+    if not name:
+        return
+    if getattr(args, "model", None):
+        raise CliError("-m and -hf both name a model; give one of them")
+    args.model = str(fetch_model(name, DownloadLine(err)))
+
+
 def _error(err: TextIO, message: str) -> int:
     tell(err, f"{PROG}: error: {inert(message)}")
     return 1
@@ -154,6 +168,7 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
     config_path = loaded.path or paths.config_file()
     ctx = CommandContext(config=loaded.config, config_path=config_path, out=out, err=err)
     try:
+        _fetch_by_name(args, err)
         ctx.config = apply_flags(loaded.config, args, batch_wanted=loaded.batch_wanted or Config().n_batch)
         if args.command is None:
             if run_app is None:

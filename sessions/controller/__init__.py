@@ -2,7 +2,8 @@
 
 ``job_control`` holds the engine lock and the stop protocol, ``model_loading`` swaps
 models, ``reply`` writes one reply, ``snapshot`` is what the UI reads,
-``library`` the saved sessions and ``model_catalogue`` the models to choose from.
+``library`` the saved sessions and ``model_catalogue`` the models to choose from (on disk,
+from saved chats, fetched from the Hub).
 The UI imports the core from here (and ``sessions.events``) alone, so every type, error
 and helper it needs is re-exported below. May import any package of the core but the CLI.
 """
@@ -21,6 +22,7 @@ from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, ReplyNotSaved, TurnTaken
 from sessions.exchange import ExchangeError, ExportKind, Imported
+from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
 from sessions.llama.context import DecodeCancelled
 from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
@@ -44,10 +46,14 @@ __all__ = [
     "ConversationTree",
     "DecodeCancelled",
     "Deleted",
+    "DownloadProgress",
+    "DownloadStopped",
     "EngineSettings",
     "ExchangeError",
     "ExportKind",
     "GenerationCancelled",
+    "HubError",
+    "HubModel",
     "Imported",
     "MemoryKind",
     "Message",
@@ -78,6 +84,7 @@ __all__ = [
     "inert",
     "is_inert",
     "parse_sampling_value",
+    "progress_text",
     "read_regular_file",
     "split_reply",
     "title_from_text",

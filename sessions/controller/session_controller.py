@@ -89,12 +89,13 @@ class SessionController(ControllerBase):
         self._jobs = JobControl(lambda: self.engine)
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store, sampling)
+        """The saved sessions: list, search, import."""
         self._cleanup = CheckpointCleanup(store, checkpoints, lambda text: self.listener(NoticeRaised(text)))
         self._deletions = DeletionUndo(store, self._cleanup.start, undo_seconds)
         """Deletions this run can take back (``undo_delete``)."""
-        """The saved sessions: list, search, import."""
-        self.models = ModelCatalogue()
-        """The models to choose from: found on disk, one file described, the demo model."""
+        self.models = ModelCatalogue(store)
+        """The models to choose from: found on disk, used by saved chats, fetched by name,
+        one file described, the demo model."""
 
     # -- the model (worker thread) --------------------------------------------------
 

@@ -8,6 +8,7 @@ modules; never llama.cpp's bindings (they import this package) or the engine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
@@ -35,14 +36,15 @@ __all__ = [
 
 
 def discover_models(config: object | None = None, *, roots: list[SearchRoot] | None = None,
-                    include_auxiliary: bool = False) -> list[ModelCard]:
+                    include_auxiliary: bool = False, also: Sequence[tuple[Path, str]] = ()) -> list[ModelCard]:
     """Every model found, deduplicated by real path and sorted by name.
 
     ``config`` supplies ``model_dirs`` and ``model`` (the configured model is listed even
-    outside the searched folders). A file that cannot be read is listed with ``error``
-    set, and so is a folder that cannot be searched or a configured one that is missing;
-    adapters, vision projectors and vocabulary-only files are left out unless
-    ``include_auxiliary``. Later parts of a split model are folded into its first part.
+    outside the searched folders); ``also`` names more files (path, source), listed
+    wherever they are as long as they exist (the models of saved chats, say). A file that
+    cannot be read is listed with ``error`` set, and so is a folder that cannot be searched
+    or a configured one that is missing; adapters, vision projectors and vocabulary-only
+    files are left out unless ``include_auxiliary``. Later parts of a split model are folded into its first part.
     """
     model_dirs = list(getattr(config, "model_dirs", None) or [])
     if roots is None:
@@ -51,6 +53,7 @@ def discover_models(config: object | None = None, *, roots: list[SearchRoot] | N
     configured = getattr(config, "model", None)
     if configured:
         candidates.append((Path(configured).expanduser(), "config"))
+    candidates.extend((path, source) for path, source in also if path.is_file())
     folders: list[ModelCard] = []
     for root in roots:
         unreadable: list[tuple[Path, str]] = []

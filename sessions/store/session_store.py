@@ -147,6 +147,14 @@ class SessionStore(FrozenTokens):
                 if wanted is None or row["id"] in wanted
             ]
 
+    def models_used(self) -> list[tuple[str, float]]:
+        """Each model file a saved chat names, with the time that chat last changed, the
+        most recent first (the model picker lists them before the others)."""
+        with self._db.read() as conn:
+            return [(row["model_path"], row["at"]) for row in conn.execute(
+                "SELECT model_path, max(updated_at) AS at FROM sessions WHERE model_path IS NOT NULL"
+                " AND model_path != '' GROUP BY model_path ORDER BY at DESC")]
+
     def rename_session(self, session_id: int, title: str) -> Session:
         check_text(title, "the title")
         with self._db.transaction() as conn:

@@ -17,7 +17,7 @@ from sessions.synth import expected_kind, make_model
 from tests.tui.fake_engine import FakeEngineFactory
 from tui.fuzzy import fuzzy_match, fuzzy_rank
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
-from tui.screens.model_picker import DEMO_KEY, KIND_NAMES, ModelPicker
+from tui.screens.model_picker import DEMO_KEY, DOWNLOAD_KEY, KIND_NAMES, ModelPicker
 from tui.screens.session_picker import Picked, SessionPicker
 from tui.theme_loader import default_variables, register_themes
 
@@ -156,8 +156,9 @@ async def test_model_picker_lists_models_with_their_memory_kind(model_dir):
         await settle(pilot)
         assert picker.discovered
         table = picker.query_one(DataTable)
-        assert table.row_count == 1 + 5
+        assert table.row_count == 2 + 5
         assert "Demo model" in str(table.get_row(DEMO_KEY)[0])
+        assert "Download a model by name" in str(table.get_row(DOWNLOAD_KEY)[0])
         by_file = {card.path.name: (index, card) for index, card in enumerate(picker.cards)}
         assert set(by_file) == {"llama.gguf", "gemma3.gguf", "lfm2.gguf", "mamba.gguf", "broken.gguf"}
         for arch in ("llama", "gemma3", "lfm2", "mamba"):
@@ -166,7 +167,7 @@ async def test_model_picker_lists_models_with_their_memory_kind(model_dir):
         index, broken = by_file["broken.gguf"]
         name_cell = table.get_row(str(index))[0]
         assert broken.error and broken.error[:20] in str(name_cell) and "dim" in str(name_cell.style)
-        await pilot.press(*["down"] * (by_file["lfm2.gguf"][0] + 1), "enter")
+        await pilot.press(*["down"] * (by_file["lfm2.gguf"][0] + 2), "enter")
         await pilot.pause()
     assert app.results == [model_dir / "lfm2.gguf"]
 
@@ -207,9 +208,9 @@ async def test_model_picker_typed_path_unusable_rows_and_escape(model_dir):
         picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
         app.open(picker)
         await settle(pilot)
-        broken_row = 1 + [card.path.name for card in picker.cards].index("broken.gguf")
+        broken_row = 2 + [card.path.name for card in picker.cards].index("broken.gguf")
         await pilot.press(*["down"] * broken_row)
-        broken = picker.cards[broken_row - 1]
+        broken = picker.cards[broken_row - 2]
         assert broken.error in str(picker.query_one("#model-detail", Static).render())
         await pilot.press("enter")
         status = picker.query_one("#picker-status", Static)
@@ -350,3 +351,49 @@ async def test_model_picker_marks_the_loaded_model(model_dir):
         marked = [str(table.get_row(str(index))[0]) for index, _ in enumerate(picker.cards)]
         assert [name for name in marked if name.endswith("(loaded)")] == [
             marked[next(i for i, c in enumerate(picker.cards) if c.path.name == "lfm2.gguf")]]
+
+
+def test_model_rows_of_one_name_say_their_quantisation_when_it_tells_them_apart(tmp_path):
+    from sessions.discovery import ModelCard
+    from tui.screens.model_picker import row_names
+
+    def card(path: str, quant: str) -> ModelCard:
+        return ModelCard(path=tmp_path / path, name="Gemma 3 270m", quantization=quant, file_size=1)
+
+    assert row_names([card("a/g-q4.gguf", "Q4_K_M"), card("a/g-q8.gguf", "Q8_0")]) == [
+        "Gemma 3 270m · Q4_K_M", "Gemma 3 270m · Q8_0"]
+    assert row_names([card("a/g-q4.gguf", "Q4_K_M"), card("b/g-q4.gguf", "Q4_K_M"), card("a/g-q8.gguf", "Q8_0")]) == [
+        "Gemma 3 270m · a/g-q4.gguf", "Gemma 3 270m · b/g-q4.gguf", "Gemma 3 270m · g-q8.gguf"]
+    same = [card("x/a/g.gguf", "Q4_K_M"), card("y/a/g.gguf", "Q4_K_M")]
+    assert row_names(same) == [f"Gemma 3 270m · {tmp_path}/x/a/g.gguf", f"Gemma 3 270m · {tmp_path}/y/a/g.gguf"]
+
+
+async def test_model_picker_lists_the_models_of_saved_chats_and_downloads_first(model_dir, store, tmp_path):
+    """A fresh config searches no folder of these models: the chats and the downloads alone
+    bring them, the most recent first, wherever their files are."""
+    from sessions.hub import remember_download
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copyfile(model_dir / "llama.gguf", elsewhere / "old.gguf")
+    store.create_session(title="old chat", model_path=str(elsewhere / "old.gguf"), created_at=1000.0)
+    store.create_session(title="newer chat", model_path=str(model_dir / "mamba.gguf"), created_at=2000.0)
+    store.create_session(title="again", model_path=str(model_dir / "mamba.gguf"), created_at=1500.0)
+    store.create_session(title="gone", model_path=str(tmp_path / "deleted.gguf"), created_at=3000.0)
+    remember_download(model_dir / "lfm2.gguf", "org/lfm2-GGUF:Q4_K_M")
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(ModelCatalogue(store), Config(), loaded=model_dir / "mamba.gguf")
+        app.open(picker)
+        await settle(pilot)
+        assert [card.path for card in picker.cards] == [model_dir / "lfm2.gguf", model_dir / "mamba.gguf",
+                                                        elsewhere / "old.gguf"]
+        assert str(picker.query_one("#picker-status", Static).render()).startswith("3 models found")
+        table = picker.query_one(DataTable)
+        names = [str(table.get_row(str(index))[0]) for index in range(3)]
+        assert [name.endswith("(loaded)") for name in names] == [False, True, False]
+        await pilot.press("down", "down")  # the first model, under the demo and download rows
+        detail = str(picker.query_one("#model-detail", Static).render())
+        assert str(model_dir / "lfm2.gguf") in detail and "found via a download by name" in detail
+        await pilot.press("down")
+        assert "found via a saved chat" in str(picker.query_one("#model-detail", Static).render())

@@ -1,12 +1,15 @@
-"""Choose the model to chat with: found on disk, the demo model, or a typed path.
+"""Choose the model to chat with: found on disk, the demo model, one downloaded by name, or
+a typed path.
 
 The table says what matters before loading gigabytes: the memory kind (it decides how
 llamachat checkpoints the model's state, see ``MemoryKind``), the size, the
 quantisation and the trained context length. Files that cannot be used stay listed,
 dimmed, with the reason, because "why is my model not here?" is the first question
-otherwise. The models come from the controller's catalogue (``SessionController.models``);
-searching the disk and making the demo model both take time, so they run in thread
-workers and the screen opens at once.
+otherwise. The models come from the controller's catalogue (``SessionController.models``),
+those of saved chats and recent downloads first; rows of one name say their quantisation
+or their file. Searching the disk and making the demo model both take time, so they run
+in thread workers and the screen opens at once; the download row opens
+``HubDownloadScreen``.
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ from textual.worker import Worker, WorkerState
 
 from sessions.controller import ControllerError, MemoryKind, ModelCard, ModelFileError, human_count, human_size
 from tui.safe_text import inert
+from tui.screens.hub_download import HubDownloadScreen
 
 if TYPE_CHECKING:
     from sessions.controller import ModelCatalogue
 
 DEMO_KEY = "demo"
 DEMO_LABEL = "Demo model (random weights, replies are random text)"
+DOWNLOAD_KEY = "download"
+DOWNLOAD_LABEL = "Download a model by name from Hugging Face…"
+DOWNLOAD_DETAIL = ("Search the Hub for GGUF models, or type user/repo[:quant]; the file goes to the "
+                   "Hugging Face cache (HF_HOME), where this list finds it.")
 KIND_NAMES = {MemoryKind.PLAIN: "plain", MemoryKind.SWA: "SWA", MemoryKind.HYBRID: "hybrid",
               MemoryKind.RECURRENT: "recurrent"}
 COLUMNS = ("Model", "Memory", "Params", "Quant", "Context")
@@ -51,18 +59,26 @@ LOADED_MARK = "(loaded)"
 
 
 def row_names(cards: list[ModelCard], loaded: Path | None = None) -> list[str]:
-    """What the name column says of each card: its name, with the file (or the file and
-    its folder) where two cards share a name, and a mark on the model loaded now."""
+    """What the name column says of each card: its name; where two cards share a name,
+    their quantisation if that tells them apart, else their file (then its folder, then
+    the whole path); and a mark on the model loaded now."""
 
     def counted(labels: list[str]) -> dict[str, int]:
         return {label: labels.count(label) for label in labels}
 
+    def quants_differ(name: str) -> bool:
+        quants = [card.quantization for card in cards if card.name == name]
+        return None not in quants and len(set(quants)) == len(quants)
+
     names = [card.name for card in cards]
     twins = counted(names)
-    names = [f"{card.name} · {card.path.name}" if twins[card.name] > 1 else card.name for card in cards]
-    twins = counted(names)
-    names = [f"{card.name} · {card.path.parent.name}/{card.path.name}" if twins[name] > 1 else name
-             for card, name in zip(cards, names, strict=True)]
+    names = [card.name if twins[card.name] == 1
+             else f"{card.name} · {card.quantization}" if quants_differ(card.name)
+             else f"{card.name} · {card.path.name}" for card in cards]
+    for tell_apart in (lambda card: f"{card.path.parent.name}/{card.path.name}", lambda card: str(card.path)):
+        twins = counted(names)
+        names = [f"{card.name} · {tell_apart(card)}" if twins[name] > 1 else name
+                 for card, name in zip(cards, names, strict=True)]
     here = loaded.resolve() if loaded is not None else None
     return [f"{name} {LOADED_MARK}" if here is not None and card.path.resolve() == here else name
             for card, name in zip(cards, names, strict=True)]
@@ -132,6 +148,7 @@ class ModelPicker(ModalScreen[Path | None]):
         table.add_columns(*COLUMNS)
         table.add_row(Text(DEMO_LABEL, style="italic"), Text("plain"),
                       *(Text("") for _ in COLUMNS[2:]), key=DEMO_KEY)
+        table.add_row(Text(DOWNLOAD_LABEL, style="italic"), *(Text("") for _ in COLUMNS[1:]), key=DOWNLOAD_KEY)
         table.focus()
         self._discover()
 
@@ -192,7 +209,7 @@ class ModelPicker(ModalScreen[Path | None]):
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         card = self._card(event.row_key.value)
         if card is None:
-            detail = DEMO_DETAIL if event.row_key.value == DEMO_KEY else ""
+            detail = {DEMO_KEY: DEMO_DETAIL, DOWNLOAD_KEY: DOWNLOAD_DETAIL}.get(event.row_key.value or "", "")
         else:
             found = f", found via {card.source}" if card.source else ""
             detail = f"{inert(str(card.path))} ({human_size(card.file_size)}{found})"
@@ -207,6 +224,9 @@ class ModelPicker(ModalScreen[Path | None]):
             self._status("Making the demo model…")
             self._make_demo()
             return
+        if event.row_key.value == DOWNLOAD_KEY:
+            self.app.push_screen(HubDownloadScreen(self._models), self._downloaded)
+            return
         card = self._card(event.row_key.value)
         if card is None:
             return
@@ -214,6 +234,10 @@ class ModelPicker(ModalScreen[Path | None]):
             self._status(f"{card.path.name} cannot be used: {card.error}", error=True)
             return
         self.dismiss(card.path)
+
+    def _downloaded(self, path: Path | None) -> None:
+        if path is not None:
+            self.dismiss(path)
 
     @on(Input.Submitted, "#model-path")
     def _path_submitted(self, event: Input.Submitted) -> None:
