@@ -82,7 +82,8 @@ def bindings_only() -> ModuleType:
     of ``llama_cpp.llama_cpp``. The package's ``__init__`` is skipped by registering an
     empty package first, so the submodule loads alone; where that fails (another layout
     of the package), the whole package is imported. llama.cpp logs only its warnings and
-    errors, to stderr, and its backends are initialised as ``lib()`` does.
+    errors, to stderr, and its backends are initialised as ``lib()`` does. Only for a
+    process that never calls ``lib()``: the package stays registered without its API.
     """
     import importlib.util  # only this child needs it
 
