@@ -93,7 +93,9 @@ def read_attachment(path: Path | str, limit: int = MAX_ATTACHMENT_BYTES) -> Atta
     except UnicodeDecodeError as error:
         raise AttachmentError(f"cannot attach {path.name}: it is not UTF-8 text (byte 0x{data[error.start]:02x} "
                               f"at offset {error.start:,})") from None
-    return Attachment(safe_name(path), text)
+    # Windows line endings become newlines, as the app's input makes them: the same text
+    # whichever front end sends it, and the tokens counted are the tokens sent.
+    return Attachment(safe_name(path), text.replace("\r\n", "\n"))
 
 
 def within_context(attachment: Attachment, tokens: int, n_ctx: int | None) -> Attachment:

@@ -59,9 +59,9 @@ def test_the_message_is_the_text_then_each_file(tmp_path):
     assert appended("", one) == one.block
 
 
-def test_a_utf8_bom_is_not_part_of_the_text(tmp_path):
-    (tmp_path / "bom.txt").write_bytes("\ufeffhello".encode())
-    assert read_attachment(tmp_path / "bom.txt").text == "hello"
+def test_a_utf8_bom_and_windows_line_endings_are_not_part_of_the_text(tmp_path):
+    (tmp_path / "bom.txt").write_bytes("\ufeffhello\r\nworld\r\n".encode())
+    assert read_attachment(tmp_path / "bom.txt").text == "hello\nworld\n"
 
 
 def _refusal(path, **kwargs) -> str:
