@@ -1,10 +1,13 @@
 """Malformed GGUF files that made llama.cpp abort the whole process, and large headers.
 
-A duplicated token string, a ``block_count`` of 0 or 1000 and a NaN norm epsilon each
-ended llamachat with exit status 134 and a debugger's backtrace on the terminal. Each is
-now refused in one sentence before llama.cpp sees it, by the header checks or, for what
-a header cannot prove (here a MoE expert count llama.cpp asserts on), by a trial load in
-a child process. The files are real made models with one defect each.
+A duplicated token string, a ``block_count`` of 0 or 1000, a NaN norm epsilon and an
+odd or too-wide rope dimension each ended llamachat with exit status 134 and a
+debugger's backtrace on the terminal. Each is now refused in one sentence before
+llama.cpp sees it, by the header checks or, for what a header cannot prove (here a MoE
+expert count llama.cpp asserts on), by a trial load in a child process. The files are
+real made models with one defect each; the rope defects are in a gemma3 model, since
+llama.cpp's loader refuses a llama model's rope dimension other than its head size, and
+a gemma3 one passes the load and aborts at the first decode.
 
 The header is read when models are listed and before every load: a 262,144-token
 vocabulary, with and without as many merges, must read whole here; how long it takes is
@@ -37,15 +40,21 @@ DEFECTS = {
     "duplicate-token": (None, "twice; llama.cpp would crash on it"),
     "experts": ({"llama.expert_used_count": ("UINT32", 2)},
                 "llama.cpp crashed trying to load it (SIGABRT: llama-model.cpp:"),
+    "rope-odd": ({"gemma3.rope.dimension_count": ("UINT32", 7)},
+                 "gemma3.rope.dimension_count is 7 (it must be an even number)"),
+    "rope-wide": ({"gemma3.rope.dimension_count": ("UINT32", 4096)},
+                  "gemma3.rope.dimension_count (4096) is wider than an attention head (32)"),
 }
+ARCH = {"rope-odd": "gemma3", "rope-wide": "gemma3"}
+"""The architecture of a defect's source model (llama when not named)."""
 
 
 @pytest.fixture(scope="module")
 def defective(tmp_path_factory):
     folder = tmp_path_factory.mktemp("defects")
-    source = make_model("llama", "tiny")
     made = {}
     for name, (values, _) in DEFECTS.items():
+        source = make_model(ARCH.get(name, "llama"), "tiny")
         target = folder / f"{name}.gguf"
         made[name] = (with_duplicate_token(source, target) if values is None
                       else rewrite_gguf(source, target, values))
@@ -72,7 +81,7 @@ def test_a_file_llama_cpp_would_abort_on_is_one_sentence_and_exit_1(defective, n
 
 
 def test_the_model_list_names_what_the_header_shows(defective):
-    for name in ("block-count-0", "block-count-1000", "epsilon-nan"):
+    for name in ("block-count-0", "block-count-1000", "epsilon-nan", "rope-odd", "rope-wide"):
         card = read_model_card(defective[name])
         assert card.error and DEFECTS[name][1] in card.error
     assert read_model_card(defective["duplicate-token"]).error is None  # checked before a load only

@@ -1,4 +1,4 @@
-"""What ``llamachat ask`` is asked, and how: the message text and the sampling flags.
+"""What ``llamachat ask`` is asked, and how: the message text, its files and the sampling flags.
 
 The text comes from the arguments, or from standard input when it is ``-`` or when no
 text is given and input is not a terminal (``echo hi | llamachat ask``, ``ask - <
@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Any, BinaryIO
 
+from sessions.attachments import Attachment, AttachmentError, read_attachment
 from sessions.cli.errors import CliError
 from sessions.config.sampling_input import SamplingValueError, parse_sampling_value
 
@@ -67,6 +68,14 @@ def message_text(words: list[str], *, wanted: bool, stdin: BinaryIO | None = Non
     if text == "-" or (not text and wanted and _piped()):
         text = _read(stdin if stdin is not None else sys.stdin.buffer).strip()
     return text
+
+
+def attached_files(paths: list[str]) -> list[Attachment]:
+    """The files of ``--file``, read and checked (text, a regular file, not too large)."""
+    try:
+        return [read_attachment(path) for path in paths]
+    except AttachmentError as error:
+        raise CliError(str(error)) from None
 
 
 def _piped() -> bool:

@@ -8,6 +8,7 @@ The UI imports the core from here (and ``sessions.events``) alone, so every type
 and helper it needs is re-exported below. May import any package of the core but the CLI.
 """
 
+from sessions.attachments import Attachment, AttachmentError, appended
 from sessions.bounded_read import NotRegularFile, read_regular_file
 from sessions.branching.branch_engine import PrepareResult
 from sessions.branching.planner import Plan
@@ -37,6 +38,8 @@ from sessions.units import human_count, human_size
 
 __all__ = [
     "SAMPLING_LABELS",
+    "Attachment",
+    "AttachmentError",
     "ChatSettings",
     "ChatSnapshot",
     "Config",
@@ -78,6 +81,7 @@ __all__ = [
     "TemplateError",
     "TreeError",
     "TurnTaken",
+    "appended",
     "config_dir",
     "human_count",
     "human_size",

@@ -26,7 +26,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessions import context_fit
+from sessions import attachments, context_fit
+from sessions.attachments import Attachment
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
@@ -138,6 +139,23 @@ class SessionController(ControllerBase):
     def template_words(self) -> str | None:
         """The loaded model's chat template: where it comes from, and why, when it stands in for another."""
         return chat_settings.template_words(self.engine.template) if self.engine is not None else None
+
+    def attach_file(self, path: str | Path) -> Attachment:
+        """A text file to put in a message, its tokens counted (``sessions.attachments``).
+
+        Reads the file: run it in a worker thread. ``AttachmentError`` says why it cannot
+        be attached."""
+        return self.count_attachment(attachments.read_attachment(path))
+
+    def count_attachment(self, attachment: Attachment) -> Attachment:
+        """``attachment`` with its tokens for the loaded model (as it is without one);
+        ``AttachmentError`` when it alone is longer than the context."""
+        engine = self.engine
+        if engine is None:
+            return attachment
+        # Tokenizing reads the vocabulary only, never the context a reply is using.
+        tokens = len(engine.tokenize(attachment.block, add_bos=False))
+        return attachments.within_context(attachment, tokens, engine.n_ctx)
 
     # -- jobs -----------------------------------------------------------------------
 

@@ -3,10 +3,10 @@
 llama.cpp ends the whole program (``GGML_ASSERT``, exit status 134) on some malformed
 files instead of failing the load, which would take the app and the terminal down with
 it. So before a load: the header checks of ``read_model_card`` (a partial download, a
-layer count or a number llama.cpp aborts on), then the vocabulary's tokens must all
-differ (llama.cpp asserts it), and last, for what no header check can prove, a trial load
-and one decoded token in a child process (``probe``); a file that passed is remembered,
-so each file is tried once.
+layer count or a number llama.cpp aborts on, at the load or at the first decode), then
+the vocabulary's tokens must all differ (llama.cpp asserts it), and last, for what no
+header check can prove, a trial load without the tensor data in a child process
+(``probe``); a file that passed is remembered, so each file is tried once.
 
 The duplicate check needs every token string, which ``read_model_card`` (used for model
 lists too) skips to stay fast: it runs here only. For a 262,144-token vocabulary it takes

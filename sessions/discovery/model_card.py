@@ -9,14 +9,14 @@ show it instead of silently leaving it out.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sessions.discovery.abort_checks import header_problem
 from sessions.discovery.ggml_types import file_type_name, tensor_type_name
-from sessions.discovery.gguf_header import ArrayInfo, GGUFHeader, ModelFileError, read_gguf_header
+from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
 from sessions.memory_kind import MemoryKind
 
 # From llama.cpp's llm_arch_is_recurrent / llm_arch_is_hybrid (src/llama-arch.cpp, 0.3.36).
@@ -32,8 +32,6 @@ EMBEDDING_ARCHITECTURES = frozenset({
     "eurobert", "gemma-embedding", "t5encoder",
 })
 """llama.cpp's encoder-only architectures (src/llama-arch.cpp): they make embeddings, not text."""
-MAX_LAYERS = 512
-"""``LLAMA_MAX_LAYERS`` (src/llama-hparams.h): llama.cpp aborts on a block count outside 1..512."""
 MAX_SPLITS = 65535
 """llama.cpp reads ``split.count`` as a ``uint16_t`` (src/llama-model-loader.cpp)."""
 _SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
@@ -216,46 +214,6 @@ def card_from_header(path: Path, header: GGUFHeader) -> ModelCard:
         split_index=_int(meta.get("split.no")) or 0,
         split_count=max(_int(meta.get("split.count")) or 1, 1),
     )
-
-
-def _length(value: object) -> int | None:
-    if isinstance(value, ArrayInfo):
-        return value.length
-    return len(value) if isinstance(value, list) else None
-
-
-def header_problem(header: GGUFHeader) -> str | None:
-    """A value in the header that makes llama.cpp abort the whole process, in words.
-
-    llama.cpp checks these with ``GGML_ASSERT`` (or not at all, and crashes later), which
-    ends the program instead of failing the load: a block count outside 1..512, more
-    "next-token" layers than layers, a NaN or infinite number (a NaN norm epsilon passes
-    loading and aborts at the first decode), and score or type lists of another length
-    than the vocabulary (read past their end).
-    """
-    meta = header.metadata
-    for key, value in meta.items():
-        values = value if isinstance(value, list) else [value]
-        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
-            return f"{key} is {value!r}, not a number a model can use"
-    arch = meta.get("general.architecture")
-    if isinstance(arch, str):
-        blocks = meta.get(f"{arch}.block_count")
-        if blocks is not None and not (_int(blocks) is not None and 1 <= blocks <= MAX_LAYERS):
-            return f"{arch}.block_count is {blocks!r} (a model has 1 to {MAX_LAYERS} layers)"
-        nextn = _int(meta.get(f"{arch}.nextn_predict_layers"))
-        if nextn is not None and blocks is not None and nextn > blocks:
-            return f"{arch}.nextn_predict_layers ({nextn}) is more than its {blocks} layers"
-        for name in ("layer_norm_rms_epsilon", "layer_norm_epsilon"):
-            eps = meta.get(f"{arch}.attention.{name}")
-            if eps is not None and not (isinstance(eps, (int, float)) and 0 < eps < 1):
-                return f"{arch}.attention.{name} is {eps!r} (it must be a small positive number)"
-    n_tokens = _length(meta.get("tokenizer.ggml.tokens"))
-    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
-        n = _length(meta.get(key))
-        if n_tokens is not None and n is not None and n != n_tokens:
-            return f"{key} has {n} entries for {n_tokens} tokens"
-    return None
 
 
 def _check_complete(path: Path, header: GGUFHeader) -> None:

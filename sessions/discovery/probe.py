@@ -2,22 +2,23 @@
 
 llama.cpp has hundreds of ``GGML_ASSERT`` checks on a model's numbers, spread over every
 architecture, and a failed one ends the process (exit status 134) with the app and the
-terminal it had taken over. The header checks (``model_card.header_problem``) catch the
-known ones; for the rest, the file is first loaded by a short-lived child process that
-also decodes one token (some values, a NaN norm epsilon for one, pass loading and abort
-only then). If the child dies of a signal, the file is refused with the assertion
-llama.cpp printed; if it loads, the file is remembered as passed (``probed-models.json``
-in the cache folder, keyed by the file's path, device, inode, size, modification time and
-llama-cpp-python's version), so each file is tried once.
+terminal it had taken over. The header checks (``abort_checks.header_problem``) catch
+the known ones, those met only at the first decode included; for the rest, the file is
+first loaded by a short-lived child process the way llama.cpp loads it, without reading
+its tensor data (``sessions.llama.trial_load`` says which aborts each part covers). If
+the child dies of a signal, the file is refused with the assertion llama.cpp printed; if
+it loads, the file is remembered as passed (``probed-models.json`` in the cache folder,
+keyed by the file's path, device, inode, size, modification time and llama-cpp-python's
+version), so each file is tried once.
 
-Measured on the project's 2-core machine: 0.5 s for a 3 MB model, 0.7 s for a 200 MB one
-(about 0.25 s of it is the child importing llama-cpp-python), once per file. The models
-llamachat makes itself (the demo model, ``sessions.synth``) are written by this program
-and are not tried.
+The trial reads the header and plans the memory, so it costs the child's start whatever
+the file's size, not a second load of a download of tens of gigabytes
+(``tests.bench.trial_load`` measures it against a load). The models llamachat makes
+itself (the demo model, ``sessions.synth``) are written by this program and are not tried.
 
 The child runs ``python -m sessions.llama.trial_load FILE``: exit status 0 when the file
-loads and decodes, 3 when llama.cpp refuses it (the real load then says why), anything else
-a crash.
+loads, 3 (``REFUSED``) when llama.cpp refuses it (the real load then says why), anything
+else a crash.
 """
 
 from __future__ import annotations
@@ -33,11 +34,10 @@ from importlib import metadata
 from pathlib import Path
 
 from sessions import paths
+from sessions.trial_status import REFUSED
 
 PROBE_TIMEOUT = 300.0
 CACHE_NAME = "probed-models.json"
-REFUSED = 3
-"""The trial's exit status when llama.cpp refuses the file without crashing."""
 TRIAL = "sessions.llama.trial_load"
 """The module the child process runs (it imports llama.cpp; this one must not)."""
 

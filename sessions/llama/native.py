@@ -74,6 +74,51 @@ def lib() -> ModuleType:
     return _lib
 
 
+def bindings_only() -> ModuleType:
+    """``llama.h``'s ctypes bindings alone, for a short-lived child process.
+
+    ``import llama_cpp`` also imports the package's high-level API (numpy, Jinja, the chat
+    formats), which is most of a new process's start; the trial load needs six functions
+    of ``llama_cpp.llama_cpp``. The package's ``__init__`` is skipped by registering an
+    empty package first, so the submodule loads alone; where that fails (another layout
+    of the package), the whole package is imported. llama.cpp logs only its warnings and
+    errors, to stderr, and its backends are initialised as ``lib()`` does. Only for a
+    process that never calls ``lib()``: the package stays registered without its API.
+    """
+    import importlib.util  # only this child needs it
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is not None and spec.submodule_search_locations is not None and "llama_cpp" not in sys.modules:
+        package = ModuleType("llama_cpp")
+        package.__path__ = list(spec.submodule_search_locations)
+        package.__spec__ = spec
+        sys.modules["llama_cpp"] = package
+    L: ModuleType
+    try:
+        # Deferred: this is the cost a child process is started for.
+        import llama_cpp.llama_cpp as bindings
+        L = bindings
+    except ImportError:
+        sys.modules.pop("llama_cpp", None)
+        import llama_cpp as package
+        L = package
+
+    global _log_callback
+
+    @L.llama_log_callback
+    def _stderr(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+        global _last_level
+        if level != LOG_CONT:
+            _last_level = level
+        if _last_level >= LOG_WARN and text:
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _log_callback = _stderr
+    L.llama_log_set(_log_callback, ctypes.c_void_p())
+    L.llama_backend_init()
+    return L
+
+
 @contextmanager
 def log_lines(listener: Callable[[int, str], None]) -> Iterator[None]:
     """Call ``listener(level, line)`` for every llama.cpp log line while inside (1 = debug)."""

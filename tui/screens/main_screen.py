@@ -15,7 +15,7 @@ from textual import events, on
 from sessions.controller import Message
 from tui.bindings import bindings_for
 from tui.engine_work import GESTURE_ERRORS
-from tui.screens import chat_rules, library_flow, settings_flow
+from tui.screens import attach_flow, chat_rules, library_flow, settings_flow
 from tui.screens.chat_rules import InputMode
 from tui.screens.chat_screen import ChatScreen
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
@@ -320,6 +320,9 @@ class MainScreen(ChatScreen):
 
     def action_import_sessions(self) -> None:
         library_flow.import_chats(self)
+
+    def action_attach_file(self) -> None:
+        attach_flow.attach_file(self)
 
     def toggle_panel(self, panel: TreePanel | SessionList) -> None:
         panel.toggle_class("-open")

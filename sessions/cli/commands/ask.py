@@ -3,8 +3,9 @@
 It appends (``--at``: forks, ``--edit``: edits as a sibling, ``--regenerate``: answers
 again, ``--continue``: writes more of a reply cut at its length limit) a message in a
 session, streams the reply to stdout and stores it. The text comes from the arguments or
-from standard input (``sessions.cli.ask_input``); a session's own sampling settings apply,
-with the flags given on top. ``--stats``
+from standard input (``sessions.cli.ask_input``), with each ``--file`` after it in a fenced
+block (``sessions.attachments``); a session's own sampling settings apply, with the flags
+given on top. ``--stats``
 prints one JSON line on stderr saying how many tokens were restored from checkpoints and
 how many were evaluated, which is how scripts (and the tests) check that a branch or a
 reopened session only evaluated what was new.
@@ -22,8 +23,9 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sessions.attachments import compose_message
 from sessions.cli.arguments import session_id
-from sessions.cli.ask_input import add_sampling_flags, message_text, sampling_overrides
+from sessions.cli.ask_input import add_sampling_flags, attached_files, message_text, sampling_overrides
 from sessions.cli.context import CommandContext, tell
 from sessions.cli.errors import CliError, UsageError
 from sessions.cli.interrupts import Interrupts, silence_stdout
@@ -59,6 +61,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     where.add_argument("--continue", dest="continue_", type=session_id, metavar="MSG",
                        help="write more of reply MSG, cut at its length limit (a new, longer version of it)")
     parser.add_argument("--system", metavar="TEXT", help="system prompt of a new session")
+    parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
+                        help="attach a text file: its text follows TEXT in a fenced block named after it "
+                             "(repeatable)")
     add_sampling_flags(parser)
     parser.add_argument("--stats", action="store_true", help="print a JSON line of statistics on stderr")
     parser.add_argument("--trim", action="store_true",
@@ -99,12 +104,13 @@ def _takes_no_text(args: argparse.Namespace) -> bool:
 
 def _check(args: argparse.Namespace, text: str) -> bool:
     """Refuse contradictory flags; True when the message left waiting is to be answered."""
-    if _takes_no_text(args) and text:
-        raise UsageError(f"--{'regenerate' if args.regenerate is not None else 'continue'} takes no TEXT")
+    if _takes_no_text(args) and (text or args.files):
+        raise UsageError(f"--{'regenerate' if args.regenerate is not None else 'continue'} takes no TEXT "
+                         "and no --file")
     session_arg = getattr(args, "session", None)
     answer_waiting = (args.trim and not text and session_arg is not None
                       and args.at is None and args.edit is None and not _takes_no_text(args))
-    if not _takes_no_text(args) and not text and not answer_waiting:
+    if not _takes_no_text(args) and not text and not args.files and not answer_waiting:
         raise UsageError("TEXT is required (or --regenerate MSG, or --continue MSG)")
     if session_arg is not None and args.system:
         raise UsageError("--system applies to a new session only")
@@ -121,6 +127,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.system:
         message_text([args.system], wanted=False)  # the same UTF-8 check
     answer_waiting = _check(args, text)
+    files = attached_files(args.files)  # before the model loads: a file that is not text costs no load
     session_arg = getattr(args, "session", None)
     overrides = sampling_overrides(args)
     out = _Output(ctx, InertStream())
@@ -152,7 +159,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             if stops.happened:
                 raise _Stopped("before anything was sent: nothing was saved")
             sampling = controller.chat_settings().sampling.with_(**overrides)
-            question = None if args.continue_ is not None else _place_message(controller, args, text, answer_waiting)
+            message = compose_message(text, [controller.count_attachment(file) for file in files])
+            question = (None if args.continue_ is not None
+                        else _place_message(controller, args, message, answer_waiting))
             try:
                 if question is None:
                     return controller.continue_reply(args.continue_, sampling=sampling)

@@ -1,0 +1,72 @@
+"""Attaching a text file to the message from a key and from the command palette.
+
+The file's fenced block joins the end of the draft, where it can be read before sending,
+and the status bar says how many tokens it adds; a file that cannot be attached is one
+notification and the draft stays as it was.
+"""
+
+from __future__ import annotations
+
+from textual.command import CommandList, CommandPalette
+from textual.widgets import Input
+
+from tests.tui.helpers import ready, settle, shown_texts, type_text, wait_for
+from tui.screens.dialogs import TextPrompt
+
+
+async def _attach(pilot, path, key: str = "alt+a") -> None:
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, TextPrompt), "the path prompt")
+    pilot.app.screen.query_one(Input).value = str(path)
+    await pilot.press("enter")
+
+
+async def test_the_file_joins_the_draft_with_its_tokens_shown_and_is_sent_with_it(make_app, tmp_path):
+    (tmp_path / "notes.txt").write_text("Llamas hum.\n")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        screen.chat_input.focus()
+        await type_text(pilot, "Read this")
+        await _attach(pilot, tmp_path / "notes.txt")
+        block = "```notes.txt\nLlamas hum.\n```"
+        await wait_for(pilot, lambda: screen.chat_input.text == f"Read this\n\n{block}", "the block in the draft")
+        # The fake engine's tokens are the text's UTF-8 bytes.
+        tokens = len(block.encode())
+        assert screen.status.text_of("note") == f"Attached notes.txt: {tokens} tokens of a 4,096-token context"
+        assert screen.chat_input.has_focus  # the draft goes on being written
+        await pilot.press("enter")
+        await settle(pilot)
+        assert shown_texts(screen)[0] == ("user", f"Read this\n\n{block}")
+
+
+async def test_a_binary_file_is_one_notification_and_the_draft_stays(make_app, tmp_path):
+    (tmp_path / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0\0\x10JFIF")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        screen.chat_input.focus()
+        await type_text(pilot, "draft")
+        await _attach(pilot, tmp_path / "photo.jpg")
+        await wait_for(pilot, lambda: any("photo.jpg" in n.message for n in app._notifications), "the refusal")
+        (note,) = [n for n in app._notifications if "photo.jpg" in n.message]
+        assert note.message == "Cannot attach photo.jpg: it holds NUL bytes, so it is not text."
+        assert note.severity == "error"
+        assert screen.chat_input.text == "draft"
+
+
+async def test_the_palette_attaches_a_file_too(make_app, tmp_path):
+    (tmp_path / "todo.md").write_text("- [ ] shear\n")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await type_text(pilot, "attach")
+        await wait_for(pilot, lambda: app.screen.query_one(CommandList).option_count > 0, "a palette hit")
+        assert "Attach a text file" in str(app.screen.query_one(CommandList).get_option_at_index(0).prompt)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, TextPrompt), "the path prompt")
+        app.screen.query_one(Input).value = str(tmp_path / "todo.md")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.chat_input.text == "```todo.md\n- [ ] shear\n```", "the block")

@@ -1,0 +1,57 @@
+"""Attaching a text file to the message being written, from a key or the command palette.
+
+A small dialog asks for the file's path; a thread worker reads it and counts its tokens
+(``SessionController.attach_file``: a file on a slow disk must not freeze the screen),
+then the file's fenced block is added at the end of the draft, where it can still be
+read, edited or removed before sending, and the status bar says how many tokens it adds.
+A file that cannot be attached (not text, too large, a pipe, longer than the context)
+is a notification of one sentence, and the draft is left as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sessions.controller import Attachment, appended
+from tui.engine_work import GESTURE_ERRORS
+from tui.screens.dialogs import TextPrompt
+
+if TYPE_CHECKING:
+    from tui.screens.chat_screen import ChatScreen
+
+TITLE = "Attach a text file to your message (its path)"
+
+
+def attach_file(screen: ChatScreen) -> None:
+    def chosen(text: str | None) -> None:
+        if text:
+            path = Path(text).expanduser()
+            screen.run_worker(lambda: _read(screen, path), thread=True, group="attach", exit_on_error=False,
+                              description="reading a file to attach")
+
+    screen.app.push_screen(TextPrompt(TITLE, "~/"), chosen)
+
+
+def _read(screen: ChatScreen, path: Path) -> None:
+    try:
+        attachment = screen.controller.attach_file(path)
+    except GESTURE_ERRORS as error:
+        words = str(error)
+        screen.app.call_from_thread(screen.notify, f"{words[:1].upper()}{words[1:]}.", severity="error",
+                                    markup=False)
+        return
+    screen.app.call_from_thread(_attached, screen, attachment)
+
+
+def _attached(screen: ChatScreen, attachment: Attachment) -> None:
+    screen.chat_input.set_draft(appended(screen.chat_input.text, attachment))
+    screen.status.set_note(note(attachment, screen.controller.n_ctx))
+
+
+def note(attachment: Attachment, n_ctx: int | None) -> str:
+    """What the status bar says of a file just attached: the tokens it adds to the message."""
+    if attachment.tokens is None:
+        return f"Attached {attachment.name} (its tokens are counted once a model is loaded)"
+    room = f" of a {n_ctx:,}-token context" if n_ctx else ""
+    return f"Attached {attachment.name}: {attachment.tokens:,} tokens{room}"
