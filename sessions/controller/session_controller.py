@@ -33,6 +33,7 @@ from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
 from sessions.controller.continuation import check_continuable, write_continuation
 from sessions.controller.controller_base import ControllerBase
+from sessions.controller.engine_users import EngineUsers
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
@@ -82,7 +83,8 @@ class SessionController(ControllerBase):
         """Sampling settings of new chats (an open chat replies with its own)."""
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
-        self.engine: ChatEngine | None = None
+        self._users = EngineUsers()
+        """The loaded engine (``engine``), lent to quick reads outside jobs."""
         self._store = store
         self._factory = engine_factory
         self._conversation: Conversation | None = None
@@ -108,7 +110,7 @@ class SessionController(ControllerBase):
         raised: the previous model was closed already, so no model is left loaded.
         """
         with self._jobs.job():
-            current, self.engine = self.engine, None  # no model while the swap runs
+            current = self._users.take()  # no model while the swap runs
             engine, error = swap_engine(self._factory, self.settings, self.listener, current,
                                         Path(path).expanduser())
             if error is not None:
@@ -126,6 +128,16 @@ class SessionController(ControllerBase):
                 raise
             self.engine = engine  # only now: whoever sees the model sees the chat's record of it
         return info
+
+    @property
+    def engine(self) -> ChatEngine | None:
+        """The loaded engine (None: none). Jobs use it under the job lock; a quick read
+        outside a job borrows it (``EngineUsers``), so that a switch cannot close it meanwhile."""
+        return self._users.engine
+
+    @engine.setter
+    def engine(self, engine: ChatEngine | None) -> None:
+        self._users.engine = engine
 
     @property
     def model_info(self) -> ModelInfo | None:
@@ -150,12 +162,12 @@ class SessionController(ControllerBase):
     def count_attachment(self, attachment: Attachment) -> Attachment:
         """``attachment`` with its tokens for the loaded model (as it is without one);
         ``AttachmentError`` when it alone is longer than the context."""
-        engine = self.engine
-        if engine is None:
-            return attachment
-        # Tokenizing reads the vocabulary only, never the context a reply is using.
-        tokens = len(engine.tokenize(attachment.block, add_bos=False))
-        return attachments.within_context(attachment, tokens, engine.n_ctx)
+        with self._users.borrowed() as engine:
+            if engine is None:
+                return attachment
+            # Tokenizing reads the vocabulary only, never the context a reply is using.
+            tokens = len(engine.tokenize(attachment.block, add_bos=False))
+            return attachments.within_context(attachment, tokens, engine.n_ctx)
 
     # -- jobs -----------------------------------------------------------------------
 
@@ -273,19 +285,19 @@ class SessionController(ControllerBase):
 
     def context_used(self) -> int | None:
         """Tokens of the active branch for the loaded model (None if not all known yet)."""
-        engine = self.engine
-        if engine is None or self._conversation is None:
-            return None
-        with self._lock:
-            return chat_reads.context_used(self._conv(), self._store, engine)
+        with self._users.borrowed() as engine:
+            if engine is None or self._conversation is None:
+                return None
+            with self._lock:
+                return chat_reads.context_used(self._conv(), self._store, engine)
 
     def saved_message_ids(self) -> set[int]:
         """Messages whose state at their end is checkpointed (RAM or disk) for this model."""
-        engine = self.engine
-        if engine is None or self._conversation is None:
-            return set()
-        with self._lock:
-            return chat_reads.saved_message_ids(self._conv(), self._store, engine)
+        with self._users.borrowed() as engine:
+            if engine is None or self._conversation is None:
+                return set()
+            with self._lock:
+                return chat_reads.saved_message_ids(self._conv(), self._store, engine)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
