@@ -240,6 +240,13 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                 snap = snapshot(k)
                 if snap is not None and snap.has_state:
                     starts.append((k, snap))
+    # A target that ends inside what is live (a reply cut to continue from a place in it):
+    # where the cells can be cut anywhere, keep all but its last token, whose decode
+    # gives the logits to go on from.
+    last = n - 1
+    if (need_logits and 0 < last < n_live and n <= c and last not in boundaries
+            and kind is not MemoryKind.RECURRENT and cut_allowed(kind, n_swa, live, last)):
+        starts.append((last, None))
     for keep, rewind in starts:
         if kind is MemoryKind.RECURRENT:
             yield from _recurrent(keep, live, boundaries, snapshot, plan, need_logits)

@@ -82,3 +82,29 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     # ends in a replacement character, and the continuation's first bytes would become
     # another; read as one run, the bytes make the character the model wrote.
     return Continued(WrittenReply(written.result, stats, written.prep), engine.detokenize(tokens), tokens)
+
+
+def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int) -> BranchTokens:
+    """``branch`` with its last message, a reply, cut after the tokens whose text fills at
+    most ``chars`` of its characters ("continue from here").
+
+    The cut falls between tokens: the longest run of the reply's tokens whose text is no
+    longer than ``chars``. Only a reply this model sampled can be cut, since only its
+    tokens are what the model wrote (``write_continuation`` says so otherwise).
+    """
+    start = branch.ends[-2] if len(branch.ends) > 1 else 0
+    reply = branch.tokens[start:]
+    if chars <= 0:
+        raise ControllerError("choose a place after the reply's first word to continue from")
+    if chars >= len(engine.detokenize(reply)):
+        raise ControllerError("that is the end of the reply: continue it instead (or regenerate it)")
+    low, high = 0, len(reply)  # the text of reply[:low] fits; that of reply[:high] may not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if len(engine.detokenize(reply[:middle])) <= chars:
+            low = middle
+        else:
+            high = middle
+    if low == 0:
+        raise ControllerError("choose a place after the reply's first word to continue from")
+    return BranchTokens(branch.tokens[:start + low], [*branch.ends[:-1], start + low], list(branch.stepped))

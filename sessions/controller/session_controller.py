@@ -31,7 +31,7 @@ from sessions.attachments import Attachment
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
-from sessions.controller.continuation import check_continuable, write_continuation
+from sessions.controller.continuation import check_continuable, cut_reply, write_continuation
 from sessions.controller.controller_base import ControllerBase
 from sessions.controller.engine_users import EngineUsers
 from sessions.controller.job_control import JobControl
@@ -462,6 +462,32 @@ class SessionController(ControllerBase):
                 path = self._path(reply.id)
                 sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
             branch = self._tokens(engine, path)
+            continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
+                                           max_tokens=max_tokens, **self._reply_hooks(engine, path, branch))
+            return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
+                                     continued.text, continued.written, continued.tokens)
+
+    def continue_from(self, message_id: int, chars: int, *, max_tokens: int | None = None,
+                      sampling: SamplingSettings | None = None) -> Message:
+        """Write a new version of a reply that keeps its first ``chars`` characters (cut
+        between tokens) and goes on from there; blocking. The reply stays as it was.
+
+        Only the tokens after the cut are evaluated where the memory kind allows it: the
+        attention cells are cut at the token; a sliding window or a recurrent state is
+        restored from the nearest snapshot before the cut and decoded again from there.
+        """
+        t_request = time.perf_counter()
+        with self._jobs.job(), self._turns.replying(self.session_id):
+            engine = self._engine()
+            with self._lock:
+                conversation = self._conv()
+                head = conversation.head
+                reply = conversation.tree.get(message_id)
+                if reply.role != "assistant":
+                    raise ControllerError("only a reply can be continued from a place in it")
+                path = self._path(reply.id)
+                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
+            branch = cut_reply(engine, self._tokens(engine, path), chars)
             continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                            max_tokens=max_tokens, **self._reply_hooks(engine, path, branch))
             return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,

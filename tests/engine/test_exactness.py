@@ -365,3 +365,33 @@ def test_a_switch_that_needs_no_logits_evaluates_nothing(loaded_models, tmp_path
         assert np.array_equal(result.logits, logits)
         assert greedy_after(engine, result.logits) == greedy
         engine.ctx.close()
+
+
+# What a "continue from here" in the middle of a 40-token reply evaluates, per memory kind:
+# attention cells are cut at the token (the last kept one is decoded again, for its
+# logits); a sliding window too while the ring still holds the window before the cut; a
+# recurrent or hybrid state cannot go back, so it is rebuilt from the reply's start (a
+# snapshot inside a reply only comes every ``restart_spacing`` tokens).
+CUT_AT = 20
+CUT_EVALUATED = {"llama": 1, "gemma3": 1, "lfm2": CUT_AT, "mamba": CUT_AT}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_reply_cut_in_the_middle_goes_on_exactly_evaluating_what_its_kind_needs(loaded_models, tmp_path, arch):
+    from sessions.llama.sampler import Sampler
+    from sessions.sampling import SamplingSettings
+
+    model = loaded_models[arch]
+    msgs = branch(model, 0, 1)
+    sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        engine = engine_for(model, first)
+        reply = engine.generate(engine.prepare(*flat(msgs), reply_follows=True).logits, sampler, max_tokens=40)
+        assert len(reply.tokens) == 40
+        cut = msgs + [reply.tokens[:CUT_AT]]
+        result = check(engine, model, cut, stepped=[False, False, True])
+        assert result.tokens_evaluated == CUT_EVALUATED[arch]
+    sampler.close()
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:  # a reopen
+        result = check(engine_for(model, second), model, cut, stepped=[False, False, True])
+        assert result.tokens_evaluated <= CUT_AT
