@@ -186,7 +186,7 @@ def test_limits_still_apply_after_a_clean_load():
     template = ChatTemplate.load(
         "{% if messages | length > 4 %}{{ 'x' * 10 ** 9 }}{% endif %}" + CHATML_BODY)
     assert not template.is_fallback
-    with pytest.raises(TemplateError, match="^the chat template went past a safety limit: "):
+    with pytest.raises(TemplateError, match="^the model.s chat template went past a safety limit: "):
         template.render([*CONVERSATION, ChatMessage("assistant", "Red.")],
                         add_generation_prompt=False)
 

@@ -28,6 +28,7 @@ from sessions.templates.sandbox import (
     BASE_STEPS,
     BoundedSandbox,
     RenderLimitError,
+    RenderStopped,
     render_bounded,
 )
 
@@ -45,6 +46,10 @@ class ChatMessage:
 
 class TemplateError(Exception):
     """A chat template could not render a conversation; the message says why in plain words."""
+
+
+class TemplateStopped(TemplateError):
+    """A render was stopped from outside (the job's stop: Esc, Ctrl+C) before it finished."""
 
 
 class _TemplateRaised(Exception):
@@ -86,6 +91,8 @@ def _describe(exc: BaseException) -> str:
         return f"tried something the sandbox forbids ({exc})"
     if isinstance(exc, RenderLimitError):
         return f"went past a safety limit: {exc}"
+    if isinstance(exc, RenderStopped):
+        return "was stopped before it finished"
     if isinstance(exc, RecursionError):
         return "recursed too deeply"
     if isinstance(exc, MemoryError):
@@ -99,7 +106,7 @@ def _describe(exc: BaseException) -> str:
     return f"failed ({type(exc).__name__}: {exc})"
 
 
-_NO_RETRY = (SecurityError, RenderLimitError, RecursionError, MemoryError)
+_NO_RETRY = (SecurityError, RenderLimitError, RenderStopped, RecursionError, MemoryError)
 
 
 def template_message(message: ChatMessage) -> dict[str, str]:
@@ -164,6 +171,16 @@ class ChatTemplate:
     PATH", "the built-in Gemma template"."""
 
     @property
+    def subject(self) -> str:
+        """The template, as the subject of a sentence: "the model's chat template",
+        "the chat template in PATH", "the built-in Gemma template"."""
+        if self.origin == "the model file":
+            return "the model's chat template"
+        if self.origin.startswith("the built-in "):
+            return self.origin
+        return f"the chat template in {self.origin}"
+
+    @property
     def is_fallback(self) -> bool:
         """True when this template stands in for the one asked for (see ``fallback_reason``)."""
         return self.fallback_reason is not None
@@ -210,6 +227,8 @@ class ChatTemplate:
             try:
                 text = candidate._render_once(_PROBE, add_generation_prompt=True)
             except Exception as exc:  # anything a hostile or broken template does ends here
+                if isinstance(exc, RenderStopped):
+                    raise TemplateStopped("was stopped before it finished rendering a test conversation") from None
                 problem = problem or _describe(exc)
                 if isinstance(exc, _NO_RETRY):
                     break
@@ -218,6 +237,19 @@ class ChatTemplate:
                 return candidate
             problem = problem or "leaves out the text of system or user messages"
         raise TemplateError(problem)
+
+    @classmethod
+    def probed(cls, source: str, *, name: str, origin: str, bos_token: str, eos_token: str,
+               variables: Mapping[str, Any], fallback_reason: str | None,
+               merges_system: bool) -> ChatTemplate:
+        """A template ``compile`` accepted elsewhere (in the engine's child process), compiled
+        again without its test render: what that probe decided is taken as it was."""
+        try:
+            compiled = _environment().compile_template(source)
+        except Exception as exc:
+            raise TemplateError(_describe(exc)) from None
+        return cls(source, name, bos_token, eos_token, fallback_reason, dict(variables), merges_system,
+                   compiled, origin)
 
     @classmethod
     def builtin(cls, name: str, *, reason: str | None = None, bos_token: str = "",
@@ -239,11 +271,13 @@ class ChatTemplate:
         """The template's text for ``messages``; ``TemplateError`` if it cannot render them.
 
         A template that rejects system messages gets them merged into the next user message.
+        A render stopped from outside (``sandbox.stop_renders_with``) raises ``TemplateStopped``.
         """
         try:
             return self._render_with_retry(messages, add_generation_prompt=add_generation_prompt)
         except Exception as exc:
-            raise TemplateError(f"the chat template {_describe(exc)}") from exc
+            error = TemplateStopped if isinstance(exc, RenderStopped) else TemplateError
+            raise error(f"{self.subject} {_describe(exc)}") from exc
 
     def _render_with_retry(self, messages: Sequence[ChatMessage], *,
                            add_generation_prompt: bool) -> str:
