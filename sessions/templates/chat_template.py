@@ -127,11 +127,18 @@ def template_message(message: ChatMessage) -> dict[str, str]:
     return {"role": message.role, "content": message.content}
 
 
+SYSTEM_FOLD = "\n"
+"""Between system text and the user message it is folded into: llama.cpp's separator
+(``workaround::system_message_not_supported`` in ``common/chat.cpp``)."""
+
+
 def merge_system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Fold system text into the next user message, for templates without a system role.
 
-    A system message with no user message right after it becomes a user message itself,
-    so the user/assistant alternation such templates insist on is kept.
+    As llama.cpp does for the leading system prompt (``SYSTEM_FOLD``). A system message
+    with no user message right after it becomes a user message itself, so the
+    user/assistant alternation such templates insist on is kept (llama.cpp folds it into
+    whatever message follows, and drops one with nothing after it).
     """
     merged: list[ChatMessage] = []
     pending: list[str] = []
@@ -140,13 +147,13 @@ def merge_system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             pending.append(message.content)
             continue
         if pending and message.role == "user":
-            message = ChatMessage("user", "\n\n".join([*pending, message.content]))
+            message = ChatMessage("user", SYSTEM_FOLD.join([*pending, message.content]))
         elif pending:
-            merged.append(ChatMessage("user", "\n\n".join(pending)))
+            merged.append(ChatMessage("user", SYSTEM_FOLD.join(pending)))
         pending = []
         merged.append(message)
     if pending:
-        merged.append(ChatMessage("user", "\n\n".join(pending)))
+        merged.append(ChatMessage("user", SYSTEM_FOLD.join(pending)))
     return merged
 
 
@@ -301,10 +308,10 @@ class ChatTemplate:
         count = len(messages)
         chars = sum(len(m.content) for m in messages)
         variables = {
-            "tools": None,
-            "documents": None,
-            # As llama.cpp renders every template: left undefined, DeepSeek-R1's template
-            # closes the think block in the prompt and Gemma 4's leaves thinking off.
+            # As llama.cpp renders every template: ``tools`` and ``documents`` are left
+            # undefined when there are none (Hermes' templates take ``tools is defined`` for
+            # tools given); ``enable_thinking`` left undefined, DeepSeek-R1's template closes
+            # the think block in the prompt and Gemma 4's leaves thinking off.
             "enable_thinking": True,
             **self.variables,
             "messages": [template_message(m) for m in messages],

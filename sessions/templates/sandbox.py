@@ -40,8 +40,10 @@ from functools import wraps
 from types import FrameType
 from typing import Any
 
-from jinja2 import BaseLoader, Environment, Template
+from jinja2 import BaseLoader, Environment, Template, nodes
 from jinja2.exceptions import SecurityError
+from jinja2.ext import Extension
+from jinja2.parser import Parser
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
 from sessions.templates import text_estimates as est
@@ -174,6 +176,17 @@ def _check_integer_growth(operator: str, left: Any, right: Any) -> None:
         raise RenderLimitError(f"the '{operator}' operator would build an integer of {bits:,} bits")
 
 
+class GenerationBlocks(Extension):
+    """``{% generation %}...{% endgeneration %}``, which transformers added for training
+    masks, renders its body as it is (as in llama.cpp, where the tag does nothing)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+
 class _NoTemplates(BaseLoader):
     """``import``, ``include`` and ``extends`` would read other files: refuse them plainly."""
 
@@ -197,7 +210,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(
-            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"],
+            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", GenerationBlocks],
             finalize=self._finalize, loader=_NoTemplates(), **options,
         )
         self.globals.pop("lipsum", None)  # builds as much text as it is asked for
