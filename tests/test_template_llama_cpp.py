@@ -9,8 +9,9 @@ Two sets, read from the llama-cpp-python sdist the project pins (``tests.llama_c
   ``ImmutableSandboxedEnvironment`` with ``trim_blocks``/``lstrip_blocks``,
   ``raise_exception``, ``strftime_now``, ``tojson`` and the ``generation`` tag as
   transformers sets them up, given what llama.cpp gives a template (``tools`` left
-  undefined, the system prompt folded into the first user turn when the template has no
-  system role). That checks the sandbox's bounds change nothing a real template renders.
+  undefined, today's ``date_string`` and ``datetime``, the system prompt folded into the
+  first user turn when the template has no system role). That checks that the sandbox's
+  bounds change nothing a real template renders.
 
 Each case is its own test. Without the sdist (``pack_cache``), the ``llama_cpp_folder``
 fixture downloads it as ``tests/bench/gpu_pack.sh`` does, and one test runs every case;
@@ -96,6 +97,16 @@ def test_the_generation_tag_renders_its_body():
     template = ChatTemplate.compile(source)
     assert template.render(_messages([("user", "Hi"), ("assistant", "Hello")]),
                            add_generation_prompt=False) == "user: Hi\nassistant: Hello\n"
+
+
+def test_templates_get_todays_date_as_llama_cpp_gives_it(monkeypatch):
+    monkeypatch.setattr(chat_template, "current_time", lambda: datetime(2026, 3, 4, 9, 0))
+    source = ("{% if not date_string is defined %}{% set date_string = '26 Jul 2024' %}{% endif %}"
+              "Today Date: {{ date_string }} ({{ datetime }}){% for m in messages %}{{ m.content }}{% endfor %}")
+    text = ChatTemplate.compile(source).render(_messages([("user", "Hi")]), add_generation_prompt=True)
+    assert text == "Today Date: 04 Mar 2026 (Mar 04 2026)Hi"
+    kept = ChatTemplate.compile(source, variables={"date_string": "1 Jan 2000"})
+    assert kept.render(_messages([("user", "Hi")]), add_generation_prompt=True).startswith("Today Date: 1 Jan 2000")
 
 
 def test_no_tools_means_tools_left_undefined():
@@ -203,7 +214,9 @@ def reference_render(source: str, conversation: list[tuple[str, str]]) -> str:
     prompt folded into the next message when the template leaves a system message out
     (llama.cpp's ``supports_system_role`` check renders a system and a user message)."""
     template = reference_environment().from_string(source)
-    variables = {"bos_token": BOS, "eos_token": EOS, "add_generation_prompt": True, "enable_thinking": True}
+    now = chat_template.current_time()
+    variables = {"bos_token": BOS, "eos_token": EOS, "add_generation_prompt": True, "enable_thinking": True,
+                 "datetime": now.strftime("%b %d %Y"), "date_string": now.strftime("%d %b %Y")}
     try:
         probe = template.render(messages=[{"role": "system", "content": "System message"},
                                           {"role": "user", "content": "User message"}], **variables)

@@ -73,6 +73,13 @@ def _strftime_now(fmt: str) -> str:
     return current_time().strftime(fmt)
 
 
+def _dates() -> dict[str, str]:
+    """Today, as llama.cpp gives every template (``common_chat_extra_context``): Llama 3.1's
+    template puts ``date_string`` in its system prompt, and says "26 Jul 2024" without it."""
+    now = current_time()
+    return {"datetime": now.strftime("%b %d %Y"), "date_string": now.strftime("%d %b %Y")}
+
+
 def _raise_exception(message: Any) -> None:
     raise _TemplateRaised(str(message))
 
@@ -313,6 +320,7 @@ class ChatTemplate:
             # tools given); ``enable_thinking`` left undefined, DeepSeek-R1's template closes
             # the think block in the prompt and Gemma 4's leaves thinking off.
             "enable_thinking": True,
+            **_dates(),
             **self.variables,
             "messages": [template_message(m) for m in messages],
             "add_generation_prompt": add_generation_prompt,
