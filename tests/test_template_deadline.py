@@ -203,3 +203,26 @@ def test_ordinary_splits_still_work():
               "{{ 'l1\\nl2'.splitlines() }}|{{ 'ab' | list }}")
     assert render_bounded(env.compile_template(source), {}) == (
         "['a', 'b', '', 'c']|['x', 'y', 'z']|['a,b', 'c']|['l1', 'l2']|['a', 'b']")
+
+
+def test_a_reply_whose_prompt_renders_long_stops_before_it_starts(tmp_path, monkeypatch):
+    """Esc while a reply's prompt renders: the reply stops as it does while llama.cpp reads it."""
+    from sessions.controller import GenerationCancelled, SessionController
+    from sessions.store import SessionStore
+    from tests.tui.fake_engine import FakeEngineFactory, FakeScript
+
+    monkeypatch.setattr(sandbox, "CPU_SECONDS", 600.0)
+    template = ChatTemplate.load("{% if slow is defined %}" + SCAN + "{% endif %}" + CHATML)
+    model = tmp_path / "fake-model.gguf"
+    model.write_bytes(b"GGUF")
+    with SessionStore.open() as store:
+        controller = SessionController(store, engine_factory=FakeEngineFactory(FakeScript(template=template)))
+        controller.load_model(model)
+        controller.new_session()
+        controller.send("Hello")
+        template.variables["slow"] = True  # from here on every render runs long
+        thread, errors = _render_in_thread(controller.generate_reply)
+        controller.cancel()
+        thread.join(10)
+        controller.close()
+    assert not thread.is_alive() and len(errors) == 1 and isinstance(errors[0], GenerationCancelled)
