@@ -51,12 +51,17 @@ def sdist_path() -> Path:
 def extracted(sdist: Path) -> Path | None:
     """The folder holding the test file and the templates of ``sdist`` (extracted once);
     None when the sdist is not there."""
-    folder = sdist.with_name(sdist.name.removesuffix(".tar.gz") + "-chat-templates")
-    if (folder / "test-chat-template.cpp").is_file():
-        return folder
+    name = sdist.name.removesuffix(".tar.gz") + "-chat-templates"
+    for folder in (sdist.with_name(name), Path(tempfile.gettempdir()) / f"llamachat-{os.getuid()}-{name}"):
+        if (folder / "test-chat-template.cpp").is_file():
+            return folder
     if not sdist.is_file():
         return None
-    temp = Path(tempfile.mkdtemp(prefix=".extract-", dir=sdist.parent))
+    try:
+        temp = Path(tempfile.mkdtemp(prefix=".extract-", dir=sdist.parent))
+        folder = sdist.with_name(name)
+    except OSError:  # a cache one may read but not write: extract into the temp folder
+        temp = Path(tempfile.mkdtemp(prefix=".extract-"))
     (temp / "templates").mkdir()
     with tarfile.open(sdist) as archive:
         for member in archive:
