@@ -26,8 +26,10 @@ LIMIT_SECONDS = 120.0
 class AskProcess:
     """One ``llamachat ask`` run, with what it printed so far."""
 
-    def __init__(self, *argv: str, env: dict[str, str] | None = None, stdin: int | None = subprocess.DEVNULL):
-        self.proc = subprocess.Popen([sys.executable, "-m", "sessions.cli", "ask", *argv], cwd=REPO,
+    def __init__(self, *argv: str, env: dict[str, str] | None = None, stdin: int | None = subprocess.DEVNULL,
+                 runner: str = "sessions.cli"):
+        """``runner`` is the module run with ``ask`` and ``argv`` (a test's wrapper of the CLI)."""
+        self.proc = subprocess.Popen([sys.executable, "-m", runner, "ask", *argv], cwd=REPO,
                                      env=env or os.environ.copy(), stdin=stdin, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         fcntl.fcntl(self.proc.stdout.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)

@@ -56,7 +56,7 @@ def test_real_templates_render(name, system):
     for message in messages:
         assert message.content in text
     if system and template.merges_system:
-        assert "Be brief.\n\nName a colour." in text
+        assert "Be brief.\nName a colour." in text  # llama.cpp's separator
 
 
 def stock_environment(monkeypatch, tojson) -> ImmutableSandboxedEnvironment:
@@ -97,7 +97,7 @@ def test_system_role_rejection_is_retried_with_merged_text():
 def test_merge_system_messages_keeps_turns_alternating():
     system, user, reply = ChatMessage("system", "S"), ChatMessage("user", "U"), \
         ChatMessage("assistant", "A")
-    assert merge_system_messages([system, user, reply]) == [ChatMessage("user", "S\n\nU"), reply]
+    assert merge_system_messages([system, user, reply]) == [ChatMessage("user", "S\nU"), reply]
     assert merge_system_messages([system, reply]) == [ChatMessage("user", "S"), reply]
     assert merge_system_messages([user, reply, system]) == [user, reply, ChatMessage("user", "S")]
 
@@ -186,7 +186,7 @@ def test_limits_still_apply_after_a_clean_load():
     template = ChatTemplate.load(
         "{% if messages | length > 4 %}{{ 'x' * 10 ** 9 }}{% endif %}" + CHATML_BODY)
     assert not template.is_fallback
-    with pytest.raises(TemplateError, match="^the chat template went past a safety limit: "):
+    with pytest.raises(TemplateError, match="^the model.s chat template went past a safety limit: "):
         template.render([*CONVERSATION, ChatMessage("assistant", "Red.")],
                         add_generation_prompt=False)
 

@@ -29,10 +29,10 @@ PEAK_BYTES = 8 * 1024 * 1024
 """Far under what each hostile template would have built (40M characters or more)."""
 
 
-def _render(source: str, steps: int = 200_000, **variables: object) -> str:
+def _render(source: str, steps: int = 200_000, cpu_seconds: float = 1.0, **variables: object) -> str:
     env = BoundedSandbox()
     env.add_filter("tojson", chat_template._tojson)  # the one chat templates really get
-    return render_bounded(env.compile_template(source), variables, steps=steps)
+    return render_bounded(env.compile_template(source), variables, steps=steps, cpu_seconds=cpu_seconds)
 
 
 def _refused_within_bounds(source: str, complaint: str, **variables: object) -> None:
@@ -75,7 +75,7 @@ def test_joining_more_than_a_million_items_from_an_iterator_is_refused():
     assert _render("{{ (range(5) | list) | reverse | join('-') }}") == "4-3-2-1-0"
     many = "{{ ((range(100000) | list) * 11) | reverse | join }}"
     with pytest.raises(RenderLimitError, match="join of more than 1,048,576 items"):
-        _render(many, steps=10**8)  # the default step budget would stop it sooner
+        _render(many, steps=10**8, cpu_seconds=60)  # the default budgets would stop it sooner
 
 
 @pytest.mark.parametrize("source", [
@@ -102,7 +102,7 @@ def test_a_refusal_reaches_the_user_as_a_template_error():
         "{% if messages | length > 3 %}{{ '{:{}}'.format(1, messages[0].content) }}{% endif %}"
         + CHATML_BODY)
     assert not template.is_fallback
-    with pytest.raises(TemplateError, match="^the chat template went past a safety limit: "):
+    with pytest.raises(TemplateError, match="^the model.s chat template went past a safety limit: "):
         template.render([ChatMessage("user", "200000000"), *CONVERSATION],
                         add_generation_prompt=False)
 

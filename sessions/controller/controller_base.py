@@ -20,10 +20,10 @@ from sessions.controller.reply_storing import append_reply
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
-from sessions.errors import ControllerError, TurnTaken
+from sessions.errors import ControllerError, GenerationCancelled, TurnTaken
 from sessions.events import Listener, PromptProgressed, ReplyFinished
 from sessions.store import SessionStore
-from sessions.templates.chat_template import ChatMessage
+from sessions.templates.chat_template import ChatMessage, TemplateStopped
 from sessions.templates.message_tokens import reply_opens_in_reasoning
 from sessions.tree import Message
 
@@ -132,8 +132,13 @@ class ControllerBase:
         would keep the UI's reads and gestures waiting. Messages are immutable and their
         frozen tokens per model deterministic, so these are the tokens of the branch that
         was read, even if the tree has changed since (the store locks on its own).
+
+        A stop while the template renders (it runs long) is a reply stopped before it began.
         """
-        return BranchTokens(*branch_tokens(self._store, engine, path))
+        try:
+            return BranchTokens(*branch_tokens(self._store, engine, path))
+        except TemplateStopped:
+            raise GenerationCancelled("stopped before the reply started") from None
 
     def _progress(self, done: int, total: int, rate: float) -> None:
         self.listener(PromptProgressed(done, total, rate))

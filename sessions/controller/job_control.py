@@ -6,6 +6,10 @@ which holds the engine lock. Stopping uses two signals: a flag the controller ch
 between steps, and llama.cpp's abort flag, which interrupts a decode in the middle of
 a batch.
 
+The stop flag also stops a chat template rendering inside the job (``sandbox.stop_renders_with``):
+a template is untrusted code, and one that runs long (the test render when a model loads, a
+reply's prompt) ends at the stop as a decode does.
+
 The order of events the protocol has to survive: the UI schedules a job, the user
 presses stop, and only then does the worker thread start. That stop must not be lost,
 so the flags are cleared when a job *ends*, not when it starts. A stop pressed while
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from sessions.engine.protocol import ChatEngine
+from sessions.templates.sandbox import rendering_in, stop_renders_with
 
 
 class JobControl:
@@ -30,6 +35,8 @@ class JobControl:
         """The engine loaded now (it changes when another model is loaded)."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._thread: int | None = None
+        """The ident of the thread running the job now."""
 
     @property
     def stop_requested(self) -> bool:
@@ -46,6 +53,18 @@ class JobControl:
         if engine is not None:
             engine.request_abort()
 
+    def stop_render(self) -> bool:
+        """Stop the job only if it is rendering a chat template now; whether it was.
+
+        While a model loads, llama.cpp cannot be stopped, but the template's test render
+        can: Esc stops that one, and is not remembered for a render to come (a stop kept
+        for later would refuse a sound template that happens to render after the key).
+        """
+        if not rendering_in(self._thread):
+            return False
+        self.cancel()
+        return True
+
     def resume_decoding(self) -> None:
         """Let llama.cpp decode again once a prompt is in: from here on, stops are
         checked between tokens (``stop_requested``), and the reply so far is kept."""
@@ -57,9 +76,12 @@ class JobControl:
     def job(self) -> Iterator[None]:
         """Hold the engine for one blocking job; the stop is used up when it ends."""
         with self._lock:
+            self._thread = threading.get_ident()
             try:
-                yield
+                with stop_renders_with(self._stop):
+                    yield
             finally:
+                self._thread = None
                 self._clear()
 
     def _clear(self) -> None:

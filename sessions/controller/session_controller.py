@@ -46,7 +46,7 @@ from sessions.controller.undo_deletes import DeletionUndo
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError
+from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
 from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
 from sessions.llama.context import DecodeCancelled
@@ -182,6 +182,11 @@ class SessionController(ControllerBase):
     def cancel(self) -> None:
         """Stop the running job, or else the next one, as soon as possible (any thread)."""
         self._jobs.cancel()
+
+    def stop_template_render(self) -> bool:
+        """Stop a chat template rendering in the running job now, if one is (any thread);
+        whether one was. A model load cannot be stopped, its template's test render can."""
+        return self._jobs.stop_render()
 
     def close(self) -> None:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
@@ -415,7 +420,10 @@ class SessionController(ControllerBase):
             engine = self._engine()
             if self._jobs.stop_requested:
                 raise DecodeCancelled()
-            branch = self._branch(engine, leaf_id)
+            try:
+                branch = self._branch(engine, leaf_id)
+            except GenerationCancelled:  # stopped while the template rendered
+                raise DecodeCancelled() from None
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
             prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress, need_logits=False)

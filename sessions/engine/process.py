@@ -28,7 +28,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO
@@ -268,12 +267,13 @@ def _rebuilt(chosen: dict) -> ChatTemplate:
     override, the model's own, or a built-in picked by the vocabulary); choosing again here
     would need the model's vocabulary and read the override file a second time, which may
     have changed since. Compiling the same source with the same options gives the same
-    template; what the choice and the child's probe decided is copied over as it was.
+    template; what the choice and the child's probe decided is copied over as it was (a
+    second test render here would only cost a second deadline, or be cut by a stop).
     """
-    template = ChatTemplate.compile(chosen["source"], name=chosen["name"], origin=chosen["origin"],
-                                    bos_token=chosen["bos_token"], eos_token=chosen["eos_token"],
-                                    variables=chosen["variables"])
-    return replace(template, fallback_reason=chosen["fallback_reason"], merges_system=chosen["merges_system"])
+    return ChatTemplate.probed(chosen["source"], name=chosen["name"], origin=chosen["origin"],
+                               bos_token=chosen["bos_token"], eos_token=chosen["eos_token"],
+                               variables=chosen["variables"], fallback_reason=chosen["fallback_reason"],
+                               merges_system=chosen["merges_system"])
 
 
 def _abort_reason(tail: str) -> str | None:

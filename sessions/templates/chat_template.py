@@ -28,6 +28,7 @@ from sessions.templates.sandbox import (
     BASE_STEPS,
     BoundedSandbox,
     RenderLimitError,
+    RenderStopped,
     render_bounded,
 )
 
@@ -45,6 +46,10 @@ class ChatMessage:
 
 class TemplateError(Exception):
     """A chat template could not render a conversation; the message says why in plain words."""
+
+
+class TemplateStopped(TemplateError):
+    """A render was stopped from outside (the job's stop: Esc, Ctrl+C) before it finished."""
 
 
 class _TemplateRaised(Exception):
@@ -68,6 +73,13 @@ def _strftime_now(fmt: str) -> str:
     return current_time().strftime(fmt)
 
 
+def _dates() -> dict[str, str]:
+    """Today, as llama.cpp gives every template (``common_chat_extra_context``): Llama 3.1's
+    template puts ``date_string`` in its system prompt, and says "26 Jul 2024" without it."""
+    now = current_time()
+    return {"datetime": now.strftime("%b %d %Y"), "date_string": now.strftime("%d %b %Y")}
+
+
 def _raise_exception(message: Any) -> None:
     raise _TemplateRaised(str(message))
 
@@ -86,6 +98,8 @@ def _describe(exc: BaseException) -> str:
         return f"tried something the sandbox forbids ({exc})"
     if isinstance(exc, RenderLimitError):
         return f"went past a safety limit: {exc}"
+    if isinstance(exc, RenderStopped):
+        return "was stopped before it finished"
     if isinstance(exc, RecursionError):
         return "recursed too deeply"
     if isinstance(exc, MemoryError):
@@ -99,7 +113,7 @@ def _describe(exc: BaseException) -> str:
     return f"failed ({type(exc).__name__}: {exc})"
 
 
-_NO_RETRY = (SecurityError, RenderLimitError, RecursionError, MemoryError)
+_NO_RETRY = (SecurityError, RenderLimitError, RenderStopped, RecursionError, MemoryError)
 
 
 def template_message(message: ChatMessage) -> dict[str, str]:
@@ -120,11 +134,18 @@ def template_message(message: ChatMessage) -> dict[str, str]:
     return {"role": message.role, "content": message.content}
 
 
+SYSTEM_FOLD = "\n"
+"""Between system text and the user message it is folded into: llama.cpp's separator
+(``workaround::system_message_not_supported`` in ``common/chat.cpp``)."""
+
+
 def merge_system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Fold system text into the next user message, for templates without a system role.
 
-    A system message with no user message right after it becomes a user message itself,
-    so the user/assistant alternation such templates insist on is kept.
+    As llama.cpp does for the leading system prompt (``SYSTEM_FOLD``). A system message
+    with no user message right after it becomes a user message itself, so the
+    user/assistant alternation such templates insist on is kept (llama.cpp folds it into
+    whatever message follows, and drops one with nothing after it).
     """
     merged: list[ChatMessage] = []
     pending: list[str] = []
@@ -133,13 +154,13 @@ def merge_system_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
             pending.append(message.content)
             continue
         if pending and message.role == "user":
-            message = ChatMessage("user", "\n\n".join([*pending, message.content]))
+            message = ChatMessage("user", SYSTEM_FOLD.join([*pending, message.content]))
         elif pending:
-            merged.append(ChatMessage("user", "\n\n".join(pending)))
+            merged.append(ChatMessage("user", SYSTEM_FOLD.join(pending)))
         pending = []
         merged.append(message)
     if pending:
-        merged.append(ChatMessage("user", "\n\n".join(pending)))
+        merged.append(ChatMessage("user", SYSTEM_FOLD.join(pending)))
     return merged
 
 
@@ -162,6 +183,16 @@ class ChatTemplate:
     origin: str = "the model file"
     """Where the template came from, in words: "the model file", "--chat-template-file
     PATH", "the built-in Gemma template"."""
+
+    @property
+    def subject(self) -> str:
+        """The template, as the subject of a sentence: "the model's chat template",
+        "the chat template in PATH", "the built-in Gemma template"."""
+        if self.origin == "the model file":
+            return "the model's chat template"
+        if self.origin.startswith("the built-in "):
+            return self.origin
+        return f"the chat template in {self.origin}"
 
     @property
     def is_fallback(self) -> bool:
@@ -210,6 +241,8 @@ class ChatTemplate:
             try:
                 text = candidate._render_once(_PROBE, add_generation_prompt=True)
             except Exception as exc:  # anything a hostile or broken template does ends here
+                if isinstance(exc, RenderStopped):
+                    raise TemplateStopped("was stopped before it finished rendering a test conversation") from None
                 problem = problem or _describe(exc)
                 if isinstance(exc, _NO_RETRY):
                     break
@@ -218,6 +251,19 @@ class ChatTemplate:
                 return candidate
             problem = problem or "leaves out the text of system or user messages"
         raise TemplateError(problem)
+
+    @classmethod
+    def probed(cls, source: str, *, name: str, origin: str, bos_token: str, eos_token: str,
+               variables: Mapping[str, Any], fallback_reason: str | None,
+               merges_system: bool) -> ChatTemplate:
+        """A template ``compile`` accepted elsewhere (in the engine's child process), compiled
+        again without its test render: what that probe decided is taken as it was."""
+        try:
+            compiled = _environment().compile_template(source)
+        except Exception as exc:
+            raise TemplateError(_describe(exc)) from None
+        return cls(source, name, bos_token, eos_token, fallback_reason, dict(variables), merges_system,
+                   compiled, origin)
 
     @classmethod
     def builtin(cls, name: str, *, reason: str | None = None, bos_token: str = "",
@@ -239,11 +285,13 @@ class ChatTemplate:
         """The template's text for ``messages``; ``TemplateError`` if it cannot render them.
 
         A template that rejects system messages gets them merged into the next user message.
+        A render stopped from outside (``sandbox.stop_renders_with``) raises ``TemplateStopped``.
         """
         try:
             return self._render_with_retry(messages, add_generation_prompt=add_generation_prompt)
         except Exception as exc:
-            raise TemplateError(f"the chat template {_describe(exc)}") from exc
+            error = TemplateStopped if isinstance(exc, RenderStopped) else TemplateError
+            raise error(f"{self.subject} {_describe(exc)}") from exc
 
     def _render_with_retry(self, messages: Sequence[ChatMessage], *,
                            add_generation_prompt: bool) -> str:
@@ -267,11 +315,12 @@ class ChatTemplate:
         count = len(messages)
         chars = sum(len(m.content) for m in messages)
         variables = {
-            "tools": None,
-            "documents": None,
-            # As llama.cpp renders every template: left undefined, DeepSeek-R1's template
-            # closes the think block in the prompt and Gemma 4's leaves thinking off.
+            # As llama.cpp renders every template: ``tools`` and ``documents`` are left
+            # undefined when there are none (Hermes' templates take ``tools is defined`` for
+            # tools given); ``enable_thinking`` left undefined, DeepSeek-R1's template closes
+            # the think block in the prompt and Gemma 4's leaves thinking off.
             "enable_thinking": True,
+            **_dates(),
             **self.variables,
             "messages": [template_message(m) for m in messages],
             "add_generation_prompt": add_generation_prompt,

@@ -13,21 +13,37 @@ missing bounds, so that a hostile template fails fast with a plain message inste
   estimated *before* it runs and refused if one value would pass ``MAX_TEXT_CHARS``; what it
   builds is charged to a per-render character budget, so many medium values cannot add up;
 - output is capped, and touching a forbidden attribute is an error at once instead of the
-  stock sandbox's silent empty string.
+  stock sandbox's silent empty string;
+- a render has a deadline in processor time (``CPU_SECONDS``) and can be stopped from another
+  thread (``stop_renders_with``): steps bound how many lines run, not how long each takes, and
+  one line may scan a string of sixteen million characters.
+
+The deadline counts the rendering thread's own processor time, not the wall clock: a render
+waiting for the GIL behind the app's other threads, or on a machine busy loading a model, is
+not charged for it, while a template that computes is charged whatever else runs. Time and
+the stop are looked at from the step counter, at most every ``CHECK_SECONDS`` of wall time
+(the thread's clock is a system call, too slow for every line). What one step can cost is
+bounded by the size limits: no value passes ``MAX_TEXT_CHARS``, and splitting a string into
+pieces or a list is estimated before it runs, so one operation works through some sixteen
+million characters at most, and the deadline is overshot by no more than one such operation.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from types import FrameType
 from typing import Any
 
-from jinja2 import BaseLoader, Environment, Template
+from jinja2 import BaseLoader, Environment, Template, nodes
 from jinja2.exceptions import SecurityError
+from jinja2.ext import Extension
+from jinja2.parser import Parser
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
 from sessions.templates import text_estimates as est
@@ -40,6 +56,10 @@ BASE_STEPS = 200_000
 """Template lines one render may execute, before the allowance for a long conversation."""
 BASE_BUILD_CHARS = 64 * 1024 * 1024
 """Characters one render may build in total, before the allowance for its input."""
+CPU_SECONDS = 1.0
+"""Processor time one render may take (real templates take milliseconds)."""
+CHECK_SECONDS = 0.01
+"""Wall time between two looks at the thread's processor time and at the stop."""
 
 _TEMPLATE_FILENAME = "<template>"  # what Jinja2 names code compiled from a string
 
@@ -48,15 +68,48 @@ class RenderLimitError(Exception):
     """A render went past one of the sandbox's bounds; the message says which, in plain words."""
 
 
+class RenderStopped(Exception):
+    """A render was stopped from outside (``stop_renders_with``) before it finished."""
+
+
 @dataclass
 class RenderBudget:
     """What is left for the render running in this thread."""
 
     steps: int
     build_chars: int
+    cpu_deadline: float = float("inf")
+    """``time.thread_time()`` past which the render is refused."""
+    cpu_seconds: float = CPU_SECONDS
+    stop: threading.Event | None = None
+    next_check: float = 0.0
+    """``perf_counter()`` at which time and the stop are looked at next."""
 
 
 _state = threading.local()
+_rendering: set[int] = set()
+"""Idents of the threads rendering now (``rendering_in``)."""
+
+
+@contextmanager
+def stop_renders_with(event: threading.Event | None) -> Iterator[None]:
+    """Renders in this thread, while the block runs, stop as soon as ``event`` is set.
+
+    The engine's jobs run under their stop flag this way, so that the key that stops a
+    reply (and Ctrl+C on the command line) stops a template that runs long, wherever it
+    is rendered: the test render when a model loads, or a reply's prompt.
+    """
+    previous = getattr(_state, "stop", None)
+    _state.stop = event
+    try:
+        yield
+    finally:
+        _state.stop = previous
+
+
+def rendering_in(thread_ident: int | None) -> bool:
+    """Whether the thread with this ident is rendering a template now."""
+    return thread_ident in _rendering
 
 
 def _charge(chars: int, what: str) -> None:
@@ -123,6 +176,17 @@ def _check_integer_growth(operator: str, left: Any, right: Any) -> None:
         raise RenderLimitError(f"the '{operator}' operator would build an integer of {bits:,} bits")
 
 
+class GenerationBlocks(Extension):
+    """``{% generation %}...{% endgeneration %}``, which transformers added for training
+    masks, renders its body as it is (as in llama.cpp, where the tag does nothing)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+
 class _NoTemplates(BaseLoader):
     """``import``, ``include`` and ``extends`` would read other files: refuse them plainly."""
 
@@ -146,7 +210,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(
-            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"],
+            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", GenerationBlocks],
             finalize=self._finalize, loader=_NoTemplates(), **options,
         )
         self.globals.pop("lipsum", None)  # builds as much text as it is asked for
@@ -203,11 +267,30 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return value
 
 
+_perf_counter = time.perf_counter  # read on every step: a module global, not an attribute
+
+
 def _step() -> None:
     budget: RenderBudget = _state.budget
     budget.steps -= 1
     if budget.steps < 0:
         raise RenderLimitError("the template ran far too long (it may loop without end)")
+    now = _perf_counter()
+    if now >= budget.next_check:
+        budget.next_check = now + CHECK_SECONDS
+        _check_time(budget)
+
+
+def _check_time(budget: RenderBudget) -> None:
+    if budget.stop is not None and budget.stop.is_set():
+        raise RenderStopped("the render was stopped")
+    if time.thread_time() > budget.cpu_deadline:
+        raise RenderLimitError(f"it ran for more than {_seconds(budget.cpu_seconds)} of processor time "
+                               "(a chat template takes milliseconds)")
+
+
+def _seconds(value: float) -> str:
+    return "1 second" if value == 1 else f"{value:g} seconds"
 
 
 def _trace_calls(frame: FrameType, event: str, arg: Any) -> Any:
@@ -222,17 +305,28 @@ def _trace_lines(frame: FrameType, event: str, arg: Any) -> Any:
 
 
 def render_bounded(template: Template, variables: Mapping[str, Any], *,
-                   steps: int = BASE_STEPS, build_chars: int = BASE_BUILD_CHARS) -> str:
-    """Render with a step budget, a build budget and an output cap.
+                   steps: int = BASE_STEPS, build_chars: int = BASE_BUILD_CHARS,
+                   cpu_seconds: float | None = None, stop: threading.Event | None = None) -> str:
+    """Render with a step budget, a build budget, a deadline and an output cap.
 
-    Raises ``RenderLimitError`` when a bound is hit, ``SecurityError`` for forbidden access,
-    and whatever else the template raises (``RecursionError`` included) otherwise.
+    ``cpu_seconds`` defaults to ``CPU_SECONDS`` (read at each call).
+    ``stop`` (default: the one ``stop_renders_with`` set for this thread) ends the render
+    with ``RenderStopped`` once set. Raises ``RenderLimitError`` when a bound is hit,
+    ``SecurityError`` for forbidden access, and whatever else the template raises
+    (``RecursionError`` included) otherwise.
     """
     previous_budget = getattr(_state, "budget", None)
     previous_trace = sys.gettrace()
-    _state.budget = RenderBudget(steps=steps, build_chars=build_chars)
+    cpu_seconds = CPU_SECONDS if cpu_seconds is None else cpu_seconds
+    _state.budget = RenderBudget(
+        steps=steps, build_chars=build_chars, cpu_deadline=time.thread_time() + cpu_seconds,
+        cpu_seconds=cpu_seconds, stop=stop if stop is not None else getattr(_state, "stop", None),
+    )
     out: list[str] = []
     size = 0
+    ident = threading.get_ident()
+    nested = ident in _rendering
+    _rendering.add(ident)
     sys.settrace(_trace_calls)
     try:
         chunks: Iterator[str] = template.generate(**variables)
@@ -246,4 +340,6 @@ def render_bounded(template: Template, variables: Mapping[str, Any], *,
     finally:
         sys.settrace(previous_trace)
         _state.budget = previous_budget
+        if not nested:
+            _rendering.discard(ident)
     return "".join(out)

@@ -196,6 +196,37 @@ def tojson_estimate(value: Any, ensure_ascii: Any = False, indent: Any = None,
     return _json_size(value, 0, step + 1, max(gap, 2), MAX_TEXT_CHARS + 1)
 
 
+_LINE_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _pieces(s: Any, separator: Any = None, maxsplit: Any = -1) -> int:
+    """How many pieces splitting ``s`` gives at most (``str.split`` and ``rsplit``)."""
+    if isinstance(s, str) and isinstance(separator, str) and separator:
+        pieces = s.count(separator) + 1
+    elif isinstance(s, bytes) and isinstance(separator, bytes) and separator:
+        pieces = s.count(separator) + 1
+    else:
+        pieces = (text_size(s) + 1) // 2 + 1  # words need a gap between them
+    limit = _int(maxsplit)
+    return min(pieces, limit + 1) if limit >= 0 and isinstance(maxsplit, int) else pieces
+
+
+def split_estimate(s: Any, sep: Any = None, maxsplit: Any = -1) -> int:
+    """A list of pieces costs two characters each on top of their text (see ``text_size``):
+    a string of one character repeated sixteen million times splits into as many pieces."""
+    return text_size(s) + 2 * _pieces(s, sep, maxsplit) + 2
+
+
+def splitlines_estimate(s: Any, keepends: Any = False) -> int:
+    lines = 1 + (sum(map(s.count, _LINE_BREAKS)) if isinstance(s, str) else text_size(s))
+    return text_size(s) + 2 * lines + 2
+
+
+def list_estimate(value: Any, *_: Any, **__: Any) -> int:
+    """A string becomes a list of its characters, each costing three (see ``text_size``)."""
+    return 3 * len(value) + 2 if isinstance(value, (str, bytes)) else text_size(value)
+
+
 def fill_estimate(value: Any, count: Any, fill_with: Any = None) -> int:
     extra = 0 if fill_with is None else _int(count) * (text_size(fill_with) + 2)
     return text_size(value) + extra
@@ -222,7 +253,7 @@ FILTER_ESTIMATES: dict[str, Callable[..., int]] = {
     "batch": fill_estimate,
     "slice": fill_estimate,
     "string": _scaled(1),
-    "list": _scaled(1),
+    "list": list_estimate,
     "pprint": _scaled(2),
     "upper": _scaled(3),
     "title": _scaled(3),
@@ -254,6 +285,9 @@ STR_METHOD_ESTIMATES: dict[str, Callable[..., int]] = {
     "swapcase": _scaled(3),
     "casefold": _scaled(3),
     "encode": _scaled(4),
+    "split": split_estimate,
+    "rsplit": split_estimate,
+    "splitlines": splitlines_estimate,
 }
 """Estimates for the ``str`` and ``bytes`` methods that can build more text than they get."""
 

@@ -159,3 +159,34 @@ async def test_a_session_whose_model_vanished_stays_readable(make_app, fake_mode
         await wait_for(pilot, lambda: again.screen is screen, "the chat screen")
         assert again.is_running and shown_texts(screen) == before
         assert "F5" in screen.status.text_of("note")
+
+
+@pytest.mark.engine
+async def test_escape_stops_a_model_template_that_runs_long_and_the_model_loads(monkeypatch):
+    """The load held at 100% while the template computed; Esc now ends its test render."""
+    from sessions.engine.factory import llama_engine_factory
+    from sessions.templates import sandbox
+    from tests.test_template_deadline import SLOW
+
+    monkeypatch.setattr(sandbox, "CPU_SECONDS", 600.0)  # only Esc can end it now
+    model = make_model("llama", "tiny", markers="chatml", chat_template=SLOW)
+    store = SessionStore.open()
+    controller = SessionController(store, engine_factory=llama_engine_factory(None),
+                                   settings=EngineSettings(n_ctx=512, n_batch=64, threads=1),
+                                   sampling=SamplingSettings(temperature=0.0, max_tokens=8))
+    app = LlamaChatApp(controller, config=Config(), startup=StartupRequest(model_path=model))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: bool(sandbox._rendering), "the template's test render")
+            await pilot.press("escape")
+            screen = await ready(pilot)
+            notice = [m for m in messages(app) if "chat template" in m]
+            assert len(notice) == 1 and notice[0].startswith(
+                "the model's chat template was stopped before it finished rendering a test conversation; "
+                "using the ChatML template instead")
+            await send(pilot, "Hello there")
+            assert shown_texts(screen)[1][0] == "assistant"
+    finally:
+        if controller.engine is not None:
+            controller.engine.close()
+        store.close()

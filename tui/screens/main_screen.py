@@ -235,6 +235,8 @@ class MainScreen(ChatScreen):
             self.chat_input.focus()
         if self.jobs.running("generate", "warm"):
             self.controller.cancel()
+        elif self.jobs.loading and self.controller.stop_template_render():
+            return  # the load goes on with a built-in template, and its notice says why
         elif from_panel:
             return
         elif self.mode.kind != "send":
