@@ -112,3 +112,34 @@ def test_ask_continue_in_a_new_process_restores_the_reply_and_evaluates_nothing(
         assert store.get_message(question["parent"]).parent_id == again["message"]
     assert question["tokens_restored"] == first["tokens_evaluated"] + 15
     assert question["tokens_evaluated"] < first["tokens_evaluated"]  # the question's tokens only
+
+
+def test_continue_from_a_place_in_a_reply_keeps_its_start_and_evaluates_one_token(controller):
+    controller.new_session(system_prompt="Be brief.")
+    controller.send("Tell me a long story about the sea.")
+    reply = controller.generate_reply(max_tokens=20)
+    half = len(reply.text) // 2
+    again = controller.continue_from(reply.id, half, max_tokens=5)
+    assert again.parent_id == reply.parent_id and again.id != reply.id  # a new version; the reply stays
+    assert controller.snapshot().tree.get(reply.id).text == reply.text
+    old, new = frozen(controller, reply.id), frozen(controller, again.id)
+    detokenize = controller.engine.detokenize
+    kept = max(k for k in range(len(old)) if len(detokenize(old[:k])) <= half)  # the cut: between tokens
+    assert new[:kept] == old[:kept] and 1 <= len(new) - kept <= 5  # the reply's own start, then what was written
+    assert again.text.startswith(detokenize(old[:kept]))
+    assert again.stats.tokens_evaluated == 1  # the cells are cut at the token; the last kept one gives the logits
+    with pytest.raises(ControllerError, match="end of the reply"):
+        controller.continue_from(reply.id, len(reply.text))
+
+
+def test_ask_continue_from_in_a_new_process():
+    model = str(make_model("llama", "tiny"))
+    first = ask("-m", model, "--max-tokens", "12", "Tell me a long story about the sea.")
+    with SessionStore.open() as store:
+        text = store.get_message(first["message"]).text
+    more = ask("-m", model, "--session", str(first["session"]), "--max-tokens", "4",
+               "--continue", str(first["message"]), "--from", str(len(text) // 2))
+    with SessionStore.open() as store:
+        longer = store.get_message(more["message"])
+    assert longer.parent_id == first["parent"] and longer.text.startswith(text[: len(text) // 4])
+    assert more["tokens_evaluated"] <= 12  # at most the reply's kept tokens, replayed after a restore

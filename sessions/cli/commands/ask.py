@@ -60,6 +60,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="answer again: a new version of reply MSG, or a new reply to your message MSG")
     where.add_argument("--continue", dest="continue_", type=session_id, metavar="MSG",
                        help="write more of reply MSG, cut at its length limit (a new, longer version of it)")
+    parser.add_argument("--from", dest="from_", type=int, metavar="CHARS",
+                        help="with --continue: keep the reply's first CHARS characters and go on from there "
+                             "(a new version of any reply of this model)")
     parser.add_argument("--system", metavar="TEXT", help="system prompt of a new session")
     parser.add_argument("--file", dest="files", action="append", default=[], metavar="PATH",
                         help="attach a text file: its text follows TEXT in a fenced block named after it "
@@ -112,6 +115,8 @@ def _check(args: argparse.Namespace, text: str) -> bool:
                       and args.at is None and args.edit is None and not _takes_no_text(args))
     if not _takes_no_text(args) and not text and not args.files and not answer_waiting:
         raise UsageError("TEXT is required (or --regenerate MSG, or --continue MSG)")
+    if args.from_ is not None and args.continue_ is None:
+        raise UsageError("--from needs --continue MSG (the reply to go on from)")
     if session_arg is not None and args.system:
         raise UsageError("--system applies to a new session only")
     if session_arg is None and (args.at or args.edit or _takes_no_text(args)):
@@ -163,6 +168,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             question = (None if args.continue_ is not None
                         else _place_message(controller, args, message, answer_waiting))
             try:
+                if question is None and args.from_ is not None:
+                    return controller.continue_from(args.continue_, args.from_, sampling=sampling)
                 if question is None:
                     return controller.continue_reply(args.continue_, sampling=sampling)
                 return _answer(controller, args, sampling, stops.stop_requested)
