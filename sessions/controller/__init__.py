@@ -16,6 +16,7 @@ from sessions.config import Config, ConfigError, update_config
 from sessions.config.sampling_input import LABELS as SAMPLING_LABELS
 from sessions.config.sampling_input import SamplingValueError, parse_sampling_value
 from sessions.controller.chat_settings import ChatSettings
+from sessions.controller.find import FindHit
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
@@ -54,6 +55,7 @@ __all__ = [
     "EngineSettings",
     "ExchangeError",
     "ExportKind",
+    "FindHit",
     "GenerationCancelled",
     "HubError",
     "HubModel",

@@ -34,6 +34,7 @@ from sessions.controller.checkpoint_cleanup import CheckpointCleanup
 from sessions.controller.continuation import check_continuable, cut_reply, write_continuation
 from sessions.controller.controller_base import ControllerBase
 from sessions.controller.engine_users import EngineUsers
+from sessions.controller.find import FindHit, find_in
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
@@ -287,6 +288,13 @@ class SessionController(ControllerBase):
             session = conversation.session
             return ChatSnapshot(session, conversation.tree.copy(), tuple(conversation.active_path()),
                                 chat_settings.settings_of(conversation, self.sampling, session))
+
+    def find(self, query: str) -> list[FindHit]:
+        """Messages of the open chat holding ``query`` (case ignored): the branch shown first,
+        in order, then the other branches' (``find``)."""
+        with self._lock:
+            conversation = self._conv()
+            return find_in(conversation.tree, [m.id for m in self._path(None)], query)
 
     def context_used(self) -> int | None:
         """Tokens of the active branch for the loaded model (None if not all known yet)."""
