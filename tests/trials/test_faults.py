@@ -1,0 +1,41 @@
+"""CI form of the fault trials: every fault class once, then the checks proved to bite.
+
+``python -m tests.trials.faults`` runs 200 rounds or more on demand; this short form
+runs each class once (the terminal closed, EIO, a full disk, stdout closed, a reader
+gone, three signals, two clock jumps, three FIFOs) with every check after each.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sessions.crashpoints import ENV_VAR
+from tests.trials.fault_inject import ASK_FAULTS
+from tests.trials.faults import CLASSES, FaultTrials
+
+pytestmark = pytest.mark.engine
+
+
+def test_every_fault_class_loses_and_misplaces_nothing(tmp_path):
+    report = FaultTrials(tmp_path, seed=7, base_env=dict(os.environ)).run(len(CLASSES))
+    assert report.failures == [], report.summary()
+    assert report.lost == 0 and report.misplaced == 0, report.summary()
+    assert set(report.rounds) == set(CLASSES) and sum(report.rounds.values()) == len(CLASSES), report.summary()
+    assert report.recoveries == 2, report.summary()  # one per clock round
+    assert sum(report.cut[name] for name in ASK_FAULTS) >= 1, report.summary()  # a fault struck mid-reply
+
+
+def test_a_reply_killed_before_it_was_kept_is_counted_lost(tmp_path):
+    """The checks themselves: an ask killed (SIGKILL, nothing can keep the reply) after a
+    few tokens leaves a question without a reply and a status no fault explains."""
+    trial = FaultTrials(tmp_path, seed=7, base_env=dict(os.environ))
+    trial.set_up()
+    try:
+        trial.env[ENV_VAR] = "generate.token:3"
+        trial.play(["sigint"])
+    finally:
+        trial.close()
+    assert trial.report.lost == 1, trial.report.summary()
+    assert any("0 replies stored (status 137" in failure for failure in trial.report.failures), trial.report.summary()
