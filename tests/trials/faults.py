@@ -236,6 +236,8 @@ class FaultTrials:
         expected = STATUS[fault] if fault else 0
         if stopped and (run.status != expected or stats is None or stats.tokens_generated < 1):
             self.fail(where, f"a stopped reply, status {run.status} (expected {expected}): {run.stderr[-300:]}")
+        elif stopped and run.ended_first:
+            self.fail(where, "the whole reply was written before the fault, yet it is kept as stopped")
         elif not stopped and run.status not in (0, expected):
             self.fail(where, f"a complete reply, status {run.status}: {run.stderr[-300:]}")
         if "Traceback" in run.stderr:
