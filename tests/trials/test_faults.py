@@ -8,10 +8,12 @@ gone, three signals, two clock jumps, three FIFOs) with every check after each.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from sessions.crashpoints import ENV_VAR
+from sessions.store import backup
 from tests.trials.fault_inject import ASK_FAULTS
 from tests.trials.faults import CLASSES, FaultTrials
 
@@ -39,3 +41,21 @@ def test_a_reply_killed_before_it_was_kept_is_counted_lost(tmp_path):
         trial.close()
     assert trial.report.lost == 1, trial.report.summary()
     assert any("0 replies stored (status 137" in failure for failure in trial.report.failures), trial.report.summary()
+
+
+def test_a_backup_judged_by_its_age_alone_is_caught_by_the_clock_round(tmp_path, monkeypatch):
+    """The clock round's check bites: with the rule a clock can freeze (a backup is due
+    only once its stamp is old), a backup stamped in the future is not written again at
+    the next open, and the round says the backup lacks the newest session."""
+    def by_age_alone(made: tuple[float, str], state: str, every: float) -> bool:
+        return state != made[1] and time.time() - made[0] >= every  # a stamp ahead is never old
+
+    monkeypatch.setattr(backup, "_stale", by_age_alone)
+    trial = FaultTrials(tmp_path, seed=7, base_env=dict(os.environ))
+    trial.set_up()
+    try:
+        trial.play(["clock-future-stamp"])
+    finally:
+        trial.close()
+    assert any("the backup does not hold the newest session" in failure for failure in trial.report.failures), \
+        trial.report.summary()
