@@ -30,12 +30,13 @@ def test_every_fault_class_loses_and_misplaces_nothing(tmp_path):
 
 
 def test_a_reply_killed_before_it_was_kept_is_counted_lost(tmp_path):
-    """The checks themselves: an ask killed (SIGKILL, nothing can keep the reply) after a
-    few tokens leaves a question without a reply and a status no fault explains."""
+    """The checks themselves: an ask killed at its first token (SIGKILL, before any fault:
+    nothing can keep the reply) leaves a question without a reply and a status no fault
+    explains."""
     trial = FaultTrials(tmp_path, seed=7, base_env=dict(os.environ))
     trial.set_up()
     try:
-        trial.env[ENV_VAR] = "generate.token:3"
+        trial.env[ENV_VAR] = "generate.token:1"
         trial.play(["sigint"])
     finally:
         trial.close()
