@@ -1,7 +1,8 @@
 """One ``llamachat ask`` run with one fault injected at a chosen point of its reply.
 
 The faults are the real ones: a pty whose master is closed (the process's controlling
-terminal: the kernel sends SIGHUP, then every write fails with EIO), a pty closed that
+terminal, under stdout alone or under stderr too: the kernel sends SIGHUP, then every
+write fails with EIO), a pty closed that
 is not its controlling terminal (EIO alone), stdout on ``/dev/full``, stdout closed
 (``>&-``), a reader that leaves, and SIGINT, SIGTERM or SIGHUP sent by another process.
 Those that wait for part of the reply read ``after`` bytes of it first; nothing here
@@ -28,9 +29,10 @@ DEADLINE = 120.0
 """Far more than any run takes on a loaded machine; past it the process is a hang."""
 
 SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sighup": signal.SIGHUP}
-OUTPUT_FAULTS = ("hangup", "eio", "full", "closed", "pipe")
+OUTPUT_FAULTS = ("hangup", "hangup-both", "eio", "full", "closed", "pipe")
 ASK_FAULTS = (*OUTPUT_FAULTS, *SIGNALS)
-STATUS = {"hangup": 128 + signal.SIGHUP, "eio": 1, "full": 1, "closed": 1, "pipe": 128 + signal.SIGPIPE,
+STATUS = {"hangup": 128 + signal.SIGHUP, "hangup-both": 128 + signal.SIGHUP,
+          "eio": 1, "full": 1, "closed": 1, "pipe": 128 + signal.SIGPIPE,
           **{name: 128 + number for name, number in SIGNALS.items()}}
 """The exit status each fault must give when it stops the reply, as a shell reports it."""
 
@@ -45,6 +47,8 @@ class FaultRun:
     hung: bool = False
     ended_first: bool = False
     """The process had ended before the fault came (the reply was shorter than ``after``)."""
+    stderr_seen: bool = True
+    """False when stderr went to the terminal that was closed: what it said is gone."""
 
 
 def run_with_fault(fault: str | None, argv: Sequence[str], env: Mapping[str, str], after: int = 0) -> FaultRun:
@@ -53,8 +57,8 @@ def run_with_fault(fault: str | None, argv: Sequence[str], env: Mapping[str, str
     command = [sys.executable, "-m", "sessions.cli", *argv]
     if fault is None:
         return _through_pipe(fault, command, env, sys.maxsize)
-    if fault == "hangup":
-        return _hang_up(command, env, after)
+    if fault in ("hangup", "hangup-both"):
+        return _hang_up(command, env, after, stderr_on_the_terminal=fault == "hangup-both")
     if fault == "eio":
         return _terminal_gone(command, env, after)
     if fault == "full":
@@ -133,14 +137,16 @@ def _terminal_gone(command: Sequence[str], env: Mapping[str, str], after: int) -
     return _finish(proc, printed, ended)
 
 
-def _hang_up(command: Sequence[str], env: Mapping[str, str], after: int) -> FaultRun:
+def _hang_up(command: Sequence[str], env: Mapping[str, str], after: int, stderr_on_the_terminal: bool) -> FaultRun:
     """The process in a terminal of its own, closed after ``after`` bytes: SIGHUP and EIO.
-    stderr goes to a pipe, so the line it leaves can be read."""
+    stderr goes to a pipe, so the line it leaves can be read, or to the terminal too (both
+    outputs fail then, and what it says is lost with the terminal)."""
     read_end, write_end = os.pipe()
     pid, fd = pty.fork()
     if pid == 0:  # the child: only exec (or leave) from here
         try:
-            os.dup2(write_end, 2)
+            if not stderr_on_the_terminal:
+                os.dup2(write_end, 2)
             os.chdir(REPO)
             os.execve(command[0], list(command), dict(env))
         finally:
@@ -167,4 +173,5 @@ def _hang_up(command: Sequence[str], env: Mapping[str, str], after: int) -> Faul
             os.close(fd)
         os.close(read_end)
         os.close(pidfd)
-    return FaultRun(status if status >= 0 else 128 - status, printed, err.decode(errors="replace"), hung, ended)
+    return FaultRun(status if status >= 0 else 128 - status, printed, err.decode(errors="replace"), hung, ended,
+                    stderr_seen=not stderr_on_the_terminal)

@@ -1,7 +1,7 @@
 """CI form of the fault trials: every fault class once, then the checks proved to bite.
 
 ``python -m tests.trials.faults`` runs 200 rounds or more on demand; this short form
-runs each class once (the terminal closed, EIO, a full disk, stdout closed, a reader
+runs each class once (the terminal closed under stdout or under both outputs, EIO, a full disk, stdout closed, a reader
 gone, three signals, two clock jumps, three FIFOs) with every check after each.
 """
 
