@@ -40,6 +40,8 @@ NOT_REGULAR = "not a regular file"
 
 
 class FileRounds:
+    """The rounds of the classes ``clock-*`` and ``fifo-*``, on the trial's folders."""
+
     def __init__(self, trial: FaultTrials, workdir: Path) -> None:
         self.trial = trial
         self.scratch = workdir / "damaged-copy.sqlite3"
