@@ -1,13 +1,14 @@
 """All hardening trials from one command, with one line of totals at the end.
 
-    python -m tests.trials            # the full form: 200 kills, every corruption
-    python -m tests.trials --short    # the form CI runs (a dozen kills), in a minute
+    python -m tests.trials            # the full form: 200 kills, every corruption, 200 faults
+    python -m tests.trials --short    # the form CI runs (a dozen kills, each fault once)
 
 It runs the crash trials (``tests.trials.crash``), the corruption trials
-(``tests.trials.corruption``) and the concurrency trials (``tests.trials.concurrency``:
+(``tests.trials.corruption``), the concurrency trials (``tests.trials.concurrency``:
 store-level processes, then ``llamachat ask`` processes and the app in
-``tests.trials.concurrency_app``), prints each report, then one line of totals; exit
-status 1 when any check failed.
+``tests.trials.concurrency_app``) and the fault trials (``tests.trials.faults``: hang-ups,
+failed stdout, signals, clock jumps, FIFOs), prints each report, then one line of
+totals; exit status 1 when any check failed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .concurrency import run_concurrency_trial
 from .concurrency_app import run_app_trial
 from .corruption import run_corruption_trials, summary
 from .crash import CrashTrials
+from .faults import CLASSES, run_fault_trials
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,15 +51,18 @@ def main(argv: list[str] | None = None) -> int:
         front_ends = run_app_trial(work / "front-ends", asks=asks, rounds=ask_rounds, app_rounds=ask_rounds,
                                    seed=args.seed)
         print(front_ends.summary())
+        (work / "faults").mkdir()
+        faults = run_fault_trials(work / "faults", len(CLASSES) if args.short else 200, seed=args.seed)
+        print(faults.summary())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     failures = (crash_report.failures + corruption["failures"] + (0 if concurrency.ok else 1)
-                + (0 if front_ends.ok else 1))
+                + (0 if front_ends.ok else 1) + len(faults.failures))
     print(f"trials: {crash_report.trials} crash trials, {crash_report.kills} kills, "
           f"{corruption['corruptions']} corruptions, {concurrency.sent} messages from {workers} processes "
-          f"and {front_ends.sent} from {asks} ask slots and the app "
-          f"({concurrency.lost + front_ends.lost} lost, {concurrency.misplaced + front_ends.misplaced} misplaced), "
-          f"{failures} failures")
+          f"and {front_ends.sent} from {asks} ask slots and the app, {sum(faults.rounds.values())} fault rounds "
+          f"({concurrency.lost + front_ends.lost + faults.lost} lost, "
+          f"{concurrency.misplaced + front_ends.misplaced + faults.misplaced} misplaced), {failures} failures")
     return 1 if failures else 0
 
 
