@@ -204,13 +204,13 @@ def test_every_error_meant_for_the_user_is_where_the_runner_looks():
     class moved elsewhere would turn a one-sentence refusal into a crash of the handler."""
     import importlib
 
-    from sessions.cli import runner
+    from sessions.cli import reporting
 
-    for module, name in runner._ERRORS_FOR_THE_USER:
+    for module, name in reporting._ERRORS_FOR_THE_USER:
         found = getattr(importlib.import_module(module), name)
         assert isinstance(found, type) and issubclass(found, Exception), (module, name)
-    assert set(runner._known_errors()) >= {getattr(importlib.import_module(m), n)
-                                           for m, n in runner._ERRORS_FOR_THE_USER}
+    assert set(reporting._known_errors()) >= {getattr(importlib.import_module(m), n)
+                                              for m, n in reporting._ERRORS_FOR_THE_USER}
 
 
 @pytest.mark.parametrize(("size", "shown"), [

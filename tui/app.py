@@ -60,7 +60,7 @@ class LlamaChatApp(App[None]):
         self.forwarder = Forwarder()
         controller.listener = self.forwarder
         self._stop_signals = stop_signals
-        """Signals that end the app as Ctrl+Q does (``tui.launch`` passes ``STOP_SIGNALS``)."""
+        """Signals that end the app as Ctrl+Q does (the entry point, ``llamachat.main``, passes ``STOP_SIGNALS``)."""
         self.stopped_by: int | None = None
         """The signal the app was asked to end by, if any."""
 
