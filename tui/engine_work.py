@@ -23,17 +23,14 @@ from sessions.controller import (
     ControllerError,
     DecodeCancelled,
     GenerationCancelled,
+    LlamachatError,
     SessionController,
-    StoreError,
-    TreeError,
 )
 
 if TYPE_CHECKING:
     from sessions.controller import Plan, PrepareResult
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
-GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
-"""What the core raises, with a message written for the user, when a gesture cannot be done."""
 
 IdleCallback = Callable[[], Awaitable[None] | None]
 
@@ -167,5 +164,5 @@ class EngineWork:
             result = callback()
             if inspect.isawaitable(result):
                 await result
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:  # the core's one root: its message is written for the user
             self._refused(str(error))

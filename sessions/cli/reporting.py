@@ -1,7 +1,7 @@
 """Every known failure turned into one line on stderr and an exit status.
 
-Users meet ``llamachat`` in scripts and terminals, where a traceback is noise: each of
-the project's error classes already carries a message written for them. The subcommands
+Users meet ``llamachat`` in scripts and terminals, where a traceback is noise: every
+error of the project (``LlamachatError``, the one root) carries a message written for them. The subcommands
 and the app's start (run by the entry point, ``llamachat.main``) end the same way.
 """
 
@@ -9,41 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections.abc import Callable
 from typing import TextIO, TypeVar
 
 from sessions.cli.context import tell
-from sessions.cli.errors import CliError
 from sessions.cli.interrupts import silence_stdout
 from sessions.cli.parser import PROG
-from sessions.config import ConfigError
+from sessions.errors import LlamachatError
 from sessions.text_safety import inert
-
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    """The project's own error classes: their messages are meant for the user.
-
-    Each is taken from its module only if that module is loaded already: an error can
-    only have been raised by code that ran, and a command that never touched the store,
-    the engine or a chat template does not import them here (nor fail to).
-    """
-    found: list[type[BaseException]] = [CliError, ConfigError]
-    for module, name in _ERRORS_FOR_THE_USER:
-        loaded = sys.modules.get(module)
-        if loaded is not None:
-            found.append(getattr(loaded, name))
-    return tuple(found)
-
-
-_ERRORS_FOR_THE_USER = (
-    ("sessions.discovery.gguf_header", "ModelFileError"),  # a file that cannot be a model
-    ("sessions.store.errors", "StoreError"),
-    ("sessions.exchange.builder", "ExchangeError"),
-    ("sessions.llama.context", "DecodeError"),  # "could not create a context of N tokens (out of memory?)"
-    ("sessions.templates.chat_template", "TemplateError"),  # "the chat template rejected the conversation: ..."
-)
-"""(module, class) of the errors whose message is one sentence for the user."""
 
 
 def error_line(err: TextIO, message: str) -> int:
@@ -76,11 +49,11 @@ def reported(work: Callable[[], Done], err: TextIO, command: str | None) -> Done
     except KeyboardInterrupt as stop:  # Ctrl+C, or a StopSignal (``interrupts.signals_raise``)
         return _stopped(err, getattr(stop, "signum", signal.SIGINT), command)
     except Exception as error:
-        if isinstance(error, _known_errors()):
-            return error_line(err, str(error))
-        if isinstance(error, OSError):
+        if isinstance(error, OSError):  # the file, and what is wrong with it (a LlamachatError too)
             where = f"{error.filename}: " if error.filename else ""
             return error_line(err, f"{where}{error.strerror or error}")
+        if isinstance(error, LlamachatError):
+            return error_line(err, str(error))
         if os.environ.get("LLAMACHAT_DEBUG"):  # a bug: still one line, unless asked
             raise
         return error_line(err, f"unexpected {type(error).__name__}: {error} "

@@ -19,7 +19,14 @@ from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, ReplyNotSaved, TurnTaken
+from sessions.errors import (
+    ContextOverflow,
+    ControllerError,
+    GenerationCancelled,
+    LlamachatError,
+    ReplyNotSaved,
+    TurnTaken,
+)
 from sessions.exchange import ExchangeError, ExportKind, Imported
 from sessions.llama.context import DecodeCancelled
 from sessions.memory_kind import MemoryKind
@@ -48,6 +55,7 @@ __all__ = [
     "ExportKind",
     "GenerationCancelled",
     "Imported",
+    "LlamachatError",
     "MemoryKind",
     "Message",
     "ModelCard",

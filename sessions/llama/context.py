@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.errors import LlamachatError
 from sessions.llama.abort_flag import AbortFlag
 from sessions.llama.batch_fill import BatchFiller, TokenIds
 from sessions.llama.model import LlamaModel
@@ -30,7 +31,7 @@ from sessions.llama.warm_buffers import WarmBuffers
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
 
-class DecodeError(Exception):
+class DecodeError(LlamachatError):
     """llama.cpp refused a batch."""
 
 
@@ -38,7 +39,7 @@ class ContextFull(DecodeError):
     """No room left in the KV cache for the batch (the conversation outgrew n_ctx)."""
 
 
-class DecodeCancelled(Exception):
+class DecodeCancelled(LlamachatError):
     """The user stopped the work; the live sequence no longer matches any token list."""
 
 

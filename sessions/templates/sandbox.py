@@ -30,6 +30,7 @@ from jinja2 import BaseLoader, Environment, Template
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
+from sessions.errors import LlamachatError
 from sessions.templates import text_estimates as est
 
 MAX_TEXT_CHARS = est.MAX_TEXT_CHARS
@@ -44,7 +45,7 @@ BASE_BUILD_CHARS = 64 * 1024 * 1024
 _TEMPLATE_FILENAME = "<template>"  # what Jinja2 names code compiled from a string
 
 
-class RenderLimitError(Exception):
+class RenderLimitError(LlamachatError):
     """A render went past one of the sandbox's bounds; the message says which, in plain words."""
 
 

@@ -22,9 +22,9 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from sessions import events as core
-from sessions.controller import ChatSnapshot, Config, ContextOverflow, SessionController
+from sessions.controller import ChatSnapshot, Config, ContextOverflow, LlamachatError, SessionController
 from tui.bindings import current_key, spec
-from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
+from tui.engine_work import EngineWork, describe_failure
 from tui.events import CoreEvent, severity
 from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_rules import InputMode
@@ -97,7 +97,7 @@ class ChatScreen(Screen[None]):
             return
         try:
             snapshot = self.controller.snapshot()
-        except GESTURE_ERRORS:  # unreadable now: the title shown stays
+        except LlamachatError:  # unreadable now: the title shown stays
             return
         self.conversation_view.show_title(snapshot)
         self.refresh_panels(snapshot)
@@ -153,7 +153,7 @@ class ChatScreen(Screen[None]):
         """
         try:
             snapshot = self.controller.snapshot()
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:
             self.notify(f"Could not read the chat: {error}", severity="error", markup=False)
             return
         await self.conversation_view.show_chat(snapshot)
@@ -166,7 +166,7 @@ class ChatScreen(Screen[None]):
         whose contents the store cannot give now stays as it was."""
         try:
             snapshot = snapshot or self.controller.snapshot()
-        except GESTURE_ERRORS:
+        except LlamachatError:
             snapshot = None
         if self.tree_panel.has_class("-open") and snapshot is not None:
             head = snapshot.head
@@ -175,7 +175,7 @@ class ChatScreen(Screen[None]):
         if self.session_list.has_class("-open"):
             try:
                 sessions = self.controller.library.list_sessions()
-            except GESTURE_ERRORS:
+            except LlamachatError:
                 return
             self.session_list.show(sessions, self.controller.session_id)
 
@@ -349,7 +349,7 @@ class ChatScreen(Screen[None]):
         """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
         try:
             last_session_id = self.controller.library.last_session_id()
-        except GESTURE_ERRORS as error:  # a damaged or replaced database: start as if it held no chat
+        except LlamachatError as error:  # a damaged or replaced database: start as if it held no chat
             self.notify(f"Could not read the saved chats: {error}", severity="error", markup=False)
             last_session_id = None
         plan = plan_startup(self.startup, last_session_id=last_session_id, configured_model=self.config.model)
@@ -382,7 +382,7 @@ class ChatScreen(Screen[None]):
             session = self.controller.open_session(session_id)
             if message_id is not None:
                 self.controller.select(message_id)
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:
             self.refused(str(error))
             return
         self.reply_wanted = False  # a message waiting in the chat left waits no more (its turn went too)
@@ -392,7 +392,7 @@ class ChatScreen(Screen[None]):
         if info is not None and (wanted is None or Path(info.path) == wanted):
             try:
                 self.controller.keep_model_for_chat()
-            except GESTURE_ERRORS as error:  # the chat is shown; only its record of the model failed
+            except LlamachatError as error:  # the chat is shown; only its record of the model failed
                 self.notify(str(error), severity="error", markup=False)
             await self.after_switch()
         elif wanted is not None:

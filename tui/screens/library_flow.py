@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessions.controller import ExchangeError, Imported, StoreError
-from tui.engine_work import GESTURE_ERRORS
+from sessions.controller import Imported, LlamachatError
 from tui.screens import chat_rules
 from tui.screens.dialogs import ConfirmScreen, TextPrompt
 from tui.widgets.session_list import UNTITLED
@@ -36,7 +35,7 @@ def delete_chat(screen: ChatScreen) -> None:
         return
     try:
         summaries = screen.controller.library.list_sessions()
-    except GESTURE_ERRORS as error:  # a damaged or replaced database: say so, delete nothing
+    except LlamachatError as error:  # a damaged or replaced database: say so, delete nothing
         screen.notify(f"Could not read the saved chats: {error}", severity="error", markup=False)
         return
     summary = next((s for s in summaries if s.id == session_id), None)
@@ -75,7 +74,7 @@ def import_chats(screen: ChatScreen) -> None:
 def _import(screen: ChatScreen, path: Path) -> None:
     try:
         ids = screen.controller.library.import_file(path)
-    except (ExchangeError, StoreError) as error:
+    except LlamachatError as error:
         screen.app.call_from_thread(screen.notify, f"Could not import: {error}", severity="error", markup=False)
         return
     screen.app.call_from_thread(_imported, screen, ids)

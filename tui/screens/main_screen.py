@@ -12,9 +12,8 @@ from pathlib import Path
 
 from textual import events, on
 
-from sessions.controller import Message
+from sessions.controller import LlamachatError, Message
 from tui.bindings import bindings_for
-from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules, library_flow, settings_flow
 from tui.screens.chat_rules import InputMode
 from tui.screens.chat_screen import ChatScreen
@@ -43,7 +42,7 @@ class MainScreen(ChatScreen):
             return
         try:
             snapshot = self.controller.snapshot()
-        except GESTURE_ERRORS:  # unreadable now: the chat's view said so, and the mode stays
+        except LlamachatError:  # unreadable now: the chat's view said so, and the mode stays
             return
         if snapshot is None or target_id not in snapshot.tree:
             self.set_mode(InputMode())
@@ -66,7 +65,7 @@ class MainScreen(ChatScreen):
                 message = self.controller.edit(self.mode.target_id, event.text)
             else:
                 message = self.controller.send(event.text, parent_id=self.mode.target_id)
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:
             self.refused(str(error))
             return
         self.chat_input.clear()
@@ -283,7 +282,7 @@ class MainScreen(ChatScreen):
             if title is not None and title.strip():
                 try:
                     self.controller.rename_session(title.strip())
-                except GESTURE_ERRORS as error:
+                except LlamachatError as error:
                     self.refused(str(error))
                     return
                 await self.refresh_view()
