@@ -14,6 +14,7 @@ from sessions.templates.chat_template import ChatTemplate
 from tests.tui.fake_engine import FakeEngineFactory
 from tests.tui.helpers import main_screen, ready, reply_text, send, settle, shown_texts, type_text, wait_for
 from tests.tui.test_pickers import HostApp, add_session
+from tui.screens import opening_flow
 from tui.screens.model_picker import ModelPicker
 from tui.screens.session_picker import SessionPicker
 from tui.startup import StartupRequest
@@ -95,7 +96,7 @@ async def test_a_reply_wanted_before_a_load_is_not_given_to_the_chat_opened_next
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, "the chat")
         # What choosing the model in the picker does (the fake model file is no real GGUF).
-        await screen.jobs.when_idle(lambda: screen.switch_to_model(fake_model))
+        await screen.jobs.when_idle(lambda: opening_flow.switch_to_model(screen, fake_model))
         await wait_for(pilot, lambda: screen.model_ready, "the model")
         await settle(pilot)
         assert screen.controller.session_id == other.id
