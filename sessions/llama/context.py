@@ -117,11 +117,12 @@ class LlamaContext:
         cp.no_perf = True
         self._abort = AbortFlag(L)
         self._abortable = False
-        self.warm = WarmBuffers()
-        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``)."""
         self.restore_memory = restore_memory or RestoreMemory()
         """The buffers restores write into, kept between them (prepared early by the
         engine that made this context, see ``restore_memory``)."""
+        self.warm = WarmBuffers(self.restore_memory.pages)
+        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``),
+        touched by the same thread as the restore memory's."""
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""
