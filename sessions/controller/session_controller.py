@@ -273,19 +273,29 @@ class SessionController:
         with self._chat.lock:
             return chat_reads.context_used(self._chat.conv(), self._store, engine)
 
-    def saved_message_ids(self) -> set[int]:
-        """Messages whose state at their end is checkpointed (RAM or disk) for this model."""
-        engine = self.engine
-        if engine is None or self._chat.conversation is None:
-            return set()
-        with self._chat.lock:
-            return chat_reads.saved_message_ids(self._chat.conv(), self._store, engine)
+    def saved_message_ids(self) -> set[int] | None:
+        """Messages whose state at their end is checkpointed (RAM or disk) for this model.
+
+        None while a job holds the engine: the question goes to the engine, which may be
+        in another process and answer only once the job ends; the caller keeps the marks
+        it has.
+        """
+        with self._jobs.free() as free:
+            if not free:
+                return None
+            engine = self.engine
+            if engine is None or self._chat.conversation is None:
+                return set()
+            with self._chat.lock:
+                return chat_reads.saved_message_ids(self._chat.conv(), self._store, engine)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
-        """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
-        engine = self._chat.loaded()
-        branch = self._chat.branch(engine, leaf_id)
-        return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+        """What making the branch that ends at ``leaf_id`` live would cost (no work done);
+        waits for a job that holds the engine."""
+        with self._jobs.held():
+            engine = self._chat.loaded()
+            branch = self._chat.branch(engine, leaf_id)
+            return self._speeds.estimate(engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.

@@ -195,11 +195,12 @@ class ChatScreen(Screen[None]):
             self.session_list.show(sessions, self.controller.session_id)
 
     def saved_ids(self) -> set[int]:
-        """The messages whose states are saved, read only while no engine job runs: with the
-        engine in another process the question waits for a whole running job, and this runs
-        on the UI thread. Meanwhile the marks last read stay; the end of a job redraws them."""
-        if not self.jobs.running():
-            self._saved_ids = self.controller.saved_message_ids()
+        """The messages whose states are saved. While a job holds the engine the controller
+        does not say (``saved_message_ids``): the marks last read stay, and the end of the
+        job redraws them."""
+        saved = self.controller.saved_message_ids()
+        if saved is not None:
+            self._saved_ids = saved
         return self._saved_ids
 
     def show_loaded_model(self) -> None:
