@@ -28,15 +28,13 @@ from typing import TYPE_CHECKING, Any
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
-from sessions.controller.continuation import check_continuable, write_continuation
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.model_loading import adopt_engine, swap_engine
 from sessions.controller.open_chat import OpenChat
-from sessions.controller.reply import write_reply
-from sessions.controller.reply_hooks import ReplyHooks
 from sessions.controller.reply_turn import ReplyTurns, take_turn
+from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.switch_estimate import SwitchSpeeds
 from sessions.controller.trimming import trim_branch
@@ -89,8 +87,8 @@ class SessionController:
         self.models = ModelCatalogue()
         """The models to choose from: found on disk, one file described, the demo model."""
         self._speeds = SwitchSpeeds()
-        self._replies = ReplyHooks(self._chat, self._jobs, self._speeds, lambda: self.listener)
-        """How a reply reports back and is stored."""
+        self._replies = ReplyWriting(self._chat, self._jobs, self._speeds, lambda: self.listener)
+        """The reply jobs' work: how a reply reports back and is stored."""
 
     @property
     def engine(self) -> ChatEngine | None:
@@ -393,19 +391,7 @@ class SessionController:
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            engine = self._chat.loaded()
-            with self._chat.lock:
-                conversation = self._chat.conv()
-                head = conversation.head
-                if head is None or head.role != "user":
-                    raise ControllerError("a reply needs a user message at the end of the branch")
-                path = self._chat.path(head.id)
-                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
-            branch = self._chat.tokens(engine, path)  # without the tree lock: it may tokenize a whole chat
-            written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
-                                  **self._replies.hooks(engine, path, branch))
-            return self._replies.store(engine, conversation, branch, head.id, head.id, written.result.text,
-                                       written, written.result.tokens)
+            return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
                        sampling: SamplingSettings | None = None) -> Message:
@@ -416,21 +402,8 @@ class SessionController:
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            engine = self._chat.loaded()
-            with self._chat.lock:
-                conversation = self._chat.conv()
-                head = conversation.head
-                reply = conversation.tree.get(message_id) if message_id is not None else head
-                if reply is None:
-                    raise ControllerError("there is no reply to continue")
-                check_continuable(reply)
-                path = self._chat.path(reply.id)
-                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
-            branch = self._chat.tokens(engine, path)
-            continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                           max_tokens=max_tokens, **self._replies.hooks(engine, path, branch))
-            return self._replies.store(engine, conversation, branch, reply.parent_id, head.id if head else None,
-                                       continued.text, continued.written, continued.tokens)
+            return self._replies.go_on(message_id, self.sampling, max_tokens=max_tokens, sampling=sampling,
+                                       t_request=t_request)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns
