@@ -15,8 +15,10 @@ import os
 import stat
 from pathlib import Path
 
+from sessions.errors import LlamachatError
 
-class NotRegularFile(OSError):
+
+class NotRegularFile(LlamachatError, OSError):
     """A pipe, a device or a socket: nothing a whole file can be read from."""
 
     def __init__(self, path: Path | str) -> None:
@@ -49,7 +51,7 @@ def open_regular(path: Path | str) -> int:
     return fd
 
 
-class FileTooLarge(OSError):
+class FileTooLarge(LlamachatError, OSError):
     """More bytes than the caller takes."""
 
     def __init__(self, size: int | None, limit: int) -> None:

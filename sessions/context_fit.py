@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sessions.branch_tokens import freeze_all
-from sessions.errors import ContextOverflow, ControllerError
+from sessions.errors import ContextOverflow, ControllerError, LlamachatError
 from sessions.tree import Message
 
 
-class BranchTooLong(Exception):
+class BranchTooLong(LlamachatError):
     """Even the message waiting for an answer does not leave room for a reply."""
 
 

@@ -32,6 +32,8 @@ import os
 import signal
 import threading
 
+from sessions.errors import LlamachatError
+
 ENV_VAR = "LLAMACHAT_CRASH_AT"
 POINTS: tuple[str, ...] = (
     "decode.batch",
@@ -43,7 +45,7 @@ POINTS: tuple[str, ...] = (
 )
 
 
-class CrashSpecError(ValueError):
+class CrashSpecError(LlamachatError, ValueError):
     """``LLAMACHAT_CRASH_AT`` is malformed; a typo must not silently disarm a trial."""
 
 

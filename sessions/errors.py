@@ -1,13 +1,24 @@
-"""What the session controller refuses, in plain words.
+"""The project's one error root, and what the session controller refuses, in plain words.
 
 Separate from the controller so that the app and the command line can catch these
-without importing the engine machinery.
+without importing the engine machinery. Every exception class of the project derives
+from ``LlamachatError`` (``tests/test_error_root.py`` walks every module to hold it to
+that), so the app and the command line catch the root, not a list of families.
 """
 
 from __future__ import annotations
 
 
-class ControllerError(Exception):
+class LlamachatError(Exception):
+    """Something llamachat could not do; ``str()`` of it is one sentence for the user.
+
+    Its subclasses keep their other bases (``ValueError``, ``OSError``, ``KeyError``)
+    where code catches those.
+    """
+
+
+
+class ControllerError(LlamachatError):
     """An operation that cannot be done now; the message says why in plain words."""
 
 

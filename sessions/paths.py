@@ -26,6 +26,8 @@ from pathlib import Path
 
 import platformdirs
 
+from sessions.errors import LlamachatError
+
 APP_NAME = "llamachat"
 
 
@@ -98,7 +100,7 @@ def checkpoints_dir() -> Path:
     return cache_dir() / "checkpoints"
 
 
-class NotAFolder(NotADirectoryError):
+class NotAFolder(LlamachatError, NotADirectoryError):
     """A file, a device or a pipe where llamachat wants a folder."""
 
     def __init__(self, path: Path, what: str) -> None:

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
+from sessions.errors import LlamachatError
 from sessions.stop_reason import StopReason
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
 
 
-class TreeError(KeyError):
+class TreeError(LlamachatError, KeyError):
     """A message id that is not in the tree, or a message that cannot be placed in it."""
 
     def __str__(self) -> str:  # KeyError would show the message in quotes

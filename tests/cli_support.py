@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tui import entry as entry
 from sessions.cli import main
 from sessions.store import SessionStore
 
@@ -29,7 +30,14 @@ def chat(store):
 
 
 def run(capsys, *argv: str, run_app=None) -> tuple[int, str, str]:
-    code = main(list(argv), run_app=run_app)
+    """``llamachat ARGV`` through the entry point, ``run_app`` standing in for the app;
+    without it, ``python -m sessions.cli ARGV`` (the subcommands alone)."""
+    if run_app is None:
+        code = main(list(argv))
+    else:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(entry, "run_app", lambda options: run_app(options) or 0)
+            code = entry.main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

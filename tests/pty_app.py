@@ -31,7 +31,7 @@ def llamachat_command() -> list[str]:
     if script.is_file():
         return [str(script)]
     found = shutil.which("llamachat")
-    return [found] if found else [sys.executable, "-c", "import sys; from tui.launch import main; sys.exit(main())"]
+    return [found] if found else [sys.executable, "-c", "import sys; from tui.entry import main; sys.exit(main())"]
 
 
 class PtyApp:

@@ -75,7 +75,7 @@ def test_what_cannot_be_continued_is_refused_in_plain_words(controller):
         controller.continue_reply(question.id)
     ended = controller.generate_reply(sampling=GREEDY.with_(max_tokens=1))
     assert ended.stats.stop_reason == StopReason.LENGTH
-    pasted = controller._conv().append("assistant", "typed in by hand", parent_id=question.id)
+    pasted = controller._chat.conv().append("assistant", "typed in by hand", parent_id=question.id)
     with pytest.raises(ControllerError, match="length limit"):
         controller.continue_reply(pasted.id)
 

@@ -15,8 +15,7 @@ import sys
 
 import pytest
 
-from sessions import paths
-from sessions.cli import main
+from sessions import cli, paths
 from sessions.config import Config
 from sessions.synth import make_model
 from tests.cli_support import assert_one_line_error, run
@@ -57,14 +56,10 @@ def test_a_context_flag_llama_cpp_would_abort_on_is_one_line(capsys, value):
 
 
 def launched(*argv: str) -> Config:
-    got: list[Config] = []
-
-    def run_app(options):
-        got.append(options.config)
-        return 0
-
-    assert main(list(argv), run_app=run_app) == 0
-    return got[0]
+    """The config the app would start with, as the command line parsed it."""
+    options = cli.run(list(argv))
+    assert isinstance(options, cli.LaunchOptions)
+    return options.config
 
 
 def test_a_context_flag_lifts_the_batch_the_files_context_brought_down():

@@ -176,3 +176,39 @@ def test_a_trim_whose_question_is_deleted_meanwhile_adds_nothing(controller):
     assert not worker.is_alive() and out and isinstance(out[0], ControllerError), out
     assert "deleted meanwhile" in str(out[0])
     assert len(controller.snapshot().tree) == before - 1
+
+
+# -- the engine lock is the one rule that keeps jobs apart --------------------------------
+
+
+def test_the_saved_marks_are_not_asked_of_an_engine_a_job_holds(controller):
+    """The question goes to the engine (in another process it would wait for the whole
+    job): while a job holds the engine the controller answers None at once, whoever asks."""
+    held = HeldTokenizer(controller.engine)
+    worker, out = in_thread(controller.warm)
+    assert held.entered.wait(WAIT)
+    assert controller.saved_message_ids() is None
+    held.release.set()
+    worker.join(WAIT)
+    assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
+    head = controller.snapshot().head
+    assert head is not None and head.id in controller.saved_message_ids()  # warmed: its state is saved
+
+
+def test_a_plan_asked_while_a_job_holds_the_engine_waits_for_it(controller):
+    """A plan reads the live state a job changes: asked meanwhile, it is made once the job
+    has ended, whichever thread asks (the app's workers are no guard)."""
+    engine = controller.engine
+    path = list(controller.snapshot().path)
+    tokens, _ = expected(engine, path)
+    held = HeldTokenizer(engine)
+    worker, out = in_thread(controller.warm)
+    assert held.entered.wait(WAIT)
+    planner, planned = in_thread(controller.plan_for)
+    held.release.set()
+    for thread in (worker, planner):
+        thread.join(WAIT)
+        assert not thread.is_alive()
+    assert out and not isinstance(out[0], BaseException), out
+    assert planned and not isinstance(planned[0], BaseException), planned
+    assert planned[0].keep == len(tokens)  # planned on the branch the warm-up made live

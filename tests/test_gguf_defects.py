@@ -62,7 +62,7 @@ def defective(tmp_path_factory):
 
 
 def llamachat(*argv: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", "import sys; from tui.launch import main; sys.exit(main())", *argv]
+    command = [sys.executable, "-c", "import sys; from tui.entry import main; sys.exit(main())", *argv]
     return subprocess.run(command, cwd=REPO, env=os.environ.copy(),
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
 

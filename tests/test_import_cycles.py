@@ -1,4 +1,4 @@
-"""No module of ``sessions`` or ``tui`` imports, directly or through others, a module that imports it.
+"""No module of ``llamachat``, ``sessions`` or ``tui`` imports, directly or through others, a module that imports it.
 
 A circle of imports is how mixins crept in (each half typed ``self`` as the other), and it
 makes the import order of a package matter. The graph is read from the source (every

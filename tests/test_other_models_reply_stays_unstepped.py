@@ -49,7 +49,7 @@ def test_a_reply_of_the_model_before_a_switch_is_rebuilt_as_it_was_decoded(contr
     controller.send("Go on.")
     controller.generate_reply()  # gemma3 decodes llama's reply as a prompt, in batches
 
-    branch = controller._branch(controller.engine, None)
+    branch = controller._chat.branch(controller.engine, None)
     assert branch.stepped == [False, False, False, False, True]  # only gemma3's own reply
     live = controller.warm(None)  # what the live context holds: nothing to decode
     assert live.tokens_evaluated == 0

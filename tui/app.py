@@ -1,6 +1,6 @@
 """The Textual application: themes, keymap, and the chat screen; nothing else.
 
-Everything a user does happens on ``MainScreen`` (and the screens pushed over it); the
+Everything a user does happens on ``ChatScreen`` (and the screens pushed over it); the
 chat logic is in ``sessions.controller``. The app only owns what is app-wide: the
 themes and the remembered choice of theme, the key overrides from ``[keys]``, and the
 bridge from core events to messages.
@@ -32,8 +32,8 @@ from tui.bindings import PALETTE, bindings_for, check_overrides
 from tui.commands import ActionCommands
 from tui.events import Forwarder
 from tui.safe_text import for_input, inert
+from tui.screens.chat_screen import ChatScreen
 from tui.screens.help_screen import HelpScreen
-from tui.screens.main_screen import MainScreen
 from tui.startup import StartupRequest
 from tui.theme_loader import apply_saved_theme, default_variables, register_themes, remember_theme
 
@@ -60,7 +60,7 @@ class LlamaChatApp(App[None]):
         self.forwarder = Forwarder()
         controller.listener = self.forwarder
         self._stop_signals = stop_signals
-        """Signals that end the app as Ctrl+Q does (``tui.launch`` passes ``STOP_SIGNALS``)."""
+        """Signals that end the app as Ctrl+Q does (the entry point, ``tui.entry``, passes ``STOP_SIGNALS``)."""
         self.stopped_by: int | None = None
         """The signal the app was asked to end by, if any."""
 
@@ -88,7 +88,7 @@ class LlamaChatApp(App[None]):
             problems.append(problem)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.set_keymap(self.keymap)
-        screen = MainScreen(self.controller, config=self.config, startup=self.startup)
+        screen = ChatScreen(self.controller, config=self.config, startup=self.startup)
         self.forwarder.target = screen
         self.push_screen(screen)
         for text in problems:

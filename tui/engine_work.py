@@ -1,8 +1,9 @@
 """Blocking engine work in thread workers, one job at a time, never on the UI thread.
 
 Loading a model, warming a branch, writing a reply and trimming a branch all drive the
-same llama.cpp context. The controller's engine lock already keeps two threads out of
-it; this object keeps the *screen* from piling jobs up behind that lock: a job starts
+same llama.cpp context. The controller's engine lock keeps two threads out of it (the
+one rule, ``sessions.controller.job_control``); this object keeps the *screen* from
+piling jobs up behind that lock: a job starts
 only when the engine is idle, and a gesture that changes the branch while a job runs
 waits in ``when_idle`` (stopping a reply or a warm-up first), then runs in order.
 Results and failures come back to the screen as ``Worker.StateChanged`` messages.
@@ -23,17 +24,14 @@ from sessions.controller import (
     ControllerError,
     DecodeCancelled,
     GenerationCancelled,
+    LlamachatError,
     SessionController,
-    StoreError,
-    TreeError,
 )
 
 if TYPE_CHECKING:
     from sessions.controller import Plan, PrepareResult
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
-GESTURE_ERRORS = (ControllerError, StoreError, TreeError)
-"""What the core raises, with a message written for the user, when a gesture cannot be done."""
 
 IdleCallback = Callable[[], Awaitable[None] | None]
 
@@ -167,5 +165,5 @@ class EngineWork:
             result = callback()
             if inspect.isawaitable(result):
                 await result
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:  # the core's one root: its message is written for the user
             self._refused(str(error))

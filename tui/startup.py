@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from sessions.cli.launch_options import LaunchOptions
+from typing import Literal
 
 Start = Literal["demo", "new", "open", "pick"]
 
@@ -29,10 +26,6 @@ class StartupRequest:
     """``-m``: a new chat with this model."""
     session_id: int | None = None
     """``--session``: reopen this session."""
-
-    @classmethod
-    def from_options(cls, options: LaunchOptions) -> StartupRequest:
-        return cls(demo=options.demo, model_path=options.model_path, session_id=options.session_id)
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,11 @@ from typing import TYPE_CHECKING
 
 from textual.dom import DOMNode
 
-from sessions.controller import SessionController, TemplateError, human_size
-from tui.engine_work import GESTURE_ERRORS
+from sessions.controller import LlamachatError, SessionController, human_size
 from tui.screens.chat_rules import about
 
 if TYPE_CHECKING:
     from sessions.controller import Plan
-
-PLAN_ERRORS = (*GESTURE_ERRORS, TemplateError)
-"""What planning a switch may raise: a refusal of the core (no model, a chat changed or
-unreadable), or a chat template that cannot render the branch it tokenizes."""
 
 
 def cost_words(plan: Plan | None, *, live: bool = False) -> str:
@@ -72,8 +67,8 @@ class SwitchCosts:
     def _plan(self, message_id: int) -> None:
         try:
             plan = self._controller.plan_choice(message_id)
-        except PLAN_ERRORS:  # no cost to tell: the line is left empty
-            words = ""
+        except LlamachatError:  # no model, a chat changed or unreadable, a template that fails
+            words = ""  # no cost to tell: the line is left empty
         else:
             words = cost_words(plan)
         self._node.app.call_from_thread(self._answer, message_id, words)

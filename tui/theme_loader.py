@@ -40,7 +40,14 @@ from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
-from sessions.controller import ConfigError, NotRegularFile, config_dir, read_regular_file, update_config
+from sessions.controller import (
+    ConfigError,
+    LlamachatError,
+    NotRegularFile,
+    config_dir,
+    read_regular_file,
+    update_config,
+)
 
 MAX_THEME_BYTES = 1024 * 1024
 """A theme file larger than this is not one; it is refused unread."""
@@ -66,7 +73,7 @@ _ALPHA = re.compile(r"^\d+(\.\d+)?%$")
 FALLBACK_THEME = "llamachat-dark"
 
 
-class ThemeFileError(ValueError):
+class ThemeFileError(LlamachatError, ValueError):
     """A theme file that cannot be used; the message says what to fix."""
 
 

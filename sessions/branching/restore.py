@@ -17,6 +17,7 @@ import numpy as np
 
 from sessions.branching.planner import Plan
 from sessions.branching.restore_reads import RestoreReads, SnapshotRead
+from sessions.errors import LlamachatError
 from sessions.llama.sequences import LIVE
 from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
 from sessions.memory_kind import MemoryKind
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from sessions.checkpoints import Segment
 
 
-class RestoreFailed(Exception):
+class RestoreFailed(LlamachatError):
     """A checkpoint could not be put back; the live sequence must be rebuilt."""
 
 

@@ -8,8 +8,10 @@ stays inside the package; it carries the plain-words reason that ends up in the 
 
 from __future__ import annotations
 
+from sessions.errors import LlamachatError
 
-class CheckpointError(Exception):
+
+class CheckpointError(LlamachatError):
     """Base class of every error raised by ``sessions.checkpoints``."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sessions.errors import LlamachatError
 
-class CliError(Exception):
+
+class CliError(LlamachatError):
     """A user error found by a subcommand (bad combination of flags, file exists...)."""
 
 

@@ -1,9 +1,9 @@
-"""What the command line hands the app: the settings to run with and what to open first."""
+"""What the command line returns when no subcommand is given: the settings the app runs
+with and what it opens first (the entry point, ``tui.entry``, starts the app with it)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,3 @@ class LaunchOptions:
                    model_path=Path(model).expanduser() if model else None,
                    session_id=getattr(args, "session", None))
 
-
-RunApp = Callable[[LaunchOptions], "int | None"]
-"""Runs the app (``tui.launch.run_app``); returns the exit status."""

@@ -1,17 +1,14 @@
-"""``main``: parse, load the config, run one command, and turn every known failure into
-one line on stderr with exit status 1.
+"""``run``: parse, load the config, and run one command, every known failure told in
+one line on stderr (``sessions.cli.reporting``).
 
-Users meet the command line in scripts and terminals, where a traceback is noise: each
-of the project's error classes already carries a message written for them. The Textual
-app is started through ``run_app`` (passed in by ``tui.launch``) so this package never
-imports the UI.
+With no subcommand, ``run`` returns the ``LaunchOptions`` the app starts with and the
+entry point (``tui.entry``) starts it: this package never imports the UI, nor is
+handed a way to start it.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -21,40 +18,14 @@ from sessions import paths
 from sessions.cli.context import CommandContext, tell
 from sessions.cli.download_line import DownloadLine
 from sessions.cli.errors import CliError
-from sessions.cli.interrupts import silence_stdout
-from sessions.cli.launch_options import LaunchOptions, RunApp
+from sessions.cli.launch_options import LaunchOptions
 from sessions.cli.parser import PROG, build_parser
-from sessions.config import Config, ConfigError, load_config
+from sessions.cli.reporting import error_line, reported
+from sessions.config import Config, load_config
 from sessions.config.model import ModelSettings
 from sessions.discovery import check_before_load
 from sessions.hub import fetch_model
 from sessions.text_safety import inert
-
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    """The project's own error classes: their messages are meant for the user.
-
-    Each is taken from its module only if that module is loaded already: an error can
-    only have been raised by code that ran, and a command that never touched the store,
-    the engine or a chat template does not import them here (nor fail to).
-    """
-    found: list[type[BaseException]] = [CliError, ConfigError]
-    for module, name in _ERRORS_FOR_THE_USER:
-        loaded = sys.modules.get(module)
-        if loaded is not None:
-            found.append(getattr(loaded, name))
-    return tuple(found)
-
-
-_ERRORS_FOR_THE_USER = (
-    ("sessions.discovery.gguf_header", "ModelFileError"),  # a file that cannot be a model
-    ("sessions.store.errors", "StoreError"),
-    ("sessions.exchange.builder", "ExchangeError"),
-    ("sessions.llama.context", "DecodeError"),  # "could not create a context of N tokens (out of memory?)"
-    ("sessions.templates.chat_template", "TemplateError"),  # "the chat template rejected the conversation: ..."
-    ("sessions.hub.errors", "HubError"),  # "no model named user/repo on https://huggingface.co ..."
-)
-"""(module, class) of the errors whose message is one sentence for the user."""
 
 
 def apply_flags(config: Config, args: argparse.Namespace, *, batch_wanted: int | None = None) -> Config:
@@ -137,28 +108,26 @@ def _fetch_by_name(args: argparse.Namespace, err: TextIO) -> None:
     args.model = str(fetch_model(name, DownloadLine(err)))
 
 
-def _error(err: TextIO, message: str) -> int:
-    tell(err, f"{PROG}: error: {inert(message)}")
-    return 1
+def run(argv: list[str] | None = None) -> int | LaunchOptions:
+    """Run ``llamachat`` with ``argv`` (default: ``sys.argv[1:]``): a subcommand's exit
+    status, or, when no subcommand is given, what the app should start with (the entry
+    point, ``tui.entry``, runs it)."""
+    return _run(argv, app=True)
 
 
-def _stopped(err: TextIO, signum: int, command: str | None) -> int:
-    """One line saying what a signal cut short (after the ``^C`` a terminal echoes, on a
-    line of its own); the status a shell reports for it, 128 + the signal."""
-    isatty = getattr(err, "isatty", None)
-    start = "\n" if isatty is not None and isatty() else ""
-    doing = f"`{PROG} {command}`" if command else "the app's start"
-    tell(err, f"{start}{PROG}: stopped by {signal.Signals(signum).name} before {doing} finished")
-    return 128 + signum
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sessions.cli``: the subcommands alone; returns the exit status."""
+    done = _run(argv, app=False)
+    assert isinstance(done, int)  # without the app, no launch options come back
+    return done
 
 
-def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int:
-    """Run ``llamachat`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+def _run(argv: list[str] | None, *, app: bool) -> int | LaunchOptions:
     out, err = sys.stdout, sys.stderr
     try:
         args = build_parser().parse_args(argv)
     except CliError as error:
-        return _error(err, f"{error} (see `{PROG} --help`)")
+        return error_line(err, f"{error} (see `{PROG} --help`)")
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
 
@@ -167,39 +136,28 @@ def main(argv: list[str] | None = None, *, run_app: RunApp | None = None) -> int
         tell(err, f"{PROG}: warning: {loaded.path}: {inert(str(problem))}")
     config_path = loaded.path or paths.config_file()
     ctx = CommandContext(config=loaded.config, config_path=config_path, out=out, err=err)
-    try:
+
+    def command() -> int | LaunchOptions:
         _fetch_by_name(args, err)
         ctx.config = apply_flags(loaded.config, args, batch_wanted=loaded.batch_wanted or Config().n_batch)
         if args.command is None:
-            if run_app is None:
+            if not app:
                 raise CliError(f"no command given (the chat app starts from `{PROG}` itself); "
                                f"see `{PROG} --help`")
             _check_model(args)
             problems = tuple(f"{loaded.path or config_path}: {problem}" for problem in loaded.problems)
             rounded = context_note(ctx.config.n_ctx)
             problems += (rounded,) if rounded else ()
-            return run_app(LaunchOptions.from_args(args, ctx.config, config_path, problems)) or 0
+            return LaunchOptions.from_args(args, ctx.config, config_path, problems)
         rounded = context_note(ctx.config.n_ctx) if args.command == "ask" else None
         if rounded:  # only ask makes a context; the other commands never load a model
             tell(err, f"{PROG}: note: {rounded}")
-        status = args.run(args, ctx)
+        status: int = args.run(args, ctx)
         if out is not None:  # None when started with stdout closed (``>&-``)
             out.flush()
         return status
-    except BrokenPipeError:  # `llamachat sessions | head`: the reader left early
-        silence_stdout()
-        return 0
-    except KeyboardInterrupt as stop:  # Ctrl+C, or a StopSignal (``interrupts.signals_raise``)
-        return _stopped(err, getattr(stop, "signum", signal.SIGINT), args.command)
-    except Exception as error:
-        if isinstance(error, _known_errors()):
-            return _error(err, str(error))
-        if isinstance(error, OSError):
-            where = f"{error.filename}: " if error.filename else ""
-            return _error(err, f"{where}{error.strerror or error}")
-        if os.environ.get("LLAMACHAT_DEBUG"):  # a bug: still one line, unless asked
-            raise
-        return _error(err, f"unexpected {type(error).__name__}: {error} "
-                           "(run with LLAMACHAT_DEBUG=1 to see where)")
+
+    try:
+        return reported(command, err, args.command)
     finally:
         ctx.close()

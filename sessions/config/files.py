@@ -35,9 +35,10 @@ from sessions.config.validate import (
     check_value,
 )
 from sessions.durable import write_atomically
+from sessions.errors import LlamachatError
 
 
-class ConfigError(Exception):
+class ConfigError(LlamachatError):
     """The config file cannot be written as asked; the message says why in plain words."""
 
 

@@ -8,6 +8,7 @@ command line too, with the same words.
 from __future__ import annotations
 
 from sessions.config.validate import TABLES, Rule, check_value
+from sessions.errors import LlamachatError
 
 SAMPLING_RULES: dict[str, Rule] = TABLES["sampling"][1]
 
@@ -24,7 +25,7 @@ LABELS: dict[str, str] = {
 """How each setting is named to a person."""
 
 
-class SamplingValueError(ValueError):
+class SamplingValueError(LlamachatError, ValueError):
     """A typed value that is not allowed; the message is one sentence."""
 
 

@@ -22,7 +22,14 @@ from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, ReplyNotSaved, TurnTaken
+from sessions.errors import (
+    ContextOverflow,
+    ControllerError,
+    GenerationCancelled,
+    LlamachatError,
+    ReplyNotSaved,
+    TurnTaken,
+)
 from sessions.exchange import ExchangeError, ExportKind, Imported
 from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
 from sessions.llama.context import DecodeCancelled
@@ -60,6 +67,7 @@ __all__ = [
     "HubError",
     "HubModel",
     "Imported",
+    "LlamachatError",
     "MemoryKind",
     "Message",
     "ModelCard",

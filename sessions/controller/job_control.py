@@ -1,8 +1,12 @@
 """Who may drive llama.cpp, and how a job is stopped: the engine lock and the stop flag.
 
-One llama.cpp context must never be used by two threads at once, so every blocking
-engine method of the controller (load, warm, reply, trim, close) runs inside ``job``,
-which holds the engine lock. Stopping uses two signals: a flag the controller checks
+One llama.cpp context must never be used by two threads at once, and this lock is the
+one rule that says so: every blocking engine method of the controller (load, warm,
+reply, trim, close) runs inside ``job``, and every quick call to the engine (a plan, the
+saved marks) inside ``held`` or ``free``. Nothing else keeps jobs apart: the app's
+workers only queue gestures so that jobs do not pile up behind this lock, and the engine
+in a child process (``sessions.engine.process``) takes calls one at a time because they
+come one at a time from here. Stopping uses two signals: a flag the controller checks
 between steps, and llama.cpp's abort flag, which interrupts a decode in the middle of
 a batch.
 
@@ -89,6 +93,13 @@ class JobControl:
         engine = self._engine()
         if engine is not None:
             engine.clear_abort()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the engine for a quick call that is no job: wait for a running job to end,
+        and leave the stop flags alone (a stop pressed meanwhile is for the next job)."""
+        with self._lock:
+            yield
 
     @contextmanager
     def free(self) -> Iterator[bool]:

@@ -19,6 +19,7 @@ from sessions.llama.fingerprint import is_legacy, legacy_fingerprint
 from sessions.llama.placement import describe_devices, placement_of
 
 if TYPE_CHECKING:
+    from sessions.controller.open_chat import OpenChat
     from sessions.llama.model import ModelInfo
     from sessions.store import SessionStore
 
@@ -49,6 +50,24 @@ def swap_engine(factory: EngineFactory, settings: EngineSettings, listener: List
         listener(NoticeRaised(engine.template.fallback_reason))
     _announce(engine, listener, time.perf_counter() - t0)
     return engine, None
+
+
+def adopt_engine(chat: OpenChat, engine: ChatEngine) -> None:
+    """Make ``engine``, just loaded, the open chat's model: its tokens kept under an older
+    identity refiled (``carry_legacy_tokens``) and the model recorded with the chat.
+
+    A model whose use the store cannot record (a read-only or busy database, a file
+    replaced under it) is closed again and the store's error raised.
+    """
+    info = engine.info
+    try:
+        carry_legacy_tokens(chat.store, info)
+        with chat.lock:
+            if chat.conversation is not None:
+                chat.conversation.record_model(str(info.path), info.fingerprint)
+    except BaseException:
+        engine.close()  # held by no one otherwise: its memory would stay taken
+        raise
 
 
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:

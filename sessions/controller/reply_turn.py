@@ -28,8 +28,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sessions.errors import TurnTaken
+
+if TYPE_CHECKING:
+    from sessions.controller.open_chat import OpenChat
 
 WAIT_STEP = 0.05
 """Seconds between two tries while waiting for another process's turn to end."""
@@ -125,3 +129,16 @@ class ReplyTurns:
                            os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError:
             return None
+
+
+def take_turn(turns: ReplyTurns, chat: OpenChat, *, wait: bool, should_stop: Any, on_wait: Any) -> None:
+    """Take the open chat's turn (``SessionController.take_turn``), then read the chat again."""
+    with chat.lock:
+        conversation = chat.conv()
+    session_id = conversation.session_id
+    if session_id is None:
+        return
+    if not turns.take(session_id, wait=wait, should_stop=should_stop, on_wait=on_wait):
+        raise TurnTaken(session_id)
+    with chat.lock:
+        conversation.reload()

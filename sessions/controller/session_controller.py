@@ -20,29 +20,27 @@ deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sessions import attachments, context_fit
+from sessions import attachments
 from sessions.attachments import Attachment
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
-from sessions.controller.continuation import check_continuable, cut_reply, write_continuation
-from sessions.controller.controller_base import ControllerBase
-from sessions.controller.engine_users import EngineUsers
 from sessions.controller.find import FindHit, find_in
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
-from sessions.controller.model_loading import carry_legacy_tokens, swap_engine
-from sessions.controller.reply import write_reply
-from sessions.controller.reply_turn import ReplyTurns
+from sessions.controller.model_loading import adopt_engine, swap_engine
+from sessions.controller.open_chat import OpenChat
+from sessions.controller.reply_turn import ReplyTurns, take_turn
+from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.switch_estimate import priced, stored_rates
+from sessions.controller.trimming import trim_branch
 from sessions.controller.undo_deletes import DeletionUndo
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
@@ -64,7 +62,7 @@ if TYPE_CHECKING:
     from sessions.llama.model import ModelInfo
 
 
-class SessionController(ControllerBase):
+class SessionController:
     def __init__(
         self,
         store: SessionStore,
@@ -84,13 +82,11 @@ class SessionController(ControllerBase):
         """Sampling settings of new chats (an open chat replies with its own)."""
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
-        self._users = EngineUsers()
-        """The loaded engine (``engine``), lent to quick reads outside jobs."""
         self._store = store
         self._factory = engine_factory
-        self._conversation: Conversation | None = None
-        self._lock = threading.RLock()
-        self._jobs = JobControl(lambda: self.engine)
+        self._chat = OpenChat(store)
+        """The open chat, the loaded model, and the tree lock."""
+        self._jobs = JobControl(lambda: self._chat.engine)
         self._turns = ReplyTurns(store.path)
         self.library = SessionLibrary(store, sampling)
         """The saved sessions: list, search, import."""
@@ -100,6 +96,17 @@ class SessionController(ControllerBase):
         self.models = ModelCatalogue(store)
         """The models to choose from: found on disk, used by saved chats, fetched by name,
         one file described, the demo model."""
+        self._replies = ReplyWriting(self._chat, self._jobs, lambda: self.listener)
+        """The reply jobs' work: how a reply reports back and is stored."""
+
+    @property
+    def engine(self) -> ChatEngine | None:
+        """The model loaded now (None while none is, or while another one loads)."""
+        return self._chat.engine
+
+    @engine.setter
+    def engine(self, engine: ChatEngine | None) -> None:
+        self._chat.engine = engine
 
     # -- the model (worker thread) --------------------------------------------------
 
@@ -111,34 +118,16 @@ class SessionController(ControllerBase):
         raised: the previous model was closed already, so no model is left loaded.
         """
         with self._jobs.job():
-            current = self._users.take()  # no model while the swap runs
+            current = self._chat.users.take()  # no model while the swap runs, nor a reader of the old one
             engine, error = swap_engine(self._factory, self.settings, self.listener, current,
                                         Path(path).expanduser())
             if error is not None:
                 self.engine = engine  # the previous model, when it could be loaded again
                 raise error
             assert engine is not None  # loaded, since nothing failed
-            info = engine.info
-            try:
-                carry_legacy_tokens(self._store, info)
-                with self._lock:
-                    if self._conversation is not None:
-                        self._conversation.record_model(str(info.path), info.fingerprint)
-            except BaseException:
-                engine.close()  # held by no one otherwise: its memory would stay taken
-                raise
+            adopt_engine(self._chat, engine)
             self.engine = engine  # only now: whoever sees the model sees the chat's record of it
-        return info
-
-    @property
-    def engine(self) -> ChatEngine | None:
-        """The loaded engine (None: none). Jobs use it under the job lock; a quick read
-        outside a job borrows it (``EngineUsers``), so that a switch cannot close it meanwhile."""
-        return self._users.engine
-
-    @engine.setter
-    def engine(self, engine: ChatEngine | None) -> None:
-        self._users.engine = engine
+        return engine.info
 
     @property
     def model_info(self) -> ModelInfo | None:
@@ -147,11 +136,6 @@ class SessionController(ControllerBase):
     @property
     def n_ctx(self) -> int | None:
         return self.engine.n_ctx if self.engine is not None else None
-
-    @property
-    def template_words(self) -> str | None:
-        """The loaded model's chat template: where it comes from, and why, when it stands in for another."""
-        return chat_settings.template_words(self.engine.template) if self.engine is not None else None
 
     def attach_file(self, path: str | Path) -> Attachment:
         """A text file to put in a message, its tokens counted (``sessions.attachments``).
@@ -163,12 +147,17 @@ class SessionController(ControllerBase):
     def count_attachment(self, attachment: Attachment) -> Attachment:
         """``attachment`` with its tokens for the loaded model (as it is without one);
         ``AttachmentError`` when it alone is longer than the context."""
-        with self._users.borrowed() as engine:
+        with self._chat.users.borrowed() as engine:
             if engine is None:
                 return attachment
             # Tokenizing reads the vocabulary only, never the context a reply is using.
             tokens = len(engine.tokenize(attachment.block, add_bos=False))
             return attachments.within_context(attachment, tokens, engine.n_ctx)
+
+    @property
+    def template_words(self) -> str | None:
+        """The loaded model's chat template: where it comes from, and why, when it stands in for another."""
+        return chat_settings.template_words(self.engine.template) if self.engine is not None else None
 
     # -- jobs -----------------------------------------------------------------------
 
@@ -189,6 +178,22 @@ class SessionController(ControllerBase):
         whether one was. A model load cannot be stopped, its template's test render can."""
         return self._jobs.stop_render()
 
+    # -- the turn to write a reply (see ``reply_turn``) ------------------------------
+
+    def take_turn(self, *, wait: bool = False, should_stop: Any = lambda: False, on_wait: Any = lambda: None) -> None:
+        """Take the open chat's turn to write a reply, then read the chat again.
+
+        With ``wait`` (``llamachat ask``) this waits while another process writes a reply
+        in the chat (``on_wait`` is called once if it does), so the next message goes
+        after that reply; ``TurnTaken`` without ``wait``, or when ``should_stop`` says to
+        give up. A new chat not saved yet needs no turn.
+        """
+        take_turn(self._turns, self._chat, wait=wait, should_stop=should_stop, on_wait=on_wait)
+
+    def end_turn(self) -> None:
+        """No reply follows for now (no model is loaded): let other processes answer."""
+        self._turns.release()
+
     def close(self) -> None:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
         self._deletions.close()  # final now: deleted chats' checkpoint files go
@@ -205,47 +210,47 @@ class SessionController(ControllerBase):
     def new_session(self, *, system_prompt: str | None = None, sampling: SamplingSettings | None = None) -> None:
         """Start a new chat; it is saved with its first message (an unused one leaves nothing)."""
         self._turns.release()
-        with self._lock:
+        with self._chat.lock:
             info = self.model_info
             draft = SessionDraft(
                 system_prompt=chat_settings.clean_prompt(system_prompt), sampling=sampling or self.sampling,
                 model_path=str(info.path) if info else None, model_fingerprint=info.fingerprint if info else None)
-            self._conversation = Conversation(self._store, None, draft=draft)
+            self._chat.conversation = Conversation(self._store, None, draft=draft)
 
     def open_session(self, session_id: int) -> Session:
         self._turns.release()
-        with self._lock:
-            self._conversation = Conversation(self._store, session_id)
+        with self._chat.lock:
+            self._chat.conversation = Conversation(self._store, session_id)
             return self._store.get_session(session_id)
 
     def keep_model_for_chat(self) -> None:
         """Record the loaded model as the open chat's: the chat goes on with it, so reopening
         the chat (``--session``, the next start) loads it, as loading it for the chat would."""
-        with self._lock:
+        with self._chat.lock:
             info = self.model_info
-            if info is not None and self._conversation is not None:
-                self._conversation.record_model(str(info.path), info.fingerprint)
+            if info is not None and self._chat.conversation is not None:
+                self._chat.conversation.record_model(str(info.path), info.fingerprint)
 
     @property
     def session_id(self) -> int | None:
         """The open session (None when none is open, or the chat is new and not saved yet)."""
-        conversation = self._conversation
+        conversation = self._chat.conversation
         return conversation.session_id if conversation is not None else None
 
     def rename_session(self, title: str) -> Session:
-        with self._lock:
-            return self._store.rename_session(self._saved_id(), title)
+        with self._chat.lock:
+            return self._store.rename_session(self._chat.saved_id(), title)
 
     def export_session(self, path: Path, kind: ExportKind, *, whole_tree: bool = False) -> Path:
         """Write the open session to ``path`` (0600, atomically); safe from a worker thread."""
-        return write_export(self._store, self._saved_id(), path, kind, whole_tree=whole_tree)
+        return write_export(self._store, self._chat.saved_id(), path, kind, whole_tree=whole_tree)
 
     def delete_session(self, session_id: int) -> None:
         """Delete a saved session; deleting the open one leaves a new, empty chat open.
 
         ``undo_delete`` brings it back until the app closes; then the checkpoint files that
         only its branches reach are removed, in the background (``checkpoint_cleanup``)."""
-        with self._lock:
+        with self._chat.lock:
             chat = self._cleanup.read(session_id)
             deleted = self._store.delete_session_kept(session_id)
             if self.session_id == session_id:
@@ -261,28 +266,28 @@ class SessionController(ControllerBase):
 
     def chat_settings(self) -> ChatSettings:
         """The system prompt of the branch shown and the sampling settings of the open chat."""
-        with self._lock:
-            return chat_settings.settings_of(self._conv(), self.sampling)
+        with self._chat.lock:
+            return chat_settings.settings_of(self._chat.conv(), self.sampling)
 
     def set_sampling(self, sampling: SamplingSettings) -> None:
         """Use ``sampling`` for the open chat's replies from now on (saved with it)."""
-        with self._lock:
-            chat_settings.set_sampling(self._conv(), self._store, sampling)
+        with self._chat.lock:
+            chat_settings.set_sampling(self._chat.conv(), self._store, sampling)
 
     def set_system_prompt(self, text: str | None) -> Message | None:
         """Continue under another system prompt, in a new branch from the root (the old one stays).
 
         Returns the new head; see ``chat_settings.set_system_prompt``.
         """
-        with self._lock:
-            return chat_settings.set_system_prompt(self._conv(), self._store, text)
+        with self._chat.lock:
+            return chat_settings.set_system_prompt(self._chat.conv(), self._store, text)
 
     # -- reading the chat (any thread) ----------------------------------------------
 
     def snapshot(self) -> ChatSnapshot | None:
         """The open chat as it is now (None when no session is open)."""
-        with self._lock:
-            conversation = self._conversation
+        with self._chat.lock:
+            conversation = self._chat.conversation
             if conversation is None:
                 return None
             session = conversation.session
@@ -292,31 +297,40 @@ class SessionController(ControllerBase):
     def find(self, query: str) -> list[FindHit]:
         """Messages of the open chat holding ``query`` (case ignored): the branch shown first,
         in order, then the other branches' (``find``)."""
-        with self._lock:
-            conversation = self._conv()
-            return find_in(conversation.tree, [m.id for m in self._path(None)], query)
+        with self._chat.lock:
+            return find_in(self._chat.conv().tree, [m.id for m in self._chat.path(None)], query)
 
     def context_used(self) -> int | None:
         """Tokens of the active branch for the loaded model (None if not all known yet)."""
-        with self._users.borrowed() as engine:
-            if engine is None or self._conversation is None:
+        with self._chat.users.borrowed() as engine:
+            if engine is None or self._chat.conversation is None:
                 return None
-            with self._lock:
-                return chat_reads.context_used(self._conv(), self._store, engine)
+            with self._chat.lock:
+                return chat_reads.context_used(self._chat.conv(), self._store, engine)
 
-    def saved_message_ids(self) -> set[int]:
-        """Messages whose state at their end is checkpointed (RAM or disk) for this model."""
-        with self._users.borrowed() as engine:
-            if engine is None or self._conversation is None:
+    def saved_message_ids(self) -> set[int] | None:
+        """Messages whose state at their end is checkpointed (RAM or disk) for this model.
+
+        None while a job holds the engine: the question goes to the engine, which may be
+        in another process and answer only once the job ends; the caller keeps the marks
+        it has.
+        """
+        with self._jobs.free() as free:
+            if not free:
+                return None
+            engine = self.engine
+            if engine is None or self._chat.conversation is None:
                 return set()
-            with self._lock:
-                return chat_reads.saved_message_ids(self._conv(), self._store, engine)
+            with self._chat.lock:
+                return chat_reads.saved_message_ids(self._chat.conv(), self._store, engine)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
-        """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
-        engine = self._engine()
-        branch = self._branch(engine, leaf_id)
-        return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+        """What making the branch that ends at ``leaf_id`` live would cost (no work done);
+        waits for a job that holds the engine."""
+        with self._jobs.held():
+            engine = self._chat.loaded()
+            branch = self._chat.branch(engine, leaf_id)
+            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
@@ -328,10 +342,10 @@ class SessionController(ControllerBase):
         with self._jobs.free() as free:
             if not free:
                 return None
-            engine = self._engine()
-            with self._lock:
-                path = self._path(self._conv().tree.resume_leaf(message_id).id)
-            branch = self._tokens(engine, path)
+            engine = self._chat.loaded()
+            with self._chat.lock:
+                path = self._chat.path(self._chat.conv().tree.resume_leaf(message_id).id)
+            branch = self._chat.tokens(engine, path)
             return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
     def _priced(self, engine: ChatEngine, plan: Plan, branch: BranchTokens) -> Plan:
@@ -339,7 +353,8 @@ class SessionController(ControllerBase):
         decoded anything, at those the open chat's stored replies show (``switch_estimate``)."""
         cost = plan.cost
         if not cost.measured:
-            stats = (m.stats for m in self._conv().tree.messages() if m.stats is not None)
+            with self._chat.lock:
+                stats = [m.stats for m in self._chat.conv().tree.messages() if m.stats is not None]
             cost = stored_rates(stats, engine.info.fingerprint, cost)
         return priced(plan, branch, cost)
 
@@ -354,32 +369,32 @@ class SessionController(ControllerBase):
         """
         if not text.strip():
             raise ControllerError("the message is empty")
-        with self._lock:
-            conversation = self._conv()
+        with self._chat.lock:
+            conversation = self._chat.conv()
             with self._turns.asking(conversation.session_id):
                 return conversation.add_user_message(text, parent_id)
 
     def edit(self, message_id: int, text: str) -> Message:
         """A new sibling of ``message_id`` with ``text``; the original branch stays."""
-        with self._lock:
-            conversation = self._conv()
+        with self._chat.lock:
+            conversation = self._chat.conv()
             with self._turns.asking(conversation.session_id, conversation.tree.get(message_id).role == "user"):
                 return conversation.edit(message_id, text)
 
     def select(self, message_id: int) -> Message:
         """Show the branch last seen under ``message_id``; returns the new head."""
-        with self._lock:
-            return self._conv().select(message_id)
+        with self._chat.lock:
+            return self._chat.conv().select(message_id)
 
     def sibling(self, message_id: int, delta: int) -> Message:
         """Page to the version ``delta`` steps away (clamped); returns that version."""
-        with self._lock:
-            return self._conv().sibling(message_id, delta)
+        with self._chat.lock:
+            return self._chat.conv().sibling(message_id, delta)
 
     def rewind(self, message_id: int) -> Message:
         """Move the head back to ``message_id``; nothing is deleted."""
-        with self._lock:
-            return self._conv().rewind(message_id)
+        with self._chat.lock:
+            return self._chat.conv().rewind(message_id)
 
     def delete_subtree(self, message_id: int, *, expected_ids: Collection[int] | None = None) -> int:
         """Delete a message and everything below it; returns how many were deleted.
@@ -387,8 +402,8 @@ class SessionController(ControllerBase):
         ``expected_ids``: the messages the user was asked about (default: the branch as
         shown); if the branch holds others by now, nothing is deleted (``ChatChanged``).
         """
-        with self._lock:
-            conversation = self._conv()
+        with self._chat.lock:
+            conversation = self._chat.conv()
             count = conversation.delete_subtree(message_id, expected_ids=expected_ids)
             if conversation.last_deleted is not None:
                 self._deletions.keep(conversation.last_deleted)
@@ -403,7 +418,7 @@ class SessionController(ControllerBase):
         it) and show it: a chat's messages come back into the open chat, which shows the
         branch it showed before; a deleted chat is opened. ``NothingToUndo`` when there is
         nothing to bring back."""
-        with self._lock:
+        with self._chat.lock:
             deleted = self._deletions.undo()
             if deleted.kind == "session" or deleted.session_id == self.session_id:
                 self.open_session(deleted.session_id)
@@ -415,8 +430,8 @@ class SessionController(ControllerBase):
         The head moves to that user message (returned); ``generate_reply`` then adds the
         new reply beside any existing one.
         """
-        with self._lock:
-            conversation = self._conv()
+        with self._chat.lock:
+            conversation = self._chat.conv()
             with self._turns.asking(conversation.session_id):
                 return conversation.rewind_to_question(message_id)
 
@@ -425,17 +440,17 @@ class SessionController(ControllerBase):
     def warm(self, leaf_id: int | None = None) -> PrepareResult:
         """Make the branch ending at ``leaf_id`` (default: the head) live now, e.g. after a switch."""
         with self._jobs.job():
-            engine = self._engine()
+            engine = self._chat.loaded()
             if self._jobs.stop_requested:
                 raise DecodeCancelled()
             try:
-                branch = self._branch(engine, leaf_id)
+                branch = self._chat.branch(engine, leaf_id)
             except GenerationCancelled:  # stopped while the template rendered
                 raise DecodeCancelled() from None
             if len(branch.tokens) > engine.n_ctx:
                 raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
-            prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, self._progress, need_logits=False)
-            return prep
+            return engine.prepare(branch.tokens, branch.ends, branch.stepped, self._replies.progress,
+                                  need_logits=False)
 
     def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
         """Answer the user message at the head; the reply is stored and becomes the head.
@@ -444,19 +459,7 @@ class SessionController(ControllerBase):
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            engine = self._engine()
-            with self._lock:
-                conversation = self._conv()
-                head = conversation.head
-                if head is None or head.role != "user":
-                    raise ControllerError("a reply needs a user message at the end of the branch")
-                path = self._path(head.id)
-                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
-            branch = self._tokens(engine, path)  # without the tree lock: it may tokenize a whole chat
-            written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
-                                  **self._reply_hooks(engine, path, branch))
-            return self._store_reply(conversation, branch, head.id, head.id, written.result.text, written,
-                                     written.result.tokens)
+            return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
                        sampling: SamplingSettings | None = None) -> Message:
@@ -467,21 +470,8 @@ class SessionController(ControllerBase):
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            engine = self._engine()
-            with self._lock:
-                conversation = self._conv()
-                head = conversation.head
-                reply = conversation.tree.get(message_id) if message_id is not None else head
-                if reply is None:
-                    raise ControllerError("there is no reply to continue")
-                check_continuable(reply)
-                path = self._path(reply.id)
-                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
-            branch = self._tokens(engine, path)
-            continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                           max_tokens=max_tokens, **self._reply_hooks(engine, path, branch))
-            return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
-                                     continued.text, continued.written, continued.tokens)
+            return self._replies.go_on(message_id, self.sampling, max_tokens=max_tokens, sampling=sampling,
+                                       t_request=t_request)
 
     def continue_from(self, message_id: int, chars: int, *, max_tokens: int | None = None,
                       sampling: SamplingSettings | None = None) -> Message:
@@ -494,35 +484,12 @@ class SessionController(ControllerBase):
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            engine = self._engine()
-            with self._lock:
-                conversation = self._conv()
-                head = conversation.head
-                reply = conversation.tree.get(message_id)
-                if reply.role != "assistant":
-                    raise ControllerError("only a reply can be continued from a place in it")
-                path = self._path(reply.id)
-                sampling = sampling or chat_settings.settings_of(conversation, self.sampling).sampling
-            branch = cut_reply(engine, self._tokens(engine, path), chars)
-            continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                           max_tokens=max_tokens, **self._reply_hooks(engine, path, branch))
-            return self._store_reply(conversation, branch, reply.parent_id, head.id if head else None,
-                                     continued.text, continued.written, continued.tokens)
+            return self._replies.go_on_from(message_id, chars, self.sampling, max_tokens=max_tokens,
+                                            sampling=sampling, t_request=t_request)
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns
         (``context_fit``); ``reserve`` (room for the reply) defaults to the chat's reply length
         limit, at most a quarter of the context. Tokenizes without the tree lock. Blocking."""
         with self._jobs.job():
-            engine = self._engine()
-            with self._lock:
-                conversation = self._conv()
-                limit = chat_settings.settings_of(conversation, self.sampling).sampling.max_tokens
-                reserve = min(limit, engine.n_ctx // 4) if reserve is None else reserve
-                path = self._path(leaf_id)
-                context_fit.check_trimmable(path)
-            plan = context_fit.fit_branch(self._store, engine, conversation.session_id, path, reserve=reserve)
-            with self._lock, self._turns.asking(conversation.session_id):  # the reply follows; it ends the turn
-                if self._conv() is not conversation:
-                    raise ControllerError("another chat was opened meanwhile: nothing was trimmed")
-                return context_fit.add_trimmed(conversation, engine, path, plan)
+            return trim_branch(self._chat, self._turns, self.sampling, leaf_id, reserve)

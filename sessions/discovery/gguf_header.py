@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions.discovery.ggml_types import tensor_nbytes
+from sessions.errors import LlamachatError
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -43,16 +44,16 @@ VALUE_TYPES: dict[int, tuple[str, str | None]] = {
 }
 
 
-class ModelFileError(Exception):
+class ModelFileError(LlamachatError):
     """A model file cannot be used; the message says why in plain words, naming the file."""
 
 
-class _Truncated(Exception):
+class _Truncated(LlamachatError):
     def __init__(self, what: str) -> None:
         self.what = what
 
 
-class _Corrupt(Exception):
+class _Corrupt(LlamachatError):
     """A value in the header that no valid file contains."""
 
 

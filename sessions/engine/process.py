@@ -67,7 +67,6 @@ class EngineProcess:
         self._on_notice = on_notice
         self.stop_grace = stop_grace
         self._send_lock = threading.Lock()
-        self._call_lock = threading.Lock()
         self._child: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._stderr: IO[bytes] | None = None
@@ -199,16 +198,18 @@ class EngineProcess:
         return self._stderr.read().decode("utf-8", "replace")
 
     def _call(self, name: str, *args, on_progress=None, on_text=None, should_stop=None):
-        with self._call_lock:
-            if self._child is None:
-                self._start()  # a server came back, or says in one line that it did not
-            elif self._child.poll() is not None:
-                raise self._lost(None)  # it ended between calls: say so once, start anew next time
-            self._send(("call", name, args))
-            try:
-                return self._wait(on_progress=on_progress, on_text=on_text, should_stop=should_stop)
-            finally:
-                self._stop_asked = None
+        """One call and its answer. Calls come one at a time: the controller's engine lock
+        (``sessions.controller.job_control``) is the rule; only ``request_abort`` and
+        ``clear_abort`` come from other threads meanwhile, and they only send."""
+        if self._child is None:
+            self._start()  # a server came back, or says in one line that it did not
+        elif self._child.poll() is not None:
+            raise self._lost(None)  # it ended between calls: say so once, start anew next time
+        self._send(("call", name, args))
+        try:
+            return self._wait(on_progress=on_progress, on_text=on_text, should_stop=should_stop)
+        finally:
+            self._stop_asked = None
 
     # -- the ChatEngine protocol -------------------------------------------------------
 

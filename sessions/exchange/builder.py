@@ -25,13 +25,14 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessions.errors import LlamachatError
 from sessions.sampling import SamplingSettings
 from sessions.store import InvalidValue, NewMessage, SessionStore
 from sessions.store.values import check_text, check_time
 from sessions.tree import ROLES, GenerationStats, Role
 
 
-class ExchangeError(Exception):
+class ExchangeError(LlamachatError):
     """A file cannot be imported (or a session exported); the message says what is wrong."""
 
 

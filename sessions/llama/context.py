@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.errors import LlamachatError
 from sessions.llama.abort_flag import AbortFlag
 from sessions.llama.batch_fill import BatchFiller, TokenIds
 from sessions.llama.decode_speeds import DecodeSpeeds
@@ -31,7 +32,7 @@ from sessions.llama.warm_buffers import WarmBuffers
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
 
-class DecodeError(Exception):
+class DecodeError(LlamachatError):
     """llama.cpp refused a batch."""
 
 
@@ -39,7 +40,7 @@ class ContextFull(DecodeError):
     """No room left in the KV cache for the batch (the conversation outgrew n_ctx)."""
 
 
-class DecodeCancelled(Exception):
+class DecodeCancelled(LlamachatError):
     """The user stopped the work; the live sequence no longer matches any token list."""
 
 
@@ -117,11 +118,12 @@ class LlamaContext:
         cp.no_perf = True
         self._abort = AbortFlag(L)
         self._abortable = False
-        self.warm = WarmBuffers()
-        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``)."""
         self.restore_memory = restore_memory or RestoreMemory()
         """The buffers restores write into, kept between them (prepared early by the
         engine that made this context, see ``restore_memory``)."""
+        self.warm = WarmBuffers(self.restore_memory.pages)
+        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``),
+        touched by the same thread as the restore memory's."""
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""

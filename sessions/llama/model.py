@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessions.discovery import ModelFileError, check_before_load
+from sessions.errors import LlamachatError
 from sessions.llama.fingerprint import model_fingerprint
 from sessions.llama.native import held_errors, lib, log_lines
 from sessions.llama.placement import Placement, PlacementLog
@@ -20,7 +21,7 @@ from sessions.llama.vocab_markers import special_token_texts
 from sessions.memory_kind import MemoryKind
 
 
-class ModelLoadError(Exception):
+class ModelLoadError(LlamachatError):
     """The model file could not be loaded; the message says why in plain words."""
 
 

@@ -6,20 +6,22 @@ fault per 4 KB, and on some machines (virtual ones especially) the faults cost m
 the reads and copies: on the development VM, 0.8 ms per MB against 0.1 ms for a copy into
 memory already touched, so a 15 MB restore spent most of its time mapping pages. These
 buffers are therefore kept (grow-only, up to ``KEEP`` bytes each) and, when an engine
-starts, touched ahead of the first restore on a helper thread (``prepare``), sized from
-the checkpoints on disk: the model loads and the chat opens meanwhile. The helper
-thread that reads checkpoints beside a restore is kept here too (``reader``).
+starts, touched ahead of the first restore (``prepare``), sized from the checkpoints on
+disk: the model loads and the chat opens meanwhile. The touching runs on the page
+toucher (``page_touching``) made here, which the context's warm buffers share. The
+helper thread that reads checkpoints beside a restore is kept here too (``reader``).
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from sessions.llama.page_touching import PageToucher, touched
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +53,6 @@ restoring thread reading ahead a batch the helper had not begun while it waited
 against 12.5)."""
 
 
-def touched(size: int) -> np.ndarray:
-    """A zeroed buffer with every page mapped (the memset releases the GIL)."""
-    buf = np.empty(size, dtype=np.uint8)
-    if size:
-        ctypes.memset(buf.ctypes.data, 0, size)
-    return buf
-
-
 class RestoreMemory:
     """Named reusable buffers: ``get`` one of at least a size, ``prepare`` them early."""
 
@@ -67,7 +61,9 @@ class RestoreMemory:
         self._busy: set[str] = set()
         """Names a helper thread is touching now."""
         self._cond = threading.Condition()
-        self._threads: list[threading.Thread] = []
+        self.pages = PageToucher()
+        """The one thread that touches pages ahead of need: for ``prepare``, and for the
+        warm buffers of the context that holds this memory (``LlamaContext``)."""
         self._reader: ThreadPoolExecutor | None = None
 
     def reader(self) -> ThreadPoolExecutor:
@@ -113,7 +109,7 @@ class RestoreMemory:
             self._buffers.pop(name, None)
 
     def prepare(self, sizes: Callable[[], dict[str, int]]) -> None:
-        """Touch the buffers ``sizes()`` names, in its order, on a helper thread.
+        """Touch the buffers ``sizes()`` names, in its order, on the page toucher.
 
         ``sizes`` runs on that thread too (it may read files): the caller goes on at once.
         """
@@ -139,18 +135,13 @@ class RestoreMemory:
                             self._buffers[name] = buf
                         self._cond.notify_all()
 
-        thread = threading.Thread(target=run, name="restore-memory", daemon=True)
-        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
+        self.pages.submit(run)
         self.reader()  # its thread starts now, not in the first restore
 
     def close(self, wait: bool = True) -> None:
         """Let the buffers go and stop the reader; ``wait``: for the helper threads to end
         (not from a finaliser: see ``LlamaContext.close``)."""
-        if wait:
-            for thread in self._threads:
-                thread.join()
-        self._threads = []
+        self.pages.close(wait)
         with self._cond:
             reader, self._reader = self._reader, None
         if reader is not None:

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.errors import LlamachatError
+
 STATE_MAGIC = 0xAF143CD8
 """llama_context's ``io_magic``, first in every sequence state."""
 HEADER = struct.Struct("<Ii")
@@ -43,7 +45,7 @@ FLAGS_PARTIAL = 1
 CELL_META = 12  # pos:i32, n_seq:u32, seq:i32
 
 
-class LayoutError(Exception):
+class LayoutError(LlamachatError):
     """The blob is not in the layout this module knows (another llama.cpp version?)."""
 
 

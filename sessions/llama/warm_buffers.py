@@ -10,7 +10,8 @@ and the decode loop takes one instead of allocating.
 
 The helper starts touching when the next ``llama_decode`` starts (``refill``), not when a
 buffer is taken: then the decode loop's own work between two batches has the cores to
-itself. It touches pages in ``ctypes.memset``, which releases the GIL: on a machine
+itself. The touching runs on the context's one page-touching thread (``page_touching``,
+shared with the restore memory), in ``ctypes.memset``, which releases the GIL: on a machine
 with free cores (any GPU machine) it costs nothing; on a busy CPU it takes a few
 milliseconds from a decode that lasts a second (measured: 3 ms per 4 MB window here,
 beside a 0.5 s batch; at the lowest priority it only waited longer, for no gain).
@@ -18,11 +19,12 @@ beside a 0.5 s batch; at the lowest priority it only waited longer, for no gain)
 
 from __future__ import annotations
 
-import ctypes
 import threading
 import time
 
 import numpy as np
+
+from sessions.llama.page_touching import PageToucher, touched
 
 BIG = 64 << 20
 """Above this, one buffer is kept ready instead of two (a recurrent state of a large
@@ -30,9 +32,12 @@ hybrid model can be that size, and idle memory should stay small)."""
 
 
 class WarmBuffers:
-    """A helper thread's supply of touched buffers of the size last asked for."""
+    """A supply of touched buffers of the size last asked for, touched by ``pages``."""
 
-    def __init__(self, keep: int = 2) -> None:
+    def __init__(self, pages: PageToucher | None = None, *, keep: int = 2) -> None:
+        self._pages = pages or PageToucher()
+        self._own_pages = pages is None
+        """Closed with these buffers only when made for them (a context's is shared)."""
         self.keep = keep
         self.background_seconds = 0.0
         """Time the helper thread spent touching pages (off the decode's path)."""
@@ -41,7 +46,8 @@ class WarmBuffers:
         self._ready: list[np.ndarray] = []
         self._size = 0
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._filling = False
+        """A fill is given to the page toucher and has not ended."""
         self._closed = False
 
     def take(self, size: int) -> np.ndarray:
@@ -75,30 +81,23 @@ class WarmBuffers:
         if self._size == 0 or len(self._ready) >= self.keep:
             return
         with self._cond:
-            if not self._closed:
-                self._start()
-                self._cond.notify()
+            if not self._closed and not self._filling:
+                self._filling = self._pages.submit(self._fill)
 
     def _wanted(self) -> int:
         keep = 1 if self._size > BIG else self.keep
         return 0 if self._closed else keep - len(self._ready)
 
-    def _start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="warm-buffers", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
+    def _fill(self) -> None:
+        """On the page toucher: touch buffers until as many are ready as are wanted."""
         while True:
             with self._cond:
-                while not self._closed and self._wanted() <= 0:
-                    self._cond.wait()
-                if self._closed:
+                if self._wanted() <= 0:
+                    self._filling = False
                     return
                 size = self._size
             t0 = time.perf_counter()
-            buf = np.empty(size, dtype=np.uint8)
-            ctypes.memset(buf.ctypes.data, 0, size)
+            buf = touched(size)
             with self._cond:
                 self.background_seconds += time.perf_counter() - t0
                 if _serves(size, self._size) and self._wanted() > 0:
@@ -106,14 +105,14 @@ class WarmBuffers:
                     self._cond.notify_all()  # for whoever waits for a ready buffer
 
     def close(self, wait: bool = True) -> None:
-        """Stop the helper thread and let the buffers go; ``wait``: for the thread to end."""
+        """Touch no more and let the buffers go; the page toucher too when it was made
+        for these buffers (``wait``: for its thread to end)."""
         with self._cond:
             self._closed = True
             self._ready.clear()
             self._cond.notify_all()
-        thread, self._thread = self._thread, None
-        if thread is not None and wait:
-            thread.join()
+        if self._own_pages:
+            self._pages.close(wait)
 
 
 def _serves(buffer: int, size: int) -> bool:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sessions.errors import LlamachatError
 from sessions.rpc.errors import RpcError
 
 MAX_SERVERS = 16
 """``GGML_RPC_MAX_SERVERS`` in ``ggml-rpc.h``."""
 
 
-class EndpointError(ValueError):
+class EndpointError(LlamachatError, ValueError):
     """An endpoint or list of endpoints is malformed; the message names it."""
 
 

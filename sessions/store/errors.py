@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
+from sessions.errors import LlamachatError
 
-class StoreError(Exception):
+
+class StoreError(LlamachatError):
     """The session database cannot do what was asked; the message says why."""
 
 

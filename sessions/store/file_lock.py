@@ -25,12 +25,14 @@ import os
 import time
 from pathlib import Path
 
+from sessions.errors import LlamachatError
+
 LOCK_SUFFIX = ".lock"
 INTENT_SUFFIX = ".lock-intent"
 POLL_SECONDS = 0.02
 
 
-class LockTimeout(Exception):
+class LockTimeout(LlamachatError):
     """The lock could not be had within the time allowed."""
 
 

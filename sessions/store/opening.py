@@ -21,6 +21,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from sessions.errors import LlamachatError
 from sessions.paths import ensure_private_dir
 from sessions.store import backup
 from sessions.store.database import Database, open_in_this_process
@@ -36,7 +37,7 @@ RECOVERY_WAIT = 3.0
 """Seconds recovery waits for other llamachat processes to close a damaged database."""
 
 
-class _ReadOnly(Exception):
+class _ReadOnly(LlamachatError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
 

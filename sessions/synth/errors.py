@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sessions.errors import LlamachatError
 
-class SynthError(ValueError):
+
+class SynthError(LlamachatError, ValueError):
     """A model that cannot be made (unknown architecture or size, bad window...).
 
     The message is a plain sentence meant to be shown to the user as is.

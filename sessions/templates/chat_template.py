@@ -21,6 +21,7 @@ from typing import Any
 from jinja2 import Template
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 
+from sessions.errors import LlamachatError
 from sessions.reasoning import split_reply
 from sessions.templates.families import BY_NAME, builtin_source
 from sessions.templates.sandbox import (
@@ -44,7 +45,7 @@ class ChatMessage:
     content: str
 
 
-class TemplateError(Exception):
+class TemplateError(LlamachatError):
     """A chat template could not render a conversation; the message says why in plain words."""
 
 
@@ -52,7 +53,7 @@ class TemplateStopped(TemplateError):
     """A render was stopped from outside (the job's stop: Esc, Ctrl+C) before it finished."""
 
 
-class _TemplateRaised(Exception):
+class _TemplateRaised(LlamachatError):
     """The template called ``raise_exception``: it rejects the conversation it was given."""
 
 

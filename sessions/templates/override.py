@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
+from sessions.errors import LlamachatError
 from sessions.templates.families import BY_NAME
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -25,7 +26,7 @@ MAX_FILE_BYTES = 1024 * 1024
 _FEW_KB = "a chat template is a few kilobytes"
 
 
-class OverrideUnreadable(Exception):
+class OverrideUnreadable(LlamachatError):
     """The template file cannot be read; the message is the end of a sentence."""
 
 

@@ -46,6 +46,7 @@ from jinja2.ext import Extension
 from jinja2.parser import Parser
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment
 
+from sessions.errors import LlamachatError
 from sessions.templates import text_estimates as est
 
 MAX_TEXT_CHARS = est.MAX_TEXT_CHARS
@@ -64,11 +65,11 @@ CHECK_SECONDS = 0.01
 _TEMPLATE_FILENAME = "<template>"  # what Jinja2 names code compiled from a string
 
 
-class RenderLimitError(Exception):
+class RenderLimitError(LlamachatError):
     """A render went past one of the sandbox's bounds; the message says which, in plain words."""
 
 
-class RenderStopped(Exception):
+class RenderStopped(LlamachatError):
     """A render was stopped from outside (``stop_renders_with``) before it finished."""
 
 

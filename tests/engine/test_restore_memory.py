@@ -81,7 +81,7 @@ def test_a_prepare_whose_sizes_fail_leaves_nothing_behind():
         raise RuntimeError("the store was closed")
 
     memory.prepare(sizes)
-    memory.close()  # joins the helper
+    memory.close()  # joins the page toucher
     assert memory._buffers == {} and len(memory.get("join0", 100)) == 100
 
 
@@ -107,8 +107,9 @@ def test_an_engine_touches_what_a_restore_of_its_checkpoints_needs_while_it_load
         assert cells > 0 and snapshot > 0
         second = LlamaChatEngine(model_paths[arch], params, checkpoints=store)
         memory = second.ctx.restore_memory
-        for thread in memory._threads:
-            thread.join(30)
+        touched_all = threading.Event()
+        assert memory.pages.submit(touched_all.set)  # runs after the preparations, on the same thread
+        assert touched_all.wait(30)
         sizes = {name: len(buf) for name, buf in memory._buffers.items()}
         joins = {f"join{i}": BATCH_BYTES + cells for i in range(JOIN_BUFFERS)}
         if arch == "gemma3":

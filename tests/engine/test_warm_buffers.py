@@ -78,13 +78,45 @@ def test_close_stops_the_helper_and_later_takes_still_work():
     pool = WarmBuffers()
     pool.take(1 << 16)
     pool.refill()
-    thread = pool._thread
+    thread = pool._pages.thread
     assert thread is not None
     pool.close()
     assert not thread.is_alive()
     assert len(pool.take(1 << 16)) == 1 << 16
     pool.refill()  # no helper is started again
-    assert pool._thread is None
+    assert pool._pages.thread is None
+
+
+def test_a_shared_page_toucher_fills_the_buffers_after_the_work_given_before_and_outlives_them():
+    """A context's warm buffers and restore memory share one thread: the buffers are
+    touched in turn with the restore memory's preparation, and closing the buffers leaves
+    the thread to its owner."""
+    import threading
+
+    from sessions.llama.restore_memory import RestoreMemory
+
+    memory = RestoreMemory()
+    pool = WarmBuffers(memory.pages, keep=1)
+    release, seen = threading.Event(), []
+
+    def sizes():
+        assert release.wait(30)
+        return {"ring": 1 << 16}
+
+    memory.prepare(sizes)  # holds the one thread until released
+    pool.expect(1 << 16)
+    pool.refill()
+    assert pool._ready == []  # waits its turn behind the preparation
+    release.set()
+    wait_ready(pool, 1)
+    assert len(memory._buffers["ring"]) == 1 << 16  # the preparation ran first
+    thread = memory.pages.thread
+    pool.close()
+    ran = threading.Event()
+    assert memory.pages.submit(lambda: (seen.append(threading.current_thread()), ran.set()))
+    assert ran.wait(30) and seen == [thread]  # still running, for the restore memory
+    memory.close()
+    assert not thread.is_alive()
 
 
 @pytest.mark.parametrize("arch", ["gemma3", "lfm2", "mamba"])

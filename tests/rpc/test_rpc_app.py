@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.rpc, pytest.mark.engine]
 
 
 class App:
-    """Store, checkpoints and controller as ``tui.launch`` builds them, with --rpc."""
+    """Store, checkpoints and controller as the entry point (``tui.entry``) builds them, with --rpc."""
 
     def __init__(self, tmp_path, endpoints, max_tokens: int = 12):
         self.store = SessionStore.open()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from tui.screens.main_screen import MainScreen
+from tui.screens.chat_screen import ChatScreen
 
 PAUSE_LIMIT = 400
 """Most ``pilot.pause()`` rounds a condition may take before the test fails."""
@@ -21,14 +21,14 @@ async def wait_for(pilot: Pilot, condition: Callable[[], bool], what: str = "con
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def main_screen(pilot: Pilot) -> MainScreen:
+def main_screen(pilot: Pilot) -> ChatScreen:
     screen = pilot.app.screen
-    if not isinstance(screen, MainScreen):
-        screen = next(s for s in pilot.app.screen_stack if isinstance(s, MainScreen))
+    if not isinstance(screen, ChatScreen):
+        screen = next(s for s in pilot.app.screen_stack if isinstance(s, ChatScreen))
     return screen
 
 
-async def settle(pilot: Pilot) -> MainScreen:
+async def settle(pilot: Pilot) -> ChatScreen:
     """Wait until no engine job runs and nothing waits for one."""
     screen = main_screen(pilot)
     await wait_for(pilot, lambda: screen.jobs.idle, "the engine to be idle")
@@ -37,7 +37,7 @@ async def settle(pilot: Pilot) -> MainScreen:
     return screen
 
 
-async def ready(pilot: Pilot) -> MainScreen:
+async def ready(pilot: Pilot) -> ChatScreen:
     """Wait for the start-up model load to finish."""
     screen = main_screen(pilot)
     await wait_for(pilot, lambda: screen.model_ready, "the model to load")
@@ -49,7 +49,7 @@ async def type_text(pilot: Pilot, text: str) -> None:
     await pilot.press(*[keys.get(char, char) for char in text])
 
 
-async def send(pilot: Pilot, text: str) -> MainScreen:
+async def send(pilot: Pilot, text: str) -> ChatScreen:
     """Type ``text`` into the input, press enter, and wait for the reply to be stored."""
     screen = main_screen(pilot)
     screen.chat_input.focus()
@@ -58,22 +58,22 @@ async def send(pilot: Pilot, text: str) -> MainScreen:
     return await settle(pilot)
 
 
-def shown_texts(screen: MainScreen) -> list[tuple[str, str]]:
+def shown_texts(screen: ChatScreen) -> list[tuple[str, str]]:
     """(role, text) of every message on screen, root first."""
     return [(view.role, view.message.text) for view in screen.conversation_view.views if view.message]
 
 
-def headers(screen: MainScreen) -> list[str]:
+def headers(screen: ChatScreen) -> list[str]:
     return [view.header_plain for view in screen.conversation_view.views]
 
 
-def reply_text(screen: MainScreen) -> str:
+def reply_text(screen: ChatScreen) -> str:
     """What the reply being written shows so far ("" when none is being written)."""
     view = screen.conversation_view.reply_view
     return (view.body.source or "") if view is not None else ""
 
 
-def shown_cost(screen: MainScreen) -> tuple[int, int]:
+def shown_cost(screen: ChatScreen) -> tuple[int, int]:
     """(restored, evaluated) of the last reply or switch, as the status bar shows it."""
     found = re.match(r"restored ([\d,]+) tokens, evaluated ([\d,]+)", screen.status.text_of("last"))
     assert found, f"no cost in the status bar: {screen.status.text_of('last')!r}"
@@ -87,7 +87,7 @@ def screen_text(app) -> list[str]:
     return ["".join(segment.text for segment in strip) for strip in strips]
 
 
-async def start_reply_until_thinking(pilot: Pilot, text: str) -> MainScreen:
+async def start_reply_until_thinking(pilot: Pilot, text: str) -> ChatScreen:
     """Send ``text`` and wait until the reply being written shows its folded reasoning line
     saying the model is thinking (the fake engine holding the reply: ``hold_after``)."""
     from tui.widgets.reasoning_view import ReasoningView

@@ -5,10 +5,10 @@ from __future__ import annotations
 from tui.app import LlamaChatApp
 from tui.bindings import ALL_IDS, KEYS, PALETTE, bindings_for, check_overrides, current_key
 from tui.bindings import spec as key_spec
-from tui.screens.main_screen import MainScreen
+from tui.screens.chat_screen import ChatScreen
 from tui.widgets.chat_input import ChatInput
 
-OWNERS = {"screen": MainScreen, "app": LlamaChatApp, "input": ChatInput}
+OWNERS = {"screen": ChatScreen, "app": LlamaChatApp, "input": ChatInput}
 
 
 def test_ids_are_unique():

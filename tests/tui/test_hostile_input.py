@@ -19,6 +19,7 @@ from textual import events
 from sessions import events as core
 from tests.tui.fake_engine import FakeEngineFactory
 from tests.tui.helpers import main_screen, ready, reply_text, send, settle, shown_texts, type_text, wait_for
+from tui.screens import job_flow
 from tui.screens.dialogs import ConfirmScreen, ExportScreen
 from tui.screens.session_picker import SessionPicker
 from tui.startup import StartupRequest
@@ -62,7 +63,7 @@ async def test_escape_sequences_from_the_model_and_the_chat_are_shown_inert(make
         screen = await ready(pilot)
         screen.controller.send("Title \x1b[2J\x9b" + EVIL)  # as an imported chat would hold it
         await screen.refresh_view()
-        await screen.start_reply()
+        await job_flow.start_reply(screen)
         await wait_for(pilot, lambda: "␛" in reply_text(screen), "the reply to stream")
         assert_inert(app)  # while streaming
         script.hold_after = None

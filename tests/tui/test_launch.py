@@ -1,28 +1,56 @@
-"""The console entry point: flags through ``sessions.cli``, then the app with the real engine."""
+"""The console entry point (``tui.entry``): flags through ``sessions.cli``, then the app with the real engine."""
 
 from __future__ import annotations
 
 import pytest
 
 import sessions.cli
+from tui import entry as launch
 from sessions.config import CheckpointConfig, Config
 from sessions.controller import EngineSettings
 from sessions.store import StoreError
-from tui import launch
 from tui.app import LlamaChatApp
 from tui.startup import StartupRequest
 
 
-def test_main_hands_the_app_runner_to_the_command_line(monkeypatch):
-    seen = {}
+def test_a_subcommands_status_is_the_entry_points_and_no_app_starts(monkeypatch, capsys):
+    started = []
+    monkeypatch.setattr(launch, "run_app", started.append)
+    assert launch.main(["sessions"]) == 0
+    assert launch.main(["--no-such-flag"]) == 1
+    assert started == []
 
-    def cli_main(argv, *, run_app):
-        seen.update(argv=argv, run_app=run_app)
+
+def test_without_a_subcommand_the_entry_point_starts_the_app_with_what_the_command_line_parsed(monkeypatch):
+    started = []
+
+    def run_app(options):
+        started.append(options)
         return 7
 
-    monkeypatch.setattr(sessions.cli, "main", cli_main)
-    assert launch.main(["--demo"]) == 7
-    assert seen == {"argv": ["--demo"], "run_app": launch.run_app}
+    monkeypatch.setattr(launch, "run_app", run_app)
+    assert launch.main(["--demo", "-c", "1024"]) == 7
+    [options] = started
+    assert isinstance(options, sessions.cli.LaunchOptions)
+    assert options.demo and options.config.n_ctx == 1024
+
+
+def test_a_failure_of_the_apps_start_is_one_line_and_status_1(monkeypatch, capsys):
+    def run_app(options):
+        raise StoreError("the chats database is locked by another program")
+
+    monkeypatch.setattr(launch, "run_app", run_app)
+    assert launch.main([]) == 1
+    assert capsys.readouterr().err == "llamachat: error: the chats database is locked by another program\n"
+
+
+def test_a_signal_during_the_apps_start_is_its_status(monkeypatch, capsys):
+    def run_app(options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launch, "run_app", run_app)
+    assert launch.main([]) == 130
+    assert "stopped by SIGINT before the app's start finished" in capsys.readouterr().err
 
 
 def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):

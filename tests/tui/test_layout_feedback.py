@@ -182,7 +182,7 @@ def test_the_cost_line_says_what_a_switch_restores_and_evaluates():
 
 
 async def test_a_switch_that_cannot_be_planned_leaves_the_cost_line_empty(make_app, monkeypatch):
-    """``PLAN_ERRORS``: what the core refuses with, and a template that cannot render the branch."""
+    """What the core refuses with, and a template that cannot render the branch (both ``LlamachatError``)."""
     from pathlib import Path
 
     from sessions.store import DatabaseReplaced

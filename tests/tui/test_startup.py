@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sessions.cli.launch_options import LaunchOptions
+from tui.entry import startup_request
+from sessions.cli import LaunchOptions
 from sessions.config import Config
 from tui.startup import StartupPlan, StartupRequest, plan_startup
 
@@ -43,6 +44,6 @@ def test_no_flags_and_no_session_uses_the_configured_model_else_the_picker():
 def test_request_from_the_launch_options():
     args = argparse.Namespace(model="~/m.gguf", demo=False, session=None)
     options = LaunchOptions.from_args(args, Config(), Path("config.toml"))
-    assert StartupRequest.from_options(options) == StartupRequest(model_path=Path("~/m.gguf").expanduser())
+    assert startup_request(options) == StartupRequest(model_path=Path("~/m.gguf").expanduser())
     bare = LaunchOptions.from_args(argparse.Namespace(), Config(), Path("config.toml"))
-    assert StartupRequest.from_options(bare) == StartupRequest()
+    assert startup_request(bare) == StartupRequest()

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from sessions.config import Config
-from sessions.controller import session_controller
+from sessions.controller import model_loading
 from sessions.controller.library import SessionLibrary
 from sessions.store import DatabaseReplaced
 from tests.tui.helpers import ready, send, settle, type_text, wait_for
@@ -74,13 +74,13 @@ async def test_a_new_chat_shows_on_when_the_store_fails_right_after_saving_it(ma
 async def test_the_model_in_the_status_bar_tells_its_chat_template_once_loaded(make_app, monkeypatch):
     """The UI hears ``ModelLoaded`` while the controller holds no engine yet: here always so."""
     heard = threading.Event()
-    carry = session_controller.carry_legacy_tokens
+    carry = model_loading.carry_legacy_tokens
 
     def after_the_ui_heard(store, info):
         assert heard.wait(30), "the UI never showed the model"
         return carry(store, info)
 
-    monkeypatch.setattr(session_controller, "carry_legacy_tokens", after_the_ui_heard)
+    monkeypatch.setattr(model_loading, "carry_legacy_tokens", after_the_ui_heard)
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = pilot.app.screen

@@ -14,6 +14,7 @@ from sessions.templates.chat_template import ChatTemplate
 from tests.tui.fake_engine import FakeEngineFactory
 from tests.tui.helpers import main_screen, ready, reply_text, send, settle, shown_texts, type_text, wait_for
 from tests.tui.test_pickers import HostApp, add_session
+from tui.screens import opening_flow
 from tui.screens.model_picker import ModelPicker
 from tui.screens.session_picker import SessionPicker
 from tui.startup import StartupRequest
@@ -95,7 +96,7 @@ async def test_a_reply_wanted_before_a_load_is_not_given_to_the_chat_opened_next
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, "the chat")
         # What choosing the model in the picker does (the fake model file is no real GGUF).
-        await screen.jobs.when_idle(lambda: screen.switch_to_model(fake_model))
+        await screen.jobs.when_idle(lambda: opening_flow.switch_to_model(screen, fake_model))
         await wait_for(pilot, lambda: screen.model_ready, "the model")
         await settle(pilot)
         assert screen.controller.session_id == other.id
@@ -103,18 +104,25 @@ async def test_a_reply_wanted_before_a_load_is_not_given_to_the_chat_opened_next
         assert script.made == 0
 
 
-async def test_saved_marks_are_not_asked_for_while_a_job_runs_and_come_back_after(make_app, script):
+async def test_saved_marks_are_kept_while_a_job_holds_the_engine_and_come_back_after(make_app, script):
+    """The controller does not put the question to an engine a job holds (it answers None):
+    the marks shown stay as they were, and the end of the job redraws them."""
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "hello")
         await pilot.press("ctrl+t")
-        asked_while_running: list[bool] = []
+
+        def marks() -> dict[int, bool]:
+            return {node.data.message_id: node.data.saved
+                    for node in screen.tree_panel.message_tree._tree_nodes.values() if node.data is not None}
+
+        answers: list[set[int] | None] = []
         ask = screen.controller.saved_message_ids
 
-        def saved_message_ids() -> set[int]:
-            asked_while_running.append(bool(screen.jobs.running()))
-            return ask()
+        def saved_message_ids() -> set[int] | None:
+            answers.append(ask())
+            return answers[-1]
 
         screen.controller.saved_message_ids = saved_message_ids  # type: ignore[method-assign]
         script.hold_after = 2
@@ -122,11 +130,12 @@ async def test_saved_marks_are_not_asked_for_while_a_job_runs_and_come_back_afte
         await type_text(pilot, "again")
         await pilot.press("enter")
         await wait_for(pilot, lambda: "Reply" in reply_text(screen), "the reply to stream")
+        shown = marks()
+        answers.clear()
         screen.refresh_panels()  # what any redraw does while the reply is written
+        assert answers == [None] and {k: v for k, v in marks().items() if k in shown} == shown
+        assert any(shown.values())  # marks that a blank answer would have taken away
         await pilot.press("escape")
         await settle(pilot)
-        assert asked_while_running and not any(asked_while_running)
         head = screen.controller.snapshot().head
-        nodes = {node.data.message_id: node.data for node in screen.tree_panel.message_tree._tree_nodes.values()
-                 if node.data is not None}
-        assert nodes[head.id].saved
+        assert marks()[head.id]

@@ -11,19 +11,15 @@ is a notification of one sentence, and the draft is left as it was.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from sessions.controller import Attachment, appended
-from tui.engine_work import GESTURE_ERRORS
+from sessions.controller import Attachment, LlamachatError, appended
+from tui.screens.chat_host import ChatHost
 from tui.screens.dialogs import TextPrompt
-
-if TYPE_CHECKING:
-    from tui.screens.chat_screen import ChatScreen
 
 TITLE = "Attach a text file to your message (its path)"
 
 
-def attach_file(screen: ChatScreen) -> None:
+def attach_file(screen: ChatHost) -> None:
     def chosen(text: str | None) -> None:
         if text:
             path = Path(text).expanduser()
@@ -33,10 +29,10 @@ def attach_file(screen: ChatScreen) -> None:
     screen.app.push_screen(TextPrompt(TITLE, "~/"), chosen)
 
 
-def _read(screen: ChatScreen, path: Path) -> None:
+def _read(screen: ChatHost, path: Path) -> None:
     try:
         attachment = screen.controller.attach_file(path)
-    except GESTURE_ERRORS as error:
+    except LlamachatError as error:
         words = str(error)
         screen.app.call_from_thread(screen.notify, f"{words[:1].upper()}{words[1:]}.", severity="error",
                                     markup=False)
@@ -44,7 +40,7 @@ def _read(screen: ChatScreen, path: Path) -> None:
     screen.app.call_from_thread(_attached, screen, attachment)
 
 
-def _attached(screen: ChatScreen, attachment: Attachment) -> None:
+def _attached(screen: ChatHost, attachment: Attachment) -> None:
     screen.chat_input.set_draft(appended(screen.chat_input.text, attachment))
     screen.status.set_note(note(attachment, screen.controller.n_ctx))
 

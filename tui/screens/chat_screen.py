@@ -1,56 +1,52 @@
-"""The chat screen's foundation: the layout, what it shows, and the engine's jobs.
+"""The chat screen: the layout, what it shows, and a short handler for every key and click.
 
 ``ChatScreen`` shows the open chat as the controller (``sessions.controller``, the one
-door into the core) has it, runs the blocking work as engine jobs (``tui.engine_work``)
-and handles how they end (``Worker.StateChanged``) and what the core reports on the way
-(``CoreEvent``). It also opens the first chat and loads its model. The keys and clicks
-of the user are ``MainScreen``'s, built on this.
+door into the core) has it. Its behaviour is kept by subject in modules beside it, which
+take the screen as a ``chat_host.ChatHost``: the engine's jobs and what the core reports
+on the way (``job_flow``), the first chat and the models (``opening_flow``), the gestures
+on the messages (``tree_gestures``), the saved chats (``library_flow``) and the chat's
+settings (``settings_flow``). Anything that changes the branch waits for the engine to be
+idle and stops a reply being written first (``EngineWork.when_idle``).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
-
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
-from sessions import events as core
-from sessions.controller import ChatSnapshot, Config, ContextOverflow, SessionController
-from tui.bindings import current_key, spec
-from tui.engine_work import GESTURE_ERRORS, EngineWork, describe_failure
-from tui.events import CoreEvent, severity
-from tui.screens import chat_rules, trim_flow
+from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController
+from tui.bindings import bindings_for, current_key, spec
+from tui.engine_work import EngineWork
+from tui.events import CoreEvent
+from tui.screens import attach_flow, chat_rules, job_flow, library_flow, opening_flow, settings_flow, tree_gestures
 from tui.screens.chat_rules import InputMode
-from tui.screens.model_picker import ModelPicker
-from tui.startup import StartupRequest, plan_startup
+from tui.startup import StartupRequest
 from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
+from tui.widgets.message_view import MessageView
 from tui.widgets.prompt_progress import PromptProgress
 from tui.widgets.session_list import SessionList
 from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
-
-if TYPE_CHECKING:
-    from sessions.controller import Plan
-    from tui.engine_work import Warmed
 
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
 
 
 class ChatScreen(Screen[None]):
-    """Conversation in the centre, optional session list and tree, input, status."""
+    """Conversation in the centre, optional session list and tree, input, status; the keys
+    are ``tui.bindings``'."""
 
-    CSS_PATH = "main_screen.tcss"
+    CSS_PATH = "chat_screen.tcss"
     AUTO_FOCUS = "#input"
+    BINDINGS = bindings_for("screen")
     NARROW_BELOW = 68
     """Columns under which the side panels drop their minimum widths, which would crush the chat."""
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
@@ -87,7 +83,7 @@ class ChatScreen(Screen[None]):
             key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
             for key_id in ("continue-reply", "toggle-reasoning")}
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
-        self.call_after_refresh(self.start)
+        self.call_after_refresh(opening_flow.start, self)
 
     def app_focus_changed(self, focused: bool) -> None:
         """Back from another window, where the chat may have been renamed (``llamachat
@@ -97,7 +93,7 @@ class ChatScreen(Screen[None]):
             return
         try:
             snapshot = self.controller.snapshot()
-        except GESTURE_ERRORS:  # unreadable now: the title shown stays
+        except LlamachatError:  # unreadable now: the title shown stays
             return
         self.conversation_view.show_title(snapshot)
         self.refresh_panels(snapshot)
@@ -136,11 +132,18 @@ class ChatScreen(Screen[None]):
         return focused is not None and any(
             panel in focused.ancestors_with_self for panel in (self.tree_panel, self.session_list))
 
+    def tree_has_focus(self) -> bool:
+        focused = self.focused
+        return focused is not None and self.tree_panel in focused.ancestors_with_self
+
     def refused(self, words: str) -> None:
         """A gesture the core refused: say why, and show the chat as the core has it now
         (a refusal because another window changed the chat leaves it read again)."""
         self.notify(words, severity="error", markup=False)
         self.call_later(self.refresh_view)
+
+    def target(self, *roles: str) -> Message | None:
+        return chat_rules.target(self.controller.snapshot(), self.conversation_view.selected_id, *roles)
 
     # -- showing the chat ----------------------------------------------------------------
 
@@ -149,24 +152,36 @@ class ChatScreen(Screen[None]):
 
         The chat's record is read from the store again (its title and settings may change
         elsewhere); when the store cannot give it, the screen says why and keeps what it
-        shows. The context meter needs no such care: it says "not known" then.
+        shows. The context meter needs no such care: it says "not known" then. An edit or
+        fork whose message is gone (deleted here or by another window) ends as Esc would
+        end it, or every send would be refused.
         """
         try:
             snapshot = self.controller.snapshot()
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:
             self.notify(f"Could not read the chat: {error}", severity="error", markup=False)
+        else:
+            await self.conversation_view.show_chat(snapshot)
+            self.refresh_panels(snapshot)
+            if not self.jobs.running():  # a job reports its own figures when it ends
+                self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
+        target_id = self.mode.target_id
+        if target_id is None:
             return
-        await self.conversation_view.show_chat(snapshot)
-        self.refresh_panels(snapshot)
-        if not self.jobs.running():  # a job reports its own figures when it ends
-            self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
+        try:
+            snapshot = self.controller.snapshot()
+        except LlamachatError:  # unreadable now: the chat's view said so, and the mode stays
+            return
+        if snapshot is None or target_id not in snapshot.tree:
+            self.set_mode(InputMode())
+            self.status.set_note("")  # "what you were writing comes back after the edit": it has
 
     def refresh_panels(self, snapshot: ChatSnapshot | None = None) -> None:
         """Redraw the open side panels (from ``snapshot`` when the caller has one); a panel
         whose contents the store cannot give now stays as it was."""
         try:
             snapshot = snapshot or self.controller.snapshot()
-        except GESTURE_ERRORS:
+        except LlamachatError:
             snapshot = None
         if self.tree_panel.has_class("-open") and snapshot is not None:
             head = snapshot.head
@@ -175,16 +190,17 @@ class ChatScreen(Screen[None]):
         if self.session_list.has_class("-open"):
             try:
                 sessions = self.controller.library.list_sessions()
-            except GESTURE_ERRORS:
+            except LlamachatError:
                 return
             self.session_list.show(sessions, self.controller.session_id)
 
     def saved_ids(self) -> set[int]:
-        """The messages whose states are saved, read only while no engine job runs: with the
-        engine in another process the question waits for a whole running job, and this runs
-        on the UI thread. Meanwhile the marks last read stay; the end of a job redraws them."""
-        if not self.jobs.running():
-            self._saved_ids = self.controller.saved_message_ids()
+        """The messages whose states are saved. While a job holds the engine the controller
+        does not say (``saved_message_ids``): the marks last read stay, and the end of the
+        job redraws them."""
+        saved = self.controller.saved_message_ids()
+        if saved is not None:
+            self._saved_ids = saved
         return self._saved_ids
 
     def show_loaded_model(self) -> None:
@@ -204,105 +220,6 @@ class ChatScreen(Screen[None]):
         self.chat_input.set_class(mode.kind != "send", "-special")
         self.chat_input.border_title = mode.title
 
-    # -- the core's events and the end of every engine job -------------------------------
-
-    @on(CoreEvent)
-    async def core_event(self, message: CoreEvent) -> None:
-        match message.event:
-            case core.ModelLoadProgressed(fraction):
-                self.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
-            case core.ModelLoaded(name, kind, n_ctx, _seconds, devices):
-                # Heard before the controller holds the model: its template and the branch's
-                # tokens are shown when the load job ends (``show_loaded_model``).
-                self.status.set_model(name, kind, devices)
-                self.status.set_context(None, n_ctx)
-                self.progress.hide()
-            case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
-                self.progress.show_prompt(done, total, progress.eta_seconds)
-            case core.PromptProgressed():
-                self.progress.hide()
-            case core.TextStreamed(text) as streamed:
-                self.progress.hide()
-                self.conversation_view.append_text(text, opens_in_reasoning=streamed.opens_in_reasoning)
-                if streamed.tokens_per_second:
-                    self.status.set_speed(streamed.tokens_per_second, streaming=True)
-                if streamed.context_used:  # the meter follows the reply, not "?" until it is stored
-                    self.status.set_context(streamed.context_used, self.controller.n_ctx)
-            case core.ReplyFinished(reply, stats, kept):
-                await self.conversation_view.finish_stream(reply)
-                self.status.set_speed(stats.generation_tps)
-                self.status.set_cost(stats.tokens_restored, stats.tokens_evaluated, stats.prompt_seconds, kept=kept)
-                await self.refresh_view()
-                self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
-            case core.NoticeRaised(text, level):
-                self.notify(text, severity=severity(level), markup=False)
-
-    @on(Worker.StateChanged)
-    async def job_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if not self.jobs.owns(worker):
-            return
-        if event.state == WorkerState.RUNNING and worker.group == "load" and not self.progress.active:
-            self.progress.show_fraction(f"{worker.description}…", None)
-        if not worker.is_finished:
-            return
-        if event.state == WorkerState.SUCCESS:
-            await self.job_succeeded(worker.group, worker.result)
-        else:
-            await self.job_failed(worker.group, worker.error)
-        if not self.jobs.running():
-            self.progress.hide()
-        await self.jobs.run_waiting()
-        if not self.jobs.running() and self.tree_panel.has_class("-open"):
-            self.refresh_panels()  # the saved marks, not read while the job ran
-            self.switch_costs.refresh()
-
-    async def job_succeeded(self, group: str, result: Any) -> None:
-        if group == "load":
-            self.status.set_note("")
-            self.show_loaded_model()
-            if self.reply_wanted:
-                self.reply_wanted = False
-                await self.start_reply()
-            elif not self.jobs.gestures_waiting:
-                await self.after_switch()
-        elif group == "trim":
-            self.conversation_view.select(None)
-            await self.refresh_view()
-            self.status.set_note("continued in a new branch without the oldest turns")
-            await self.start_reply()
-        elif group == "warm":
-            warmed = cast("Warmed", result)
-            done = warmed.result
-            self.status.set_cost(done.tokens_restored, done.tokens_evaluated, done.seconds, warmed.estimate_seconds,
-                                 kept=done.plan.keep)
-            self.status.set_context(done.plan.target_len, self.controller.n_ctx)
-            self.status.set_note("")
-
-    async def job_failed(self, group: str, error: BaseException | None) -> None:
-        if group == "generate":
-            await self.conversation_view.drop_reply()
-            await self.refresh_view()
-            if isinstance(error, ContextOverflow):
-                trim_flow.offer_trim(self, error)
-                return
-        if group == "load":
-            if self.reply_wanted:  # no reply follows now: give back the turn the send took
-                self.reply_wanted = False
-                self.controller.end_turn()
-            if self.controller.model_info is None:
-                self.status.set_model("no model")
-            else:  # the model loaded before is back
-                self.show_loaded_model()
-        if group == "trim":
-            self.status.set_note("")
-            await self.refresh_view()  # a branch refused because the chat changed elsewhere
-        words = describe_failure(group, error) if error is not None else None
-        if words is not None:
-            self.notify(words[0], severity=severity(words[1]), markup=False)
-
-    # -- replies and branch switches ---------------------------------------------------------
-
     async def show_head(self, mode: InputMode | None = None, selected: int | None = None) -> None:
         """After a gesture: select ``selected`` (None: nothing), reset the input mode, redraw.
 
@@ -314,109 +231,167 @@ class ChatScreen(Screen[None]):
         self.conversation_view.select(selected)
         await self.refresh_view()
 
-    async def start_reply(self) -> None:
-        """Write a reply to the user message at the head (once the model is loaded)."""
-        if not self.model_ready:
-            self.reply_wanted = True
-            if self.jobs.loading:
-                self.notify("The reply will start once the model has loaded.", timeout=3)
-            else:
-                self.controller.end_turn()  # another window or command may answer meanwhile
-                self.notify("No model is loaded: press F5 to choose one.", severity="warning")
-            return
-        self.status.set_speed(None)  # the speed shown from here is this reply's
-        await self.conversation_view.begin_reply()
-        self.jobs.reply()
-
-    async def after_switch(self) -> None:
-        """After the branch changed: say what making it live costs, then do it in the background."""
-        snapshot = self.controller.snapshot()
-        head = snapshot.head if snapshot is not None else None
-        if not self.model_ready or head is None or self.jobs.running():
-            return
-
-        def planned(plan: Plan) -> None:
-            note = chat_rules.switch_note(plan)
-            if note:
-                self.status.set_note(note)
-                self.notify(note, timeout=4)
-
-        self.jobs.warm(head.id, planned)
-
-    # -- the first chat, and models ----------------------------------------------------------
-
-    async def start(self) -> None:
-        """What the app opens first (see ``tui.startup``); the model loads behind the screen."""
-        try:
-            last_session_id = self.controller.library.last_session_id()
-        except GESTURE_ERRORS as error:  # a damaged or replaced database: start as if it held no chat
-            self.notify(f"Could not read the saved chats: {error}", severity="error", markup=False)
-            last_session_id = None
-        plan = plan_startup(self.startup, last_session_id=last_session_id, configured_model=self.config.model)
-        if plan.start == "demo":
-            await self.new_chat()
-            self.show_demo_banner(True)
-            self.progress.show_fraction("making the demo model (random weights, made once)…", None)
-            self.jobs.load(None, demo=True)
-        elif plan.start == "new":
-            await self.new_chat()
-            self.jobs.load(plan.model_path)
-        elif plan.start == "open" and plan.session_id is not None:
-            await self.open_chat(plan.session_id, model_path=plan.model_path)
-        else:
-            self.choose_model()
-
-    async def new_chat(self) -> None:
-        self.reply_wanted = False  # a message waiting in the chat left waits no more (its turn went too)
-        self.controller.new_session(system_prompt=self.config.system_prompt)
-        await self.show_head(InputMode())
-        self.chat_input.focus()
-
-    async def open_chat(self, session_id: int, *, model_path: Path | None = None,
-                        message_id: int | None = None) -> None:
-        """Show a stored session; load its model (or ``model_path``) when another one is loaded.
-
-        With ``message_id`` the branch holding that message is shown, the message selected.
-        """
-        try:
-            session = self.controller.open_session(session_id)
-            if message_id is not None:
-                self.controller.select(message_id)
-        except GESTURE_ERRORS as error:
-            self.refused(str(error))
-            return
-        self.reply_wanted = False  # a message waiting in the chat left waits no more (its turn went too)
-        await self.show_head(InputMode(), selected=message_id)
-        wanted = model_path or self.controller.models.model_to_reopen(session.model_to_reopen, self.config.model)
-        info = self.controller.model_info
-        if info is not None and (wanted is None or Path(info.path) == wanted):
-            try:
-                self.controller.keep_model_for_chat()
-            except GESTURE_ERRORS as error:  # the chat is shown; only its record of the model failed
-                self.notify(str(error), severity="error", markup=False)
-            await self.after_switch()
-        elif wanted is not None:
-            self.jobs.load(wanted)
-        else:
-            self.notify(chat_rules.no_model_note(session), severity="warning", markup=False)
-            self.choose_model()
-
-    def choose_model(self) -> None:
-        async def chosen(path: Path | None) -> None:
-            if path is not None:
-                await self.jobs.when_idle(lambda: self.switch_to_model(Path(path)))
-            elif self.controller.model_info is None:
-                self.status.set_note("no model loaded: press F5 to choose one")
-
-        info = self.controller.model_info
-        loaded = Path(info.path) if info is not None else None
-        self.app.push_screen(ModelPicker(self.controller.models, self.config, loaded=loaded), chosen)
-
-    async def switch_to_model(self, path: Path) -> None:
-        if self.controller.snapshot() is None:
-            await self.new_chat()
-        self.show_demo_banner(False)
-        self.jobs.load(path)
-
     def show_demo_banner(self, shown: bool) -> None:
         self.query_one("#demo-banner").set_class(shown, "-visible")
+
+    # -- the core's events and the end of every engine job (``job_flow``) ----------------
+
+    @on(CoreEvent)
+    async def core_event(self, message: CoreEvent) -> None:
+        await job_flow.core_event(self, message.event)
+
+    @on(Worker.StateChanged)
+    async def job_changed(self, event: Worker.StateChanged) -> None:
+        await job_flow.job_changed(self, event)
+
+    # -- sending -------------------------------------------------------------------------
+
+    @on(ChatInput.Submitted)
+    async def submitted(self, event: ChatInput.Submitted) -> None:
+        if not event.text.strip():
+            return
+        if self.jobs.generating:
+            self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
+            return
+        try:
+            before = self.controller.snapshot()
+            if before is None:
+                self.controller.new_session(system_prompt=self.config.system_prompt)
+            if self.mode.kind == "edit" and self.mode.target_id is not None:
+                message = self.controller.edit(self.mode.target_id, event.text)
+            else:
+                message = self.controller.send(event.text, parent_id=self.mode.target_id)
+        except LlamachatError as error:
+            self.refused(str(error))
+            return
+        self.chat_input.clear()
+        await self.show_head(InputMode())  # after an edit, the draft it replaced comes back
+        if message.role == "user" and (message.text != event.text or before and message.id in before.tree):
+            self.notify(chat_rules.joined_note(message, event.text), timeout=6)
+        if message.role == "user":
+            await (self.jobs.when_idle(lambda: job_flow.start_reply(self)) if self.model_ready
+                   else job_flow.start_reply(self))
+
+    # -- clicks, the panels and typing (the gestures themselves: ``tree_gestures``) --------
+
+    @on(MessageView.Clicked)
+    async def message_clicked(self, event: MessageView.Clicked) -> None:
+        """A click selects the message, as Ctrl+Up would reach it; on ``‹``/``›`` it pages too."""
+        self.conversation_view.select(event.message_id)
+        if event.page:
+            await tree_gestures.sibling(self, event.page)
+
+    @on(TreePanel.NodeChosen)
+    async def node_chosen(self, message: TreePanel.NodeChosen) -> None:
+        async def choose() -> None:
+            self.controller.select(message.message_id)
+            await self.show_head(selected=message.message_id)
+            await job_flow.after_switch(self)
+
+        self.chat_input.focus()  # the next thing typed is a message, not a tree move
+        if self.controller.session_id is not None:
+            await self.jobs.when_idle(choose)
+
+    @on(TreePanel.NodeHighlighted)
+    def node_highlighted(self, message: TreePanel.NodeHighlighted) -> None:
+        self.switch_costs.request(message.message_id)
+
+    @on(SessionList.SessionChosen)
+    async def session_chosen(self, message: SessionList.SessionChosen) -> None:
+        self.chat_input.focus()
+        await self.jobs.when_idle(lambda: opening_flow.open_chat(self, message.session_id))
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed while a side panel has the focus goes to the message box, not nowhere."""
+        if event.is_printable and event.character and event.character != " " and self.in_side_panel():
+            event.stop()
+            event.prevent_default()
+            self.chat_input.focus()
+            self.chat_input.insert(event.character)
+
+    def toggle_panel(self, panel: TreePanel | SessionList) -> None:
+        panel.toggle_class("-open")
+        self.refresh_panels()
+        if panel.has_class("-open"):
+            panel.focus()
+        else:
+            self.chat_input.focus()
+
+    # -- the keys' actions (``tui.bindings``) ----------------------------------------------
+
+    def action_select_message(self, delta: int) -> None:
+        tree_gestures.select_message(self, delta)
+
+    async def action_sibling(self, delta: int) -> None:
+        await tree_gestures.sibling(self, delta)
+
+    def action_edit(self) -> None:
+        tree_gestures.edit(self)
+
+    async def action_regenerate(self) -> None:
+        await tree_gestures.regenerate(self)
+
+    async def action_continue_reply(self) -> None:
+        await tree_gestures.continue_reply(self)
+
+    def action_toggle_reasoning(self) -> None:
+        view = self.conversation_view
+        view.set_reasoning_shown(not view.reasoning_shown)
+
+    def action_fork(self) -> None:
+        tree_gestures.fork(self)
+
+    async def action_rewind(self) -> None:
+        await tree_gestures.rewind(self)
+
+    async def action_delete_branch(self) -> None:
+        await tree_gestures.delete_branch(self)
+
+    def action_stop(self) -> None:
+        tree_gestures.stop(self)
+
+    def action_copy_message(self) -> None:
+        tree_gestures.copy_message(self)
+
+    def action_copy_code(self) -> None:
+        tree_gestures.copy_code(self)
+
+    async def action_new_session(self) -> None:
+        await self.jobs.when_idle(lambda: opening_flow.new_chat(self))
+
+    def action_open_session(self) -> None:
+        library_flow.pick_chat(self)
+
+    def action_rename_session(self) -> None:
+        library_flow.rename_chat(self)
+
+    def action_export(self) -> None:
+        library_flow.export_chat(self)
+
+    def action_switch_model(self) -> None:
+        opening_flow.choose_model(self)
+
+    def action_chat_settings(self) -> None:
+        settings_flow.open_chat_settings(self)
+
+    def action_delete_session(self) -> None:
+        library_flow.delete_chat(self)
+
+    def action_undo_delete(self) -> None:
+        library_flow.undo_delete(self)
+
+    @on(ChatInput.NothingToUndo)
+    def input_has_nothing_to_undo(self) -> None:
+        library_flow.undo_delete(self)
+
+    def action_import_sessions(self) -> None:
+        library_flow.import_chats(self)
+
+    def action_attach_file(self) -> None:
+        attach_flow.attach_file(self)
+
+    def action_toggle_tree(self) -> None:
+        self.toggle_panel(self.tree_panel)
+
+    def action_toggle_sessions(self) -> None:
+        self.toggle_panel(self.session_list)

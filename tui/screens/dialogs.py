@@ -23,7 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from textual.widgets.button import ButtonVariant
 
-from sessions.controller import ExchangeError, ExportKind, StoreError
+from sessions.controller import ExportKind, LlamachatError
 from tui.safe_text import for_input, inert
 
 EXTENSIONS = {"markdown": ".md", "json": ".json"}
@@ -201,7 +201,7 @@ class ExportScreen(ModalScreen[Path | None]):
             written = self._exporter.export_session(path, kind, whole_tree=whole_tree)
         except OSError as error:
             self.post_message(self.Written(None, f"Could not write {path}: {error.strerror or error}."))
-        except (ExchangeError, StoreError) as error:
+        except LlamachatError as error:
             self.post_message(self.Written(None, f"Could not export: {error}"))
         else:
             self.post_message(self.Written(written))

@@ -1,29 +1,27 @@
-"""Deleting a saved chat and importing chats from a file, from the keys, as the CLI does.
+"""The saved chats from the keys, as the CLI has them: open, rename, export, delete, import.
 
 Deleting asks first, with the chat's title and size, the focus on "Cancel". The chat is
 the one highlighted in the session list when the list has the focus, else the open one;
 deleting the open chat leaves a new, empty one. Importing reads and checks the whole
 file, so it runs in a thread worker; the first chat imported is opened. Conversations of
 the file that cannot be read are skipped, and the notification says which and why, as
-``llamachat import`` does.
+``llamachat import`` does. Renaming or exporting a chat refused by the store says why.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 
-from sessions.controller import ExchangeError, Imported, NothingToUndo, StoreError
+from sessions.controller import Imported, LlamachatError, NothingToUndo
 from tui.bindings import current_key, spec
-from tui.engine_work import GESTURE_ERRORS
 from tui.screens import chat_rules
-from tui.screens.dialogs import ConfirmScreen, TextPrompt
+from tui.screens.chat_host import ChatHost
+from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
+from tui.screens.opening_flow import new_chat, open_chat
+from tui.screens.session_picker import Picked, SessionPicker
 from tui.widgets.session_list import UNTITLED
-
-if TYPE_CHECKING:
-    from tui.screens.chat_screen import ChatScreen
 
 SKIPPED_SHOWN = 5
 """Skipped conversations named one by one in the notification; more are counted."""
@@ -31,7 +29,45 @@ IMPORT_TITLE = ("Import chats from a file (a llamachat JSON export, a llama.cpp 
                 "ChatGPT's conversations.json)")
 
 
-def delete_chat(screen: ChatScreen) -> None:
+def pick_chat(screen: ChatHost) -> None:
+    async def chosen(choice: Picked | None) -> None:
+        if choice is not None:
+            await screen.jobs.when_idle(lambda: open_chat(screen, choice.session_id, message_id=choice.message_id))
+
+    screen.app.push_screen(SessionPicker(screen.controller.library, current_id=screen.controller.session_id), chosen)
+
+
+def rename_chat(screen: ChatHost) -> None:
+    snapshot = screen.controller.snapshot()
+    if snapshot is None:
+        return
+
+    async def renamed(title: str | None) -> None:
+        if title is not None and title.strip():
+            try:
+                screen.controller.rename_session(title.strip())
+            except LlamachatError as error:
+                screen.refused(str(error))
+                return
+            await screen.refresh_view()
+
+    screen.app.push_screen(TextPrompt("Rename this chat", snapshot.title), renamed)
+
+
+def export_chat(screen: ChatHost) -> None:
+    session_id = screen.controller.session_id
+    if session_id is None:
+        screen.notify("This chat has no messages yet: there is nothing to export.", timeout=3)
+        return
+
+    def exported(path: Path | None) -> None:
+        if path is not None:
+            screen.notify(f"Exported to {path}", markup=False)
+
+    screen.app.push_screen(ExportScreen(screen.controller, session_id), exported)
+
+
+def delete_chat(screen: ChatHost) -> None:
     session_id = screen.session_list.highlighted_id if screen.in_side_panel() else None
     session_id = session_id or screen.controller.session_id
     if session_id is None:
@@ -39,7 +75,7 @@ def delete_chat(screen: ChatScreen) -> None:
         return
     try:
         summaries = screen.controller.library.list_sessions()
-    except GESTURE_ERRORS as error:  # a damaged or replaced database: say so, delete nothing
+    except LlamachatError as error:  # a damaged or replaced database: say so, delete nothing
         screen.notify(f"Could not read the saved chats: {error}", severity="error", markup=False)
         return
     summary = next((s for s in summaries if s.id == session_id), None)
@@ -51,7 +87,7 @@ def delete_chat(screen: ChatScreen) -> None:
         was_open = session_id == screen.controller.session_id
         screen.controller.delete_session(session_id)
         if was_open:
-            await screen.new_chat()
+            await new_chat(screen)
         else:
             screen.refresh_panels()
         screen.notify(f"Deleted the chat “{title}”. {undo_hint(screen)}", markup=False)
@@ -65,7 +101,7 @@ def delete_chat(screen: ChatScreen) -> None:
     screen.app.push_screen(ConfirmScreen(question), confirmed)
 
 
-def import_chats(screen: ChatScreen) -> None:
+def import_chats(screen: ChatHost) -> None:
     def chosen(text: str | None) -> None:
         if text:
             path = Path(text).expanduser()
@@ -75,16 +111,16 @@ def import_chats(screen: ChatScreen) -> None:
     screen.app.push_screen(TextPrompt(IMPORT_TITLE, "~/"), chosen)
 
 
-def _import(screen: ChatScreen, path: Path) -> None:
+def _import(screen: ChatHost, path: Path) -> None:
     try:
         ids = screen.controller.library.import_file(path)
-    except (ExchangeError, StoreError) as error:
+    except LlamachatError as error:
         screen.app.call_from_thread(screen.notify, f"Could not import: {error}", severity="error", markup=False)
         return
     screen.app.call_from_thread(_imported, screen, ids)
 
 
-def _imported(screen: ChatScreen, ids: Imported) -> None:
+def _imported(screen: ChatHost, ids: Imported) -> None:
     if ids.skipped:
         lines = [skipped.line() for skipped in ids.skipped[:SKIPPED_SHOWN]]
         if len(ids.skipped) > SKIPPED_SHOWN:
@@ -96,17 +132,17 @@ def _imported(screen: ChatScreen, ids: Imported) -> None:
     else:
         screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}.", timeout=4)
     if ids:
-        screen.call_later(screen.jobs.when_idle, lambda: screen.open_chat(ids[0]))
+        screen.call_later(screen.jobs.when_idle, lambda: open_chat(screen, ids[0]))
 
 
-def undo_hint(screen: ChatScreen) -> str:
+def undo_hint(screen: ChatHost) -> str:
     """How to bring back what was just deleted, in the words of the key bound to it (the
     user's keymap may have moved it)."""
     key = current_key(spec("undo-delete"), getattr(screen.app, "keymap", {})).split(",")[0]
     return f"{screen.app.get_key_display(Binding(key, ''))} brings it back."
 
 
-def undo_delete(screen: ChatScreen) -> None:
+def undo_delete(screen: ChatHost) -> None:
     """Bring back the latest deletion of this run, and show it."""
     deleted = screen.controller.deletion_to_undo()
     if deleted is None:
@@ -119,7 +155,7 @@ def undo_delete(screen: ChatScreen) -> None:
         except NothingToUndo as error:
             screen.notify(f"Could not bring it back: {error}.", severity="warning", markup=False)
             return
-        except GESTURE_ERRORS as error:
+        except LlamachatError as error:
             screen.notify(f"Could not bring it back: {error}", severity="error", markup=False)
             return
         await screen.show_head()

@@ -9,19 +9,16 @@ stopping it: nothing here is urgent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sessions.controller import ChatSettings
+from tui.screens.chat_host import ChatHost
+from tui.screens.job_flow import after_switch
 from tui.screens.settings_dialog import ChatSettingsScreen
-
-if TYPE_CHECKING:
-    from tui.screens.chat_screen import ChatScreen
 
 NEW_BRANCH = ("The new system prompt starts a new branch; the one you were on stays "
               "(Alt+← on the system message pages back to it).")
 
 
-def open_chat_settings(screen: ChatScreen) -> None:
+def open_chat_settings(screen: ChatHost) -> None:
     controller = screen.controller
     if controller.snapshot() is None:
         controller.new_session(system_prompt=screen.config.system_prompt)
@@ -35,7 +32,7 @@ def open_chat_settings(screen: ChatScreen) -> None:
     screen.app.push_screen(ChatSettingsScreen(snapshot.settings, template=controller.template_words), chosen)
 
 
-async def apply_settings(screen: ChatScreen, wanted: ChatSettings) -> None:
+async def apply_settings(screen: ChatHost, wanted: ChatSettings) -> None:
     controller = screen.controller
     before = controller.chat_settings()
     controller.set_sampling(wanted.sampling)
@@ -48,4 +45,4 @@ async def apply_settings(screen: ChatScreen, wanted: ChatSettings) -> None:
         screen.notify("Saved: the chat starts with this system prompt.", timeout=4)
     else:
         screen.notify(NEW_BRANCH, timeout=8)
-        await screen.after_switch()
+        await after_switch(screen)

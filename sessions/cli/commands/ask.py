@@ -29,9 +29,8 @@ from sessions.cli.ask_input import add_sampling_flags, attached_files, message_t
 from sessions.cli.context import CommandContext, tell
 from sessions.cli.errors import CliError, UsageError
 from sessions.cli.interrupts import Interrupts, silence_stdout
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled, TurnTaken
+from sessions.errors import ContextOverflow, GenerationCancelled, LlamachatError, TurnTaken
 from sessions.events import Event, NoticeRaised, TextStreamed
-from sessions.llama.model import ModelLoadError
 from sessions.stop_reason import StopReason
 from sessions.store import HeadMoved
 from sessions.text_safety import InertStream
@@ -195,9 +194,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except TreeError as error:
             out.end()
             raise CliError(str(error).strip("'\"")) from None
-        except (ControllerError, ModelLoadError) as error:
+        except LlamachatError:
             out.end()
-            raise CliError(str(error)) from None
+            raise  # one line on stderr (sessions.cli.reporting)
         out.end(replied=True)
     if args.stats and reply.stats is not None:
         tell(ctx.err, json.dumps(_stats_line(reply)))
@@ -207,7 +206,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-class _Stopped(Exception):
+class _Stopped(LlamachatError):
     """A signal (or the reader leaving) stopped ``ask`` before a reply was stored."""
 
 

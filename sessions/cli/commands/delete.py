@@ -10,6 +10,7 @@ from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import title_text
 from sessions.cli.interrupts import Interrupts
+from sessions.errors import LlamachatError
 from sessions.store import SessionNotFound
 from sessions.units import human_size
 
@@ -101,7 +102,7 @@ def _remove_checkpoints(ctx: CommandContext, chats: list[ChatTokens]) -> None:
         ctx.note(f"warning: could not delete the checkpoint file {removed.failures[0]}{more}")
 
 
-class _Stopped(Exception):
+class _Stopped(LlamachatError):
     """A signal came before the deletion's commit: it is rolled back."""
 
 
