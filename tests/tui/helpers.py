@@ -75,7 +75,7 @@ def reply_text(screen: ChatScreen) -> str:
 
 def shown_cost(screen: ChatScreen) -> tuple[int, int]:
     """(restored, evaluated) of the last reply or switch, as the status bar shows it."""
-    found = re.match(r"restored ([\d,]+) tokens, evaluated ([\d,]+)", screen.status.text_of("last"))
+    found = re.match(r"restored ([\d,]+)(?: tokens)?, evaluated ([\d,]+)", screen.status.text_of("last"))
     assert found, f"no cost in the status bar: {screen.status.text_of('last')!r}"
     restored, evaluated = (int(group.replace(",", "")) for group in found.groups())
     return restored, evaluated

@@ -30,7 +30,7 @@ NOTICEABLE_SECONDS = 1.0
 """A switch this long (taken or estimated) also shows its estimate, to compare."""
 
 
-NARROW = 110
+NARROW = 100
 """Below this many columns the bar drops the reply speed and the word "tokens", so that
 the cost of the last switch stays whole (at 80 columns it was cut to "(0")."""
 
