@@ -54,7 +54,7 @@ from sessions.tree import Message
 if TYPE_CHECKING:
     from sessions.branching.branch_engine import PrepareResult
     from sessions.branching.planner import Plan
-    from sessions.checkpoints import CheckpointStore
+    from sessions.checkpoints import CheckpointStore, Tier
     from sessions.exchange import ExportKind
     from sessions.llama.model import ModelInfo
 
@@ -257,11 +257,27 @@ class SessionController(ControllerBase):
 
     def saved_message_ids(self) -> set[int]:
         """Messages whose state at their end is checkpointed (RAM or disk) for this model."""
+        return {message_id for message_id, tier in self.checkpoint_tiers().items() if tier is not None}
+
+    def checkpoint_tiers(self, message_ids: Collection[int] | None = None) -> dict[int, Tier | None]:
+        """Where the state at the end of each of ``message_ids`` (every message of the open
+        chat when None) is checkpointed for the loaded model: ``"ram"``, ``"disk"``, or
+        None (going there decodes it). Ids not in the open chat are left out.
+
+        It reads the chat's tokens from the store and hashes the branches that lead to
+        these messages; the checkpoint store answers from its index, without reading a
+        file. An engine in another process answers only between jobs: call it from a
+        worker thread.
+        """
         engine = self.engine
-        if engine is None or self._conversation is None:
-            return set()
         with self._lock:
-            return chat_reads.saved_message_ids(self._conv(), self._store, engine)
+            conversation = self._conversation
+            if conversation is None:
+                return {}
+            session_id, tree = conversation.session_id, conversation.tree.copy()
+        if engine is None:
+            return dict.fromkeys(tree.ids() if message_ids is None else [i for i in message_ids if i in tree])
+        return chat_reads.checkpoint_tiers(session_id, tree, self._store, engine, message_ids)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done)."""
