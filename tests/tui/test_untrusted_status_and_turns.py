@@ -110,13 +110,13 @@ async def test_saved_marks_are_not_asked_for_while_a_job_runs_and_come_back_afte
         await send(pilot, "hello")
         await pilot.press("ctrl+t")
         asked_while_running: list[bool] = []
-        ask = screen.controller.saved_message_ids
+        ask = screen.controller.checkpoint_tiers
 
-        def saved_message_ids() -> set[int]:
+        def checkpoint_tiers(message_ids=None):
             asked_while_running.append(bool(screen.jobs.running()))
-            return ask()
+            return ask(message_ids)
 
-        screen.controller.saved_message_ids = saved_message_ids  # type: ignore[method-assign]
+        screen.controller.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
         script.hold_after = 2
         screen.chat_input.focus()
         await type_text(pilot, "again")
