@@ -131,12 +131,18 @@ class MessageTree(Tree[NodeInfo]):
         if info.hidden is not None:
             _, start, end = info.hidden
             words = stretch_words(end - start, earlier=start == 0)
-            text = Text.assemble(("  ", base_style), (words, part("message-tree--quiet")))
+            top = node.parent is not None and node.parent.is_root
+            text = Text.assemble((f"{RUN_LINE} " if top else "  ", base_style + part("tree--guides")),
+                                 (words, part("message-tree--quiet")))
             text.stylize(style)
             return text
         if node.allow_expand:
             toggle = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
             prefix = (toggle, base_style + Style.from_meta({"toggle": True}))
+        elif info.in_run and node.parent is not None and node.parent.is_root:
+            # The top level has no guides to draw a run's line in: it goes where a toggle would.
+            line = RUN_LINE_ACTIVE if info.active else RUN_LINE
+            prefix = (f"{line} ", base_style + part("message-tree--active" if info.active else "tree--guides"))
         else:
             prefix = ("  ", base_style)
         label = node.label

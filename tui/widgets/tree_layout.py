@@ -48,6 +48,8 @@ class TreeLayout:
         """Folded nodes whose branches are not built yet -> their message id."""
         self._budget_end = NODE_BUDGET
         self._work: list[tuple[TreeNode[NodeInfo], list[ChatMessage]]] = []
+        self._queued = 0
+        """Messages waiting in ``_work``: counted against the budget before they are built."""
 
     def build(self) -> None:
         self.widget.clear()
@@ -111,12 +113,17 @@ class TreeLayout:
     def _fill(self, container: TreeNode[NodeInfo], starts: list[ChatMessage]) -> None:
         """Build ``starts`` under ``container`` and the branches below them that are
         built now (a work list, not recursion: a chat may fork thousands of times deep)."""
-        self._work.append((container, starts))
+        self._queue(container, starts)
         self._drain()
+
+    def _queue(self, container: TreeNode[NodeInfo], starts: list[ChatMessage]) -> None:
+        self._work.append((container, starts))
+        self._queued += len(starts)
 
     def _drain(self) -> None:
         while self._work:
             container, starts = self._work.pop()
+            self._queued -= len(starts)
             if len(starts) == 1:
                 self._add_run(container, starts[0])
             else:
@@ -175,11 +182,11 @@ class TreeLayout:
             self.nodes[message.id] = node
             return node
         on_path = message.id in self.target_path or message.id in self.head_path
-        expanded = self.folds.get(message.id, on_path or len(self.nodes) < self._budget_end)
+        expanded = self.folds.get(message.id, on_path or len(self.nodes) + self._queued < self._budget_end)
         node = container.add(label, info, before=before, after=after, expand=expanded)
         self.nodes[message.id] = node
         if expanded or on_path:
-            self._work.append((node, kids))
+            self._queue(node, kids)
         else:
             self.unbuilt[node.id] = message.id
         return node
