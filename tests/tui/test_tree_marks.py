@@ -1,0 +1,48 @@
+"""The tree's saved-state marks in the app: read from the controller in a worker, for the
+messages the panel built, and drawn as RAM, disk or cold."""
+
+from __future__ import annotations
+
+from tests.tui.helpers import ready, send, settle
+from tui.widgets.message_tree import COLD_MARK, DISK_MARK, SAVED_MARK
+
+
+def tier_of(screen, message_id: int):
+    node = screen.tree_panel._layout.nodes[message_id]
+    return node.data.tier if node.data.tier_known else "unknown"
+
+
+def mark_drawn(screen, message_id: int) -> str:
+    tree = screen.tree_panel.message_tree
+    node = screen.tree_panel._layout.nodes[message_id]
+    return tree.render_label(node, tree.rich_style, tree.rich_style).plain[2]
+
+
+async def test_the_marks_say_ram_disk_or_cold_as_the_engine_keeps_the_states(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        engine = screen.controller._factory.engines[-1]
+        engine.on_disk.add(min(engine.saved, key=len))  # the first question's state: moved to disk
+        asked: list[list[int]] = []
+        ask = screen.controller.checkpoint_tiers
+
+        def checkpoint_tiers(message_ids=None):
+            asked.append(list(message_ids))
+            return ask(message_ids)
+
+        screen.controller.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        question, reply, second, last = (m.id for m in screen.controller.snapshot().path)
+        assert asked and sorted(asked[-1]) == sorted(screen.tree_panel.built_ids)
+        assert [tier_of(screen, i) for i in (question, reply, second, last)] == ["disk", "ram", "ram", "ram"]
+        assert mark_drawn(screen, question) == DISK_MARK and mark_drawn(screen, last) == SAVED_MARK
+
+        edited = screen.controller.edit(second, "two, said again")  # a version never decoded
+        await screen.show_head()
+        await settle(pilot)
+        assert tier_of(screen, edited.id) is None and mark_drawn(screen, edited.id) == COLD_MARK
+        assert tier_of(screen, second) == "ram"
