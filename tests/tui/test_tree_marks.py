@@ -46,3 +46,19 @@ async def test_the_marks_say_ram_disk_or_cold_as_the_engine_keeps_the_states(mak
         await settle(pilot)
         assert tier_of(screen, edited.id) is None and mark_drawn(screen, edited.id) == COLD_MARK
         assert tier_of(screen, second) == "ram"
+
+
+async def test_help_explains_the_tree_marks(make_app):
+    from tests.tui.helpers import wait_for
+    from tui.screens.help_screen import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        legend = str(app.screen.query_one("#help-tree").render())
+        assert all(f"{mark} {words}" in legend for mark, words in
+                   ((SAVED_MARK, "the state after a message is in RAM"), (DISK_MARK, "on disk"),
+                    (COLD_MARK, "saved nowhere")))
+        assert "Enter or a second click goes there" in legend
