@@ -6,7 +6,7 @@ from __future__ import annotations
 from sessions.tree import ConversationTree
 from tests.tui.test_panels import PanelApp, message, nodes_by_id
 from tui.widgets.message_tree import MORE_MARK
-from tui.widgets.tree_layout import NODE_BUDGET, RUN_AFTER, RUN_PAGE
+from tui.widgets.tree_layout import MAX_FORKS, NODE_BUDGET, RUN_AFTER, RUN_PAGE
 from tui.widgets.tree_panel import TreePanel
 
 LONG = 5000
@@ -121,3 +121,39 @@ async def test_past_the_budget_a_branch_starts_folded_and_is_built_when_unfolded
         panel.show(tree, {1, head - 1, head}, {}, head)  # drawn again: the branch unfolded stays so
         await pilot.pause()
         assert nodes_by_id(panel)[answer].is_expanded and nodes_by_id(panel)[answer].children
+
+
+def regenerated_every_time(count: int) -> ConversationTree:
+    """Every question answered twice, the chat going on from the second answer: a branch
+    that forks ``count`` times, each fork nested in the one before."""
+    messages, parent = [], None
+    for fork in range(count):
+        question = 1 + 3 * fork
+        messages += [message(question, parent, "user", f"question {fork}"),
+                     message(question + 1, question, "assistant", f"first answer {fork}"),
+                     message(question + 2, question, "assistant", f"second answer {fork}")]
+        parent = question + 2
+    return ConversationTree(messages)
+
+
+async def test_a_branch_that_forks_thousands_of_times_is_drawn_from_its_last_forks_and_goes_up_on_request():
+    panel = TreePanel()
+    async with PanelApp(panel).run_test(size=(100, 30)) as pilot:
+        forks = LONG // 3
+        tree = regenerated_every_time(forks)
+        head = 3 * forks
+        panel.show(tree, {m.id for m in tree.path_to(head)}, {}, head)  # one Tree level per fork would overflow
+        await pilot.pause()
+        assert panel.cursor_message_id == head and node_count(panel) < 4 * MAX_FORKS
+        tree_widget = panel.message_tree
+        above = panel.message_tree.root.children[0]
+        label = lambda node: tree_widget.render_label(node, tree_widget.rich_style, tree_widget.rich_style).plain  # noqa: E731
+        # the forks drawn: the last MAX_FORKS, counted from the one the drawing starts at
+        assert f"{forks - MAX_FORKS:,} forks above" in label(above)
+        top = above.data.message_id
+        panel.focus()
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        assert panel.cursor_message_id == top  # where the drawing started before: still in view
+        assert f"{forks - 2 * MAX_FORKS:,} forks above" in label(panel.message_tree.root.children[0])
+        assert node_count(panel) < 8 * MAX_FORKS

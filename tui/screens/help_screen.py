@@ -26,7 +26,8 @@ INTRO = ("Keys work while you type; Esc also stops a reply or cancels an edit. R
 TREE_LEGEND = (f"In the tree panel: {SAVED_MARK} the state after a message is in RAM, {DISK_MARK} on disk, "
                f"{COLD_MARK} saved nowhere (going there decodes it); {HEAD_MARK} the head; {RUN_LINE} a run of "
                "messages, ├─ └─ alternatives with ‹i/n›; heavy and bold: the branch shown. A click shows what "
-               "going to a message costs, Enter or a second click goes there; ⋯ builds more of a long run.")
+               "going to a message costs, Enter or a second click goes there; ⋯ builds more of a long run, "
+               "or goes up a branch that forks many times.")
 
 
 def key_rows(keymap: Mapping[str, str], display) -> list[tuple[str, str, str]]:

@@ -64,13 +64,17 @@ class NodeInfo:
     """A stretch of a run not built yet: ``(id of the run's first message, from, to)``,
     positions in the run, ``to`` excluded; None for a message."""
 
+    above: int = 0
+    """A node standing for the forks above a deep branch, not drawn: how many (the message
+    is the first one drawn below them)."""
+
     @property
     def saved(self) -> bool:
         return self.tier is not None
 
     @property
     def is_message(self) -> bool:
-        return self.hidden is None
+        return self.hidden is None and not self.above
 
     @property
     def in_run(self) -> bool:
@@ -128,6 +132,10 @@ class MessageTree(Tree[NodeInfo]):
         if info is None:
             return super().render_label(node, base_style, style)
         part = lambda name: self.get_component_rich_style(name, partial=True)  # noqa: E731
+        if info.above:
+            noun = "fork" if info.above == 1 else "forks"
+            words = f"{MORE_MARK} {info.above:,} {noun} above: the branch goes on up"
+            return Text.assemble(("  ", base_style), (words, part("message-tree--quiet")), style=style)
         if info.hidden is not None:
             _, start, end = info.hidden
             words = stretch_words(end - start, earlier=start == 0)

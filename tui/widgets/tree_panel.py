@@ -38,7 +38,7 @@ from tui.widgets.message_tree import (
     NodeInfo,
     first_line,
 )
-from tui.widgets.tree_layout import TreeLayout
+from tui.widgets.tree_layout import MAX_FORKS, TreeLayout
 
 __all__ = ["HEAD_MARK", "LEGEND_TOOLTIP", "SAVED_MARK", "NodeInfo", "TreePanel", "first_line"]
 
@@ -49,7 +49,7 @@ LEGEND_TOOLTIP = (
     f"{HEAD_MARK} head: where the next message will be added\n"
     "bold, heavy line: the branch shown; │ a run of messages; ├─ └─ alternatives, ‹i/n›\n"
     "a click: what going to a message costs; enter or a second click: go there;\n"
-    "space: fold or unfold a branch; ⋯: more messages, built when chosen"
+    "space: fold or unfold a branch; ⋯: more messages, or the forks above, when chosen"
 )
 
 
@@ -104,6 +104,10 @@ class TreePanel(Widget):
         """Branches the user folded (False) or unfolded (True), by message id."""
         self._pending: tuple[ConversationTree, set[int], dict[int, Tier | None], int | None] | None = None
         self._layout: TreeLayout | None = None
+        self._shown: tuple[ConversationTree, set[int], dict[int, Tier | None], int | None] | None = None
+        """What ``show`` was last given (drawn again when the user moves the window up)."""
+        self._top_id: int | None = None
+        """The fork the drawing starts at, for a branch that forks deeper than ``MAX_FORKS``."""
         self._ready = False
         """True once the children exist (``show`` before that is replayed on mount)."""
         self.branch_count = 0
@@ -159,17 +163,31 @@ class TreePanel(Widget):
             self._pending = (tree, set(active_ids), dict(tiers), head_id)
             return
         self._pending = None
-        widget = self.message_tree
+        self._shown = (tree, set(active_ids), dict(tiers), head_id)
         was_on = self.cursor_message_id
         target = was_on if was_on is not None and was_on != self._head_id and was_on in tree else None
         if target is None and head_id is not None and head_id in tree:
             target = head_id
+        self._draw(target)
+
+    def _draw(self, target: int | None) -> None:
+        """Build the nodes around ``target`` and put the cursor on it."""
+        assert self._shown is not None
+        tree, active_ids, tiers, head_id = self._shown
+        widget = self.message_tree
         self._head_id = head_id
         self._folds = {message_id: value for message_id, value in self._folds.items() if message_id in tree}
         path_ids = lambda message_id: [m.id for m in tree.path_to(message_id)] if message_id in tree else []  # noqa: E731
-        self._layout = layout = TreeLayout(widget, tree, active=set(active_ids), tiers=tiers, head_id=head_id,
-                                           folds=self._folds, target_path=path_ids(target),
-                                           head_path=path_ids(head_id))
+        target_path = path_ids(target)
+        forks = [message_id for message_id in target_path if len(tree.siblings(message_id)) > 1]
+        first = len(forks) - MAX_FORKS  # the fork the drawing starts at (none: the top)
+        if self._top_id in forks and forks.index(self._top_id) < first:
+            first = forks.index(self._top_id)  # moved up by the user, and still above the cursor
+        self._top_id = forks[first] if first > 0 else None
+        self._layout = layout = TreeLayout(
+            widget, tree, active=active_ids, tiers=tiers, head_id=head_id, folds=self._folds,
+            target_path=target_path, head_path=path_ids(head_id),
+            top=tree.get(self._top_id) if self._top_id is not None else None, forks_above=max(first, 0))
         layout.build()
         self.branch_count = len(tree.leaves()) if len(tree) else 0
         self.query_one("#tree-summary", Static).update(self._summary(tree))
@@ -184,6 +202,17 @@ class TreePanel(Widget):
         if chosen is not None:
             self.call_after_refresh(widget.scroll_to_node, chosen, animate=False)
         self.post_message(self.NodesBuilt(list(layout.nodes), self))
+
+    def _go_up(self) -> None:
+        """Draw the branch from ``MAX_FORKS`` forks higher, the cursor on where it started."""
+        if self._shown is None or self._top_id is None:
+            return
+        tree = self._shown[0]
+        forks = [m.id for m in tree.path_to(self._top_id) if len(tree.siblings(m.id)) > 1]
+        first = len(forks) - 1 - MAX_FORKS
+        start = self._top_id
+        self._top_id = forks[first] if first > 0 else None
+        self._draw(start)
 
     def set_tiers(self, tiers: Mapping[int, Tier | None]) -> None:
         """Where the states of these messages are kept (``SessionController.checkpoint_tiers``)."""
@@ -220,6 +249,8 @@ class TreePanel(Widget):
             return
         if info.is_message:
             self.post_message(self.NodeChosen(info.message_id, self))
+        elif info.above:
+            self._go_up()
         elif self._layout is not None:
             self._built(self._layout.reveal(event.node))
 
