@@ -62,3 +62,28 @@ async def test_help_explains_the_tree_marks(make_app):
                    ((SAVED_MARK, "the state after a message is in RAM"), (DISK_MARK, "on disk"),
                     (COLD_MARK, "saved nowhere")))
         assert "Enter or a second click goes there" in legend
+
+
+async def test_delete_on_a_line_that_stands_for_messages_not_drawn_asks_for_a_message(make_app, monkeypatch):
+    from tests.tui.helpers import wait_for
+    from tui.screens.dialogs import ConfirmScreen
+    from tui.widgets import tree_layout
+
+    monkeypatch.setattr(tree_layout, "RUN_PAGE", 2)  # a chat of four messages is a long run
+    monkeypatch.setattr(tree_layout, "RUN_AFTER", 1)
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert len(screen.tree_panel.built_ids) == 2
+        screen.tree_panel.focus()
+        await pilot.press("home")
+        assert screen.tree_panel.cursor_message_id is None
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: any("cursor on a message" in n.message for n in app._notifications),
+                       "the notice")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert len(screen.controller.snapshot().tree) == 4  # nothing deleted

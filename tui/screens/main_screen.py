@@ -168,6 +168,9 @@ class MainScreen(ChatScreen):
         # What the user is looking at when the key is pressed: the tree's cursor while the
         # tree has the focus, not the chat's selection hidden beside it.
         chosen = self.tree_panel.cursor_message_id if self.tree_has_focus() else None
+        if self.tree_has_focus() and chosen is None:  # a line that stands for messages not drawn
+            self.notify("Put the tree's cursor on a message to delete it and what follows it.")
+            return
         # a reply being written stops and is counted
         await self.jobs.when_idle(lambda: self.ask_delete(chosen))
 
