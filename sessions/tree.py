@@ -142,6 +142,10 @@ class ConversationTree:
     def __contains__(self, message_id: object) -> bool:
         return message_id in self._nodes
 
+    def ids(self) -> list[int]:
+        """Every message's id, in creation order."""
+        return list(self._nodes)
+
     def __len__(self) -> int:
         return len(self._nodes)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tui import entry as entry
 from sessions.cli import main
 from sessions.store import SessionStore
+from tui import entry
 
 LONG = "Tell me a story about a dragon who liked tea and lived in a castle by the cold grey sea"
 

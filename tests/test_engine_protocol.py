@@ -31,8 +31,8 @@ def shape(function) -> list[tuple[str, object, bool]]:
 
 
 def test_the_protocol_lists_what_the_controller_uses():
-    assert METHODS == ["clear_abort", "close", "detokenize", "generate", "is_saved", "plan", "prepare",
-                       "request_abort", "tokenize"]
+    assert METHODS == ["clear_abort", "close", "detokenize", "generate", "plan", "prepare",
+                       "request_abort", "saved_tiers", "tokenize"]
     assert ATTRIBUTES == ["info", "n_ctx", "template"]
 
 

@@ -35,7 +35,7 @@ from sessions.branching.restore import RouteRunner
 from sessions.branching.segments import batches, segment_boundaries
 from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
 from sessions.branching.swa_ring import SwaRing
-from sessions.checkpoints import CheckpointStore, Kind, StateCompat
+from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 from sessions.crashpoints import crashpoint
 from sessions.llama.batch_fill import TokenIds
 from sessions.llama.context import ContextFull, DecodeCancelled, LlamaContext
@@ -169,12 +169,13 @@ class BranchEngine:
                           with_speeds(self.cost, self.ctx.speeds),
                           need_logits=need_logits)
 
-    def is_saved(self, prefix: str) -> bool:
-        """Whether a branch ending after the tokens with this hash restores without decoding."""
+    def saved_tier(self, prefix: str) -> Tier | None:
+        """Where the checkpoint that restores a branch ending after the tokens with this
+        hash without decoding is kept (None: nowhere); an index lookup, no disk read."""
         if self.store is None:
-            return False
+            return None
         kind: Kind = "cells" if self.kind is MemoryKind.PLAIN else "snapshot"
-        return self.store.has(self.compat, prefix, kind)
+        return self.store.where(self.compat, prefix, kind)
 
     # -- running ----------------------------------------------------------------------
 

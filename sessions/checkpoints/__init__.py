@@ -10,7 +10,7 @@ from .errors import CheckpointError, InvalidSegmentError, StoreClosedError
 from .file_reads import Place, Placed, StateSpan
 from .keys import Kind, PrefixHasher, StateCompat, prefix_hash
 from .listing import CheckpointFile, Removed, list_files, remove_files
-from .segment import Segment, SegmentMeta
+from .segment import Segment, SegmentMeta, Tier
 from .store import CheckpointStore, StoreStats
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "StateSpan",
     "StoreClosedError",
     "StoreStats",
+    "Tier",
     "list_files",
     "prefix_hash",
     "remove_files",

@@ -15,7 +15,6 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from .. import paths
 from .disk_tier import DiskTier
@@ -25,7 +24,7 @@ from .file_reads import Place, Placed
 from .keys import FILE_SUFFIX, Key, Kind, StateCompat, fingerprint_id, key_of
 from .listing import CheckpointFile
 from .ram_tier import RamTier
-from .segment import Segment, SegmentMeta
+from .segment import Segment, SegmentMeta, Tier
 from .writer import BackgroundWriter
 
 log = logging.getLogger(__name__)
@@ -194,7 +193,9 @@ class CheckpointStore:
         """Whether ``get`` would likely succeed; no disk I/O once the index is built."""
         return self.where(compat, prefix, kind) is not None
 
-    def where(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Literal["ram", "disk"] | None:
+    def where(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> Tier | None:
+        """The tier that holds the checkpoint (the writer's queue counts as RAM), or None;
+        no disk I/O once the index is built."""
         key = key_of(compat, prefix, kind)
         if key in self._ram or self._writer.pending(key) is not None:
             return "ram"

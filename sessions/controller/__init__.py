@@ -12,6 +12,7 @@ from sessions.attachments import Attachment, AttachmentError, appended
 from sessions.bounded_read import NotRegularFile, read_regular_file
 from sessions.branching.branch_engine import PrepareResult
 from sessions.branching.planner import Plan
+from sessions.checkpoints import Tier
 from sessions.config import Config, ConfigError, update_config
 from sessions.config.sampling_input import LABELS as SAMPLING_LABELS
 from sessions.config.sampling_input import SamplingValueError, parse_sampling_value
@@ -89,6 +90,7 @@ __all__ = [
     "StopReason",
     "StoreError",
     "TemplateError",
+    "Tier",
     "TreeError",
     "TurnTaken",
     "appended",

@@ -56,7 +56,7 @@ from sessions.tree import Message
 if TYPE_CHECKING:
     from sessions.branching.branch_engine import PrepareResult
     from sessions.branching.planner import Plan
-    from sessions.checkpoints import CheckpointStore
+    from sessions.checkpoints import CheckpointStore, Tier
     from sessions.controller.reply import BranchTokens
     from sessions.exchange import ExportKind
     from sessions.llama.model import ModelInfo
@@ -309,20 +309,34 @@ class SessionController:
                 return chat_reads.context_used(self._chat.conv(), self._store, engine)
 
     def saved_message_ids(self) -> set[int] | None:
-        """Messages whose state at their end is checkpointed (RAM or disk) for this model.
+        """Messages whose state at their end is checkpointed (RAM or disk) for this model;
+        None while a job holds the engine (see ``checkpoint_tiers``)."""
+        tiers = self.checkpoint_tiers()
+        return None if tiers is None else {message_id for message_id, tier in tiers.items() if tier is not None}
 
-        None while a job holds the engine: the question goes to the engine, which may be
-        in another process and answer only once the job ends; the caller keeps the marks
-        it has.
+    def checkpoint_tiers(self, message_ids: Collection[int] | None = None) -> dict[int, Tier | None] | None:
+        """Where the state at the end of each of ``message_ids`` (every message of the open
+        chat when None) is checkpointed for the loaded model: ``"ram"``, ``"disk"``, or
+        None (going there decodes it). Ids not in the open chat are left out.
+
+        It reads the chat's tokens from the store and hashes the branches that lead to
+        these messages; the checkpoint store answers from its index, without reading a
+        file. None while a job holds the engine: the question goes to the engine, which may
+        be in another process and answer only once the job ends; the caller keeps the marks
+        it has. Call it from a worker thread.
         """
         with self._jobs.free() as free:
             if not free:
                 return None
             engine = self.engine
-            if engine is None or self._chat.conversation is None:
-                return set()
             with self._chat.lock:
-                return chat_reads.saved_message_ids(self._chat.conv(), self._store, engine)
+                conversation = self._chat.conversation
+                if conversation is None:
+                    return {}
+                session_id, tree = conversation.session_id, conversation.tree.copy()
+            if engine is None:
+                return dict.fromkeys(tree.ids() if message_ids is None else [i for i in message_ids if i in tree])
+            return chat_reads.checkpoint_tiers(session_id, tree, self._store, engine, message_ids)
 
     def plan_for(self, leaf_id: int | None = None) -> Plan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done);

@@ -16,6 +16,7 @@ from typing import Any
 from sessions.branching.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import Plan
 from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
+from sessions.checkpoints import Tier
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.llama.attention_check import flash_attention_verdict
 from sessions.llama.cache_types import bytes_per_value
@@ -138,9 +139,9 @@ class LlamaChatEngine:
         finally:
             sampler.close()
 
-    def is_saved(self, prefix: str) -> bool:
-        """Whether the state after the token prefix with this hash is checkpointed."""
-        return self.branches.is_saved(prefix)
+    def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
+        """Where the state after each token prefix with these hashes is checkpointed."""
+        return [self.branches.saved_tier(prefix) for prefix in prefixes]
 
     def request_abort(self) -> None:
         self.ctx.request_abort()

@@ -129,8 +129,8 @@ class _Worker:
     def _plan(self, target, ends, need_logits=True):
         return self.engine.plan(target, ends, need_logits=need_logits)
 
-    def _is_saved(self, prefix: str) -> bool:
-        return self.engine.is_saved(prefix)
+    def _saved_tiers(self, prefixes):
+        return self.engine.saved_tiers(prefixes)
 
     def _prepare(self, target, ends, stepped, reply_follows=False, need_logits=True):
         progress = lambda done, total, rate: self.channel.send("progress", done, total, rate)  # noqa: E731

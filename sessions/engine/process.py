@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from sessions.branching.branch_engine import GenerateResult
+from sessions.checkpoints import Tier
 from sessions.engine.settings import EngineSettings
 from sessions.engine.wire import Loaded, LoadRequest, WireError, from_wire
 from sessions.rpc.errors import EngineLost, RpcError
@@ -233,8 +234,8 @@ class EngineProcess:
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
 
-    def is_saved(self, prefix: str) -> bool:
-        return self._call("is_saved", prefix)
+    def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
+        return self._call("saved_tiers", list(prefixes))
 
     def request_abort(self) -> None:
         """Stop the running prepare between batches (any thread)."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.branching.planner import Plan
+    from sessions.checkpoints import Tier
     from sessions.engine.settings import EngineSettings
     from sessions.llama.model import ModelInfo
     from sessions.sampling import SamplingSettings
@@ -74,8 +75,10 @@ class ChatEngine(Protocol):
         """Sample a reply after the live sequence; blocking."""
         ...
 
-    def is_saved(self, prefix: str) -> bool:
-        """Whether the state after the token prefix with this hash is checkpointed."""
+    def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
+        """Where the state after each token prefix with these hashes is checkpointed:
+        ``"ram"``, ``"disk"`` or None (not saved), in order. One call for many prefixes,
+        so an engine in another process answers a whole tree in one round trip."""
         ...
 
     def request_abort(self) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import CostModel, Plan, SegmentInfo, SnapshotInfo, common_prefix
+from sessions.checkpoints import Tier, prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.llama.model import ModelInfo
@@ -82,6 +83,8 @@ class FakeEngine:
         self.script = script
         self.live: list[int] = []
         self.saved: set[tuple[int, ...]] = set()
+        self.on_disk: set[tuple[int, ...]] = set()
+        """Saved prefixes the fake says are kept on disk (the others are in RAM)."""
         self._abort = threading.Event()
         self.closed = False
         self.sampled_with: list[SamplingSettings] = []
@@ -153,10 +156,10 @@ class FakeEngine:
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
 
-    def is_saved(self, prefix: str) -> bool:
-        from sessions.checkpoints import prefix_hash
-
-        return any(prefix_hash(saved) == prefix for saved in self.saved)
+    def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
+        tiers: dict[str, Tier] = {prefix_hash(saved): "disk" if saved in self.on_disk else "ram"
+                                  for saved in self.saved}
+        return [tiers.get(prefix) for prefix in prefixes]
 
     def request_abort(self) -> None:
         self._abort.set()

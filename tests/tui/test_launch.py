@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import sessions.cli
-from tui import entry as launch
 from sessions.config import CheckpointConfig, Config
 from sessions.controller import EngineSettings
 from sessions.store import StoreError
+from tui import entry as launch
 from tui.app import LlamaChatApp
 from tui.startup import StartupRequest
 

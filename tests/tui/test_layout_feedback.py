@@ -102,7 +102,8 @@ async def test_at_60_columns_the_tree_keeps_the_head_mark_a_legend_that_does_not
         assert screen.tree_panel.region.width <= 26 and screen.conversation_view.region.width >= 30
         lines = [line[screen.tree_panel.region.x:] for line in screen_text(app)]
         assert any(f"{HEAD_MARK} A fairly" in line for line in lines)  # on the head's line, before its text
-        assert lines[0].strip("▏ ") == "1 branch · 2 messages" and lines[1].strip("▏ ") == f"● saved  {HEAD_MARK} head"
+        assert lines[0].strip("▏ ") == "1 branch · 2 messages"
+        assert lines[1].strip("▏ ") == f"●RAM ◐disk ○cold {HEAD_MARK}head"
 
 
 async def test_the_footer_keeps_help_at_80_columns(make_app):

@@ -53,6 +53,7 @@ def test_main_screen_with_a_selected_message_and_the_tree(snap_compare, make_app
     async def select_and_open_tree(pilot):
         await quiet(pilot)
         await pilot.press("ctrl+up", "ctrl+up", "ctrl+t")
+        await pilot.app.workers.wait_for_complete()  # the saved-state marks, read in a worker
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=select_and_open_tree)

@@ -36,6 +36,32 @@ def fixed_tree() -> ConversationTree:
     )
 
 
+def forked_tree() -> ConversationTree:
+    """A question answered four times, the second answer followed by a run of four messages
+    (the branch shown), and a long run before it all that is built a page at a time."""
+    texts = [(1, None, "system", "You are a terse assistant.")]
+    texts += [(i, i - 1, "user" if i % 2 == 0 else "assistant", f"Earlier turn {i}.") for i in range(2, 72)]
+    texts += [
+        (72, 71, "user", "Name a fast sorting algorithm."),
+        (73, 72, "assistant", "Quicksort."),
+        (74, 72, "assistant", "Merge sort, stable and O(n log n)."),
+        (75, 72, "assistant", "Radix sort, for integers."),
+        (76, 72, "assistant", "Timsort."),
+        (77, 74, "user", "Why stable?"),
+        (78, 77, "assistant", "Equal keys keep their order."),
+        (79, 78, "user", "Thanks."),
+        (80, 79, "assistant", "You're welcome."),
+        (81, 76, "user", "Where is it used?"),
+    ]
+    return ConversationTree(
+        Message(id=i, session_id=1, parent_id=p, role=r, text=t, created_at=NOW + i)
+        for i, p, r, t in texts
+    )
+
+
+FORKED_TIERS = {72: "disk", 73: None, 74: "ram", 75: None, 76: "disk", 77: None, 78: "ram", 79: None, 80: "ram"}
+
+
 class SnapshotApp(App[None]):
     """One panel on the left of an otherwise empty screen, in llamachat-dark."""
 
@@ -44,10 +70,11 @@ class SnapshotApp(App[None]):
     TreePanel, SessionList { width: 64; border: round $primary; }
     """
 
-    def __init__(self, widget: Widget) -> None:
+    def __init__(self, widget: Widget, forked: bool = False) -> None:
         super().__init__()
         register_themes(self)
         self.widget = widget
+        self.forked = forked
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return default_variables()
@@ -57,8 +84,10 @@ class SnapshotApp(App[None]):
 
     def on_mount(self) -> None:
         self.theme = "llamachat-dark"
-        if isinstance(self.widget, TreePanel):
-            self.widget.show(fixed_tree(), {1, 2, 4, 5, 6}, {2, 6}, 6)
+        if isinstance(self.widget, TreePanel) and self.forked:
+            self.widget.show(forked_tree(), {*range(1, 73), 74, 77, 78, 79, 80}, FORKED_TIERS, 80)
+        elif isinstance(self.widget, TreePanel):
+            self.widget.show(fixed_tree(), {1, 2, 4, 5, 6}, {2: "ram", 6: "ram"}, 6)
         else:
             self.widget.show([
                 SessionSummary(1, "Planning the garden", NOW - 3 * 86400, 14),
@@ -76,6 +105,13 @@ def test_tree_panel_with_a_folded_fork(snap_compare):
     # From the head (message 6) up to message 2, then fold its two replies.
     assert snap_compare(SnapshotApp(TreePanel()), terminal_size=SIZE,
                         press=["up", "up", "up", "up", "space"])
+
+
+def test_tree_panel_runs_forks_with_their_counts_and_where_states_are(snap_compare):
+    # Runs drawn as one line (heavy on the branch shown), the four answers as a fork with
+    # ‹i/4› each and "4 replies" on the question, RAM, disk and cold marks, the long run
+    # before it all built a page at a time behind "⋯ N earlier messages".
+    assert snap_compare(SnapshotApp(TreePanel(), forked=True), terminal_size=SIZE)
 
 
 def test_session_list_newest_first_with_the_current_session(snap_compare):

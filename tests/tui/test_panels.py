@@ -35,7 +35,8 @@ def sample_tree() -> ConversationTree:
 
 
 ACTIVE = {1, 2, 4, 5, 6}
-SAVED = {2, 6}
+SAVED = {2: "ram", 6: "ram", 5: None}
+"""Where the states are kept: 5 is known to be saved nowhere, the others are not known yet."""
 
 
 class PanelApp(App[None]):
@@ -98,7 +99,7 @@ async def test_tree_panel_marks_the_active_path_the_head_and_saved_states():
         panel.show(sample_tree(), ACTIVE, SAVED, 6)
         nodes = nodes_by_id(panel)
         assert {i for i, node in nodes.items() if node.data.active} == ACTIVE
-        assert {i for i, node in nodes.items() if node.data.saved} == SAVED
+        assert {i for i, node in nodes.items() if node.data.saved} == {2, 6}
         assert [i for i, node in nodes.items() if node.data.head] == [6]
         assert nodes[3].data.branch == (1, 2) and nodes[4].data.branch == (2, 2)
         assert nodes[5].data.branch is None
@@ -141,7 +142,7 @@ async def test_show_again_follows_the_head_keeps_a_moved_cursor_and_folds():
         await pilot.pause()
         assert not nodes_by_id(panel)[2].is_expanded
         tree.add(message(10, 9, "assistant", "You're welcome."))
-        panel.show(tree, ACTIVE | {9, 10}, SAVED | {10}, 10)
+        panel.show(tree, ACTIVE | {9, 10}, SAVED | {10: "ram"}, 10)
         assert panel.cursor_message_id == 2  # moved by the user: it stays
         assert not nodes_by_id(panel)[2].is_expanded
         assert nodes_by_id(panel)[10].data.head

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tui.entry import startup_request
 from sessions.cli import LaunchOptions
 from sessions.config import Config
+from tui.entry import startup_request
 from tui.startup import StartupPlan, StartupRequest, plan_startup
 
 

@@ -117,14 +117,14 @@ async def test_saved_marks_are_kept_while_a_job_holds_the_engine_and_come_back_a
             return {node.data.message_id: node.data.saved
                     for node in screen.tree_panel.message_tree._tree_nodes.values() if node.data is not None}
 
-        answers: list[set[int] | None] = []
-        ask = screen.controller.saved_message_ids
+        answers: list[dict | None] = []
+        ask = screen.controller.checkpoint_tiers
 
-        def saved_message_ids() -> set[int] | None:
-            answers.append(ask())
+        def checkpoint_tiers(message_ids=None):
+            answers.append(ask(message_ids))
             return answers[-1]
 
-        screen.controller.saved_message_ids = saved_message_ids  # type: ignore[method-assign]
+        screen.controller.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
         script.hold_after = 2
         screen.chat_input.focus()
         await type_text(pilot, "again")
@@ -133,6 +133,7 @@ async def test_saved_marks_are_kept_while_a_job_holds_the_engine_and_come_back_a
         shown = marks()
         answers.clear()
         screen.refresh_panels()  # what any redraw does while the reply is written
+        await wait_for(pilot, lambda: bool(answers), "the marks asked for")
         assert answers == [None] and {k: v for k, v in marks().items() if k in shown} == shown
         assert any(shown.values())  # marks that a blank answer would have taken away
         await pilot.press("escape")

@@ -44,6 +44,7 @@ def test_delete_in_the_tree_names_the_node(snap_compare, make_app, fake_model):
         await quiet(pilot)
         await pilot.press("ctrl+up", "ctrl+up", "ctrl+t", "f8")  # the question selected; the tree on the reply
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), "the question")
+        await pilot.app.workers.wait_for_complete()  # the saved-state marks, read in a worker
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=delete_from_the_tree)

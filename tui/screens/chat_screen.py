@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker
 
-from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController
+from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController, Tier
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
 from tui.events import CoreEvent
@@ -60,8 +60,8 @@ class ChatScreen(Screen[None]):
         self.mode = InputMode()
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
-        self._saved_ids: set[int] = set()
-        """The saved marks last read: kept while a job runs (see ``refresh_panels``)."""
+        self._tiers: dict[int, Tier | None] = {}
+        """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
 
@@ -185,7 +185,7 @@ class ChatScreen(Screen[None]):
             snapshot = None
         if self.tree_panel.has_class("-open") and snapshot is not None:
             head = snapshot.head
-            self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self.saved_ids(),
+            self.tree_panel.show(snapshot.tree, {m.id for m in snapshot.path}, self._tiers,
                                  head.id if head else None)
         if self.session_list.has_class("-open"):
             try:
@@ -194,14 +194,27 @@ class ChatScreen(Screen[None]):
                 return
             self.session_list.show(sessions, self.controller.session_id)
 
-    def saved_ids(self) -> set[int]:
-        """The messages whose states are saved. While a job holds the engine the controller
-        does not say (``saved_message_ids``): the marks last read stay, and the end of the
-        job redraws them."""
-        saved = self.controller.saved_message_ids()
-        if saved is not None:
-            self._saved_ids = saved
-        return self._saved_ids
+    @on(TreePanel.NodesBuilt)
+    def read_tiers(self, message: TreePanel.NodesBuilt) -> None:
+        """Read where the states of the messages the tree built are kept, in a worker (the
+        store and the checkpoint index are read). While a job holds the engine the
+        controller does not say (``checkpoint_tiers``): the marks last read stay, and the
+        end of the job draws the tree again, and asks again."""
+        if not message.message_ids:
+            return
+        panel, ids = self.tree_panel, message.message_ids
+
+        def read() -> None:
+            tiers = self.controller.checkpoint_tiers(ids)
+            if tiers is not None:
+                self.app.call_from_thread(self.tiers_read, panel, tiers)
+
+        self.run_worker(read, thread=True, group="tiers", exit_on_error=False,
+                        description="reading where the saved states are")
+
+    def tiers_read(self, panel: TreePanel, tiers: dict[int, Tier | None]) -> None:
+        self._tiers.update(tiers)
+        panel.set_tiers(tiers)
 
     def show_loaded_model(self) -> None:
         """The loaded model's chat template and how full its context is, once a load job has

@@ -17,10 +17,17 @@ from textual.widgets import DataTable, Static
 
 from tui.bindings import KEYS, PALETTE, current_key
 from tui.safe_text import inert
+from tui.widgets.message_tree import COLD_MARK, DISK_MARK, HEAD_MARK, RUN_LINE, SAVED_MARK
 
 INTRO = ("Keys work while you type; Esc also stops a reply or cancels an edit. Rebind any key in "
          "the [keys] table of config.toml, e.g. regenerate = \"f11\". Every action is also in "
          "the command palette.")
+
+TREE_LEGEND = (f"In the tree panel: {SAVED_MARK} the state after a message is in RAM, {DISK_MARK} on disk, "
+               f"{COLD_MARK} saved nowhere (going there decodes it); {HEAD_MARK} the head; {RUN_LINE} a run of "
+               "messages, ├─ └─ alternatives with ‹i/n›; heavy and bold: the branch shown. A click shows what "
+               "going to a message costs, Enter or a second click goes there; ⋯ builds more of a long run, "
+               "or goes up a branch that forks many times.")
 
 
 def key_rows(keymap: Mapping[str, str], display) -> list[tuple[str, str, str]]:
@@ -54,6 +61,7 @@ class HelpScreen(ModalScreen[None]):
             for shown, description, binding_id in key_rows(self.keymap, self.app.get_key_display):
                 table.add_row(Text(shown), Text(description), Text(binding_id))
             yield table
+            yield Static(Text(TREE_LEGEND), id="help-tree")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)

@@ -109,6 +109,9 @@ async def delete_branch(screen: ChatHost) -> None:
     # What the user is looking at when the key is pressed: the tree's cursor while the
     # tree has the focus, not the chat's selection hidden beside it.
     chosen = screen.tree_panel.cursor_message_id if screen.tree_has_focus() else None
+    if screen.tree_has_focus() and chosen is None:  # a line that stands for messages not drawn
+        screen.notify("Put the tree's cursor on a message to delete it and what follows it.")
+        return
     # a reply being written stops and is counted
     await screen.jobs.when_idle(lambda: ask_delete(screen, chosen))
 

@@ -1,124 +1,56 @@
-"""The whole conversation as a tree: every branch at once, the active one picked out.
+"""The whole conversation as a tree: every branch at once, the branch shown picked out.
 
 The conversation view shows one branch; this panel is where the other branches stay
 visible, so a user can see that an earlier reply was regenerated three times or that a
-question was edited, and jump there. Nesting follows the *forks*, not the messages: a
-run of messages with no alternatives is listed flat, and only where the conversation
-splits do the alternatives become indented branches. A long chat therefore stays
-narrow, and the depth of the tree says how many times the path forked.
+question was edited, and go there. A run of messages is drawn as a run and a fork as a
+fork with its count (``tui.widgets.message_tree``); the nodes are built as they come into
+view, so a long chat opens at once (``tui.widgets.tree_layout``).
 
 Each line is a saved-state mark, a role icon and the first line of the message. The
-active path is bold in ``$tree-active``, the head carries ``»`` in ``$tree-head`` before
-its text (so a narrow panel cuts the text, never the mark), and ``●`` in ``$saved-mark``
-marks messages whose model state is checkpointed (going there costs no prompt
-processing). Under the legend, a line says what making the message under the cursor
-live would cost (the screen computes it: ``show_cost``).
+branch shown is bold in ``$tree-active``, the head carries ``»`` in ``$tree-head`` before
+its text (so a narrow panel cuts the text, never the mark). Under the legend, a line says
+what making the message under the cursor live would cost (the screen computes it:
+``show_cost``); a click only moves the cursor there, Enter or a second click goes there.
+The marks come from the controller, read by the screen in a worker: the panel says which
+messages it has built (``NodesBuilt``) and is handed their tiers (``set_tiers``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from rich.style import Style
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static, Tree
-from textual.widgets.tree import TreeNode
 
-from sessions.controller import ConversationTree, title_from_text
-from sessions.controller import Message as ChatMessage
-from tui.safe_text import inert
-
-ROLE_ICONS = {"system": "⚙", "user": "❯", "assistant": "✦"}
-LABEL_LIMIT = 40
-"""Longest first line shown for a message, in characters."""
-SAVED_MARK = "●"
-HEAD_MARK = "»"
-LEGEND_TOOLTIP = (
-    f"{SAVED_MARK} the model state after this message is saved: going there is instant\n"
-    f"{HEAD_MARK} head: where the next message will be added\n"
-    "bold: the active branch\n"
-    "enter or a click on the cursor's line: switch to the message under the cursor,\n"
-    "space: fold or unfold a branch"
+from sessions.controller import ConversationTree, Tier
+from tui.widgets.message_tree import (
+    COLD_MARK,
+    DISK_MARK,
+    HEAD_MARK,
+    SAVED_MARK,
+    MessageTree,
+    NodeInfo,
+    first_line,
 )
+from tui.widgets.tree_layout import MAX_FORKS, TreeLayout
 
+__all__ = ["HEAD_MARK", "LEGEND_TOOLTIP", "SAVED_MARK", "NodeInfo", "TreePanel", "first_line"]
 
-@dataclass(frozen=True)
-class NodeInfo:
-    """What one tree line shows about its message."""
-
-    message_id: int
-    role: str
-    active: bool = False
-    head: bool = False
-    saved: bool = False
-    branch: tuple[int, int] | None = None
-    """``(i, n)`` when the message is one of ``n`` alternatives, else None."""
-
-
-def first_line(text: str, limit: int = LABEL_LIMIT) -> str:
-    """The message's first non-blank line, shortened, safe to draw."""
-    return inert(title_from_text(text, limit)) or "(empty)"
-
-
-class MessageTree(Tree[NodeInfo]):
-    """A ``Tree`` that draws llamachat's marks with theme-variable styles."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = Tree.COMPONENT_CLASSES | {
-        "message-tree--active",
-        "message-tree--head",
-        "message-tree--saved",
-        "message-tree--quiet",
-    }
-    DEFAULT_CSS = """
-    MessageTree {
-        & > .message-tree--active { color: $tree-active; text-style: bold; }
-        & > .message-tree--head { color: $tree-head; text-style: bold; }
-        & > .message-tree--saved { color: $saved-mark; }
-        & > .message-tree--quiet { color: $stats-foreground; }
-    }
-    """
-
-    async def _on_click(self, event: events.Click) -> None:
-        """A click on another line only moves the cursor there, so the panel says what going
-        there costs before anything happens; a click on the cursor's line goes there, as
-        Enter does (``Tree``'s own handler, which switched on the first click)."""
-        meta = event.style.meta
-        line = meta.get("line")
-        if isinstance(line, int) and not meta.get("toggle", False) and line != self.cursor_line:
-            event.prevent_default()
-            self.cursor_line = line
-
-    def render_label(self, node: TreeNode[NodeInfo], base_style: Style, style: Style) -> Text:
-        info = node.data
-        if info is None:
-            return super().render_label(node, base_style, style)
-        part = lambda name: self.get_component_rich_style(name, partial=True)  # noqa: E731
-        if node.allow_expand:
-            toggle = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
-            prefix = (toggle, base_style + Style.from_meta({"toggle": True}))
-        else:
-            prefix = ("  ", base_style)
-        label = node.label
-        body = label.copy() if isinstance(label, Text) else Text(label)
-        if info.active:
-            body.stylize(part("message-tree--active"))
-        text = Text.assemble(
-            prefix,
-            (f"{SAVED_MARK} " if info.saved else "  ", part("message-tree--saved")),
-            (f"{ROLE_ICONS.get(info.role, '?')} ", part("message-tree--quiet")),
-            (f"{HEAD_MARK} " if info.head else "", part("message-tree--head")),
-            body,
-        )
-        if info.branch is not None:
-            text.append(f" ‹{info.branch[0]}/{info.branch[1]}›", part("message-tree--quiet"))
-        text.stylize(style)
-        return text
+LEGEND_TOOLTIP = (
+    f"{SAVED_MARK} the model state after this message is in RAM: going there is instant\n"
+    f"{DISK_MARK} it is on disk: going there reads it back\n"
+    f"{COLD_MARK} it is saved nowhere: going there decodes from the last saved point\n"
+    f"{HEAD_MARK} head: where the next message will be added\n"
+    "bold, heavy line: the branch shown; │ a run of messages; ├─ └─ alternatives, ‹i/n›\n"
+    "a click: what going to a message costs; enter or a second click: go there;\n"
+    "space: fold or unfold a branch; ⋯: more messages, or the forks above, when chosen"
+)
 
 
 class TreePanel(Widget):
@@ -126,7 +58,7 @@ class TreePanel(Widget):
 
     DEFAULT_CSS = """
     TreePanel { height: 1fr; }
-    TreePanel > #tree-summary { height: auto; padding: 0 1; color: $stats-foreground; }
+    TreePanel > #tree-summary { height: auto; padding: 0 0 0 1; color: $stats-foreground; }
     TreePanel > #tree-cost { height: auto; padding: 0 1; color: $stats-foreground; text-style: italic; }
     TreePanel > MessageTree { height: 1fr; }
     """
@@ -153,12 +85,29 @@ class TreePanel(Widget):
         def control(self) -> TreePanel | None:
             return self.panel
 
+    @dataclass
+    class NodesBuilt(Message):
+        """Messages came into view: the screen reads where their states are (``set_tiers``)."""
+
+        message_ids: list[int]
+        panel: TreePanel | None = field(default=None, repr=False)
+
+        @property
+        def control(self) -> TreePanel | None:
+            return self.panel
+
     def __init__(self, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._head_id: int | None = None
-        self._collapsed: set[int] = set()
-        self._pending: tuple[ConversationTree, set[int], set[int], int | None] | None = None
+        self._folds: dict[int, bool] = {}
+        """Branches the user folded (False) or unfolded (True), by message id."""
+        self._pending: tuple[ConversationTree, set[int], dict[int, Tier | None], int | None] | None = None
+        self._layout: TreeLayout | None = None
+        self._shown: tuple[ConversationTree, set[int], dict[int, Tier | None], int | None] | None = None
+        """What ``show`` was last given (drawn again when the user moves the window up)."""
+        self._top_id: int | None = None
+        """The fork the drawing starts at, for a branch that forks deeper than ``MAX_FORKS``."""
         self._ready = False
         """True once the children exist (``show`` before that is replayed on mount)."""
         self.branch_count = 0
@@ -187,37 +136,62 @@ class TreePanel(Widget):
 
     @property
     def cursor_message_id(self) -> int | None:
-        """The message under the cursor, if any."""
+        """The message under the cursor, if any (None on a stretch not built yet)."""
         node = self.message_tree.cursor_node if self._ready else None
-        return None if node is None or node.data is None else node.data.message_id
+        info = node.data if node is not None else None
+        return info.message_id if info is not None and info.is_message else None
+
+    @property
+    def built_ids(self) -> list[int]:
+        """The messages that have a node now."""
+        return list(self._layout.nodes) if self._layout is not None else []
 
     def focus(self, scroll_visible: bool = True) -> TreePanel:
         """Focus the tree inside (the panel itself takes no keys)."""
         self.message_tree.focus(scroll_visible)
         return self
 
-    def show(self, tree: ConversationTree, active_ids: set[int], saved_ids: set[int],
+    def show(self, tree: ConversationTree, active_ids: set[int], tiers: Mapping[int, Tier | None],
              head_id: int | None) -> None:
         """Draw ``tree`` again, keeping folds, and the cursor where it sensibly belongs.
 
-        The cursor stays on the message it was on, unless it was following the head (or
-        that message is gone): then it goes to the new head.
+        ``tiers`` are the marks known so far (a message left out has none yet). The cursor
+        stays on the message it was on, unless it was following the head (or that message
+        is gone): then it goes to the new head. Posts ``NodesBuilt``.
         """
         if not self._ready:
-            self._pending = (tree, set(active_ids), set(saved_ids), head_id)
+            self._pending = (tree, set(active_ids), dict(tiers), head_id)
             return
         self._pending = None
-        widget = self.message_tree
+        self._shown = (tree, set(active_ids), dict(tiers), head_id)
         was_on = self.cursor_message_id
         target = was_on if was_on is not None and was_on != self._head_id and was_on in tree else None
         if target is None and head_id is not None and head_id in tree:
             target = head_id
+        self._draw(target)
+
+    def _draw(self, target: int | None) -> None:
+        """Build the nodes around ``target`` and put the cursor on it."""
+        assert self._shown is not None
+        tree, active_ids, tiers, head_id = self._shown
+        widget = self.message_tree
         self._head_id = head_id
-        self._collapsed = {message_id for message_id in self._collapsed if message_id in tree}
-        nodes = self._build(widget, tree, set(active_ids), set(saved_ids), head_id)
+        self._folds = {message_id: value for message_id, value in self._folds.items() if message_id in tree}
+        path_ids = lambda message_id: [m.id for m in tree.path_to(message_id)] if message_id in tree else []  # noqa: E731
+        target_path = path_ids(target)
+        forks = [message_id for message_id in target_path if len(tree.siblings(message_id)) > 1]
+        first = len(forks) - MAX_FORKS  # the fork the drawing starts at (none: the top)
+        if self._top_id in forks and forks.index(self._top_id) < first:
+            first = forks.index(self._top_id)  # moved up by the user, and still above the cursor
+        self._top_id = forks[first] if first > 0 else None
+        self._layout = layout = TreeLayout(
+            widget, tree, active=active_ids, tiers=tiers, head_id=head_id, folds=self._folds,
+            target_path=target_path, head_path=path_ids(head_id),
+            top=tree.get(self._top_id) if self._top_id is not None else None, forks_above=max(first, 0))
+        layout.build()
         self.branch_count = len(tree.leaves()) if len(tree) else 0
         self.query_one("#tree-summary", Static).update(self._summary(tree))
-        chosen = nodes.get(target) if target is not None else None
+        chosen = layout.nodes.get(target) if target is not None else None
         if chosen is not None:
             parent = chosen.parent
             while parent is not None and not parent.is_root:
@@ -227,47 +201,23 @@ class TreePanel(Widget):
         widget.move_cursor(chosen)
         if chosen is not None:
             self.call_after_refresh(widget.scroll_to_node, chosen, animate=False)
+        self.post_message(self.NodesBuilt(list(layout.nodes), self))
 
-    def _build(self, widget: MessageTree, tree: ConversationTree, active: set[int],
-               saved: set[int], head_id: int | None) -> dict[int, TreeNode[NodeInfo]]:
-        """Fill the widget: flat runs of single children, one nested node per fork."""
-        widget.clear()
-        nodes: dict[int, TreeNode[NodeInfo]] = {}
+    def _go_up(self) -> None:
+        """Draw the branch from ``MAX_FORKS`` forks higher, the cursor on where it started."""
+        if self._shown is None or self._top_id is None:
+            return
+        tree = self._shown[0]
+        forks = [m.id for m in tree.path_to(self._top_id) if len(tree.siblings(m.id)) > 1]
+        first = len(forks) - 1 - MAX_FORKS
+        start = self._top_id
+        self._top_id = forks[first] if first > 0 else None
+        self._draw(start)
 
-        def add(container: TreeNode[NodeInfo], message: ChatMessage, opens: bool) -> TreeNode[NodeInfo]:
-            index, count = tree.sibling_index(message.id)
-            info = NodeInfo(message.id, message.role, message.id in active,
-                            message.id == head_id, message.id in saved,
-                            (index, count) if count > 1 else None)
-            label = Text(first_line(message.text))
-            if opens:
-                node = container.add(label, info, expand=message.id not in self._collapsed)
-            else:
-                node = container.add_leaf(label, info)
-            nodes[message.id] = node
-            return node
-
-        work: list[tuple[TreeNode[NodeInfo], list[ChatMessage]]] = [(widget.root, tree.roots())]
-        while work:
-            container, starts = work.pop()
-            if len(starts) == 1:
-                message = starts[0]
-                while True:
-                    kids = tree.children(message.id)
-                    node = add(container, message, opens=len(kids) > 1)
-                    if len(kids) == 1:
-                        message = kids[0]
-                        continue
-                    if kids:
-                        work.append((node, kids))
-                    break
-            else:
-                for message in starts:
-                    kids = tree.children(message.id)
-                    node = add(container, message, opens=bool(kids))
-                    if kids:
-                        work.append((node, kids))
-        return nodes
+    def set_tiers(self, tiers: Mapping[int, Tier | None]) -> None:
+        """Where the states of these messages are kept (``SessionController.checkpoint_tiers``)."""
+        if self._layout is not None:
+            self._layout.set_tiers(tiers)
 
     def show_cost(self, words: str) -> None:
         """What making the message under the cursor live would cost ("" clears it)."""
@@ -281,30 +231,52 @@ class TreePanel(Widget):
         branches = "1 branch" if self.branch_count == 1 else f"{self.branch_count} branches"
         return Content.assemble(  # two short lines rather than one that wraps in a narrow panel
             f"{branches} · {len(tree)} messages\n",
-            (SAVED_MARK, "$saved-mark"), " saved  ",
-            (HEAD_MARK, "$tree-head"), " head",
+            (SAVED_MARK, "$saved-mark"), "RAM ",  # tight: a narrow panel keeps it on one line
+            (DISK_MARK, "$saved-mark"), "disk ",
+            (COLD_MARK, "$stats-foreground"), "cold ",
+            (HEAD_MARK, "$tree-head"), "head",
         )
+
+    def _built(self, message_ids: list[int]) -> None:
+        if message_ids:
+            self.post_message(self.NodesBuilt(message_ids, self))
 
     @on(Tree.NodeSelected)
     def _chosen(self, event: Tree.NodeSelected[NodeInfo]) -> None:
         event.stop()
-        if event.node.data is not None:
-            self.post_message(self.NodeChosen(event.node.data.message_id, self))
+        info = event.node.data
+        if info is None:
+            return
+        if info.is_message:
+            self.post_message(self.NodeChosen(info.message_id, self))
+        elif info.above:
+            self._go_up()
+        elif self._layout is not None:
+            self._built(self._layout.reveal(event.node))
 
     @on(Tree.NodeHighlighted)
     def _highlighted(self, event: Tree.NodeHighlighted[NodeInfo]) -> None:
         event.stop()
-        if event.node.data is not None:
-            self.post_message(self.NodeHighlighted(event.node.data.message_id, self))
+        info = event.node.data
+        if info is not None and info.is_message:
+            self.post_message(self.NodeHighlighted(info.message_id, self))
+        elif info is not None:
+            self.show_cost("")
 
     @on(Tree.NodeCollapsed)
     def _folded(self, event: Tree.NodeCollapsed[NodeInfo]) -> None:
         event.stop()
         if event.node.data is not None:
-            self._collapsed.add(event.node.data.message_id)
+            self._folds[event.node.data.message_id] = False
 
     @on(Tree.NodeExpanded)
     def _unfolded(self, event: Tree.NodeExpanded[NodeInfo]) -> None:
         event.stop()
-        if event.node.data is not None:
-            self._collapsed.discard(event.node.data.message_id)
+        info = event.node.data
+        if info is None or self._layout is None:
+            return
+        if self._folds.get(info.message_id) is False:
+            del self._folds[info.message_id]
+        if event.node.id in self._layout.unbuilt:  # folded for want of room: unfolded, it stays so
+            self._folds[info.message_id] = True
+            self._built(self._layout.build_folded(event.node))

@@ -1,0 +1,25 @@
+"""The engine in a child process says where each state is kept, as the engine in this
+process does: the tree panel's marks for a chat whose model runs apart (RPC servers)."""
+
+from __future__ import annotations
+
+from sessions.checkpoints import prefix_hash
+from sessions.engine.process import EngineProcess
+from sessions.engine.settings import EngineSettings
+from sessions.synth import make_model
+
+SETTINGS = EngineSettings(n_ctx=256, n_batch=64, n_gpu_layers=0, threads=2)
+
+
+def test_the_child_answers_where_the_states_are_in_one_call(tmp_path):
+    engine = EngineProcess(make_model("llama", "tiny"), SETTINGS, checkpoint_dir=tmp_path / "checkpoints")
+    try:
+        tokens = engine.tokenize("Hello there, how are you today?", True)
+        first = len(tokens) // 2
+        engine.prepare(tokens, [first, len(tokens)], need_logits=True)
+        other = engine.tokenize("Something else entirely.", True)
+        asked = [prefix_hash(tokens[:first]), prefix_hash(tokens), prefix_hash(other)]
+        assert engine.saved_tiers(asked) == ["ram", "ram", None]
+        assert engine.saved_tiers([]) == []
+    finally:
+        engine.close()
