@@ -59,6 +59,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("rewind", "ctrl+b", "rewind", "Rewind here"),
     KeySpec("delete-branch", "f8", "delete_branch", "Delete branch"),
     KeySpec("continue-reply", "ctrl+g", "continue_reply", "Continue the reply"),
+    KeySpec("continue-from", "alt+g", "continue_from", "Continue the reply from a place in it"),
     KeySpec("attach-file", "alt+a", "attach_file", "Attach a text file to the message"),
     KeySpec("toggle-reasoning", "f12", "toggle_reasoning", "Show or fold reasoning"),
     KeySpec("toggle-tree", "ctrl+t", "toggle_tree", "Tree", footer=True),

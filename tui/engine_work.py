@@ -89,6 +89,10 @@ class EngineWork:
     def continue_reply(self, message_id: int) -> None:
         self._start("generate", "continuing the reply", lambda: self._controller.continue_reply(message_id))
 
+    def continue_from(self, message_id: int, chars: int) -> None:
+        self._start("generate", "continuing the reply from a place in it",
+                    lambda: self._controller.continue_from(message_id, chars))
+
     def warm(self, leaf_id: int, on_plan: Callable[[Plan], None]) -> None:
         """Make the branch ending at ``leaf_id`` live; ``on_plan`` hears its cost first (UI thread).
 

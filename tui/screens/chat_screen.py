@@ -347,6 +347,9 @@ class ChatScreen(Screen[None]):
     async def action_continue_reply(self) -> None:
         await tree_gestures.continue_reply(self)
 
+    def action_continue_from(self) -> None:
+        tree_gestures.continue_from(self)
+
     def action_toggle_reasoning(self) -> None:
         view = self.conversation_view
         view.set_reasoning_shown(not view.reasoning_shown)

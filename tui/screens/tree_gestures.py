@@ -8,10 +8,13 @@ version, then the gesture applies.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sessions.controller import Message
 from tui.screens import chat_rules, library_flow
 from tui.screens.chat_host import ChatHost
 from tui.screens.chat_rules import InputMode
+from tui.screens.cut_point import CutPoint
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.job_flow import after_switch, start_reply
 
@@ -79,6 +82,29 @@ async def continue_reply(screen: ChatHost) -> None:
         screen.jobs.continue_reply(message.id)
 
     await screen.jobs.when_idle(go_on)
+
+
+def continue_from(screen: ChatHost) -> None:
+    """Choose a place inside the selected reply, then write a new version that keeps the
+    reply up to there and goes on (``SessionController.continue_from``)."""
+    message = screen.target("assistant")
+    if message is None or message.role != "assistant":
+        screen.notify("Select the reply to go on from first (Ctrl+Up).", timeout=4)
+        return
+    if not screen.model_ready:
+        screen.notify("No model is loaded: press F5 to choose one.", timeout=4)
+        return
+
+    async def go_on(chars: int) -> None:
+        screen.status.set_speed(None)
+        await screen.conversation_view.begin_reply(continued=replace(message, text=message.text[:chars]))
+        screen.jobs.continue_from(message.id, chars)
+
+    async def chosen(chars: int | None) -> None:
+        if chars is not None:
+            await screen.jobs.when_idle(lambda: go_on(chars))
+
+    screen.app.push_screen(CutPoint(message.text), chosen)
 
 
 def fork(screen: ChatHost) -> None:
