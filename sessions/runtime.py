@@ -70,7 +70,7 @@ def open_runtime(config: Config, *, listener: Listener = ignore, sampling: Sampl
             store, engine_factory=engine_factory or factory.llama_engine_factory(checkpoints, on_problem=problem),
             settings=EngineSettings.from_config(config),
             sampling=sampling or config.effective_sampling(), listener=listener, checkpoints=checkpoints,
-            undo_seconds=config.undo_minutes * 60 if config.undo_minutes else None,
+            undo_seconds=None if config.undo_minutes is None else config.undo_minutes * 60,
         )
         stack.callback(made.close)
         with told:

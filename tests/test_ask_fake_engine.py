@@ -167,7 +167,7 @@ def test_a_template_refusal_is_one_sentence_not_an_unexpected_error(capsys, fact
     factory.script.template = ChatTemplate.compile(REFUSING)
     code, out, err = ask(capsys, "-m", str(models["given"]), "a forbidden question")
     assert (code, out) == (1, "")
-    assert err.startswith("llamachat: error: the chat template ") and err.count("\n") == 1
+    assert err.startswith("llamachat: error: the model's chat template ") and err.count("\n") == 1
     assert "refuses forbidden words" in err and "unexpected" not in err and "LLAMACHAT_DEBUG" not in err
 
 
@@ -177,7 +177,8 @@ TURN = "The quick brown fox jumps over the lazy dog near the river bank. " * 3
 
 
 def test_a_ctrl_c_while_trimming_writes_no_reply(capsys, factory, models, monkeypatch):
-    """The stop arrives inside the trim job, whose end would use it up: no reply follows."""
+    """The stop arrives inside the trim job: the trim's template renders stop with it (nothing
+    is trimmed), and no reply follows; the message stays where it was sent."""
     from sessions import context_fit
 
     factory.script.n_ctx = 512
@@ -199,6 +200,6 @@ def test_a_ctrl_c_while_trimming_writes_no_reply(capsys, factory, models, monkey
     assert [m.role for m in messages].count("assistant") == 3  # the three stored before: no new reply
     new_head = messages[-1]
     assert new_head.id == head and new_head.role == "user" and new_head.text == "short"
-    assert err.splitlines()[-1] == (f"llamachat: stopped by SIGINT before the reply started: your message is "
-                                    f"saved in a new branch without the oldest turns (message {head})")
+    assert err.splitlines()[-1] == ("llamachat: stopped by SIGINT before the reply started: "
+                                    f"your message is saved (message {head})")
     assert out == "" and factory.script.made == 0  # the fake wrote no reply at all

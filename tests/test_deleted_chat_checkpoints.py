@@ -35,7 +35,7 @@ def controller(store: SessionStore, checkpoints: CheckpointStore, notices: list[
 
     ctl = SessionController(store, engine_factory=llama_engine_factory(checkpoints), checkpoints=checkpoints,
                             settings=EngineSettings(n_ctx=1024, n_batch=64, threads=1, n_gpu_layers=0),
-                            sampling=GREEDY, listener=listen)
+                            sampling=GREEDY, listener=listen, undo_seconds=0)
     try:
         ctl.load_model(make_model("gemma3", "tiny", swa_window=32))
         yield ctl

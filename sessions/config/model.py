@@ -110,7 +110,7 @@ class Config:
     """Model-state checkpoint limits (the ``[checkpoints]`` table)."""
     undo_minutes: float | None = None
     """How long a deleted message or chat can be brought back (Ctrl+Z); unset: until the
-    app closes. After that the deletion is final, and a chat's checkpoint files go."""
+    app closes, 0: never. After that the deletion is final, and a chat's checkpoint files go."""
     chat_template_file: str | None = None
     """A Jinja chat template file used for every model instead of its own (relative to the
     config file's folder); ``--chat-template-file`` sets it for one run."""

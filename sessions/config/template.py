@@ -68,7 +68,7 @@ def config_template() -> str:
 # theme = {_value(c.theme)}
 
 # Minutes a deleted message or chat can be brought back with Ctrl+Z (unset: until the
-# app closes); after that the deletion is final and a chat's checkpoint files go.
+# app closes, 0: never); after that the deletion is final and a chat's checkpoint files go.
 # undo_minutes = 30
 
 # A Jinja chat template used for every model instead of the one inside its file (a path

@@ -7,8 +7,9 @@ from sessions import context_fit
 from sessions.controller import chat_settings
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_turn import ReplyTurns
-from sessions.errors import ControllerError
+from sessions.errors import ControllerError, GenerationCancelled
 from sessions.sampling import SamplingSettings
+from sessions.templates.chat_template import TemplateStopped
 from sessions.tree import Message
 
 
@@ -22,7 +23,10 @@ def trim_branch(chat: OpenChat, turns: ReplyTurns, sampling: SamplingSettings, l
         reserve = min(limit, engine.n_ctx // 4) if reserve is None else reserve
         path = chat.path(leaf_id)
         context_fit.check_trimmable(path)
-    plan = context_fit.fit_branch(chat.store, engine, conversation.session_id, path, reserve=reserve)
+    try:
+        plan = context_fit.fit_branch(chat.store, engine, conversation.session_id, path, reserve=reserve)
+    except TemplateStopped:  # stopped while the template rendered the turns to keep
+        raise GenerationCancelled("stopped before anything was trimmed") from None
     with chat.lock, turns.asking(conversation.session_id):  # the reply follows; it ends the turn
         if chat.conv() is not conversation:
             raise ControllerError("another chat was opened meanwhile: nothing was trimmed")
