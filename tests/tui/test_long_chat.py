@@ -22,11 +22,13 @@ BRANCHED = 4
 
 def text_of(index: int) -> str:
     """Questions, and answers with a list; some under a heading, which takes more rows than
-    its line (the window's estimate is then wrong until the message is drawn)."""
+    its line (the window's estimate is then wrong until the message is drawn), and a first
+    line that wraps below 80 columns."""
     if index % 2 == 0:
         return f"question {index}"
     heading = f"## Part {index}\n\n" if index % 3 == 0 else ""
-    return f"{heading}answer {index}\n\n- a point\n- another point"
+    return (f"{heading}answer {index}, which goes on long enough to wrap in a narrow terminal\n\n"
+            "- a point\n- another point")
 
 
 def write_chat(size: int) -> tuple[int, list[int]]:
@@ -137,6 +139,22 @@ async def test_scrolling_up_page_by_page_keeps_the_messages_in_place(make_app, f
             assert shown.virtual_region.y - round(view.scroll_y) == row + view.scrollable_content_region.height
         assert moves > 1
         assert view.views[-1].message_id != ids[-1]  # the end has gone out of the window
+
+
+async def test_a_narrower_terminal_keeps_the_message_shown_in_view(make_app, fake_model, long_chat):
+    session_id, ids = long_chat
+    app = make_app(startup=StartupRequest(session_id=session_id, model_path=fake_model))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_long_chat(pilot)
+        view = screen.conversation_view
+        view.scroll_to(y=view.max_scroll_y // 2, animate=False, immediate=True)
+        await wait_for(pilot, lambda: view.window_settled and view.views[0].message_id != ids[0], "the middle")
+        shown, _ = first_shown(view)
+        await pilot.resize_terminal(60, 30)  # every message wraps anew, the rows above it too
+        await wait_for(pilot, lambda: view.window_settled and view.size.width < 60, "the new width")
+        await pilot.pause()
+        assert shown in view.views and shown.region.height
+        assert view.region.y <= shown.region.y < view.region.bottom
 
 
 async def test_selection_paging_and_edit_after_scrolling_to_the_top(make_app, fake_model):

@@ -278,11 +278,20 @@ class ConversationView(VerticalScroll):
         self._check_soon()
 
     def on_resize(self) -> None:
+        """A new width wraps every message anew: the rows held are estimated again, and the
+        message at the top of the screen stays there (at the end, the end stays)."""
         width = self._text_width()
-        if width != self._width:
+        if width != self._width and self._path:
+            top = self.scroll_y
+            place = self._heights.index_at(top)
+            offset = top - self._heights.tops[place]
             self._width = width
             self._heights.estimate_again([m.text for m in self._path], width)
             self._set_spacers()
+            if place in self._mounted and (not self.is_anchored or self._anchor_released):
+                self._keeping = True
+                self.call_after_refresh(self._keep_at, place, min(offset, self._heights.rows[place] - 1), top)
+        self._width = width
         self._check_soon()
 
     # -- selection and reasoning ---------------------------------------------------------
