@@ -8,6 +8,7 @@ import pytest
 from sessions.store import SessionStore
 from sessions.store.records import NewMessage
 from tests.tui.helpers import screen_text, settle, type_text, wait_for
+from tui.screens.session_picker import SessionPicker
 from tui.startup import StartupRequest
 from tui.widgets.message_view import ROLE_NAMES, MessageView
 from tui.widgets.message_window import MOST_MOUNTED
@@ -17,6 +18,8 @@ ENGINE_SIZE = 4 * MOST_MOUNTED
 """A chat longer than the window for the tests that wait for the engine: making a branch of
 thousands of messages live is the core's work, measured elsewhere."""
 BRANCHED = 4
+ZEBRA = 600
+"""The one message that speaks of a zebra, for a search to find."""
 """The user message that has a second version (its own reply-less branch)."""
 
 
@@ -24,6 +27,8 @@ def text_of(index: int) -> str:
     """Questions, and answers with a list; some under a heading, which takes more rows than
     its line (the window's estimate is then wrong until the message is drawn), and a first
     line that wraps below 80 columns."""
+    if index == ZEBRA:
+        return f"question {index}, about a zebra"
     if index % 2 == 0:
         return f"question {index}"
     heading = f"## Part {index}\n\n" if index % 3 == 0 else ""
@@ -203,3 +208,21 @@ async def test_a_step_of_the_selection_from_the_top_brings_the_last_message(make
                        and view.view_for(ids[-2]).has_class("-selected"), "the step up")
         await pilot.press("f2")
         assert screen.mode.target_id == ids[-2] and screen.chat_input.text == f"question {MESSAGES - 2}"
+
+
+async def test_a_search_hit_far_up_a_long_chat_is_brought_into_view_selected(make_app, fake_model, long_chat):
+    session_id, ids = long_chat
+    app = make_app(startup=StartupRequest(session_id=session_id, model_path=fake_model))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_long_chat(pilot)
+        view = screen.conversation_view
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker), "the picker")
+        await type_text(pilot, "zebra")
+        await wait_for(pilot, lambda: "zebra" in str(app.screen.query_one("#picker-options").options[0].prompt)
+                       if app.screen.query_one("#picker-options").option_count else False, "the hit")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: view.selected_id == ids[ZEBRA] and on_screen(app, "about a zebra"),
+                       "the message found, in view")
+        assert view.view_for(ids[ZEBRA]).has_class("-selected")
+        assert len(app.screen.query(MessageView)) <= MOST_MOUNTED

@@ -20,7 +20,9 @@ reply replaces it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -224,24 +226,41 @@ class ConversationView(VerticalScroll):
         """Mount the window around place ``index`` and scroll to it once it is laid out: to its
         header, as little as will show it (``header``), else to its top."""
         self.anchor(False)
-        await self._mount_window(*window_for(self._heights, self._heights.tops[index], self._screen_rows()))
+        if self.scroll_y < 0:  # Textual's anchor over a branch shorter than the screen leaves it so
+            self.scroll_to(y=0, animate=False, immediate=True, force=True)
+        top, rows = self._heights.tops[index], self._screen_rows()
+        await self._mount_window(*window_for(self._heights, top, rows))
+        if self.window != (0, len(self._path)) and not self.scroll_y <= top < self.scroll_y + rows:
+            # Where its rows say it starts, at once: a look at the window due before the
+            # layout must not find the scroll where it was and move the window back there
+            # (a branch mounted whole has no window to move).
+            self.scroll_to(y=top, animate=False, immediate=True)
         view = self._mounted[index]
         # Once laid out, and at once then: a look at the window after that refresh must find
         # the scroll where the message is, not where it was.
         if header:
-            self.call_after_refresh(self.scroll_to_widget, view.header, animate=False, immediate=True)
+            self._after_refresh(self.scroll_to_widget, view.header, animate=False, immediate=True)
         else:
-            self.call_after_refresh(self.scroll_to_widget, view, animate=False, top=True, immediate=True)
+            self._after_refresh(self.scroll_to_widget, view, animate=False, top=True, immediate=True)
 
     def _measure(self) -> None:
         rows = {place: view.outer_size.height + GAP for place, view in self._mounted.items() if view.outer_size.height}
         self._heights.measure(rows)
 
+    def _after_refresh(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``callback`` once this view's screen is laid out and drawn.
+
+        Not ``call_after_refresh``: that hands the callback to the screen on top when it
+        runs, and a dialog closing at that moment (the chat opened from the picker) drops
+        it, leaving the window where it was or the message found out of view.
+        """
+        self.screen._invoke_later(partial(callback, *args, **kwargs), self)
+
     def _check_soon(self) -> None:
         """Look at the window once the screen is drawn (the scroll moved, or what is shown)."""
         if not self._check_due:
             self._check_due = True
-            self.call_after_refresh(self._check_window)
+            self._after_refresh(self._check_window)
 
     async def _check_window(self) -> None:
         """Move the window when the part shown comes near an end of it; the message at the
@@ -259,7 +278,7 @@ class ConversationView(VerticalScroll):
             await self._mount_window(*window_for(self._heights, top, rows))
             if not self.is_anchored or self._anchor_released:  # anchored, the end stays in view by itself
                 self._keeping = True
-                self.call_after_refresh(self._keep_at, place, offset, top)
+                self._after_refresh(self._keep_at, place, offset, top)
         self._check_soon()
 
     def _keep_at(self, place: int, offset: float, top: float) -> None:
@@ -290,7 +309,7 @@ class ConversationView(VerticalScroll):
             self._set_spacers()
             if place in self._mounted and (not self.is_anchored or self._anchor_released):
                 self._keeping = True
-                self.call_after_refresh(self._keep_at, place, min(offset, self._heights.rows[place] - 1), top)
+                self._after_refresh(self._keep_at, place, min(offset, self._heights.rows[place] - 1), top)
         self._width = width
         self._check_soon()
 
