@@ -11,10 +11,8 @@ the top of the screen stays where it was. ``views`` are the views mounted now.
 so paging between versions of the last reply does not re-render the whole chat. The
 reply being written is one extra view at the end that adopts its stored message.
 
-Streamed text is buffered here (``append_text``) and drawn a few times a second:
-redrawing for every token would keep the UI thread busy, and the engine thread needs
-the GIL between tokens. ``finish_stream`` drops what was not drawn yet, since the stored
-reply replaces it.
+Streamed text is held (``append_text``, ``streamed_text``) and drawn a few times a second;
+``finish_stream`` drops what was not drawn yet, since the stored reply replaces it.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.timer import Timer
 from textual.widget import Widget
 
 from sessions.controller import ChatSnapshot, Message
@@ -35,9 +32,7 @@ from tui.safe_text import inert
 from tui.widgets.message_note import message_note
 from tui.widgets.message_view import MessageView, opened_in_reasoning
 from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end, window_for
-
-STREAM_INTERVAL = 1 / 12
-"""Seconds between two updates of a reply being written."""
+from tui.widgets.streamed_text import StreamedText
 
 
 class MessageSpacer(Widget):
@@ -60,11 +55,8 @@ class ConversationView(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.selected_id: int | None = None
-        self._streamed: list[str] = []
+        self._streamed = StreamedText(self, self._draw_streamed)
         """Text of the reply being written not drawn yet."""
-        self._opens_in_reasoning = False
-        """That reply began inside reasoning (``TextStreamed.opens_in_reasoning``)."""
-        self._flush_timer: Timer | None = None
         self.reasoning_shown = False
         """Reasoning is drawn whole (dimmed) in every reply, rather than folded."""
         self.keys: dict[str, str] = {}
@@ -373,34 +365,23 @@ class ConversationView(VerticalScroll):
 
         ``opens_in_reasoning``: the reply began inside reasoning (``TextStreamed``).
         """
-        self._opens_in_reasoning = opens_in_reasoning
-        self._streamed.append(text)
-        if self._flush_timer is None:
-            self._flush_timer = self.set_timer(STREAM_INTERVAL, self._flush)
+        self._streamed.add(text, opens_in_reasoning=opens_in_reasoning)
 
-    async def _flush(self) -> None:
-        self._flush_timer = None
-        text, self._streamed = "".join(self._streamed), []
+    async def _draw_streamed(self, text: str, opens_in_reasoning: bool) -> None:
         view = self.reply_view
-        if view is not None and text:
-            await view.write(text, opens_in_reasoning=self._opens_in_reasoning)
-
-    def _forget_streamed(self) -> None:
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        self._streamed = []
+        if view is not None:
+            await view.write(text, opens_in_reasoning=opens_in_reasoning)
 
     async def finish_stream(self, final: Message) -> None:
         """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""
-        self._forget_streamed()
+        self._streamed.forget()
         view = self.reply_view
         if view is not None:
             await view.end_stream(final)
 
     async def drop_reply(self) -> None:
         """Remove the reply view when no reply was stored (an error or an early stop)."""
-        self._forget_streamed()
+        self._streamed.forget()
         view = self.reply_view
         if view is not None:
             self._reply = None
