@@ -96,6 +96,12 @@ async def test_a_reply_streams_at_the_end_of_a_long_chat(make_app, fake_model, s
         reply = "Reply 1 from the fake model: alpha beta gamma."
         assert [v.message.text for v in view.views[-2:] if v.message] == ["one more", reply]
         assert len(app.screen.query(MessageView)) <= MOST_MOUNTED
+        await pilot.press("ctrl+up", "ctrl+r")  # a second version of that reply, written in its place
+        await settle(pilot)
+        await wait_for(pilot, lambda: on_screen(app, "Reply 2 from the fake model"), "the new version")
+        assert "‹ 2/2 ›" in view.views[-1].header_plain
+        assert [v.message.text for v in view.views[-2:] if v.message][0] == "one more"
+        assert len(app.screen.query(MessageView)) <= MOST_MOUNTED
 
 
 async def test_scrolling_to_the_top_shows_the_first_message_and_back(make_app, fake_model, long_chat):
