@@ -25,6 +25,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.dom import NoScreen
 from textual.widget import Widget
 
 from sessions.controller import ChatSnapshot, Message
@@ -246,7 +247,11 @@ class ConversationView(VerticalScroll):
         runs, and a dialog closing at that moment (the chat opened from the picker) drops
         it, leaving the window where it was or the message found out of view.
         """
-        self.screen._invoke_later(partial(callback, *args, **kwargs), self)
+        try:
+            screen = self.screen
+        except NoScreen:  # taken off the screen (the app ends): nothing left to lay out
+            return
+        screen._invoke_later(partial(callback, *args, **kwargs), self)
 
     def _check_soon(self) -> None:
         """Look at the window once the screen is drawn (the scroll moved, or what is shown)."""
