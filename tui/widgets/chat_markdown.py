@@ -15,8 +15,8 @@ hover: a ``[friendly text](elsewhere)`` link written by a model would hide its t
 So its address follows its text, in brackets, unless the text is the address already.
 
 A table is drawn as a grid of one widget per cell, so its cost grows with its cells: a
-runaway reply's table of thousands of rows would take seconds and hundreds of megabytes to
-build and lay out, and no one reads such a grid on a terminal anyway. A table of more than
+runaway reply's table of thousands of cells would hold the app up while it is built and
+laid out, and take memory for every cell, and no one reads such a grid on a terminal anyway. A table of more than
 ``MOST_TABLE_CELLS`` cells is shown as its own text instead, in a code block (one widget
 whatever its size, columns kept as written, wide lines scrolled sideways).
 """

@@ -2,10 +2,10 @@
 
 A chat can hold thousands of messages. Each one drawn is a handful of widgets (its header,
 the blocks of its Markdown) that take time to build and lay out and memory to hold, so a
-view that mounted every message would open a long chat in seconds per thousand messages
-and quit as slowly. ``ConversationView`` mounts only the messages near the part shown and
-stands in for the others with two spacers as tall as those messages are: measured once
-they have been drawn, estimated from their text before. The scroll bar and the scroll
+view that mounted every message would open, and quit, the more slowly the longer the
+chat. ``ConversationView`` mounts only the messages near the part shown and stands in for
+the others with two spacers as tall as those messages are: measured once they have been
+drawn, estimated from their text before. The scroll bar and the scroll
 position then behave as over the whole branch, and the window follows the scroll.
 
 ``Heights`` holds the rows of every message of the branch and where each one starts;
