@@ -16,7 +16,7 @@ from tests.tui.helpers import (
     start_reply_until_thinking,
     wait_for,
 )
-from tui.widgets.conversation_view import message_time
+from tui.widgets.message_note import message_time
 from tui.widgets.reasoning_view import ReasoningView
 
 THOUGHT = "<think>The user greets me. A greeting back is polite and short.</think>Hello to you too!"

@@ -1,59 +1,49 @@
 """The active branch, root first, as a scrolling column of ``MessageView``s.
 
+Only the messages near the part shown have a view (``message_window``): a chat of
+thousands of messages opens, scrolls and quits as fast as a short one. Two spacers above
+and below the views stand for the other messages, as tall as they are, and the views
+follow the scroll: when it comes near an end of them, the window moves and the message at
+the top of the screen stays where it was. ``views`` are the views mounted now.
+
 ``show`` is called after every gesture; it keeps the views whose message is unchanged
 (the common prefix of the old and the new branch) and only mounts or removes the rest,
 so paging between versions of the last reply does not re-render the whole chat. The
 reply being written is one extra view at the end that adopts its stored message.
 
-Streamed text is buffered here (``append_text``) and drawn a few times a second:
-redrawing for every token would keep the UI thread busy, and the engine thread needs
-the GIL between tokens. ``finish_stream`` drops what was not drawn yet, since the stored
-reply replaces it.
+Streamed text is held (``append_text``, ``streamed_text``) and drawn a few times a second;
+``finish_stream`` drops what was not drawn yet, since the stored reply replaces it.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.timer import Timer
+from textual.dom import NoScreen
+from textual.widget import Widget
 
-from sessions.controller import ChatSnapshot, Message, StopReason
-from sessions.controller.continuation import CAN_CONTINUE
+from sessions.controller import ChatSnapshot, Message
 from tui.safe_text import inert
+from tui.widgets.message_note import message_note
 from tui.widgets.message_view import MessageView, opened_in_reasoning
-
-STOP_NOTES = {StopReason.CANCELLED: "stopped", StopReason.LENGTH: "cut at the length limit",
-              StopReason.CONTEXT_FULL: "context full"}
-STREAM_INTERVAL = 1 / 12
-"""Seconds between two updates of a reply being written."""
+from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end, window_for
+from tui.widgets.streamed_text import StreamedText
 
 
-def message_time(created_at: float, now: float | None = None) -> str:
-    """When a message was written, as short as is clear: ``14:02``, ``Mar 3 14:02``, ``2024-03-03``."""
-    then = datetime.fromtimestamp(created_at)
-    today = datetime.fromtimestamp(now if now is not None else time.time())
-    if then.date() == today.date():
-        return then.strftime("%H:%M")
-    if then.year == today.year:
-        return f"{then.strftime('%b')} {then.day} {then.strftime('%H:%M')}"
-    return then.strftime("%Y-%m-%d")
+class MessageSpacer(Widget):
+    """Stands for the messages of the branch above or below the views mounted."""
 
+    DEFAULT_CSS = "MessageSpacer { height: 0; }"
 
-def message_note(message: Message, continue_key: str = "", now: float | None = None) -> str:
-    """The quiet note after a message's header: when, and for a reply its length and why it
-    ended early (with ``continue_key`` for a reply that can be continued)."""
-    parts = [message_time(message.created_at, now)]
-    if message.stats is not None and message.role == "assistant":
-        parts.append(f"{message.stats.tokens_generated} tokens")
-        reason = StopReason.parse(message.stats.stop_reason)
-        if reason in STOP_NOTES:
-            hint = f" ({continue_key} continues)" if continue_key and reason in CAN_CONTINUE else ""
-            parts.append(STOP_NOTES[reason] + hint)
-    return " · ".join(parts)
+    def set_rows(self, rows: int) -> None:
+        if self.styles.height is None or self.styles.height.value != rows:
+            self.styles.height = rows
 
 
 class ConversationView(VerticalScroll):
@@ -66,19 +56,40 @@ class ConversationView(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.selected_id: int | None = None
-        self._streamed: list[str] = []
+        self._streamed = StreamedText(self, self._draw_streamed)
         """Text of the reply being written not drawn yet."""
-        self._opens_in_reasoning = False
-        """That reply began inside reasoning (``TextStreamed.opens_in_reasoning``)."""
-        self._flush_timer: Timer | None = None
         self.reasoning_shown = False
         """Reasoning is drawn whole (dimmed) in every reply, rather than folded."""
         self.keys: dict[str, str] = {}
         """How the footer writes the keys the messages mention (``continue-reply``, ``toggle-reasoning``)."""
+        self._path: list[Message] = []
+        self._positions: Mapping[int, tuple[int, int]] = {}
+        self._index: dict[int, int] = {}
+        """Message id: its place in ``_path``."""
+        self._heights = Heights()
+        self._mounted: dict[int, MessageView] = {}
+        """Place in ``_path``: its view, for the window mounted (consecutive places)."""
+        self._reply: MessageView | None = None
+        """The view of the reply being written, after every other; it keeps the stored reply
+        it adopts until ``show`` takes it in the branch."""
+        self._above, self._below = MessageSpacer(), MessageSpacer()
+        self._moving = asyncio.Lock()
+        """Held while the views mounted change: one change at a time."""
+        self._check_due = False
+        self._keeping = False
+        """The scroll is to be set back on the message shown before the window moved."""
+        self._width = 0
+
+    def compose(self) -> ComposeResult:
+        yield self._above
+        yield self._below
 
     @property
     def views(self) -> list[MessageView]:
-        return list(self.query_children(MessageView))
+        """The views mounted now, root first: the messages near the part shown (every one of
+        a short branch), then the reply being written."""
+        views = [self._mounted[i] for i in sorted(self._mounted)]
+        return views + ([self._reply] if self._reply is not None else [])
 
     def view_for(self, message_id: int) -> MessageView | None:
         return next((view for view in self.views if view.message_id == message_id), None)
@@ -86,8 +97,19 @@ class ConversationView(VerticalScroll):
     @property
     def reply_view(self) -> MessageView | None:
         """The view of the reply being written, if any."""
-        views = self.views
-        return views[-1] if views and views[-1].message_id is None else None
+        return self._reply if self._reply is not None and self._reply.message_id is None else None
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """The places ``[lo, hi)`` in the branch of the messages mounted."""
+        if not self._mounted:
+            return 0, 0
+        return min(self._mounted), max(self._mounted) + 1
+
+    @property
+    def window_settled(self) -> bool:
+        """No move of the window is due or under way."""
+        return not (self._check_due or self._keeping or self._moving.locked())
 
     async def show_chat(self, snapshot: ChatSnapshot | None) -> None:
         """Show the active branch of ``snapshot`` and its title (or that no chat is open)."""
@@ -102,27 +124,56 @@ class ConversationView(VerticalScroll):
 
     async def show(self, path: Sequence[Message], positions: Mapping[int, tuple[int, int]]) -> None:
         """Display ``path``; ``positions`` maps message ids to ``(i, n)`` among siblings."""
-        views = self.views
+        async with self._moving:
+            keep = await self._take_branch(path, positions)
+            index = self._index.get(self.selected_id) if self.selected_id is not None else None
+            if index is None:
+                self.selected_id = None
+            jump = index is not None and (index >= keep or not keep)
+            if index is not None and jump:
+                # The gesture replaced the selected message under a kept part of the branch (paged
+                # its versions, chose it in the tree), or opened a chat at it: its header stays
+                # in view once laid out, not the end of the branch below.
+                await self._bring_near(index, header=bool(keep))
+            elif len(path) > keep:
+                await self._mount_window(*window_at_end(self._heights, self._screen_rows()))
+                self.anchor()  # new messages lay out after this: stay at the end as they do
+            self._mark_selected()
+            if index is not None and not jump:
+                selected = self._mounted.get(index)
+                if selected is not None:
+                    self.scroll_to_widget(selected, animate=False, immediate=True)
+                elif len(path) == keep:
+                    await self._bring_near(index)
+        self._check_soon()
+
+    async def _take_branch(self, path: Sequence[Message], positions: Mapping[int, tuple[int, int]]) -> int:
+        """Make ``path`` the branch held; the views of the places it keeps stay (updated), the
+        others go. Returns how many messages of the old branch it keeps."""
+        old = [m.id for m in self._path]
+        reply, self._reply = self._reply, None
+        adopted = reply is not None and reply.message is not None and self.window[1] == len(self._path)
+        if adopted and reply is not None and reply.message_id is not None:
+            old.append(reply.message_id)
         keep = 0
-        while keep < len(views) and keep < len(path) and views[keep].message_id == path[keep].id:
+        while keep < len(old) and keep < len(path) and old[keep] == path[keep].id:
             keep += 1
-        for view, message in zip(views[:keep], path[:keep], strict=True):
+        gone = [self._mounted.pop(i) for i in sorted(self._mounted) if i >= keep]
+        if reply is not None and adopted and keep > len(self._path):
+            self._mounted[len(self._path)] = reply  # the stored reply the view adopted: kept as it is
+        elif reply is not None:
+            gone.append(reply)
+        measured = min(keep, len(self._heights))
+        self._heights.replace_from(measured, [m.text for m in path[measured:]], self._text_width())
+        self._path, self._positions = list(path), positions
+        self._index = {m.id: i for i, m in enumerate(path)}
+        for place, view in self._mounted.items():
+            message = path[place]
             await view.set_message(message, positions.get(message.id, (1, 1)), self.note(message))
-        if views[keep:]:
-            await self.remove_children(views[keep:])
-        new = [self._view(m, positions.get(m.id, (1, 1))) for m in path[keep:]]
-        if new:
-            await self.mount_all(new)
-        selected = self.view_for(self.selected_id) if self.selected_id is not None else None
-        if selected is not None and selected in new and keep:
-            # The gesture replaced the selected message under a kept part of the branch (paged
-            # its versions, chose it in the tree): its header stays in view once laid out, not
-            # the end of the branch below. A chat opened whole is shown as ``select`` shows it.
-            self.anchor(False)
-            self.call_after_refresh(self.scroll_to_widget, selected.header, animate=False)
-        elif new:
-            self.anchor()  # new messages lay out after this: stay at the end as they do
-        self.select(self.selected_id if selected is not None else None)
+        if gone:
+            await self.remove_children(gone)
+        self._set_spacers()
+        return keep
 
     def note(self, message: Message) -> str:
         return message_note(message, self.keys.get("continue-reply", ""))
@@ -130,22 +181,168 @@ class ConversationView(VerticalScroll):
     def _view(self, message: Message | None, position: tuple[int, int] = (1, 1), note: str = "") -> MessageView:
         view = MessageView(message, position=position, note=self.note(message) if message else note)
         view.reasoning_shown, view.reasoning_key = self.reasoning_shown, self.keys.get("toggle-reasoning", "")
+        if message is not None and message.id == self.selected_id:
+            view.add_class("-selected")
         return view
+
+    # -- the window of views -------------------------------------------------------------
+
+    def _screen_rows(self) -> int:
+        return self.scrollable_content_region.height or self.app.size.height or 24
+
+    def _text_width(self) -> int:
+        """Columns of a message's text: the view's, less a message's border and padding."""
+        return max((self.scrollable_content_region.width or self.app.size.width or 80) - 3, 8)
+
+    def _set_spacers(self) -> None:
+        lo, hi = self.window if self._mounted else (len(self._path), len(self._path))
+        self._above.set_rows(self._heights.tops[lo])
+        self._below.set_rows(self._heights.total - self._heights.tops[hi])
+
+    async def _mount_window(self, lo: int, hi: int) -> None:
+        """Mount the views of places ``[lo, hi)`` and remove the others."""
+        gone = [self._mounted.pop(i) for i in sorted(self._mounted) if not lo <= i < hi]
+        if gone:
+            await self.remove_children(gone)
+        kept = sorted(self._mounted)
+        new = [i for i in range(lo, hi) if i not in self._mounted]
+        head = [i for i in new if kept and i < kept[0]]
+        tail = [i for i in new if not kept or i > kept[-1]]
+        for places, where in ((head, {"after": self._above}), (tail, {"before": self._below})):
+            views = [self._view(self._path[i], self._positions.get(self._path[i].id, (1, 1))) for i in places]
+            self._mounted.update(zip(places, views, strict=True))
+            if views:
+                await self.mount_all(views, **where)
+        self._set_spacers()
+
+    async def _bring_near(self, index: int, *, header: bool = False) -> None:
+        """Mount the window around place ``index`` and scroll to it once it is laid out: to its
+        header, as little as will show it (``header``), else to its top."""
+        self.anchor(False)
+        if self.scroll_y < 0:  # Textual's anchor over a branch shorter than the screen leaves it so
+            self.scroll_to(y=0, animate=False, immediate=True, force=True)
+        top, rows = self._heights.tops[index], self._screen_rows()
+        await self._mount_window(*window_for(self._heights, top, rows))
+        if self.window != (0, len(self._path)) and not self.scroll_y <= top < self.scroll_y + rows:
+            # Where its rows say it starts, at once: a look at the window due before the
+            # layout must not find the scroll where it was and move the window back there
+            # (a branch mounted whole has no window to move).
+            self.scroll_to(y=top, animate=False, immediate=True)
+        view = self._mounted[index]
+        # Once laid out, and at once then: a look at the window after that refresh must find
+        # the scroll where the message is, not where it was.
+        if header:
+            self._after_refresh(self.scroll_to_widget, view.header, animate=False, immediate=True)
+        else:
+            self._after_refresh(self.scroll_to_widget, view, animate=False, top=True, immediate=True)
+
+    def _measure(self) -> None:
+        rows = {place: view.outer_size.height + GAP for place, view in self._mounted.items() if view.outer_size.height}
+        self._heights.measure(rows)
+
+    def _after_refresh(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Run ``callback`` once this view's screen is laid out and drawn.
+
+        Not ``call_after_refresh``: that hands the callback to the screen on top when it
+        runs, and a dialog closing at that moment (the chat opened from the picker) drops
+        it, leaving the window where it was or the message found out of view.
+        """
+        try:
+            screen = self.screen
+        except NoScreen:  # taken off the screen (the app ends): nothing left to lay out
+            return
+        screen._invoke_later(partial(callback, *args, **kwargs), self)
+
+    def _check_soon(self) -> None:
+        """Look at the window once the screen is drawn (the scroll moved, or what is shown)."""
+        if not self._check_due:
+            self._check_due = True
+            self._after_refresh(self._check_window)
+
+    async def _check_window(self) -> None:
+        """Move the window when the part shown comes near an end of it; the message at the
+        top of the screen stays where it is drawn."""
+        self._check_due = False
+        if self._moving.locked():
+            return  # whoever holds it looks again when done
+        async with self._moving:
+            self._measure()
+            top, rows = self.scroll_y, self._screen_rows()
+            if not needs_moving(self._heights, self.window, top, rows):
+                return
+            place = self._heights.index_at(top)
+            offset = top - self._heights.tops[place]
+            await self._mount_window(*window_for(self._heights, top, rows))
+            if not self.is_anchored or self._anchor_released:  # anchored, the end stays in view by itself
+                self._keeping = True
+                self._after_refresh(self._keep_at, place, offset, top)
+        self._check_soon()
+
+    def _keep_at(self, place: int, offset: float, top: float) -> None:
+        """Scroll so the message at ``place`` starts ``offset`` rows above the screen's top,
+        unless the scroll moved since it was at ``top`` (a key or the wheel meanwhile): a
+        smaller chat can only have brought it back to its end."""
+        self._keeping = False
+        view = self._mounted.get(place)
+        moved = self.scroll_y != top and not (top > self.scroll_y == self.max_scroll_y)
+        if view is not None and not moved:
+            self._measure()
+            self.scroll_to(y=view.virtual_region.y + offset, animate=False, immediate=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._check_soon()
+
+    def on_resize(self) -> None:
+        """A new width wraps every message anew: the rows held are estimated again, and the
+        message at the top of the screen stays there (at the end, the end stays)."""
+        width = self._text_width()
+        if width != self._width and self._path:
+            top = self.scroll_y
+            place = self._heights.index_at(top)
+            offset = top - self._heights.tops[place]
+            self._width = width
+            self._heights.estimate_again([m.text for m in self._path], width)
+            self._set_spacers()
+            if place in self._mounted and (not self.is_anchored or self._anchor_released):
+                self._keeping = True
+                self._after_refresh(self._keep_at, place, min(offset, self._heights.rows[place] - 1), top)
+        self._width = width
+        self._check_soon()
+
+    # -- selection and reasoning ---------------------------------------------------------
 
     def set_reasoning_shown(self, shown: bool) -> None:
         """Draw every reply's reasoning whole and dimmed, or folded to one line."""
         self.reasoning_shown = shown
         for view in self.views:
             view.set_reasoning_shown(shown)
+        self._check_soon()
+
+    def _mark_selected(self) -> None:
+        for view in self.views:
+            view.set_class(self.selected_id is not None and view.message_id == self.selected_id, "-selected")
 
     def select(self, message_id: int | None) -> None:
         """Highlight one message (None: no selection) and bring it into view."""
         self.selected_id = message_id
-        for view in self.views:
-            view.set_class(message_id is not None and view.message_id == message_id, "-selected")
+        self._mark_selected()
         target = self.view_for(message_id) if message_id is not None else None
         if target is not None:
             self.scroll_to_widget(target, animate=False, immediate=True)
+        elif message_id is not None and message_id in self._index:
+            self.call_later(self._jump_to, message_id)
+
+    async def _jump_to(self, message_id: int) -> None:
+        """Bring a message of the branch that has no view yet into view, selected."""
+        async with self._moving:
+            index = self._index.get(message_id)
+            if index is not None and message_id == self.selected_id:
+                await self._bring_near(index)
+                self._mark_selected()
+        self._check_soon()
+
+    # -- the reply being written ---------------------------------------------------------
 
     async def begin_reply(self, continued: Message | None = None) -> MessageView:
         """Mount the view the next reply streams into and follow it down.
@@ -153,17 +350,19 @@ class ConversationView(VerticalScroll):
         With ``continued`` the reply goes on from that message: its view (and any after it)
         gives way to one that starts with its text.
         """
-        if continued is not None:
-            views = self.views
-            at = next((i for i, view in enumerate(views) if view.message_id == continued.id), len(views))
-            if views[at:]:
-                await self.remove_children(views[at:])  # the reply, and what followed it on this branch
-        view = self._view(None, note="continuing…" if continued else "writing…")
-        await self.mount(view)
-        view.begin_stream(opens_in_reasoning=opened_in_reasoning(continued))
-        if continued is not None:
-            await view.write(inert(continued.text))  # stored model text: drawn inert like the rest
-        self.anchor()
+        async with self._moving:
+            at = self._index.get(continued.id, len(self._path)) if continued is not None else len(self._path)
+            if at < len(self._path):  # the reply, and what followed it on this branch
+                await self._take_branch(self._path[:at], self._positions)
+            await self._mount_window(*window_at_end(self._heights, self._screen_rows()))
+            view = self._view(None, note="continuing…" if continued else "writing…")
+            self._reply = view
+            await self.mount(view)
+            view.begin_stream(opens_in_reasoning=opened_in_reasoning(continued))
+            if continued is not None:
+                await view.write(inert(continued.text))  # stored model text: drawn inert like the rest
+            self.anchor()
+        self._check_soon()
         return view
 
     def append_text(self, text: str, *, opens_in_reasoning: bool = False) -> None:
@@ -171,35 +370,25 @@ class ConversationView(VerticalScroll):
 
         ``opens_in_reasoning``: the reply began inside reasoning (``TextStreamed``).
         """
-        self._opens_in_reasoning = opens_in_reasoning
-        self._streamed.append(text)
-        if self._flush_timer is None:
-            self._flush_timer = self.set_timer(STREAM_INTERVAL, self._flush)
+        self._streamed.add(text, opens_in_reasoning=opens_in_reasoning)
 
-    async def _flush(self) -> None:
-        self._flush_timer = None
-        text, self._streamed = "".join(self._streamed), []
+    async def _draw_streamed(self, text: str, opens_in_reasoning: bool) -> None:
         view = self.reply_view
-        if view is not None and text:
-            await view.write(text, opens_in_reasoning=self._opens_in_reasoning)
-
-    def _forget_streamed(self) -> None:
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        self._streamed = []
+        if view is not None:
+            await view.write(text, opens_in_reasoning=opens_in_reasoning)
 
     async def finish_stream(self, final: Message) -> None:
         """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""
-        self._forget_streamed()
+        self._streamed.forget()
         view = self.reply_view
         if view is not None:
             await view.end_stream(final)
 
     async def drop_reply(self) -> None:
         """Remove the reply view when no reply was stored (an error or an early stop)."""
-        self._forget_streamed()
+        self._streamed.forget()
         view = self.reply_view
         if view is not None:
+            self._reply = None
             await view.end_stream(None)
             await view.remove()
