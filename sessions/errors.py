@@ -2,7 +2,7 @@
 
 Separate from the controller so that the app and the command line can catch these
 without importing the engine machinery. Every exception class of the project derives
-from ``LlamachatError`` (``tests/test_error_root.py`` walks every module to hold it to
+from ``LlamachatError`` (``tests/layout/test_error_root.py`` walks every module to hold it to
 that), so the app and the command line catch the root, not a list of families.
 """
 

@@ -62,7 +62,7 @@ def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
               "actual_over_estimate": round(done.seconds / plan.estimate_seconds, 2) if plan.estimate_seconds else None,
               **extra}
     print(json.dumps(record), flush=True)
-    # What the estimate was made from, for ``tests/test_switch_estimate.py`` to price again.
+    # What the estimate was made from, for ``tests/controller/test_switch_estimate.py`` to price again.
     RECORDS.append({**record, "ends": ends, "stepped": stepped,
                     "evaluate_from": plan.evaluate_from, "target_len": plan.target_len,
                     "restore": [asdict(part) for part in plan.restore],

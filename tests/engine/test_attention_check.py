@@ -3,7 +3,7 @@
 On this machine every layer is on the CPU, which has flash attention for every model,
 so the verdict is "supported"; what this proves is that the probe makes its context and
 reads llama.cpp's own lines (a changed line would give no verdict and fail here). The
-lines of a refusal are in ``tests/test_attention_notice.py``.
+lines of a refusal are in ``tests/controller/test_attention_notice.py``.
 """
 
 from __future__ import annotations

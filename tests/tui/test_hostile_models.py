@@ -166,7 +166,7 @@ async def test_escape_stops_a_model_template_that_runs_long_and_the_model_loads(
     """The load held at 100% while the template computed; Esc now ends its test render."""
     from sessions.engine.factory import llama_engine_factory
     from sessions.templates import sandbox
-    from tests.test_template_deadline import SLOW
+    from tests.templates.test_template_deadline import SLOW
 
     monkeypatch.setattr(sandbox, "CPU_SECONDS", 600.0)  # only Esc can end it now
     model = make_model("llama", "tiny", markers="chatml", chat_template=SLOW)
