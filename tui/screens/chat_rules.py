@@ -102,6 +102,20 @@ def continue_problem(message: Message | None) -> str | None:
     return None
 
 
+def message_actions(message: Message) -> tuple[str, ...]:
+    """The binding ids of the actions a selected message offers to the mouse, in order.
+
+    The same keys work on any message and refuse, in words, what does not apply; a click
+    is offered only where the gesture means something, so the row stays short.
+    """
+    actions = ["copy-message"]
+    if message.role != "system":
+        actions += ["edit", "regenerate"]
+    if message.role == "assistant" and continue_problem(message) is None:
+        actions.append("continue-reply")
+    return (*actions, "delete-branch")
+
+
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 

@@ -30,12 +30,16 @@ from tui.startup import StartupRequest
 from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
+from tui.widgets.message_actions import MessageActions
 from tui.widgets.message_view import MessageView
 from tui.widgets.prompt_progress import PromptProgress
 from tui.widgets.session_list import SessionList
 from tui.widgets.status_bar import StatusBar
 from tui.widgets.tree_panel import TreePanel
 
+ACTION_KEYS = ("copy-message", "edit", "regenerate", "continue-reply", "delete-branch", "sibling-previous",
+               "sibling-next")
+"""The keys the actions of the selected message name in their tooltips."""
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
 
@@ -81,7 +85,8 @@ class ChatScreen(Screen[None]):
         keymap = getattr(self.app, "keymap", {})
         self.conversation_view.keys = {
             key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
-            for key_id in ("continue-reply", "toggle-reasoning")}
+            for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
+        self.conversation_view.actions_for = chat_rules.message_actions
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
         self.call_after_refresh(opening_flow.start, self)
 
@@ -293,6 +298,15 @@ class ChatScreen(Screen[None]):
         self.conversation_view.select(event.message_id)
         if event.page:
             await tree_gestures.sibling(self, event.page)
+
+    @on(MessageActions.Chosen)
+    async def message_action_chosen(self, event: MessageActions.Chosen) -> None:
+        """A click on an action of a message runs what its key runs, on that message (the
+        chat's selection: the tree's cursor is not what the user pointed at)."""
+        self.conversation_view.select(event.message_id)
+        if self.in_side_panel():
+            self.chat_input.focus()
+        await self.run_action(event.action)
 
     @on(TreePanel.NodeChosen)
     async def node_chosen(self, message: TreePanel.NodeChosen) -> None:

@@ -30,6 +30,7 @@ from textual.widget import Widget
 
 from sessions.controller import ChatSnapshot, Message
 from tui.safe_text import inert
+from tui.widgets.message_actions import place_actions
 from tui.widgets.message_note import message_note
 from tui.widgets.message_view import MessageView, opened_in_reasoning
 from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end, window_for
@@ -61,7 +62,10 @@ class ConversationView(VerticalScroll):
         self.reasoning_shown = False
         """Reasoning is drawn whole (dimmed) in every reply, rather than folded."""
         self.keys: dict[str, str] = {}
-        """How the footer writes the keys the messages mention (``continue-reply``, ``toggle-reasoning``)."""
+        """How the footer writes the keys the messages mention (``continue-reply``, ``toggle-reasoning``)
+        and those of the selected message's actions, by binding id."""
+        self.actions_for: Callable[[Message], Sequence[str]] = lambda message: ()
+        """The binding ids of the actions the selected message offers to a click (``message_actions``)."""
         self._path: list[Message] = []
         self._positions: Mapping[int, tuple[int, int]] = {}
         self._index: dict[int, int] = {}
@@ -213,6 +217,8 @@ class ConversationView(VerticalScroll):
             self._mounted.update(zip(places, views, strict=True))
             if views:
                 await self.mount_all(views, **where)
+        if new:
+            self._mark_selected()
         self._set_spacers()
 
     async def _bring_near(self, index: int, *, header: bool = False) -> None:
@@ -320,8 +326,14 @@ class ConversationView(VerticalScroll):
         self._check_soon()
 
     def _mark_selected(self) -> None:
+        """Mark the selected message's view and give it its actions (every other view loses
+        them); called again whenever views are mounted, so a view scrolled away and back
+        keeps them."""
         for view in self.views:
-            view.set_class(self.selected_id is not None and view.message_id == self.selected_id, "-selected")
+            selected = self.selected_id is not None and view.message_id == self.selected_id
+            view.set_class(selected, "-selected")
+            message = view.message
+            place_actions(view, self.actions_for(message) if selected and message is not None else (), self.keys)
 
     def select(self, message_id: int | None) -> None:
         """Highlight one message (None: no selection) and bring it into view."""
