@@ -24,12 +24,22 @@ from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, S
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
 from tui.events import CoreEvent
-from tui.screens import attach_flow, chat_rules, job_flow, library_flow, opening_flow, settings_flow, tree_gestures
+from tui.screens import (
+    attach_flow,
+    chat_rules,
+    find_flow,
+    job_flow,
+    library_flow,
+    opening_flow,
+    settings_flow,
+    tree_gestures,
+)
 from tui.screens.chat_rules import InputMode
 from tui.startup import StartupRequest
 from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
+from tui.widgets.find_bar import FindBar
 from tui.widgets.message_view import MessageView
 from tui.widgets.prompt_progress import PromptProgress
 from tui.widgets.session_list import SessionList
@@ -64,6 +74,7 @@ class ChatScreen(Screen[None]):
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
+        self.finder = find_flow.Finder(self, FindBar(id="find"))
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -71,6 +82,7 @@ class ChatScreen(Screen[None]):
             with Vertical(id="centre"):
                 yield Static(Text(DEMO_NOTE), id="demo-banner")
                 yield ConversationView(id="conversation")
+                yield self.finder.bar
                 yield PromptProgress(id="progress")
                 yield ChatInput(id="input")
             yield TreePanel(id="tree", classes="side-panel")
@@ -163,6 +175,8 @@ class ChatScreen(Screen[None]):
         else:
             await self.conversation_view.show_chat(snapshot)
             self.refresh_panels(snapshot)
+            if self.finder.is_open:
+                self.finder.refresh()
             if not self.jobs.running():  # a job reports its own figures when it ends
                 self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
         target_id = self.mode.target_id
@@ -305,6 +319,18 @@ class ChatScreen(Screen[None]):
         if self.controller.session_id is not None:
             await self.jobs.when_idle(choose)
 
+    @on(FindBar.Changed)
+    def find_changed(self, event: FindBar.Changed) -> None:
+        self.finder.search(event.query)
+
+    @on(FindBar.Stepped)
+    async def find_stepped(self, event: FindBar.Stepped) -> None:
+        await self.finder.step(event.delta, enter=event.enter)
+
+    @on(FindBar.Closed)
+    def find_closed(self) -> None:
+        self.finder.close()
+
     @on(TreePanel.NodeHighlighted)
     def node_highlighted(self, message: TreePanel.NodeHighlighted) -> None:
         self.switch_costs.request(message.message_id)
@@ -405,6 +431,9 @@ class ChatScreen(Screen[None]):
 
     def action_attach_file(self) -> None:
         attach_flow.attach_file(self)
+
+    def action_find(self) -> None:
+        self.finder.open()
 
     def action_toggle_tree(self) -> None:
         self.toggle_panel(self.tree_panel)
