@@ -143,6 +143,31 @@ async def test_escape_closes_the_bar_and_leaves_the_selection(make_app, fake_mod
         assert screen.focused is screen.chat_input
 
 
+async def test_enter_right_after_typing_finds_at_once(make_app, fake_model):
+    session_id, ids, _ = write_chat(fake_model)
+    app = make_app(startup=StartupRequest(session_id=session_id))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await pilot.press("alt+f")
+        await wait_for(pilot, lambda: isinstance(screen.focused, Input), "the bar")
+        await type_text(pilot, "fruit")
+        await pilot.press("enter", "enter")  # before typing pauses: the first finds, the second goes on
+        await wait_for(pilot, lambda: bar(pilot).count != "", "the count")
+        assert bar(pilot).count == "2 of 3"
+        assert screen.conversation_view.selected_id == ids[1]
+
+
+async def test_with_no_chat_open_the_bar_says_so(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert screen.controller.session_id is None
+        await pilot.press("alt+f")
+        await type_text(pilot, "apple")
+        await wait_for(pilot, lambda: bar(pilot).count != "", "the count")
+        assert bar(pilot).count == "no chat is open"
+
+
 async def test_the_palette_opens_the_find(make_app, fake_model):
     session_id, _, _ = write_chat(fake_model)
     app = make_app(startup=StartupRequest(session_id=session_id))

@@ -64,6 +64,10 @@ class Finder:
         """Find ``query`` again, staying at the message the find was at; False when the
         chat cannot be read (the bar says why)."""
         kept = self.current.message_id if self.current is not None else None
+        if self.screen.controller.session_id is None:
+            self.hits, self.at = [], None
+            self.bar.set_count("no chat is open")
+            return False
         try:
             self.hits = self.screen.controller.find(self.query)
         except LlamachatError as error:
@@ -86,9 +90,8 @@ class Finder:
     def search(self, query: str) -> None:
         """New text: go to its first match on the branch shown (or offer the first elsewhere)."""
         self.query, self.at = query, None
-        if self._read() and self.hits:
-            self.at = 0
-        if self.hits or self.query:
+        if self._read():
+            self.at = 0 if self.hits else None
             self._show(select=True)
 
     def refresh(self) -> None:
