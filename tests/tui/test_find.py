@@ -9,7 +9,7 @@ from textual.widgets import Input
 
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats
-from tests.tui.helpers import main_screen, screen_text, settle, type_text, wait_for
+from tests.tui.helpers import main_screen, ready, screen_text, settle, type_text, wait_for
 from tests.tui.test_long_chat import MESSAGES, ZEBRA, open_long_chat
 from tests.tui.test_long_chat import write_chat as write_long_chat
 from tests.tui.test_main_snapshots import SIZE, quiet
@@ -126,6 +126,24 @@ async def test_a_match_on_another_branch_is_offered_then_gone_to(make_app, fake_
         assert screen.controller.snapshot().head.id == other
         assert bar(pilot).count == "3 of 3 (1 on another branch)"
         assert view.view_for(other).has_class("-found-current")
+
+
+async def test_a_reply_written_while_the_bar_is_open_is_searched_too(make_app, fake_model, script):
+    script.replies.append("Apple trees flower in spring; an apple follows.")
+    session_id, ids, _ = write_chat(fake_model)
+    app = make_app(startup=StartupRequest(session_id=session_id, model_path=fake_model))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_and_type(pilot, "apple")
+        await ready(pilot)
+        screen.chat_input.focus()
+        await type_text(pilot, "and an orange?")
+        await pilot.press("enter")
+        await settle(pilot)
+        view = screen.conversation_view
+        reply = view.views[-1]
+        assert reply.message is not None and reply.message.text.startswith("Apple trees")
+        await wait_for(pilot, lambda: bar(pilot).count == "1 of 4 (1 on another branch)", "the new count")
+        assert reply.has_class("-found")
 
 
 async def test_escape_closes_the_bar_and_leaves_the_selection(make_app, fake_model):
