@@ -4,9 +4,10 @@
 door into the core) has it. Its behaviour is kept by subject in modules beside it, which
 take the screen as a ``chat_host.ChatHost``: the engine's jobs and what the core reports
 on the way (``job_flow``), the first chat and the models (``opening_flow``), the gestures
-on the messages (``tree_gestures``), the saved chats (``library_flow``) and the chat's
-settings (``settings_flow``). Anything that changes the branch waits for the engine to be
-idle and stops a reply being written first (``EngineWork.when_idle``).
+on the messages (``tree_gestures``), the saved chats (``library_flow``), the chat's
+settings (``settings_flow``) and the find in the chat (``find_flow``). Anything that
+changes the branch waits for the engine to be idle and stops a reply being written first
+(``EngineWork.when_idle``).
 """
 
 from __future__ import annotations
