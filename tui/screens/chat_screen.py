@@ -4,9 +4,10 @@
 door into the core) has it. Its behaviour is kept by subject in modules beside it, which
 take the screen as a ``chat_host.ChatHost``: the engine's jobs and what the core reports
 on the way (``job_flow``), the first chat and the models (``opening_flow``), the gestures
-on the messages (``tree_gestures``), the saved chats (``library_flow``) and the chat's
-settings (``settings_flow``). Anything that changes the branch waits for the engine to be
-idle and stops a reply being written first (``EngineWork.when_idle``).
+on the messages (``tree_gestures``), the saved chats (``library_flow``), the chat's
+settings (``settings_flow``) and the find in the chat (``find_flow``). Anything that
+changes the branch waits for the engine to be idle and stops a reply being written first
+(``EngineWork.when_idle``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,22 @@ from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, S
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
 from tui.events import CoreEvent
-from tui.screens import attach_flow, chat_rules, job_flow, library_flow, opening_flow, settings_flow, tree_gestures
+from tui.screens import (
+    attach_flow,
+    chat_rules,
+    find_flow,
+    job_flow,
+    library_flow,
+    opening_flow,
+    settings_flow,
+    tree_gestures,
+)
 from tui.screens.chat_rules import InputMode
 from tui.startup import StartupRequest
 from tui.switch_cost import SwitchCosts
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
+from tui.widgets.find_bar import FindBar
 from tui.widgets.message_actions import MessageActions
 from tui.widgets.message_view import MessageView
 from tui.widgets.prompt_progress import PromptProgress
@@ -68,6 +79,7 @@ class ChatScreen(Screen[None]):
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.jobs = EngineWork(self, controller, refused=self.refused)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
+        self.finder = find_flow.Finder(self, FindBar(id="find"))
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -75,6 +87,7 @@ class ChatScreen(Screen[None]):
             with Vertical(id="centre"):
                 yield Static(Text(DEMO_NOTE), id="demo-banner")
                 yield ConversationView(id="conversation")
+                yield self.finder.bar
                 yield PromptProgress(id="progress")
                 yield ChatInput(id="input")
             yield TreePanel(id="tree", classes="side-panel")
@@ -168,6 +181,8 @@ class ChatScreen(Screen[None]):
         else:
             await self.conversation_view.show_chat(snapshot)
             self.refresh_panels(snapshot)
+            if self.finder.is_open:
+                self.finder.refresh()
             if not self.jobs.running():  # a job reports its own figures when it ends
                 self.status.set_context(self.controller.context_used(), self.controller.n_ctx)
         target_id = self.mode.target_id
@@ -319,6 +334,18 @@ class ChatScreen(Screen[None]):
         if self.controller.session_id is not None:
             await self.jobs.when_idle(choose)
 
+    @on(FindBar.Changed)
+    def find_changed(self, event: FindBar.Changed) -> None:
+        self.finder.search(event.query)
+
+    @on(FindBar.Stepped)
+    async def find_stepped(self, event: FindBar.Stepped) -> None:
+        await self.finder.step(event.delta, enter=event.enter)
+
+    @on(FindBar.Closed)
+    def find_closed(self) -> None:
+        self.finder.close()
+
     @on(TreePanel.NodeHighlighted)
     def node_highlighted(self, message: TreePanel.NodeHighlighted) -> None:
         self.switch_costs.request(message.message_id)
@@ -419,6 +446,9 @@ class ChatScreen(Screen[None]):
 
     def action_attach_file(self) -> None:
         attach_flow.attach_file(self)
+
+    def action_find(self) -> None:
+        self.finder.open()
 
     def action_toggle_tree(self) -> None:
         self.toggle_panel(self.tree_panel)

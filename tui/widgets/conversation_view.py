@@ -13,6 +13,9 @@ reply being written is one extra view at the end that adopts its stored message.
 
 Streamed text is held (``append_text``, ``streamed_text``) and drawn a few times a second;
 ``finish_stream`` drops what was not drawn yet, since the stored reply replaces it.
+
+A find open marks the views holding its text (``set_marks``); a view mounted later, or
+drawn again, is marked once its text is drawn.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.dom import NoScreen
 from textual.widget import Widget
+from textual.widgets import Markdown
 
 from sessions.controller import ChatSnapshot, Message
 from tui.safe_text import inert
+from tui.widgets.find_marks import FindMarks, mark
 from tui.widgets.message_actions import place_actions
 from tui.widgets.message_note import message_note
 from tui.widgets.message_view import MessageView, opened_in_reasoning
@@ -83,6 +88,8 @@ class ConversationView(VerticalScroll):
         self._keeping = False
         """The scroll is to be set back on the message shown before the window moved."""
         self._width = 0
+        self.marks: FindMarks | None = None
+        """What the find open marks (None: no find open)."""
 
     def compose(self) -> ComposeResult:
         yield self._above
@@ -353,6 +360,23 @@ class ConversationView(VerticalScroll):
                 await self._bring_near(index)
                 self._mark_selected()
         self._check_soon()
+
+    # -- what a find marks ----------------------------------------------------------------
+
+    def set_marks(self, marks: FindMarks | None) -> None:
+        """Mark the messages holding the text found, and the one the find is at (None: unmark)."""
+        self.marks = marks
+        for view in self.views:
+            mark(view, marks)
+
+    def on_markdown_table_of_contents_updated(self, event: Markdown.TableOfContentsUpdated) -> None:
+        """A message's text was drawn (a view mounted as the window moved, a text changed):
+        its marks are drawn again over it."""
+        if self.marks is None:
+            return
+        view = next((node for node in event.markdown.ancestors if isinstance(node, MessageView)), None)
+        if view is not None:
+            mark(view, self.marks)
 
     # -- the reply being written ---------------------------------------------------------
 

@@ -34,6 +34,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from sessions.controller import Message, ReasoningSplitter, ReplyView, split_reply
 from tui.safe_text import inert
+from tui.widgets.chat_document import ChatMarkdown
 from tui.widgets.chat_markdown import chat_parser
 from tui.widgets.reasoning_view import ReasoningView
 
@@ -163,7 +164,7 @@ class MessageView(Vertical):
         yield reasoning
         text, cut = shown_part(answer)
         self.cut_note = cut
-        yield Markdown(text, open_links=False, parser_factory=chat_parser)
+        yield ChatMarkdown(text, open_links=False, parser_factory=chat_parser)
         yield Label(Text(cut), classes="message-cut" + (" -shown" if cut else ""))
 
     def on_click(self, event: events.Click) -> None:
