@@ -62,7 +62,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("continue-from", "alt+g", "continue_from", "Continue the reply from a place in it"),
     KeySpec("attach-file", "alt+a", "attach_file", "Attach a text file to the message"),
     KeySpec("toggle-reasoning", "f12", "toggle_reasoning", "Show or fold reasoning"),
-    KeySpec("find", "alt+f", "find", "Find in the chat"),
+    KeySpec("find", "alt+s", "find", "Find in the chat"),
     KeySpec("toggle-tree", "ctrl+t", "toggle_tree", "Tree", footer=True),
     KeySpec("toggle-sessions", "ctrl+l", "toggle_sessions", "Sessions"),
     KeySpec("new-session", "ctrl+n", "new_session", "New chat"),

@@ -47,7 +47,7 @@ def bar(pilot) -> FindBar:
 
 async def open_and_type(pilot, text: str) -> ChatScreen:
     screen = main_screen(pilot)
-    await pilot.press("alt+f")
+    await pilot.press("alt+s")
     await wait_for(pilot, lambda: bar(pilot).has_class("-open") and isinstance(screen.focused, Input), "the bar")
     await type_text(pilot, text)
     await wait_for(pilot, lambda: bar(pilot).count != "", "the count")
@@ -166,7 +166,7 @@ async def test_enter_right_after_typing_finds_at_once(make_app, fake_model):
     app = make_app(startup=StartupRequest(session_id=session_id))
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        await pilot.press("alt+f")
+        await pilot.press("alt+s")
         await wait_for(pilot, lambda: isinstance(screen.focused, Input), "the bar")
         await type_text(pilot, "fruit")
         await pilot.press("enter", "enter")  # before typing pauses: the first finds, the second goes on
@@ -180,7 +180,7 @@ async def test_with_no_chat_open_the_bar_says_so(make_app):
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         assert screen.controller.session_id is None
-        await pilot.press("alt+f")
+        await pilot.press("alt+s")
         await type_text(pilot, "apple")
         await wait_for(pilot, lambda: bar(pilot).count != "", "the count")
         assert bar(pilot).count == "no chat is open"

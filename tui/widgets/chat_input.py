@@ -60,6 +60,13 @@ class ChatInput(TextArea):
     class NothingToUndo(Message):
         """Ctrl+Z with no typing left to undo: the screen's undo (a deletion) may take it."""
 
+    async def _on_key(self, event: events.Key) -> None:
+        """A terminal sends Alt+letter as ESC and the letter, read as ``alt+<letter>`` with
+        the letter as its character: that is a key for the app (Alt+S finds...), not typing."""
+        if event.key.startswith("alt+") and event.character is not None and len(event.key) == len("alt+") + 1:
+            event.prevent_default()  # TextArea's own handler would insert the letter
+            return
+
     def clear(self) -> EditResult:
         """Empty the input for the next message: the typing of the one sent (or dropped) is
         no longer undoable, so that Ctrl+Z reaches a deletion made after it."""
