@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.branching.planner import Plan
+    from sessions.branching.warm_ahead import Warmed
     from sessions.checkpoints import Tier
     from sessions.engine.settings import EngineSettings
     from sessions.llama.model import ModelInfo
@@ -73,6 +74,14 @@ class ChatEngine(Protocol):
         should_stop: Callable[[], bool] = lambda: False,
     ) -> GenerateResult:
         """Sample a reply after the live sequence; blocking."""
+        ...
+
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> Warmed:
+        """Read the checkpoints a switch to ``target`` would restore from disk into the
+        checkpoint store's RAM tier, root first, until ``should_stop`` says so; never
+        touches the live context, and reads no more than fits beside the checkpoints of
+        the branch shown (``sessions.branching.warm_ahead``). Needs the engine as a plan
+        does (it plans against the live state); blocking."""
         ...
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
