@@ -35,7 +35,7 @@ from sessions.branching.restore import RouteRunner
 from sessions.branching.segments import batches, segment_boundaries
 from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
 from sessions.branching.swa_ring import SwaRing
-from sessions.branching.warm_ahead import Warmed, route_parts, warm_parts
+from sessions.branching.warm_ahead import WarmedAhead, route_parts, warm_parts
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 from sessions.crashpoints import crashpoint
 from sessions.llama.batch_fill import TokenIds
@@ -149,7 +149,7 @@ class BranchEngine:
         bounds = segment_boundaries(ends, self.interval)
         return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits)
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> Warmed:
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
         """Read the checkpoints a switch to ``target`` would restore from disk into RAM
         (``warm_ahead``), and those a reply there would restore besides (the logits at
         its end); the live sequence is only looked at."""

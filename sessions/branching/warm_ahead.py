@@ -37,7 +37,7 @@ class WarmPart:
 
 
 @dataclass(frozen=True)
-class Warmed:
+class WarmedAhead:
     """What one warm-ahead did."""
 
     nbytes: int = 0
@@ -65,21 +65,21 @@ def route_parts(plan: Plan, prefixes: dict[int, str]) -> list[WarmPart]:
 
 def warm_parts(
     store: CheckpointStore | None, compat: StateCompat, parts: list[WarmPart], should_stop: Callable[[], bool],
-) -> Warmed:
+) -> WarmedAhead:
     """Read ``parts`` into RAM in order, while they fit and until ``should_stop``."""
     if store is None:
-        return Warmed(left=len(parts))
+        return WarmedAhead(left=len(parts))
     room = store.ram_room(compat, [(part.prefix, part.kind) for part in parts])
     nbytes = segments = in_ram = total = 0
     for index, part in enumerate(parts):
         if should_stop():
-            return Warmed(nbytes, segments, in_ram, len(parts) - index, stopped=True)
+            return WarmedAhead(nbytes, segments, in_ram, len(parts) - index, stopped=True)
         total += part.nbytes
         if total > room:
-            return Warmed(nbytes, segments, in_ram, len(parts) - index)
+            return WarmedAhead(nbytes, segments, in_ram, len(parts) - index)
         read = store.warm(compat, part.prefix, part.kind)  # in RAM already: marked as just used
         if read:
             nbytes, segments = nbytes + read, segments + 1
         elif part.tier == "ram":
             in_ram += 1
-    return Warmed(nbytes, segments, in_ram)
+    return WarmedAhead(nbytes, segments, in_ram)

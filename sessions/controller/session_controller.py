@@ -56,7 +56,7 @@ from sessions.tree import Message
 if TYPE_CHECKING:
     from sessions.branching.branch_engine import PrepareResult
     from sessions.branching.planner import Plan
-    from sessions.branching.warm_ahead import Warmed
+    from sessions.branching.warm_ahead import WarmedAhead
     from sessions.checkpoints import CheckpointStore, Tier
     from sessions.controller.reply import BranchTokens
     from sessions.exchange import ExportKind
@@ -363,7 +363,7 @@ class SessionController:
             branch = self._chat.tokens(engine, path)
             return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
 
-    def warm_ahead(self, message_id: int, should_stop: Callable[[], bool]) -> Warmed | None:
+    def warm_ahead(self, message_id: int, should_stop: Callable[[], bool]) -> WarmedAhead | None:
         """Read what choosing ``message_id`` (its branch last seen, as ``select``) would
         restore from disk into RAM, root first, until ``should_stop`` says so; what was read.
 

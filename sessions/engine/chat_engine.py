@@ -16,7 +16,7 @@ from typing import Any
 from sessions.branching.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import Plan
 from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
-from sessions.branching.warm_ahead import Warmed
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.llama.attention_check import flash_attention_verdict
@@ -140,7 +140,7 @@ class LlamaChatEngine:
         finally:
             sampler.close()
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> Warmed:
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
         return self.branches.warm_ahead(target, ends, should_stop)
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from sessions.branching.branch_engine import GenerateResult
-from sessions.branching.warm_ahead import Warmed
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
 from sessions.engine.settings import EngineSettings
 from sessions.engine.wire import Loaded, LoadRequest, WireError, from_wire
@@ -235,11 +235,11 @@ class EngineProcess:
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> Warmed:
-        """Warmed in the child, into the RAM tier of its checkpoint store; a stop reaches it
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
+        """WarmedAhead in the child, into the RAM tier of its checkpoint store; a stop reaches it
         as a reply's does, and takes effect between two checkpoints."""
         if should_stop():
-            return Warmed(stopped=True)
+            return WarmedAhead(stopped=True)
         return self._call("warm_ahead", list(target), list(ends), should_stop=should_stop)
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.branching.planner import Plan
-    from sessions.branching.warm_ahead import Warmed
+    from sessions.branching.warm_ahead import WarmedAhead
     from sessions.checkpoints import Tier
     from sessions.engine.settings import EngineSettings
     from sessions.llama.model import ModelInfo
@@ -76,7 +76,7 @@ class ChatEngine(Protocol):
         """Sample a reply after the live sequence; blocking."""
         ...
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> Warmed:
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
         """Read the checkpoints a switch to ``target`` would restore from disk into the
         checkpoint store's RAM tier, root first, until ``should_stop`` says so; never
         touches the live context, and reads no more than fits beside the checkpoints of

@@ -24,7 +24,7 @@ import numpy as np
 
 from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import CostModel, Plan, SegmentInfo, SnapshotInfo, common_prefix
-from sessions.branching.warm_ahead import Warmed
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier, prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -92,7 +92,7 @@ class FakeEngine:
         self.closed = False
         self.sampled_with: list[SamplingSettings] = []
         """The settings of every reply written, in order."""
-        self.warms: list[tuple[list[int], Warmed]] = []
+        self.warms: list[tuple[list[int], WarmedAhead]] = []
         """Every warm-ahead: the branch it was for and what it did, in order."""
         self.warming = threading.Event()
         """Set while a warm-ahead runs."""
@@ -163,7 +163,7 @@ class FakeEngine:
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> Warmed:
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
         """Moves the saved prefixes of ``target`` kept on disk to RAM, unless stopped first."""
         target = list(target)
         self.warming.set()
@@ -174,10 +174,10 @@ class FakeEngine:
                     break
             on_disk = [saved for saved in (tuple(target[:end]) for end in ends) if saved in self.on_disk]
             if should_stop():
-                warmed = Warmed(left=len(on_disk), stopped=True)
+                warmed = WarmedAhead(left=len(on_disk), stopped=True)
             else:
                 self.on_disk.difference_update(on_disk)
-                warmed = Warmed(nbytes=sum(map(len, on_disk)), segments=len(on_disk))
+                warmed = WarmedAhead(nbytes=sum(map(len, on_disk)), segments=len(on_disk))
             self.warms.append((target, warmed))
             return warmed
         finally:

@@ -1,0 +1,78 @@
+"""The branch under the tree's cursor, read into RAM while the user looks at it.
+
+When the cursor rests on a message for a moment (``REST_SECONDS``: a timer started again
+by every move), the controller reads what going there would restore from disk into the
+checkpoint store's RAM tier (``SessionController.warm_ahead``), in a thread worker; the
+live context is never touched. Moving on, or starting any engine job, stops it between
+two checkpoints. Once it has read something the tree's marks are read again (the
+message turns ●) and so is the cost line: going there is a copy from RAM now.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from textual.dom import DOMNode
+from textual.timer import Timer
+
+from sessions.controller import LlamachatError, SessionController, WarmedAhead
+
+REST_SECONDS = 0.4
+"""How long the cursor stays on a message before its branch is warmed: long enough that
+running down the tree reads nothing, short enough to be done before a choice."""
+
+
+class WarmAhead:
+    """Warms the branch under the cursor once the cursor rests, in the worker group
+    ``warm-ahead`` (one at a time)."""
+
+    def __init__(self, node: DOMNode, controller: SessionController,
+                 done: Callable[[WarmedAhead | None], None]) -> None:
+        """``done`` runs on the UI thread when a warm has ended (None: it did not run)."""
+        self._node = node
+        self._controller = controller
+        self._done = done
+        self._timer: Timer | None = None
+        self._wanted: int | None = None
+        self._stop = threading.Event()
+        """The stop of the warm under way (each warm has its own)."""
+
+    @property
+    def resting_on(self) -> int | None:
+        """The message whose rest is being timed (None: no timer runs)."""
+        return self._wanted if self._timer is not None else None
+
+    def rest_on(self, message_id: int) -> None:
+        """The cursor came onto ``message_id``: stop a warm under way, and warm this one
+        if the cursor is still there in ``REST_SECONDS``."""
+        self.stop()
+        self._wanted = message_id
+        self._timer = self._node.set_timer(REST_SECONDS, self.rested, name="warm-ahead")
+
+    def stop(self) -> None:
+        """Stop the warm under way and the one waiting for its moment (any gesture)."""
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def rested(self) -> None:
+        """The cursor rested on the message: warm its branch (the timer's callback)."""
+        if self._timer is not None:  # called before its time (the tests do)
+            self._timer.stop()
+        self._timer = None
+        message_id = self._wanted
+        if message_id is None:
+            return
+        self._stop = stop = threading.Event()
+        self._node.run_worker(lambda: self._warm(message_id, stop), thread=True, exclusive=True,
+                              group="warm-ahead", exit_on_error=False,
+                              description="reading the branch under the cursor into RAM")
+
+    def _warm(self, message_id: int, stop: threading.Event) -> None:
+        try:
+            warmed = self._controller.warm_ahead(message_id, stop.is_set)
+        except LlamachatError:  # no model, a chat changed or unreadable: nothing to warm
+            warmed = None
+        self._node.app.call_from_thread(self._done, warmed)
