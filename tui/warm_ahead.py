@@ -6,6 +6,9 @@ checkpoint store's RAM tier (``SessionController.warm_ahead``), in a thread work
 live context is never touched. Moving on, or starting any engine job, stops it between
 two checkpoints. Once it has read something the tree's marks are read again (the
 message turns ●) and so is the cost line: going there is a copy from RAM now.
+
+Paging versions (Alt+←/→) rests on the version the next page in the same direction
+would show: it is warmed once the page's own switch has ended (``again``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class WarmAhead:
         self._wanted: int | None = None
         self._stop = threading.Event()
         """The stop of the warm under way (each warm has its own)."""
+        self._warmed: int | None = None
+        """The message whose warm last ran to its end."""
 
     @property
     def resting_on(self) -> int | None:
@@ -49,6 +54,12 @@ class WarmAhead:
         self.stop()
         self._wanted = message_id
         self._timer = self._node.set_timer(REST_SECONDS, self.rested, name="warm-ahead")
+
+    def again(self) -> None:
+        """An engine job has ended: time the rest again on the message wanted, if the job
+        stopped its warm or held the engine when it was due (a page's own switch does)."""
+        if self._wanted is not None and self._wanted != self._warmed and self._timer is None:
+            self.rest_on(self._wanted)
 
     def stop(self) -> None:
         """Stop the warm under way and the one waiting for its moment (any gesture)."""
@@ -75,4 +86,9 @@ class WarmAhead:
             warmed = self._controller.warm_ahead(message_id, stop.is_set)
         except LlamachatError:  # no model, a chat changed or unreadable: nothing to warm
             warmed = None
-        self._node.app.call_from_thread(self._done, warmed)
+        self._node.app.call_from_thread(self._ended, message_id, warmed)
+
+    def _ended(self, message_id: int, warmed: WarmedAhead | None) -> None:
+        if warmed is not None and not warmed.stopped:
+            self._warmed = message_id
+        self._done(warmed)

@@ -93,3 +93,27 @@ async def test_a_job_stops_the_warm_first(make_app, script):
         assert engine.warms[-1][1].stopped
         await settle(pilot)
         assert screen.controller.snapshot().head.id == old[-1]
+
+
+async def test_paging_warms_the_version_the_next_page_shows(make_app, script):
+    script.replies = ["first version", "second version", "third version"]
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "tell me")
+        for _ in range(2):
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+        engine = screen.controller._factory.engines[-1]
+        engine.on_disk.update(engine.saved)
+        first = screen.controller.snapshot().tree.siblings(screen.controller.snapshot().head.id)[0]
+
+        await pilot.press("alt+left")  # the second version: the first is the next page that way
+        await settle(pilot)
+
+        await wait_for(pilot, lambda: screen.warm_ahead.resting_on == first.id, "the rest timer")
+        screen.warm_ahead.rested()
+        await wait_for(pilot, lambda: bool(engine.warms), "the warm")
+        target, warmed = engine.warms[-1]
+        assert engine.detokenize(target).endswith("first version") and warmed.segments > 0
+        assert screen.controller.snapshot().head.text == "second version"  # nothing switched
