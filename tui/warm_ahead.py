@@ -4,8 +4,9 @@ When the cursor rests on a message for a moment (``REST_SECONDS``: a timer start
 by every move), the controller reads what going there would restore from disk into the
 checkpoint store's RAM tier (``SessionController.warm_ahead``), in a thread worker; the
 live context is never touched. Moving on, or starting any engine job, stops it between
-two checkpoints. Once it has read something the tree's marks are read again (the
-message turns ●) and so is the cost line: going there is a copy from RAM now.
+two checkpoints (a job also forgets the message). Once it has read something the tree's
+marks are read again (the message turns ●) and so is the cost line: going there is a copy
+from RAM now.
 
 Paging versions (Alt+←/→) rests on the version the next page in the same direction
 would show: it is warmed once the page's own switch has ended (``again``).
@@ -60,6 +61,12 @@ class WarmAhead:
         stopped its warm or held the engine when it was due (a page's own switch does)."""
         if self._wanted is not None and self._wanted != self._warmed and self._timer is None:
             self.rest_on(self._wanted)
+
+    def leave(self) -> None:
+        """An engine job starts: stop, and forget the message (the job may make it live or
+        change what going there reads; the next rest asks again)."""
+        self.stop()
+        self._wanted = None
 
     def stop(self) -> None:
         """Stop the warm under way and the one waiting for its moment (any gesture)."""

@@ -3,7 +3,8 @@
 One llama.cpp context must never be used by two threads at once, and this lock is the
 one rule that says so: every blocking engine method of the controller (load, warm,
 reply, trim, close) runs inside ``job``, and every quick call to the engine (a plan, the
-saved marks) inside ``held`` or ``free``. Nothing else keeps jobs apart: the app's
+saved marks) inside ``held`` or ``free``; so does a warm ahead (``warm_ahead``), which
+only reads checkpoints into RAM and which the app stops before it starts a job. Nothing else keeps jobs apart: the app's
 workers only queue gestures so that jobs do not pile up behind this lock, and the engine
 in a child process (``sessions.engine.process``) takes calls one at a time because they
 come one at a time from here. Stopping uses two signals: a flag the controller checks

@@ -93,6 +93,7 @@ async def test_a_job_stops_the_warm_first(make_app, script):
         assert engine.warms[-1][1].stopped
         await settle(pilot)
         assert screen.controller.snapshot().head.id == old[-1]
+        assert len(engine.warms) == 1
 
 
 async def test_paging_warms_the_version_the_next_page_shows(make_app, script):

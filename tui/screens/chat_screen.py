@@ -65,7 +65,7 @@ class ChatScreen(Screen[None]):
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.warm_ahead = WarmAhead(self, controller, self.warmed_ahead)
         """Reads the branch under the tree's cursor into RAM once the cursor rests there."""
-        self.jobs = EngineWork(self, controller, refused=self.refused, before_job=self.warm_ahead.stop)
+        self.jobs = EngineWork(self, controller, refused=self.refused, before_job=self.warm_ahead.leave)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
 
     def compose(self) -> ComposeResult:
