@@ -66,8 +66,8 @@ class EngineWork:
         """``before_job``: stops what holds the engine besides jobs (a warm ahead), so that
         a job does not wait for it."""
         self._node = node
-        self._before_job = before_job
         """Runs the workers and gets their ``Worker.StateChanged`` messages."""
+        self._before_job = before_job
         self._controller = controller
         self._refused = refused
         """Shows a gesture the core refused (its message is written for the user)."""

@@ -4,12 +4,12 @@ One llama.cpp context must never be used by two threads at once, and this lock i
 one rule that says so: every blocking engine method of the controller (load, warm,
 reply, trim, close) runs inside ``job``, and every quick call to the engine (a plan, the
 saved marks) inside ``held`` or ``free``; so does a warm ahead (``warm_ahead``), which
-only reads checkpoints into RAM and which the app stops before it starts a job. Nothing else keeps jobs apart: the app's
-workers only queue gestures so that jobs do not pile up behind this lock, and the engine
-in a child process (``sessions.engine.process``) takes calls one at a time because they
-come one at a time from here. Stopping uses two signals: a flag the controller checks
-between steps, and llama.cpp's abort flag, which interrupts a decode in the middle of
-a batch.
+only reads checkpoints into RAM and which the app stops before it starts a job. Nothing
+else keeps jobs apart: the app's workers only queue gestures so that jobs do not pile up
+behind this lock, and the engine in a child process (``sessions.engine.process``) takes
+calls one at a time because they come one at a time from here. Stopping uses two
+signals: a flag the controller checks between steps, and llama.cpp's abort flag, which
+interrupts a decode in the middle of a batch.
 
 The stop flag also stops a chat template rendering inside the job (``sandbox.stop_renders_with``):
 a template is untrusted code, and one that runs long (the test render when a model loads, a

@@ -236,7 +236,7 @@ class EngineProcess:
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
-        """WarmedAhead in the child, into the RAM tier of its checkpoint store; a stop reaches it
+        """Warmed in the child, into the RAM tier of its checkpoint store; a stop reaches it
         as a reply's does, and takes effect between two checkpoints."""
         if should_stop():
             return WarmedAhead(stopped=True)
