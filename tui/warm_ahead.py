@@ -81,8 +81,13 @@ class WarmAhead:
             self._timer.stop()
         self._timer = None
         message_id = self._wanted
-        if message_id is None:
+        try:
+            snapshot = self._controller.snapshot()
+        except LlamachatError:
             return
+        head = snapshot.head if snapshot is not None else None
+        if message_id is None or head is not None and head.id == message_id:
+            return  # the branch shown is live: nothing to read
         self._stop = stop = threading.Event()
         self._node.run_worker(lambda: self._warm(message_id, stop), thread=True, exclusive=True,
                               group="warm-ahead", exit_on_error=False,

@@ -118,3 +118,14 @@ async def test_paging_warms_the_version_the_next_page_shows(make_app, script):
         target, warmed = engine.warms[-1]
         assert engine.detokenize(target).endswith("first version") and warmed.segments > 0
         assert screen.controller.snapshot().head.text == "second version"  # nothing switched
+
+
+async def test_resting_on_the_head_reads_nothing(make_app):
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen, engine, _old = await forked(pilot)
+        head = screen.controller.snapshot().head.id
+        screen.warm_ahead.rest_on(head)
+        screen.warm_ahead.rested()
+        await settle(pilot)
+        assert not engine.warms  # the branch shown is live

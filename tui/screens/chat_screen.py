@@ -220,11 +220,11 @@ class ChatScreen(Screen[None]):
                         description="reading where the saved states are")
 
     def warmed_ahead(self, warmed: WarmedAhead | None) -> None:
-        """A warm of the branch under the cursor ended (``WarmAhead``): its marks and its cost
-        line are read again (a plan asked for while it held the engine was not answered)."""
+        """A warm of the branch under the cursor ended (``WarmAhead``): the marks and the cost
+        line are read again (what it read is in RAM now, and a read asked for while it held
+        the engine was not answered)."""
         if self.tree_panel.has_class("-open"):
-            if warmed is not None and warmed.segments:
-                self.read_tiers_of(self.tree_panel.built_ids)
+            self.read_tiers_of(self.tree_panel.built_ids)
             self.switch_costs.refresh()
 
     def tiers_read(self, panel: TreePanel, tiers: dict[int, Tier | None]) -> None:
