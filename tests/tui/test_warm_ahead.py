@@ -129,3 +129,17 @@ async def test_resting_on_the_head_reads_nothing(make_app):
         screen.warm_ahead.rested()
         await settle(pilot)
         assert not engine.warms  # the branch shown is live
+
+
+async def test_quitting_stops_the_warm(make_app, script):
+    script.warm_gate = threading.Event()
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen, engine, old = await forked(pilot)
+        panel = screen.tree_panel
+        panel.message_tree.move_cursor(panel._layout.nodes[old[-1]])
+        await wait_for(pilot, lambda: screen.warm_ahead.resting_on == old[-1], "the rest timer")
+        screen.warm_ahead.rested()
+        await wait_for(pilot, engine.warming.is_set, "the warm to start")
+        await pilot.press("ctrl+q")
+    assert engine.warms and engine.warms[-1][1].stopped  # ended with the app, not at the fake's time limit

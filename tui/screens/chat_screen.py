@@ -88,6 +88,9 @@ class ChatScreen(Screen[None]):
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
         self.call_after_refresh(opening_flow.start, self)
 
+    def on_unmount(self) -> None:
+        self.warm_ahead.leave()  # the app ends: closing the model must not wait for a warm's reads
+
     def app_focus_changed(self, focused: bool) -> None:
         """Back from another window, where the chat may have been renamed (``llamachat
         rename``): the title and the session list are read again. The messages are not:
