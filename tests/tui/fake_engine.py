@@ -96,6 +96,8 @@ class FakeEngine:
         """Every warm-ahead: the branch it was for and what it did, in order."""
         self.warming = threading.Event()
         """Set while a warm-ahead runs."""
+        self.warm_ended = threading.Event()
+        """Set once a warm-ahead has ended."""
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return list(text.encode("utf-8"))
@@ -182,6 +184,7 @@ class FakeEngine:
             return warmed
         finally:
             self.warming.clear()
+            self.warm_ended.set()
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         tiers: dict[str, Tier] = {prefix_hash(saved): "disk" if saved in self.on_disk else "ram"
