@@ -43,30 +43,47 @@ class WarmAhead:
         """The stop of the warm under way (each warm has its own)."""
         self._warmed: int | None = None
         """The message whose warm last ran to its end."""
+        self._paged = False
+        """The message wanted is the one a page of versions points to."""
 
     @property
     def resting_on(self) -> int | None:
         """The message whose rest is being timed (None: no timer runs)."""
         return self._wanted if self._timer is not None else None
 
-    def rest_on(self, message_id: int) -> None:
-        """The cursor came onto ``message_id``: stop a warm under way, and warm this one
-        if the cursor is still there in ``REST_SECONDS``."""
+    def rest_on(self, message_id: int, *, page: bool = False) -> None:
+        """The cursor came onto ``message_id`` (or a page of versions points there, with
+        ``page``): stop a warm under way, and warm this one if nothing has moved on in
+        ``REST_SECONDS``.
+
+        The cursor on the head asks for nothing (its branch is live), and leaves a rest a
+        page asked for alone: the cursor follows the head a page has just moved."""
+        if not page and self._is_head(message_id):
+            if not self._paged:
+                self.leave()
+            return
         self.stop()
-        self._wanted = message_id
+        self._wanted, self._paged = message_id, page
         self._timer = self._node.set_timer(REST_SECONDS, self.rested, name="warm-ahead")
+
+    def _is_head(self, message_id: int) -> bool:
+        try:
+            snapshot = self._controller.snapshot()
+        except LlamachatError:
+            return False
+        return snapshot is not None and snapshot.head is not None and snapshot.head.id == message_id
 
     def again(self) -> None:
         """An engine job has ended: time the rest again on the message wanted, if the job
         stopped its warm or held the engine when it was due (a page's own switch does)."""
         if self._wanted is not None and self._wanted != self._warmed and self._timer is None:
-            self.rest_on(self._wanted)
+            self.rest_on(self._wanted, page=self._paged)
 
     def leave(self) -> None:
         """An engine job starts: stop, and forget the message (the job may make it live or
         change what going there reads; the next rest asks again)."""
         self.stop()
-        self._wanted = None
+        self._wanted, self._paged = None, False
 
     def stop(self) -> None:
         """Stop the warm under way and the one waiting for its moment (any gesture)."""
@@ -81,12 +98,7 @@ class WarmAhead:
             self._timer.stop()
         self._timer = None
         message_id = self._wanted
-        try:
-            snapshot = self._controller.snapshot()
-        except LlamachatError:
-            return
-        head = snapshot.head if snapshot is not None else None
-        if message_id is None or head is not None and head.id == message_id:
+        if message_id is None or self._is_head(message_id):
             return  # the branch shown is live: nothing to read
         self._stop = stop = threading.Event()
         self._node.run_worker(lambda: self._warm(message_id, stop), thread=True, exclusive=True,

@@ -96,7 +96,8 @@ async def test_a_job_stops_the_warm_first(make_app, script):
         assert len(engine.warms) == 1
 
 
-async def test_paging_warms_the_version_the_next_page_shows(make_app, script):
+@pytest.mark.parametrize("tree_open", [False, True])
+async def test_paging_warms_the_version_the_next_page_shows(make_app, script, tree_open):
     script.replies = ["first version", "second version", "third version"]
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:
@@ -108,6 +109,10 @@ async def test_paging_warms_the_version_the_next_page_shows(make_app, script):
         engine = screen.controller._factory.engines[-1]
         engine.on_disk.update(engine.saved)
         first = screen.controller.snapshot().tree.siblings(screen.controller.snapshot().head.id)[0]
+        if tree_open:  # its cursor follows the head the page moves, and must not take the rest over
+            await pilot.press("ctrl+t")
+            await settle(pilot)
+            screen.chat_input.focus()
 
         await pilot.press("alt+left")  # the second version: the first is the next page that way
         await settle(pilot)

@@ -41,7 +41,7 @@ async def sibling(screen: ChatHost, delta: int) -> None:
         versions = [m.id for m in snapshot.tree.siblings(message.id)]
         ahead = versions.index(shown.id) + (1 if delta > 0 else -1)
         if 0 <= ahead < len(versions):  # the version the next page in this direction shows
-            screen.warm_ahead.rest_on(versions[ahead])
+            screen.warm_ahead.rest_on(versions[ahead], page=True)
 
     await screen.jobs.when_idle(page)
 
