@@ -31,9 +31,17 @@ def test_a_branch_warmed_through_the_controller_is_restored_from_ram(tmp_path, s
             assert ctl.warm_ahead(first.id, lambda: False) is None
         assert ctl.warm_ahead(first.id, lambda: True) is None  # stopped before it began
 
-        warmed = ctl.warm_ahead(first.id, lambda: False)  # the branch last seen under the first message
+        planned_meanwhile: list[bool] = []
+
+        def should_stop() -> bool:  # asked between the reads: the engine is free for a plan then
+            planned_meanwhile.append(ctl.plan_choice(first.id) is not None)
+            return False
+
+        warmed = ctl.warm_ahead(first.id, should_stop)  # the branch last seen under the first message
 
         assert warmed is not None and warmed.segments > 0 and warmed.nbytes > 0
+        held_to_plan, *reading = planned_meanwhile  # asked once before the plan too: held then
+        assert not held_to_plan and reading and all(reading)
         assert ctl.checkpoint_tiers([reply.id]) == {reply.id: "ram"}
         plan = ctl.plan_choice(first.id)
         assert plan is not None and plan.restore and {part.tier for part in plan.restore} == {"ram"}

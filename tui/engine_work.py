@@ -63,8 +63,8 @@ class EngineWork:
 
     def __init__(self, node: DOMNode, controller: SessionController,
                  refused: Callable[[str], None], before_job: Callable[[], None] = lambda: None) -> None:
-        """``before_job``: stops what holds the engine besides jobs (a warm ahead), so that
-        a job does not wait for it."""
+        """``before_job``: stops what uses the engine besides jobs (a warm ahead), so that a
+        job neither waits for it nor reads from disk beside it."""
         self._node = node
         """Runs the workers and gets their ``Worker.StateChanged`` messages."""
         self._before_job = before_job

@@ -149,16 +149,20 @@ class BranchEngine:
         bounds = segment_boundaries(ends, self.interval)
         return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits)
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
         """Read the checkpoints a switch to ``target`` would restore from disk into RAM
         (``warm_ahead``), and those a reply there would restore besides (the logits at
-        its end); the live sequence is only looked at."""
+        its end); the live sequence is only looked at, by the plans, before ``planned``
+        is called: the reads after it touch the checkpoint store alone."""
         bounds = segment_boundaries(ends, self.interval)
         prefixes = prefix_hashes(target, bounds)
         parts = []
         for need_logits in (False, True):  # the switch, then a reply or regenerate there
             plan = self._plan(target, bounds, prefixes, need_logits, disk_as_ram=True)
             parts += [part for part in route_parts(plan, prefixes) if part not in parts]
+        if planned is not None:
+            planned()
         return warm_parts(self.store, self.compat, parts, should_stop)
 
     def _plan(

@@ -369,12 +369,13 @@ class SessionController:
 
         The live context stays as it is (``ChatEngine.warm_ahead``). None while a job holds
         the engine, or when stopped before it began: the plan reads the live state. The
-        engine is held for the reads too (an engine in another process takes one call at a
-        time), so a gesture that needs it waits for the read under way: stop it first. Run
-        it in a worker thread.
+        engine is let go once the route is planned, the reads touching only the checkpoint
+        store, except for an engine in another process, which takes one call at a time:
+        there a gesture that needs the engine waits for the read under way (stop it
+        first). Run it in a worker thread.
         """
-        with self._jobs.free() as free:
-            if not free or should_stop():
+        with self._jobs.free_until() as release:
+            if release is None or should_stop():
                 return None
             engine = self._chat.loaded()
             with self._chat.lock:
@@ -382,7 +383,7 @@ class SessionController:
             branch = self._chat.tokens(engine, path)
             if len(branch.tokens) > engine.n_ctx:
                 return None  # no switch goes there: it is trimmed first
-            return engine.warm_ahead(branch.tokens, branch.ends, should_stop)
+            return engine.warm_ahead(branch.tokens, branch.ends, should_stop, planned=release)
 
     def _priced(self, engine: ChatEngine, plan: Plan, branch: BranchTokens) -> Plan:
         """``plan`` priced part by part, at the engine's measured speeds, or before it has

@@ -140,8 +140,9 @@ class LlamaChatEngine:
         finally:
             sampler.close()
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
-        return self.branches.warm_ahead(target, ends, should_stop)
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
+        return self.branches.warm_ahead(target, ends, should_stop, planned=planned)
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         """Where the state after each token prefix with these hashes is checkpointed."""

@@ -165,9 +165,12 @@ class FakeEngine:
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
 
-    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool]) -> WarmedAhead:
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
         """Moves the saved prefixes of ``target`` kept on disk to RAM, unless stopped first."""
         target = list(target)
+        if planned is not None:
+            planned()
         self.warming.set()
         try:
             gate, waited = self.script.warm_gate, time.monotonic()
