@@ -62,9 +62,12 @@ class EngineWork:
     """The engine jobs a screen runs, and the gestures waiting for them to end."""
 
     def __init__(self, node: DOMNode, controller: SessionController,
-                 refused: Callable[[str], None]) -> None:
+                 refused: Callable[[str], None], before_job: Callable[[], None] = lambda: None) -> None:
+        """``before_job``: stops what uses the engine besides jobs (a warm ahead), so that a
+        job neither waits for it nor reads from disk beside it."""
         self._node = node
         """Runs the workers and gets their ``Worker.StateChanged`` messages."""
+        self._before_job = before_job
         self._controller = controller
         self._refused = refused
         """Shows a gesture the core refused (its message is written for the user)."""
@@ -111,6 +114,7 @@ class EngineWork:
         self._start("trim", "making a branch without the oldest turns", lambda: self._controller.trim_to_fit(leaf_id))
 
     def _start(self, group: str, description: str, job: Callable[[], Any]) -> None:
+        self._before_job()
         self._controller.begin_job()  # the engine is idle here: an old stop must not hit this job
         self._node.run_worker(job, thread=True, exclusive=True, group=group, exit_on_error=False,
                               description=description)

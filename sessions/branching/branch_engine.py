@@ -35,6 +35,7 @@ from sessions.branching.restore import RouteRunner
 from sessions.branching.segments import batches, segment_boundaries
 from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
 from sessions.branching.swa_ring import SwaRing
+from sessions.branching.warm_ahead import WarmedAhead, route_parts, warm_parts
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 from sessions.crashpoints import crashpoint
 from sessions.llama.batch_fill import TokenIds
@@ -148,10 +149,32 @@ class BranchEngine:
         bounds = segment_boundaries(ends, self.interval)
         return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits)
 
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
+        """Read the checkpoints a switch to ``target`` would restore from disk into RAM
+        (``warm_ahead``), and those a reply there would restore besides (the logits at
+        its end); the live sequence is only looked at, by the plans, before ``planned``
+        is called: the reads after it touch the checkpoint store alone."""
+        bounds = segment_boundaries(ends, self.interval)
+        prefixes = prefix_hashes(target, bounds)
+        parts = []
+        for need_logits in (False, True):  # the switch, then a reply or regenerate there
+            plan = self._plan(target, bounds, prefixes, need_logits, disk_as_ram=True)
+            parts += [part for part in route_parts(plan, prefixes) if part not in parts]
+        if planned is not None:
+            planned()
+        return warm_parts(self.store, self.compat, parts, should_stop)
+
     def _plan(
-        self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str], need_logits: bool = True
+        self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str], need_logits: bool = True,
+        *, disk_as_ram: bool = False,
     ) -> Plan:
+        """``disk_as_ram``: price what is on disk as if it were in RAM (the route a warm
+        ahead makes cheapest)."""
         store, compat = self.store, self.compat
+        cost = with_speeds(self.cost, self.ctx.speeds)
+        if disk_as_ram:
+            cost = replace(cost, disk_seconds_per_byte=cost.ram_seconds_per_byte)
 
         def cells(b: int) -> SegmentInfo | None:
             meta = store.peek(compat, prefixes[b], "cells") if store is not None else None
@@ -165,8 +188,7 @@ class BranchEngine:
                 return None
             return SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
 
-        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot,
-                          with_speeds(self.cost, self.ctx.speeds),
+        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, cost,
                           need_logits=need_logits)
 
     def saved_tier(self, prefix: str) -> Tier | None:

@@ -65,6 +65,12 @@ class RamTier:
     def __len__(self) -> int:
         return len(self._items)
 
+    def protected_bytes(self, besides: frozenset[Key] = frozenset()) -> int:
+        """Bytes of the protected segments held, but for those under ``besides``."""
+        with self._lock:
+            return sum(segment.nbytes for key, segment in self._items.items()
+                       if key not in besides and self._is_protected(key))
+
     def keys(self) -> list[Key]:
         """Keys from least to most recently used."""
         with self._lock:

@@ -160,6 +160,24 @@ class CheckpointStore:
         self._count(disk=int(placed is not None), miss=int(placed is None))
         return placed
 
+    def warm(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> int:
+        """Read a checkpoint from disk into RAM ahead of a restore that may come; the
+        payload bytes read (0: in RAM already, marked as just used, or not on disk).
+
+        Not counted as a hit or a miss: nothing was restored. The RAM tier's budget
+        holds as for any ``get``: past it, its LRU drops what was used least recently."""
+        key = key_of(compat, prefix, kind)
+        if self._ram.get(key) is not None or self._writer.pending(key) is not None:
+            return 0
+        segment = self._disk.load(compat, prefix, kind)
+        return segment.nbytes if segment is not None and self._ram.put(segment) else 0
+
+    def ram_room(self, compat: StateCompat, besides: Iterable[tuple[str, Kind]] = ()) -> int:
+        """Bytes the RAM tier can hold without dropping a checkpoint of the branches the
+        user is on (``set_active``); those listed in ``besides`` are not counted."""
+        keys = frozenset(key_of(compat, prefix, kind) for prefix, kind in besides)
+        return max(0, self._ram.budget - self._ram.protected_bytes(keys))
+
     def _in_memory(self, key: Key) -> Segment | None:
         """The segment in RAM or in the writer's queue (counted as a RAM hit), or None."""
         segment = self._ram.get(key) or self._writer.pending(key)

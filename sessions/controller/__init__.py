@@ -12,6 +12,7 @@ from sessions.attachments import Attachment, AttachmentError, appended
 from sessions.bounded_read import NotRegularFile, read_regular_file
 from sessions.branching.branch_engine import PrepareResult
 from sessions.branching.planner import Plan
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
 from sessions.config import Config, ConfigError, update_config
 from sessions.config.sampling_input import LABELS as SAMPLING_LABELS
@@ -93,6 +94,7 @@ __all__ = [
     "Tier",
     "TreeError",
     "TurnTaken",
+    "WarmedAhead",
     "appended",
     "config_dir",
     "human_count",

@@ -3,12 +3,14 @@
 One llama.cpp context must never be used by two threads at once, and this lock is the
 one rule that says so: every blocking engine method of the controller (load, warm,
 reply, trim, close) runs inside ``job``, and every quick call to the engine (a plan, the
-saved marks) inside ``held`` or ``free``. Nothing else keeps jobs apart: the app's
-workers only queue gestures so that jobs do not pile up behind this lock, and the engine
-in a child process (``sessions.engine.process``) takes calls one at a time because they
-come one at a time from here. Stopping uses two signals: a flag the controller checks
-between steps, and llama.cpp's abort flag, which interrupts a decode in the middle of
-a batch.
+saved marks) inside ``held`` or ``free``; so does the plan of a warm ahead (``free_until``:
+its reads into RAM touch only the checkpoint store, and the app stops them before it
+starts a job). Nothing
+else keeps jobs apart: the app's workers only queue gestures so that jobs do not pile up
+behind this lock, and the engine in a child process (``sessions.engine.process``) takes
+calls one at a time because they come one at a time from here. Stopping uses two
+signals: a flag the controller checks between steps, and llama.cpp's abort flag, which
+interrupts a decode in the middle of a batch.
 
 The stop flag also stops a chat template rendering inside the job (``sandbox.stop_renders_with``):
 a template is untrusted code, and one that runs long (the test render when a model loads, a
@@ -100,6 +102,26 @@ class JobControl:
         and leave the stop flags alone (a stop pressed meanwhile is for the next job)."""
         with self._lock:
             yield
+
+    @contextmanager
+    def free_until(self) -> Iterator[Callable[[], None] | None]:
+        """Like ``free``, yielding a release (None when a job holds the engine) that the
+        holder calls once the part of its work that needs the engine is done; the rest
+        runs beside whatever takes the engine next. Released at the end in any case."""
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        held = [True]
+
+        def release() -> None:
+            if held[0]:
+                held[0] = False
+                self._lock.release()
+
+        try:
+            yield release
+        finally:
+            release()
 
     @contextmanager
     def free(self) -> Iterator[bool]:

@@ -21,7 +21,7 @@ deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,7 @@ from sessions.tree import Message
 if TYPE_CHECKING:
     from sessions.branching.branch_engine import PrepareResult
     from sessions.branching.planner import Plan
+    from sessions.branching.warm_ahead import WarmedAhead
     from sessions.checkpoints import CheckpointStore, Tier
     from sessions.controller.reply import BranchTokens
     from sessions.exchange import ExportKind
@@ -361,6 +362,28 @@ class SessionController:
                 path = self._chat.path(self._chat.conv().tree.resume_leaf(message_id).id)
             branch = self._chat.tokens(engine, path)
             return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+
+    def warm_ahead(self, message_id: int, should_stop: Callable[[], bool]) -> WarmedAhead | None:
+        """Read what choosing ``message_id`` (its branch last seen, as ``select``) would
+        restore from disk into RAM, root first, until ``should_stop`` says so; what was read.
+
+        The live context stays as it is (``ChatEngine.warm_ahead``). None while a job holds
+        the engine, or when stopped before it began: the plan reads the live state. The
+        engine is let go once the route is planned, the reads touching only the checkpoint
+        store, except for an engine in another process, which takes one call at a time:
+        there a gesture that needs the engine waits for the read under way (stop it
+        first). Run it in a worker thread.
+        """
+        with self._jobs.free_until() as release:
+            if release is None or should_stop():
+                return None
+            engine = self._chat.loaded()
+            with self._chat.lock:
+                path = self._chat.path(self._chat.conv().tree.resume_leaf(message_id).id)
+            branch = self._chat.tokens(engine, path)
+            if len(branch.tokens) > engine.n_ctx:
+                return None  # no switch goes there: it is trimmed first
+            return engine.warm_ahead(branch.tokens, branch.ends, should_stop, planned=release)
 
     def _priced(self, engine: ChatEngine, plan: Plan, branch: BranchTokens) -> Plan:
         """``plan`` priced part by part, at the engine's measured speeds, or before it has

@@ -16,6 +16,7 @@ from typing import Any
 from sessions.branching.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import Plan
 from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.llama.attention_check import flash_attention_verdict
@@ -138,6 +139,10 @@ class LlamaChatEngine:
             )
         finally:
             sampler.close()
+
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
+        return self.branches.warm_ahead(target, ends, should_stop, planned=planned)
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         """Where the state after each token prefix with these hashes is checkpointed."""

@@ -89,7 +89,7 @@ class _Worker:
             elif kind == "stop":
                 self.stop.set()
             elif kind == "call":
-                if message[1] == "generate":
+                if message[1] in ("generate", "warm_ahead"):
                     self.stop.clear()  # here, in order: a stop sent after this call still counts
                 self.calls.put(message)
             elif kind == "close":
@@ -128,6 +128,9 @@ class _Worker:
 
     def _plan(self, target, ends, need_logits=True):
         return self.engine.plan(target, ends, need_logits=need_logits)
+
+    def _warm_ahead(self, target, ends):
+        return self.engine.warm_ahead(target, ends, self.stop.is_set)
 
     def _saved_tiers(self, prefixes):
         return self.engine.saved_tiers(prefixes)

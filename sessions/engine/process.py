@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from sessions.branching.branch_engine import GenerateResult
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
 from sessions.engine.settings import EngineSettings
 from sessions.engine.wire import Loaded, LoadRequest, WireError, from_wire
@@ -233,6 +234,15 @@ class EngineProcess:
 
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
+
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
+        """Warmed in the child, into the RAM tier of its checkpoint store; a stop reaches it
+        as a reply's does, and takes effect between two checkpoints. ``planned`` is not
+        called: the reads are one call to the child, which takes calls one at a time."""
+        if should_stop():
+            return WarmedAhead(stopped=True)
+        return self._call("warm_ahead", list(target), list(ends), should_stop=should_stop)
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         return self._call("saved_tiers", list(prefixes))

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.branching.planner import Plan
+    from sessions.branching.warm_ahead import WarmedAhead
     from sessions.checkpoints import Tier
     from sessions.engine.settings import EngineSettings
     from sessions.llama.model import ModelInfo
@@ -73,6 +74,20 @@ class ChatEngine(Protocol):
         should_stop: Callable[[], bool] = lambda: False,
     ) -> GenerateResult:
         """Sample a reply after the live sequence; blocking."""
+        ...
+
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
+        """Read the checkpoints a switch to ``target`` would restore from disk into the
+        checkpoint store's RAM tier, root first, until ``should_stop`` says so; never
+        touches the live context, and reads no more than fits beside the checkpoints of
+        the branch shown (``sessions.branching.warm_ahead``); blocking.
+
+        It needs the engine as a plan does (it plans against the live state), and the
+        reads after the plan touch only the checkpoint store: an engine in this process
+        calls ``planned`` between the two, so that the caller can let other engine
+        calls in. An engine in another process does not (it takes one call at a time).
+        """
         ...
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:

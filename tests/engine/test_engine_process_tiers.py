@@ -23,3 +23,28 @@ def test_the_child_answers_where_the_states_are_in_one_call(tmp_path):
         assert engine.saved_tiers([]) == []
     finally:
         engine.close()
+
+
+def test_the_child_warms_a_branch_into_its_ram(tmp_path):
+    def start() -> EngineProcess:
+        return EngineProcess(make_model("llama", "tiny"), SETTINGS, checkpoint_dir=tmp_path / "checkpoints")
+
+    engine = start()
+    try:
+        tokens = engine.tokenize("Hello there, how are you today?", True)
+        other = engine.tokenize("Something else entirely.", True)
+        engine.prepare(tokens, [len(tokens)], need_logits=True)
+        engine.prepare(other, [len(other)], need_logits=True)
+    finally:
+        engine.close()  # its writes land
+    engine = start()
+    try:
+        engine.prepare(other, [len(other)], need_logits=True)
+        assert engine.saved_tiers([prefix_hash(tokens)]) == ["disk"]
+        assert engine.warm_ahead(tokens, [len(tokens)], lambda: True).stopped  # stopped before the call
+        assert engine.saved_tiers([prefix_hash(tokens)]) == ["disk"]
+        warmed = engine.warm_ahead(tokens, [len(tokens)], lambda: False)
+        assert warmed.segments > 0 and warmed.nbytes > 0
+        assert engine.saved_tiers([prefix_hash(tokens)]) == ["ram"]
+    finally:
+        engine.close()

@@ -24,6 +24,7 @@ import numpy as np
 
 from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import CostModel, Plan, SegmentInfo, SnapshotInfo, common_prefix
+from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier, prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -59,6 +60,8 @@ class FakeScript:
     """When set, reading a prompt waits for this event (to see the screen while it runs)."""
     template: ChatTemplate | None = None
     """The chat template of the engines made (default: the ChatML fallback)."""
+    warm_gate: threading.Event | None = None
+    """When set, a warm-ahead waits for this event or its stop (to see one under way)."""
     made: int = 0
 
     def next_reply(self) -> str:
@@ -89,6 +92,12 @@ class FakeEngine:
         self.closed = False
         self.sampled_with: list[SamplingSettings] = []
         """The settings of every reply written, in order."""
+        self.warms: list[tuple[list[int], WarmedAhead]] = []
+        """Every warm-ahead: the branch it was for and what it did, in order."""
+        self.warming = threading.Event()
+        """Set while a warm-ahead runs."""
+        self.warm_ended = threading.Event()
+        """Set once a warm-ahead has ended."""
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return list(text.encode("utf-8"))
@@ -155,6 +164,30 @@ class FakeEngine:
         self.live.extend(tokens)
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
+
+    def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
+                   planned: Callable[[], None] | None = None) -> WarmedAhead:
+        """Moves the saved prefixes of ``target`` kept on disk to RAM, unless stopped first."""
+        target = list(target)
+        if planned is not None:
+            planned()
+        self.warming.set()
+        try:
+            gate, waited = self.script.warm_gate, time.monotonic()
+            while gate is not None and not gate.wait(0.01) and not should_stop():
+                if time.monotonic() - waited > HOLD_LIMIT_SECONDS:
+                    break
+            on_disk = [saved for saved in (tuple(target[:end]) for end in ends) if saved in self.on_disk]
+            if should_stop():
+                warmed = WarmedAhead(left=len(on_disk), stopped=True)
+            else:
+                self.on_disk.difference_update(on_disk)
+                warmed = WarmedAhead(nbytes=sum(map(len, on_disk)), segments=len(on_disk))
+            self.warms.append((target, warmed))
+            return warmed
+        finally:
+            self.warming.clear()
+            self.warm_ended.set()
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         tiers: dict[str, Tier] = {prefix_hash(saved): "disk" if saved in self.on_disk else "ram"

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tui.screens.chat_rules import InputMode
     from tui.startup import StartupRequest
     from tui.switch_cost import SwitchCosts
+    from tui.warm_ahead import WarmAhead
     from tui.widgets.chat_input import ChatInput
     from tui.widgets.conversation_view import ConversationView
     from tui.widgets.prompt_progress import PromptProgress
@@ -35,6 +36,7 @@ class ChatHost(Protocol):
     startup: StartupRequest
     jobs: EngineWork
     switch_costs: SwitchCosts
+    warm_ahead: WarmAhead
     mode: InputMode
     reply_wanted: bool
 

@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker
 
-from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController, Tier
+from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController, Tier, WarmedAhead
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
 from tui.events import CoreEvent
@@ -38,6 +38,7 @@ from tui.screens import (
 from tui.screens.chat_rules import InputMode
 from tui.startup import StartupRequest
 from tui.switch_cost import SwitchCosts
+from tui.warm_ahead import WarmAhead
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.find_bar import FindBar
@@ -77,7 +78,9 @@ class ChatScreen(Screen[None]):
         """A user message waits for the model to finish loading."""
         self._tiers: dict[int, Tier | None] = {}
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
-        self.jobs = EngineWork(self, controller, refused=self.refused)
+        self.warm_ahead = WarmAhead(self, controller, self.warmed_ahead)
+        """Reads the branch under the tree's cursor into RAM once the cursor rests there."""
+        self.jobs = EngineWork(self, controller, refused=self.refused, before_job=self.warm_ahead.leave)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
         self.finder = find_flow.Finder(self, FindBar(id="find"))
 
@@ -102,6 +105,9 @@ class ChatScreen(Screen[None]):
         self.conversation_view.actions_for = chat_rules.message_actions
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
         self.call_after_refresh(opening_flow.start, self)
+
+    def on_unmount(self) -> None:
+        self.warm_ahead.leave()  # the app ends: closing the model must not wait for a warm's reads
 
     def app_focus_changed(self, focused: bool) -> None:
         """Back from another window, where the chat may have been renamed (``llamachat
@@ -220,9 +226,13 @@ class ChatScreen(Screen[None]):
         store and the checkpoint index are read). While a job holds the engine the
         controller does not say (``checkpoint_tiers``): the marks last read stay, and the
         end of the job draws the tree again, and asks again."""
-        if not message.message_ids:
+        self.read_tiers_of(message.message_ids)
+
+    def read_tiers_of(self, ids: list[int]) -> None:
+        """Read the marks of ``ids`` in a worker (see ``read_tiers``)."""
+        if not ids:
             return
-        panel, ids = self.tree_panel, message.message_ids
+        panel = self.tree_panel
 
         def read() -> None:
             tiers = self.controller.checkpoint_tiers(ids)
@@ -231,6 +241,14 @@ class ChatScreen(Screen[None]):
 
         self.run_worker(read, thread=True, group="tiers", exit_on_error=False,
                         description="reading where the saved states are")
+
+    def warmed_ahead(self, warmed: WarmedAhead | None) -> None:
+        """A warm of the branch under the cursor ended (``WarmAhead``): the marks and the cost
+        line are read again (what it read is in RAM now, and a read asked for while it held
+        the engine was not answered)."""
+        if self.tree_panel.has_class("-open"):
+            self.read_tiers_of(self.tree_panel.built_ids)
+            self.switch_costs.refresh()
 
     def tiers_read(self, panel: TreePanel, tiers: dict[int, Tier | None]) -> None:
         self._tiers.update(tiers)
@@ -349,6 +367,7 @@ class ChatScreen(Screen[None]):
     @on(TreePanel.NodeHighlighted)
     def node_highlighted(self, message: TreePanel.NodeHighlighted) -> None:
         self.switch_costs.request(message.message_id)
+        self.warm_ahead.rest_on(message.message_id)
 
     @on(SessionList.SessionChosen)
     async def session_chosen(self, message: SessionList.SessionChosen) -> None:

@@ -71,6 +71,8 @@ async def job_changed(screen: ChatHost, event: Worker.StateChanged) -> None:
     if not screen.jobs.running():
         screen.progress.hide()
     await screen.jobs.run_waiting()
+    if not screen.jobs.running():
+        screen.warm_ahead.again()
     if not screen.jobs.running() and screen.tree_panel.has_class("-open"):
         screen.refresh_panels()  # the saved marks, not read while the job ran
         screen.switch_costs.refresh()

@@ -35,8 +35,13 @@ async def sibling(screen: ChatHost, delta: int) -> None:
         return
 
     async def page() -> None:
-        await screen.show_head(selected=screen.controller.sibling(message.id, delta).id)
+        shown = screen.controller.sibling(message.id, delta)
+        await screen.show_head(selected=shown.id)
         await after_switch(screen)
+        versions = [m.id for m in snapshot.tree.siblings(message.id)]
+        ahead = versions.index(shown.id) + (1 if delta > 0 else -1)
+        if 0 <= ahead < len(versions):  # the version the next page in this direction shows
+            screen.warm_ahead.rest_on(versions[ahead], page=True)
 
     await screen.jobs.when_idle(page)
 

@@ -44,7 +44,7 @@ __all__ = ["HEAD_MARK", "LEGEND_TOOLTIP", "SAVED_MARK", "NodeInfo", "TreePanel",
 
 LEGEND_TOOLTIP = (
     f"{SAVED_MARK} the model state after this message is in RAM: going there is instant\n"
-    f"{DISK_MARK} it is on disk: going there reads it back\n"
+    f"{DISK_MARK} it is on disk: going there reads it back (the cursor resting on it reads it into RAM ahead)\n"
     f"{COLD_MARK} it is saved nowhere: going there decodes from the last saved point\n"
     f"{HEAD_MARK} head: where the next message will be added\n"
     "bold, heavy line: the branch shown; │ a run of messages; ├─ └─ alternatives, ‹i/n›\n"
