@@ -19,8 +19,9 @@ from sessions.engine.settings import EngineSettings
 from sessions.synth import make_model
 from sessions.templates.chat_template import ChatMessage, ChatTemplate
 from sessions.templates.override import ModelTemplateRule, TemplateOverride
+from tests.threads import TEST_THREADS
 
-SETTINGS = EngineSettings(n_ctx=256, n_batch=64, n_gpu_layers=0, threads=2)
+SETTINGS = EngineSettings(n_ctx=256, n_batch=64, n_gpu_layers=0, threads=TEST_THREADS)
 MINE = ("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
         "{% if add_generation_prompt %}[assistant] {% endif %}")
 TALK = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hello."),

@@ -7,8 +7,9 @@ from sessions.checkpoints import prefix_hash
 from sessions.engine.process import EngineProcess
 from sessions.engine.settings import EngineSettings
 from sessions.synth import make_model
+from tests.threads import TEST_THREADS
 
-SETTINGS = EngineSettings(n_ctx=256, n_batch=64, n_gpu_layers=0, threads=2)
+SETTINGS = EngineSettings(n_ctx=256, n_batch=64, n_gpu_layers=0, threads=TEST_THREADS)
 
 
 def test_the_child_answers_where_the_states_are_in_one_call(tmp_path):

@@ -22,10 +22,11 @@ from sessions.checkpoints import CheckpointStore
 from sessions.llama.context import ContextParams, LlamaContext
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
+from tests.threads import TEST_THREADS
 
 from .conftest import ARCHS, greedy_after
 
-PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=2)
+PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=TEST_THREADS)
 TEXTS = [
     "You are a helpful assistant who answers briefly.",
     "Tell me about the sea and the boats that sail on it at night.",

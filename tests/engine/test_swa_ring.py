@@ -25,10 +25,11 @@ from sessions.llama.ring_geometry import (
 )
 from sessions.llama.sequences import LIVE, SPARE
 from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
+from tests.threads import TEST_THREADS
 
 from .test_exactness import branch, check, engine_for, flat
 
-PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=2)
+PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=TEST_THREADS)
 TEXT = "the sea and the boats and the stars above the water, and a lighthouse by the shore "
 
 
