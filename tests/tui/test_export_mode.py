@@ -32,3 +32,25 @@ async def test_an_export_over_a_readable_file_is_private(make_app, tmp_path):
     text = target.read_text()
     assert "something private" in text and "an older export" not in text
     assert sorted(p.name for p in target.parent.iterdir()) == ["chat.md"]
+
+
+async def test_with_json_chosen_a_typed_file_name_survives_tab_and_is_the_file_written(make_app, tmp_path):
+    """JSON chosen, then Tab to the path, a name typed, Tab to Export and Enter: the file
+    written is the one typed (a user found the name dropped; the keys are the ones used)."""
+    target = tmp_path / "pets.json"
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "something to keep")
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), "the export dialog")
+        await pilot.click("#format-json")
+        await wait_for(pilot, lambda: app.screen.kind == "json", "JSON chosen")
+        await pilot.press("tab")
+        assert app.focused is app.screen.query_one("#export-path", Input)
+        await pilot.press(*str(target))  # Tab selected the path's text: typing replaces it
+        await pilot.press("tab")
+        assert app.screen.query_one("#export-path", Input).value == str(target)
+        await pilot.press("enter")  # on Export
+        await wait_for(pilot, lambda: not isinstance(app.screen, ExportScreen), "the export to finish")
+    assert '"something to keep"' in target.read_text()

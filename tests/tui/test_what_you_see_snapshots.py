@@ -62,6 +62,8 @@ def test_a_paged_long_reply_shows_its_header(snap_compare, make_app, fake_model)
         await pilot.press("alt+left")
         await settle(pilot)
         await wait_for(pilot, lambda: any("‹ 1/2 ›" in line for line in screen_text(pilot.app)), "the header")
+        await pilot.app.workers.wait_for_complete()  # the page's switch (the status bar's cost) and warm-ahead
+        await settle(pilot)
         pilot.app.clear_notifications()
         await pilot.pause()
 
