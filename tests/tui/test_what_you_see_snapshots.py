@@ -68,3 +68,44 @@ def test_a_paged_long_reply_shows_its_header(snap_compare, make_app, fake_model)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=page_back)
+
+
+THOUGHT = ("<think>The user asks for a rhyme. Two short lines, the same metre as theirs.</think>"
+           "Sugar is sweet,\nand so are you.")
+
+
+def test_a_reply_with_its_reasoning_folded(snap_compare, make_app, fake_model):
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, THOUGHT)))
+    assert snap_compare(app, terminal_size=SIZE, run_before=quiet)
+
+
+def test_a_reply_with_its_reasoning_unfolded(snap_compare, make_app, fake_model):
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, THOUGHT)))
+
+    async def unfold(pilot):
+        from tests.tui.helpers import settle
+
+        await quiet(pilot)
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: pilot.app.screen.conversation_view.reasoning_shown, "the reasoning shown")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=unfold)
+
+
+def test_the_model_picker(snap_compare, make_app, fake_model, tmp_path, monkeypatch):
+    for variable in ("HOME", "HF_HOME", "XDG_CACHE_HOME", "HF_HUB_CACHE", "LLAMA_CACHE"):
+        monkeypatch.setenv(variable, str(tmp_path / "elsewhere"))  # no model this machine happens to hold
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, "An answer.")))
+
+    async def pick(pilot):
+        from tests.tui.helpers import settle
+        from tui.screens.model_picker import ModelPicker
+
+        await quiet(pilot)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ModelPicker), "the model picker")
+        await pilot.app.workers.wait_for_complete()  # the models found on disk, listed in a worker
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=pick)
