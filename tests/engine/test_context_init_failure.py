@@ -42,9 +42,15 @@ def test_a_failure_after_llama_init_frees_the_context_before_it_propagates(model
             LlamaContext(model, ContextParams(n_ctx=256, n_batch=64))
         # The traceback still holds the half-made object: only an explicit free counts.
         half = caught.traceback[-1].frame.f_locals["self"]
-        assert made and freed == made
+
+        def ours() -> list[object]:
+            """The frees of the context made here (the garbage collector may free other
+            tests' contexts meanwhile: those are not this test's)."""
+            return [ctx for ctx in freed if ctx in made]
+
+        assert made and ours() == made
         assert half._ctx is None
         half.close()  # and a second close (or the finaliser) frees nothing twice
-        assert freed == made
+        assert ours() == made
     finally:
         model.close()
