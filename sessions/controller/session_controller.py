@@ -446,6 +446,11 @@ class SessionController:
                 self._deletions.keep(conversation.last_deleted)
             return count
 
+    @property
+    def deletions_undoable(self) -> bool:
+        """Whether a deletion can be brought back (``undo_delete``) at all in this run."""
+        return self._deletions.undoable
+
     def deletion_to_undo(self) -> Deleted | None:
         """What ``undo_delete`` would bring back (None: nothing)."""
         return self._deletions.latest()

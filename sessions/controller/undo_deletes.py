@@ -40,6 +40,11 @@ class DeletionUndo:
         self._kept: list[_Kept] = []
         self._lock = threading.Lock()
 
+    @property
+    def undoable(self) -> bool:
+        """Whether a deletion can be brought back at all (``undo_minutes = 0``: never)."""
+        return self._keep_seconds is None or self._keep_seconds > 0
+
     def keep(self, deleted: Deleted, chat: ChatTokens | None = None) -> None:
         """Remember a deletion just made."""
         with self._lock:

@@ -157,3 +157,13 @@ def test_the_config_says_how_long_deletions_can_be_undone(tmp_path):
     assert bad.config.undo_minutes is None
     assert [str(p) for p in bad.problems] == [
         "line 1: undo_minutes must be a number, not a string ('soon'); using the default (unset)"]
+
+
+def test_a_controller_told_to_keep_nothing_says_deletions_cannot_be_undone(store):
+    kept = SessionController(store, engine_factory=FakeEngineFactory())
+    final = SessionController(store, engine_factory=FakeEngineFactory(), undo_seconds=0)
+    try:
+        assert kept.deletions_undoable and not final.deletions_undoable
+    finally:
+        kept.close()
+        final.close()

@@ -42,6 +42,8 @@ async def test_a_deleted_chat_comes_back_and_opens(make_app):
         chat = screen.controller.session_id
         await pilot.press("ctrl+delete")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
+        question = str(app.screen.query_one("#dialog-question").render())
+        assert question.endswith("on every branch? ^z brings it back.")  # no longer "cannot be undone"
         await pilot.press("y")
         await wait_for(pilot, lambda: screen.controller.session_id != chat, "a new chat in its place")
         await pilot.press("ctrl+z")

@@ -97,7 +97,7 @@ def delete_chat(screen: ChatHost) -> None:
             await screen.jobs.when_idle(delete)
 
     question = (f"Delete the chat “{title}” and its {chat_rules.plural(summary.message_count, 'message')}, "
-                "on every branch? This cannot be undone.")
+                f"on every branch? {undo_hint(screen)}")
     screen.app.push_screen(ConfirmScreen(question), confirmed)
 
 
@@ -136,8 +136,10 @@ def _imported(screen: ChatHost, ids: Imported) -> None:
 
 
 def undo_hint(screen: ChatHost) -> str:
-    """How to bring back what was just deleted, in the words of the key bound to it (the
-    user's keymap may have moved it)."""
+    """How to bring back what is deleted, in the words of the key bound to it (the user's
+    keymap may have moved it); that it cannot be, where ``undo_minutes = 0``."""
+    if not screen.controller.deletions_undoable:
+        return "This cannot be undone."
     key = current_key(spec("undo-delete"), getattr(screen.app, "keymap", {})).split(",")[0]
     return f"{screen.app.get_key_display(Binding(key, ''))} brings it back."
 
