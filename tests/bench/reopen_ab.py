@@ -66,8 +66,7 @@ def restores_in_new_processes(data: Path, threads: int, repeat: int, trees: list
         for tree, seconds in zip(trees, runs, strict=True):
             command = [sys.executable, str(HERE), "--data", str(data), "--threads", str(threads),
                        "--child", str(tree)]
-            env = {**os.environ, "PYTHONPATH": str(tree), "LLAMACHAT_CACHE_DIR": str(data / "cache")}
-            out = subprocess.run(command, capture_output=True, text=True, env=env)
+            out = subprocess.run(command, capture_output=True, text=True, env=child_env(tree, data))
             if out.returncode != 0:
                 raise SystemExit(f"{tree}: the restore failed:\n{out.stderr[-3000:]}")
             record = json.loads(out.stdout.splitlines()[-1])
@@ -77,6 +76,14 @@ def restores_in_new_processes(data: Path, threads: int, repeat: int, trees: list
             if after_each is not None:
                 after_each()
     return runs
+
+
+def child_env(tree: Path, data: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """A restore process's environment: the tree's code first, then whatever the caller's
+    path held (on a device machine, the folder the carried wheels went to)."""
+    environ = dict(os.environ if environ is None else environ)
+    path = os.pathsep.join(p for p in (str(tree), environ.get("PYTHONPATH", "")) if p)
+    return {**environ, "PYTHONPATH": path, "LLAMACHAT_CACHE_DIR": str(data / "cache")}
 
 
 def child(tree: Path, data: Path, threads: int) -> None:
