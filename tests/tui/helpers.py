@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 
 from textual.pilot import Pilot
 
 from tui.screens.chat_screen import ChatScreen
 
-PAUSE_LIMIT = 400
-"""Most ``pilot.pause()`` rounds a condition may take before the test fails."""
+WAIT_SECONDS = 30.0
+"""Longest a condition may take before the test fails (a deadline, not a count of
+pauses: how long a pause takes depends on the machine's load)."""
 
 
 async def wait_for(pilot: Pilot, condition: Callable[[], bool], what: str = "condition") -> None:
-    for _ in range(PAUSE_LIMIT):
-        if condition():
-            return
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause()
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def main_screen(pilot: Pilot) -> ChatScreen:

@@ -15,6 +15,7 @@ from sessions.controller import ModelCatalogue, SessionController
 from sessions.store import SessionStore
 from sessions.synth import expected_kind, make_model
 from tests.tui.fake_engine import FakeEngineFactory
+from tests.tui.helpers import wait_for
 from tui.fuzzy import fuzzy_match, fuzzy_rank
 from tui.screens.dialogs import ConfirmScreen, ExportScreen, TextPrompt
 from tui.screens.model_picker import DEMO_KEY, DOWNLOAD_KEY, KIND_NAMES, ModelPicker
@@ -311,15 +312,14 @@ async def test_export_explains_problems_and_asks_before_replacing(controller, br
         error = screen.query_one("#dialog-error", Static)
         path_input.value = str(tmp_path / "no-such-folder" / "chat.md")
         await pilot.click("#dialog-yes")
-        await pilot.pause()
-        assert "does not exist" in str(error.render()) and app.results == []
+        await wait_for(pilot, lambda: "does not exist" in str(error.render()), "the missing folder named")
+        assert app.results == []
         existing = tmp_path / "chat.md"
         existing.write_text("keep me", encoding="utf-8")
         path_input.value = str(existing)
         await pilot.click("#scope-tree")
         await pilot.click("#dialog-yes")
-        await pilot.pause()
-        assert "already exists" in str(error.render())
+        await wait_for(pilot, lambda: "already exists" in str(error.render()), "the existing file named")
         assert existing.read_text(encoding="utf-8") == "keep me"
         path_input.focus()
         await pilot.press("enter")  # the second "Export" (enter in the path field)

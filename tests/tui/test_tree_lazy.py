@@ -4,6 +4,7 @@ of a wide fork while a budget lasts; the rest is built when the user asks for it
 from __future__ import annotations
 
 from sessions.tree import ConversationTree
+from tests.tui.helpers import wait_for
 from tests.tui.test_panels import PanelApp, message, nodes_by_id
 from tui.widgets.message_tree import MORE_MARK
 from tui.widgets.tree_layout import MAX_FORKS, NODE_BUDGET, RUN_AFTER, RUN_PAGE
@@ -68,8 +69,8 @@ async def test_a_click_on_a_stretch_builds_it_at_once():
         panel.message_tree.scroll_home(animate=False)
         await pilot.pause()
         await pilot.click(panel.message_tree, offset=(6, 0))
-        await pilot.pause()
-        assert node_count(panel) == RUN_PAGE + 5 and stretch_labels(panel) == []
+        await wait_for(pilot, lambda: node_count(panel) == RUN_PAGE + 5, "the stretch built")
+        assert stretch_labels(panel) == []
         assert panel.message_tree.root.children[0].data.message_id == 1
 
 
