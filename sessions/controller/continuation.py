@@ -22,13 +22,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
-from sessions.errors import ContextOverflow, ControllerError
+from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
+from sessions.llama.context import DecodeCancelled
+from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import ProgressFn
+    from sessions.branching.branch_engine import PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
 
 CAN_CONTINUE = frozenset({StopReason.LENGTH, StopReason.CANCELLED})
@@ -58,7 +60,8 @@ def check_continuable(reply: Message) -> None:
 def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message, settings: SamplingSettings, *,
                        t_request: float, max_tokens: int | None, on_progress: ProgressFn,
                        on_text: Callable[[str], None], should_stop: Callable[[], bool],
-                       resume_decoding: Callable[[], None], opens_in_reasoning: bool = False) -> Continued:
+                       resume_decoding: Callable[[], None], opens_in_reasoning: bool = False,
+                       made_live: PrepareResult | None = None) -> Continued:
     """Generate more of ``reply``, the last message of ``branch``; blocking.
 
     ``branch.stepped[-1]`` tells whether the reply's tokens are the ones this model
@@ -75,7 +78,8 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     old = branch.tokens[start:]
     written = write_reply(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
                           on_progress=on_progress, on_text=on_text, should_stop=should_stop,
-                          resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning)
+                          resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning,
+                          made_live=made_live)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
     tokens = old + list(written.result.tokens)
     # Not ``reply.text + written.result.text``: a reply cut between the bytes of one character
@@ -108,3 +112,29 @@ def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int) -> BranchTok
     if low == 0:
         raise ControllerError("choose a place after the reply's first word to continue from")
     return BranchTokens(branch.tokens[:start + low], [*branch.ends[:-1], start + low], list(branch.stepped))
+
+
+def whole_reply_first(engine: ChatEngine, whole: BranchTokens, cut: BranchTokens) -> PrepareResult | None:
+    """Before a cut reply is made live: restore the whole reply first, where that is
+    cheaper than the cut's own route. Returns what that restore did (None if not done).
+
+    Attention cells can be cut at any token, but the checkpoints are found by the
+    boundaries of the branch asked for, and a cut reply's last boundary is the reply's
+    start: in a reopened chat, where nothing is live, its own route decodes the reply up to
+    the cut again. Restored whole from the reply's checkpoints, then cut, it decodes one
+    token (for the logits after the cut), as while the reply is still live. Only plain
+    attention: a sliding window or a recurrent state at the reply's end cannot be taken
+    back to the cut.
+    """
+    if engine.info.kind is not MemoryKind.PLAIN:
+        return None
+    own = engine.plan(cut.tokens, cut.ends)
+    if own.tokens_to_evaluate <= 1:
+        return None
+    restore = engine.plan(whole.tokens, whole.ends, need_logits=False)
+    if restore.tokens_to_evaluate or restore.estimate_seconds >= own.estimate_seconds:
+        return None
+    try:
+        return engine.prepare(whole.tokens, whole.ends, whole.stepped, need_logits=False)
+    except DecodeCancelled:
+        raise GenerationCancelled("stopped before the reply started") from None

@@ -72,6 +72,7 @@ def write_reply(
     should_stop: Callable[[], bool],
     resume_decoding: Callable[[], None],
     opens_in_reasoning: bool = False,
+    made_live: PrepareResult | None = None,
 ) -> WrittenReply:
     """Answer the branch; raises ``GenerationCancelled`` when stopped before any token.
 
@@ -79,7 +80,8 @@ def write_reply(
     context, whichever is less; a reply cut by the context says so (``context_full``).
     ``t_request`` (``perf_counter``) is when the reply was asked for: the time to the
     first token counts from there. ``opens_in_reasoning`` goes into the stats
-    (``GenerationStats.opened_in_reasoning``).
+    (``GenerationStats.opened_in_reasoning``). ``made_live``: what an earlier ``prepare``
+    of this job restored and evaluated on the way to the branch, counted in the stats.
     """
     if should_stop():
         raise GenerationCancelled("stopped before the reply started")
@@ -92,6 +94,12 @@ def write_reply(
     except DecodeCancelled:
         raise GenerationCancelled("stopped before the reply started") from None
     resume_decoding()
+    if made_live is not None:
+        prep = replace(prep, tokens_restored=made_live.tokens_restored + prep.tokens_restored,
+                       tokens_evaluated=made_live.tokens_evaluated + prep.tokens_evaluated,
+                       seconds=made_live.seconds + prep.seconds,
+                       bytes_restored=made_live.bytes_restored + prep.bytes_restored,
+                       decode_seconds=made_live.decode_seconds + prep.decode_seconds)
     assert prep.logits is not None  # asked for (need_logits defaults to True)
     result = engine.generate(prep.logits, settings, max_tokens=min(wanted, room), on_text=on_text,
                              should_stop=should_stop)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from sessions.controller import chat_settings
-from sessions.controller.continuation import check_continuable, cut_reply, write_continuation
+from sessions.controller.continuation import check_continuable, cut_reply, whole_reply_first, write_continuation
 from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
@@ -86,9 +86,12 @@ class ReplyWriting:
                 raise ControllerError("only a reply can be continued from a place in it")
             path = self._chat.path(reply.id)
             sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
-        branch = cut_reply(engine, self._chat.tokens(engine, path), chars)
+        whole = self._chat.tokens(engine, path)
+        branch = cut_reply(engine, whole, chars)
+        hooks = self.hooks(engine, path, branch)
+        made_live = whole_reply_first(engine, whole, branch) if not self._jobs.stop_requested else None
         continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                       max_tokens=max_tokens, **self.hooks(engine, path, branch))
+                                       max_tokens=max_tokens, made_live=made_live, **hooks)
         return self.store(engine, conversation, branch, reply.parent_id, head.id if head else None,
                           continued.text, continued.written, continued.tokens)
 

@@ -396,3 +396,27 @@ def test_a_reply_cut_in_the_middle_goes_on_exactly_evaluating_what_its_kind_need
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:  # a reopen
         result = check(engine_for(model, second), model, cut, stepped=[False, False, True])
         assert result.tokens_evaluated <= CUT_AT
+
+
+def test_a_reopened_plain_reply_restored_whole_then_cut_is_exact_and_decodes_one_token(loaded_models, tmp_path):
+    """The route ``whole_reply_first`` takes after a reopen: the whole reply from its
+    checkpoints, cut back to the place chosen, its last kept token decoded again."""
+    from sessions.llama.sampler import Sampler
+    from sessions.sampling import SamplingSettings
+
+    model = loaded_models["llama"]
+    msgs = branch(model, 0, 1)
+    sampler = Sampler(SamplingSettings(temperature=0.0), model.info.n_vocab)
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as first:
+        engine = engine_for(model, first)
+        reply = engine.generate(engine.prepare(*flat(msgs), reply_follows=True).logits, sampler, max_tokens=40)
+        engine.ctx.close()
+    sampler.close()
+    stepped = [False, False, True]
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as second:
+        engine = engine_for(model, second)
+        whole = engine.prepare(*flat(msgs + [reply.tokens]), stepped=stepped, need_logits=False)
+        assert whole.tokens_evaluated == 0 and whole.tokens_restored == len(flat(msgs)[0]) + 40
+        result = check(engine, model, msgs + [reply.tokens[:CUT_AT]], stepped=stepped)
+        assert result.tokens_evaluated == 1
+        engine.ctx.close()
