@@ -18,7 +18,7 @@ def _turn(engine, tokens, ends, stepped, settings, n_gen):
     sampler = Sampler(settings, engine.model.info.n_vocab)
     result = engine.generate(prep.logits, sampler, max_tokens=n_gen)
     sampler.close()
-    return time.perf_counter() - t0, result
+    return time.perf_counter() - t0, result, prep.decode_seconds
 
 
 def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
@@ -47,21 +47,25 @@ def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
             "<|im_end|>\n<|im_start|>user\nAnd what happened after that?<|im_end|>\n<|im_start|>assistant\n", False
         )
         times = {"with": [], "without": []}
-        gen_tps = []
+        gen_tps, lengths, outside = [], [], []
         for _ in range(turns):
             tokens, ends, stepped = tokens + question, ends + [len(tokens) + len(question)], stepped + [False]
-            t_with, r_with = _turn(with_ck, tokens, ends, stepped, greedy, n_gen)
+            t_with, r_with, _ = _turn(with_ck, tokens, ends, stepped, greedy, n_gen)
             # The files of that turn are written before the next one, as while a user reads
             # a reply: the writer would otherwise take a core from the turn measured next.
             store.flush()
-            t_without, r_without = _turn(without, tokens, ends, stepped, greedy, n_gen)
+            d0 = without.ctx.decode_seconds
+            t_without, r_without, prompt_decode = _turn(without, tokens, ends, stepped, greedy, n_gen)
+            generate_decode = without.ctx.decode_seconds - d0 - prompt_decode
             assert r_with.tokens == r_without.tokens, "checkpointing changed the reply"
             times["with"].append(t_with)
             times["without"].append(t_without)
             gen_tps.append(len(r_without.tokens) / r_without.seconds)
+            lengths.append(len(r_without.tokens))
+            outside.append((r_without.seconds - generate_decode) / max(len(r_without.tokens), 1))
             tokens, ends, stepped = tokens + r_with.tokens, ends + [len(tokens) + len(r_with.tokens)], stepped + [True]
         store.flush()
-        bare = _bare_loop_tps(without, n_gen, turns)
+        bare = _bare_loop_tps(without, question, max(1, int(statistics.median(lengths))), turns)
         for engine in (with_ck, without):
             engine.ctx.close()
     med_with, med_without = statistics.median(times["with"]), statistics.median(times["without"])
@@ -75,20 +79,28 @@ def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
         "bare_decode_loop_tps": round(bare, 2),
         "generation_vs_bare": round(tps / bare, 4),
         "target_generation_vs_bare": 0.95,
+        "reply_tokens": int(statistics.median(lengths)),
+        "generate_ms_outside_decode_per_token": round(statistics.median(outside) * 1e3, 4),
     }
 
 
-def _bare_loop_tps(engine, n: int, loops: int) -> float:
-    """The fastest possible greedy loop: decode one token, argmax, repeat.
+def _bare_loop_tps(engine, question: list[int], n: int, loops: int) -> float:
+    """The fastest possible greedy loop, as a reply meets it: the question decoded as one
+    batch, then ``n`` tokens (the replies' median length), each decoded alone after an
+    argmax.
 
-    The median of ``loops`` loops of ``n`` tokens, each going on from the last (one
-    loop alone swung by a tenth between runs). The engine's own bookkeeping is left
-    behind: this is the last use of its context.
+    Timed from the first argmax, as ``generate`` times a reply from its first sample. A
+    loop over tokens already warm would miss what the first single-token decode after a
+    batch costs (on a GPU, a new compute graph), which every reply pays; with replies of a
+    few tokens that decides the comparison. The median of ``loops`` loops, each going on
+    from the last. The engine's own bookkeeping is left behind: this is the last use of
+    its context.
     """
-    logits = engine.live_logits
     pos = len(engine.live)
     rates = []
     for _ in range(loops):
+        logits = engine.ctx.decode(question, pos)
+        pos += len(question)
         t0 = time.perf_counter()
         for _ in range(n):
             token = int(np.argmax(logits))
