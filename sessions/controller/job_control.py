@@ -32,6 +32,9 @@ from contextlib import contextmanager
 from sessions.engine.protocol import ChatEngine
 from sessions.templates.sandbox import rendering_in, stop_renders_with
 
+READ_POLL_SECONDS = 0.01
+"""How often a quick read waiting behind another one checks whether a job has come."""
+
 
 class JobControl:
     """The engine lock and the stop flags of one controller."""
@@ -40,6 +43,11 @@ class JobControl:
         self._engine = engine
         """The engine loaded now (it changes when another model is loaded)."""
         self._lock = threading.Lock()
+        self._jobs = 0
+        """Jobs waiting for the engine or holding it (a quick read gives way to them)."""
+        self._jobs_lock = threading.Lock()
+        self._reader: int | None = None
+        """The ident of the thread holding the engine for a quick read now."""
         self._stop = threading.Event()
         self._thread: int | None = None
         """The ident of the thread running the job now."""
@@ -81,14 +89,40 @@ class JobControl:
     @contextmanager
     def job(self) -> Iterator[None]:
         """Hold the engine for one blocking job; the stop is used up when it ends."""
-        with self._lock:
-            self._thread = threading.get_ident()
-            try:
-                with stop_renders_with(self._stop):
-                    yield
-            finally:
-                self._thread = None
-                self._clear()
+        with self._jobs_lock:
+            self._jobs += 1
+        try:
+            with self._lock:
+                self._thread = threading.get_ident()
+                try:
+                    with stop_renders_with(self._stop):
+                        yield
+                finally:
+                    self._thread = None
+                    self._clear()
+        finally:
+            with self._jobs_lock:
+                self._jobs -= 1
+
+    def _take_for_read(self) -> bool:
+        """Take the engine for a quick read unless a job holds it or waits for it.
+
+        Another quick read that holds it is waited for: it ends in moments, and two reads
+        asked at once (the tree's marks and a switch's cost, when a job ends) must both
+        get their answer, where the one that lost would say "once the model is idle" to a
+        model that is idle, and nothing would ask again.
+        """
+        if self._reader == threading.get_ident():
+            return False  # this thread holds it already, for another read
+        while not self._lock.acquire(timeout=READ_POLL_SECONDS):
+            if self._jobs:
+                return False
+        self._reader = threading.get_ident()
+        return True
+
+    def _end_read(self) -> None:
+        self._reader = None
+        self._lock.release()
 
     def _clear(self) -> None:
         self._stop.clear()
@@ -100,15 +134,19 @@ class JobControl:
     def held(self) -> Iterator[None]:
         """Hold the engine for a quick call that is no job: wait for a running job to end,
         and leave the stop flags alone (a stop pressed meanwhile is for the next job)."""
-        with self._lock:
+        self._lock.acquire()
+        self._reader = threading.get_ident()
+        try:
             yield
+        finally:
+            self._end_read()
 
     @contextmanager
     def free_until(self) -> Iterator[Callable[[], None] | None]:
         """Like ``free``, yielding a release (None when a job holds the engine) that the
         holder calls once the part of its work that needs the engine is done; the rest
         runs beside whatever takes the engine next. Released at the end in any case."""
-        if not self._lock.acquire(blocking=False):
+        if self._jobs or not self._take_for_read():
             yield None
             return
         held = [True]
@@ -116,7 +154,7 @@ class JobControl:
         def release() -> None:
             if held[0]:
                 held[0] = False
-                self._lock.release()
+                self._end_read()
 
         try:
             yield release
@@ -130,9 +168,9 @@ class JobControl:
         A plan reads the live state of the context, which a running job changes; rather
         than wait for the job, the read is skipped and the caller says it cannot tell yet.
         """
-        got = self._lock.acquire(blocking=False)
+        got = not self._jobs and self._take_for_read()
         try:
             yield got
         finally:
             if got:
-                self._lock.release()
+                self._end_read()
