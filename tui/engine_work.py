@@ -104,7 +104,7 @@ class EngineWork:
         """
 
         def job() -> Warmed:
-            plan = self._controller.plan_for(leaf_id)
+            plan = self._controller.routes.plan_for(leaf_id)
             self._node.app.call_from_thread(on_plan, plan)
             return Warmed(plan.estimate_seconds, self._controller.warm(leaf_id))
 

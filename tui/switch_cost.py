@@ -66,7 +66,7 @@ class SwitchCosts:
 
     def _plan(self, message_id: int) -> None:
         try:
-            plan = self._controller.plan_choice(message_id)
+            plan = self._controller.routes.plan_choice(message_id)
         except LlamachatError:  # no model, a chat changed or unreadable, a template that fails
             words = ""  # no cost to tell: the line is left empty
         else:

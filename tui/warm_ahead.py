@@ -2,7 +2,7 @@
 
 When the cursor rests on a message for a moment (``REST_SECONDS``: a timer started again
 by every move), the controller reads what going there would restore from disk into the
-checkpoint store's RAM tier (``SessionController.warm_ahead``), in a thread worker; the
+checkpoint store's RAM tier (``BranchRoutes.warm_ahead``), in a thread worker; the
 live context is never touched. Moving on, or starting any engine job, stops it between
 two checkpoints (a job also forgets the message). Once it has read something the tree's
 marks are read again (the message turns ●) and so is the cost line: going there is a copy
@@ -107,7 +107,7 @@ class WarmAhead:
 
     def _warm(self, message_id: int, stop: threading.Event) -> None:
         try:
-            warmed = self._controller.warm_ahead(message_id, stop.is_set)
+            warmed = self._controller.routes.warm_ahead(message_id, stop.is_set)
         except LlamachatError:  # no model, a chat changed or unreadable: nothing to warm
             warmed = None
         self._node.app.call_from_thread(self._ended, message_id, warmed)

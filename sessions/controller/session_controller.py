@@ -21,13 +21,14 @@ deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions import attachments
 from sessions.attachments import Attachment
 from sessions.controller import chat_reads, chat_settings
+from sessions.controller.branch_routes import BranchRoutes
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
 from sessions.controller.find import FindHit, find_in
@@ -39,7 +40,6 @@ from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_turn import ReplyTurns, take_turn
 from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.snapshot import ChatSnapshot
-from sessions.controller.switch_estimate import priced, stored_rates
 from sessions.controller.trimming import trim_branch
 from sessions.controller.undo_deletes import DeletionUndo
 from sessions.conversation import Conversation, SessionDraft
@@ -55,10 +55,7 @@ from sessions.tree import Message
 
 if TYPE_CHECKING:
     from sessions.branching.branch_engine import PrepareResult
-    from sessions.branching.planner import Plan
-    from sessions.branching.warm_ahead import WarmedAhead
-    from sessions.checkpoints import CheckpointStore, Tier
-    from sessions.controller.reply import BranchTokens
+    from sessions.checkpoints import CheckpointStore
     from sessions.exchange import ExportKind
     from sessions.llama.model import ModelInfo
 
@@ -99,6 +96,9 @@ class SessionController:
         one file described, the demo model."""
         self._replies = ReplyWriting(self._chat, self._jobs, lambda: self.listener)
         """The reply jobs' work: how a reply reports back and is stored."""
+        self.routes = BranchRoutes(self._chat, self._jobs, store)
+        """What making a branch live would take (plans, priced), where its states are kept,
+        and reading them into RAM ahead of a switch."""
 
     @property
     def engine(self) -> ChatEngine | None:
@@ -308,92 +308,6 @@ class SessionController:
                 return None
             with self._chat.lock:
                 return chat_reads.context_used(self._chat.conv(), self._store, engine)
-
-    def saved_message_ids(self) -> set[int] | None:
-        """Messages whose state at their end is checkpointed (RAM or disk) for this model;
-        None while a job holds the engine (see ``checkpoint_tiers``)."""
-        tiers = self.checkpoint_tiers()
-        return None if tiers is None else {message_id for message_id, tier in tiers.items() if tier is not None}
-
-    def checkpoint_tiers(self, message_ids: Collection[int] | None = None) -> dict[int, Tier | None] | None:
-        """Where the state at the end of each of ``message_ids`` (every message of the open
-        chat when None) is checkpointed for the loaded model: ``"ram"``, ``"disk"``, or
-        None (going there decodes it). Ids not in the open chat are left out.
-
-        It reads the chat's tokens from the store and hashes the branches that lead to
-        these messages; the checkpoint store answers from its index, without reading a
-        file. None while a job holds the engine: the question goes to the engine, which may
-        be in another process and answer only once the job ends; the caller keeps the marks
-        it has. Call it from a worker thread.
-        """
-        with self._jobs.free() as free:
-            if not free:
-                return None
-            engine = self.engine
-            with self._chat.lock:
-                conversation = self._chat.conversation
-                if conversation is None:
-                    return {}
-                session_id, tree = conversation.session_id, conversation.tree.copy()
-            if engine is None:
-                return dict.fromkeys(tree.ids() if message_ids is None else [i for i in message_ids if i in tree])
-            return chat_reads.checkpoint_tiers(session_id, tree, self._store, engine, message_ids)
-
-    def plan_for(self, leaf_id: int | None = None) -> Plan:
-        """What making the branch that ends at ``leaf_id`` live would cost (no work done);
-        waits for a job that holds the engine."""
-        with self._jobs.held():
-            engine = self._chat.loaded()
-            branch = self._chat.branch(engine, leaf_id)
-            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
-
-    def plan_choice(self, message_id: int) -> Plan | None:
-        """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
-
-        None while a job holds the engine: a plan reads the live state llama.cpp is
-        changing then. Run it in a worker thread: a branch whose tokens are not known yet
-        (an imported chat) is tokenized here first.
-        """
-        with self._jobs.free() as free:
-            if not free:
-                return None
-            engine = self._chat.loaded()
-            with self._chat.lock:
-                path = self._chat.path(self._chat.conv().tree.resume_leaf(message_id).id)
-            branch = self._chat.tokens(engine, path)
-            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
-
-    def warm_ahead(self, message_id: int, should_stop: Callable[[], bool]) -> WarmedAhead | None:
-        """Read what choosing ``message_id`` (its branch last seen, as ``select``) would
-        restore from disk into RAM, root first, until ``should_stop`` says so; what was read.
-
-        The live context stays as it is (``ChatEngine.warm_ahead``). None while a job holds
-        the engine, or when stopped before it began: the plan reads the live state. The
-        engine is let go once the route is planned, the reads touching only the checkpoint
-        store, except for an engine in another process, which takes one call at a time:
-        there a gesture that needs the engine waits for the read under way (stop it
-        first). Run it in a worker thread.
-        """
-        with self._jobs.free_until() as release:
-            if release is None or should_stop():
-                return None
-            engine = self._chat.loaded()
-            with self._chat.lock:
-                path = self._chat.path(self._chat.conv().tree.resume_leaf(message_id).id)
-            branch = self._chat.tokens(engine, path)
-            if len(branch.tokens) > engine.n_ctx:
-                return None  # no switch goes there: it is trimmed first
-            return engine.warm_ahead(branch.tokens, branch.ends, should_stop, planned=release)
-
-    def _priced(self, engine: ChatEngine, plan: Plan, branch: BranchTokens) -> Plan:
-        """``plan`` priced part by part, at the engine's measured speeds, or before it has
-        decoded anything, at those the open chat's stored replies show (``switch_estimate``)."""
-        cost = plan.cost
-        if not cost.measured:
-            with self._chat.lock:
-                stats = [m.stats for m in self._chat.conv().tree.messages() if m.stats is not None]
-            cost = stored_rates(stats, engine.info.fingerprint, cost)
-        return priced(plan, branch, cost)
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 

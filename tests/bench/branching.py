@@ -324,7 +324,7 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     """Open the W1 session in ``bench`` and restore its last branch; the result and files read."""
     ctl = bench.ctl
     ctl.open_session(w1["session"])
-    plan = ctl.plan_for(w1["leaf"])
+    plan = ctl.routes.plan_for(w1["leaf"])
     files = files_read(bench, w1["leaf"], plan)
     return ctl.warm(w1["leaf"]), files
 

@@ -54,7 +54,7 @@ def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
 
     from sessions.branch_tokens import branch_tokens
 
-    plan = ctl.plan_for(leaf_id)
+    plan = ctl.routes.plan_for(leaf_id)
     _, ends, stepped = branch_tokens(ctl._store, ctl.engine, ctl.snapshot().tree.path_to(leaf_id))
     done = ctl.warm(leaf_id)
     record = {"event": label, "restored": done.tokens_restored, "evaluated": done.tokens_evaluated,

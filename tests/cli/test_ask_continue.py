@@ -53,7 +53,7 @@ def test_a_continued_reply_is_one_longer_generation_and_evaluates_nothing(contro
     cut = controller.generate_reply()
     assert cut.stats.stop_reason == StopReason.LENGTH and cut.stats.tokens_generated == 6
 
-    plan = controller.plan_for(cut.id)
+    plan = controller.routes.plan_for(cut.id)
     assert (plan.tokens_to_evaluate, plan.logits_source) == (0, "live")  # the logits after the cut were kept
     longer = controller.continue_reply(max_tokens=5)
     assert (longer.stats.tokens_evaluated, longer.stats.tokens_restored) == (0, 0)  # all of it still live

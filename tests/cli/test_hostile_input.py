@@ -200,7 +200,7 @@ def test_trimming_keeps_the_latest_turns_that_fit_and_refuses_a_message_alone_to
     assert new_path[0].role == "system" and head.text == texts[-1]
     assert [m.text for m in new_path[1:]] == [m.text for m in old_path[len(old_path) - len(new_path) + 1:]]
     assert 2 < len(new_path) < len(old_path)
-    assert controller.plan_for(head.id).target_len <= 256 - 24  # room for a whole reply
+    assert controller.routes.plan_for(head.id).target_len <= 256 - 24  # room for a whole reply
     controller.generate_reply()
 
     controller.new_session()

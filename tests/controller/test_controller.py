@@ -81,10 +81,10 @@ def test_refusals_are_plain_words(controller):
 def test_saved_marks_follow_the_checkpoints(controller):
     user = controller.send("hello")
     reply = controller.generate_reply()
-    saved = controller.saved_message_ids()
+    saved = controller.routes.saved_message_ids()
     assert {user.id, reply.id} <= saved
     edited = controller.edit(user.id, "hello again")
-    assert edited.id not in controller.saved_message_ids()  # never evaluated yet
+    assert edited.id not in controller.routes.saved_message_ids()  # never evaluated yet
 
 
 def test_regenerate_answers_again_from_a_reply_or_from_its_question(controller):
@@ -145,9 +145,10 @@ def test_context_used_counts_the_active_branch_for_the_loaded_model(controller):
     assert controller.context_used() is None  # the system prompt and the question are not tokenized yet
     controller.generate_reply()
     snapshot = controller.snapshot()
-    assert controller.context_used() == controller.plan_for().target_len  # the branch the reply was written on...
+    # the branch the reply was written on...
+    assert controller.context_used() == controller.routes.plan_for().target_len
     assert controller.context_used() == len(controller.engine.live)  # ...plus the reply: what the model holds
-    assert controller.plan_for(snapshot.path[1].id).target_len < controller.context_used()
+    assert controller.routes.plan_for(snapshot.path[1].id).target_len < controller.context_used()
 
 
 def test_the_context_meter_and_saved_marks_say_not_known_when_the_store_cannot_be_read(controller, monkeypatch):
@@ -159,9 +160,9 @@ def test_the_context_meter_and_saved_marks_say_not_known_when_the_store_cannot_b
 
     controller.send("hello")
     controller.generate_reply()
-    assert controller.context_used() and controller.saved_message_ids()
+    assert controller.context_used() and controller.routes.saved_message_ids()
     monkeypatch.setattr(controller._store, "session_tokens", replaced)
-    assert controller.context_used() is None and controller.saved_message_ids() == set()
+    assert controller.context_used() is None and controller.routes.saved_message_ids() == set()
 
 
 def test_close_waits_for_the_running_job_and_closes_the_model(controller):

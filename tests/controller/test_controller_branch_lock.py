@@ -102,7 +102,9 @@ def test_a_snapshot_answers_while_a_worker_tokenizes_a_branch(controller, store,
     engine = controller.engine
     path = list(controller.snapshot().path)
     tokens, ends = expected(engine, path)
-    work = (lambda: controller.plan_choice(path[-1].id)) if job == "plan_choice" else getattr(controller, job)
+    jobs = {"plan_for": controller.routes.plan_for, "plan_choice": lambda: controller.routes.plan_choice(path[-1].id),
+            "warm": controller.warm, "generate_reply": controller.generate_reply}
+    work = jobs[job]
     result = held_job(controller, work, path)
     if job in ("plan_for", "plan_choice"):
         assert result.target_len == len(tokens)
@@ -187,12 +189,12 @@ def test_the_saved_marks_are_not_asked_of_an_engine_a_job_holds(controller):
     held = HeldTokenizer(controller.engine)
     worker, out = in_thread(controller.warm)
     assert held.entered.wait(WAIT)
-    assert controller.saved_message_ids() is None
+    assert controller.routes.saved_message_ids() is None
     held.release.set()
     worker.join(WAIT)
     assert not worker.is_alive() and out and not isinstance(out[0], BaseException), out
     head = controller.snapshot().head
-    assert head is not None and head.id in controller.saved_message_ids()  # warmed: its state is saved
+    assert head is not None and head.id in controller.routes.saved_message_ids()  # warmed: its state is saved
 
 
 def test_a_plan_asked_while_a_job_holds_the_engine_waits_for_it(controller):
@@ -204,7 +206,7 @@ def test_a_plan_asked_while_a_job_holds_the_engine_waits_for_it(controller):
     held = HeldTokenizer(engine)
     worker, out = in_thread(controller.warm)
     assert held.entered.wait(WAIT)
-    planner, planned = in_thread(controller.plan_for)
+    planner, planned = in_thread(controller.routes.plan_for)
     held.release.set()
     for thread in (worker, planner):
         thread.join(WAIT)

@@ -35,12 +35,12 @@ def test_states_kept_in_ram_are_said_so_and_a_message_never_decoded_is_cold(tmp_
         question = ctl.send("hello")
         reply = ctl.generate_reply()
         edited = ctl.edit(question.id, "hello again")  # a new version, never decoded yet
-        tiers = ctl.checkpoint_tiers()
+        tiers = ctl.routes.checkpoint_tiers()
         assert tiers[question.id] == "ram" and tiers[reply.id] == "ram"
         assert tiers[edited.id] is None
         assert set(tiers) == set(ctl.snapshot().tree.ids())
-        assert ctl.checkpoint_tiers([reply.id, edited.id, 10_000]) == {reply.id: "ram", edited.id: None}
-        assert ctl.saved_message_ids() == {m for m, tier in tiers.items() if tier}
+        assert ctl.routes.checkpoint_tiers([reply.id, edited.id, 10_000]) == {reply.id: "ram", edited.id: None}
+        assert ctl.routes.saved_message_ids() == {m for m, tier in tiers.items() if tier}
 
 
 def test_states_only_on_disk_are_said_to_be_on_disk(tmp_path, store):
@@ -48,11 +48,11 @@ def test_states_only_on_disk_are_said_to_be_on_disk(tmp_path, store):
         question = ctl.send("hello")
         reply = ctl.generate_reply()
         assert checkpoints.flush(30)
-        assert ctl.checkpoint_tiers([question.id, reply.id]) == {question.id: "disk", reply.id: "disk"}
+        assert ctl.routes.checkpoint_tiers([question.id, reply.id]) == {question.id: "disk", reply.id: "disk"}
 
 
 def test_without_a_model_every_message_is_cold(tmp_path, store):
     ctl = SessionController(store, engine_factory=llama_engine_factory(None))
     ctl.new_session()
     first = ctl.send("hello")
-    assert ctl.checkpoint_tiers() == {first.id: None}
+    assert ctl.routes.checkpoint_tiers() == {first.id: None}

@@ -26,24 +26,24 @@ def test_a_branch_warmed_through_the_controller_is_restored_from_ram(tmp_path, s
         ctl.load_model(make_model("llama", "tiny"))
         ctl.open_session(session)
         ctl.warm()  # the branch shown, live
-        assert ctl.checkpoint_tiers([reply.id]) == {reply.id: "disk"}
+        assert ctl.routes.checkpoint_tiers([reply.id]) == {reply.id: "disk"}
         with ctl._jobs.job():  # a job holds the engine: no plan to read
-            assert ctl.warm_ahead(first.id, lambda: False) is None
-        assert ctl.warm_ahead(first.id, lambda: True) is None  # stopped before it began
+            assert ctl.routes.warm_ahead(first.id, lambda: False) is None
+        assert ctl.routes.warm_ahead(first.id, lambda: True) is None  # stopped before it began
 
         planned_meanwhile: list[bool] = []
 
         def should_stop() -> bool:  # asked between the reads: the engine is free for a plan then
-            planned_meanwhile.append(ctl.plan_choice(first.id) is not None)
+            planned_meanwhile.append(ctl.routes.plan_choice(first.id) is not None)
             return False
 
-        warmed = ctl.warm_ahead(first.id, should_stop)  # the branch last seen under the first message
+        warmed = ctl.routes.warm_ahead(first.id, should_stop)  # the branch last seen under the first message
 
         assert warmed is not None and warmed.segments > 0 and warmed.nbytes > 0
         held_to_plan, *reading = planned_meanwhile  # asked once before the plan too: held then
         assert not held_to_plan and reading and all(reading)
-        assert ctl.checkpoint_tiers([reply.id]) == {reply.id: "ram"}
-        plan = ctl.plan_choice(first.id)
+        assert ctl.routes.checkpoint_tiers([reply.id]) == {reply.id: "ram"}
+        plan = ctl.routes.plan_choice(first.id)
         assert plan is not None and plan.restore and {part.tier for part in plan.restore} == {"ram"}
         ctl.select(first.id)
         result = ctl.warm()

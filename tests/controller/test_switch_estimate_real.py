@@ -21,7 +21,7 @@ def test_a_switch_is_priced_at_rates_measured_by_the_calls_of_its_own_kind(tmp_p
         assert speeds.batched is not None and speeds.step is not None
 
         edited = ctl.edit(first.id, "something else entirely")
-        plan = ctl.plan_for(edited.id)
+        plan = ctl.routes.plan_for(edited.id)
         assert plan.cost.measured
         assert plan.cost.eval_per_token == pytest.approx(speeds.batched)
         assert plan.cost.step_seconds == pytest.approx(speeds.step)
@@ -32,6 +32,6 @@ def test_a_switch_is_priced_at_rates_measured_by_the_calls_of_its_own_kind(tmp_p
         ctl.open_session(session)
         assert ctl.engine.branches.ctx.speeds.step is None
         reply = next(m for m in ctl.snapshot().tree.messages() if m.role == "assistant")
-        plan = ctl.plan_for(reply.id)
+        plan = ctl.routes.plan_for(reply.id)
         assert plan.cost.measured  # from the stored reply's speeds, not the defaults
         assert plan.cost.step_seconds == pytest.approx(1 / reply.stats.generation_tps)

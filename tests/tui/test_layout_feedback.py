@@ -152,7 +152,7 @@ async def test_the_cost_of_a_switch_shows_while_the_cursor_moves_over_the_tree(m
         cost = await open_tree_cost(pilot, screen)
         await pilot.press("up", "up", "up")  # "two"'s reply, on the other branch
         target = screen.tree_panel.cursor_message_id
-        expected = cost_words(screen.controller.plan_choice(target))
+        expected = cost_words(screen.controller.routes.plan_choice(target))
         assert expected.startswith("going here:")
         await wait_for(pilot, lambda: cost() == expected, "the cost of going there")
 
@@ -200,7 +200,7 @@ async def test_a_switch_that_cannot_be_planned_leaves_the_cost_line_empty(make_a
             def refused(_message_id, error=error):
                 raise error
 
-            monkeypatch.setattr(screen.controller, "plan_choice", refused)
+            monkeypatch.setattr(screen.controller.routes, "plan_choice", refused)
             await pilot.press("up")  # the question of the head: planned, refused
             await wait_for(pilot, lambda: cost() == "", f"the line left empty after {type(error).__name__}")
             await pilot.press("down")  # back on the head: no plan needed

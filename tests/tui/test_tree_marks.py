@@ -27,13 +27,13 @@ async def test_the_marks_say_ram_disk_or_cold_as_the_engine_keeps_the_states(mak
         engine = screen.controller._factory.engines[-1]
         engine.on_disk.add(min(engine.saved, key=len))  # the first question's state: moved to disk
         asked: list[list[int]] = []
-        ask = screen.controller.checkpoint_tiers
+        ask = screen.controller.routes.checkpoint_tiers
 
         def checkpoint_tiers(message_ids=None):
             asked.append(list(message_ids))
             return ask(message_ids)
 
-        screen.controller.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
+        screen.controller.routes.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
         await pilot.press("ctrl+t")
         await settle(pilot)
         question, reply, second, last = (m.id for m in screen.controller.snapshot().path)

@@ -118,13 +118,13 @@ async def test_saved_marks_are_kept_while_a_job_holds_the_engine_and_come_back_a
                     for node in screen.tree_panel.message_tree._tree_nodes.values() if node.data is not None}
 
         answers: list[dict | None] = []
-        ask = screen.controller.checkpoint_tiers
+        ask = screen.controller.routes.checkpoint_tiers
 
         def checkpoint_tiers(message_ids=None):
             answers.append(ask(message_ids))
             return answers[-1]
 
-        screen.controller.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
+        screen.controller.routes.checkpoint_tiers = checkpoint_tiers  # type: ignore[method-assign]
         script.hold_after = 2
         screen.chat_input.focus()
         await type_text(pilot, "again")

@@ -235,7 +235,7 @@ class ChatScreen(Screen[None]):
         panel = self.tree_panel
 
         def read() -> None:
-            tiers = self.controller.checkpoint_tiers(ids)
+            tiers = self.controller.routes.checkpoint_tiers(ids)
             if tiers is not None:
                 self.app.call_from_thread(self.tiers_read, panel, tiers)
 

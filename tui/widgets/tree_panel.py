@@ -215,7 +215,7 @@ class TreePanel(Widget):
         self._draw(start)
 
     def set_tiers(self, tiers: Mapping[int, Tier | None]) -> None:
-        """Where the states of these messages are kept (``SessionController.checkpoint_tiers``)."""
+        """Where the states of these messages are kept (``BranchRoutes.checkpoint_tiers``)."""
         if self._layout is not None:
             self._layout.set_tiers(tiers)
 
