@@ -65,6 +65,9 @@ class PrepareResult:
     overhead_cpu_seconds: float = 0.0
     """CPU time this thread spent outside ``llama_decode``: the engine's own work, as a
     figure that other programs competing for the CPU do not inflate."""
+    state_seconds: float = 0.0
+    """Of ``seconds``, the time inside llama.cpp's state reads and writes (restores, and
+    snapshots read on the decode's path)."""
 
     @property
     def overhead_seconds(self) -> float:
@@ -222,7 +225,7 @@ class BranchEngine:
         for logits nobody asked for.
         """
         target = list(target)
-        t0, d0 = time.perf_counter(), self.ctx.decode_seconds
+        t0, d0, s0 = time.perf_counter(), self.ctx.decode_seconds, self.ctx.state_seconds
         c0, dc0 = time.thread_time(), self.ctx.decode_cpu_seconds
         self.captures.flush()  # whatever an interrupted job left, before the live sequence changes
         stepped_ranges = [
@@ -252,7 +255,8 @@ class BranchEngine:
         self._learn(plan, evaluated, restored_bytes, seconds - decode)
         if not reply_follows:
             self.captures.flush()
-        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu)
+        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu,
+                             self.ctx.state_seconds - s0)
 
     def _learn(self, plan: Plan, evaluated: int, restored_bytes: int, other: float) -> None:
         """Price later restores at the speed seen in one that decoded nothing (its time is

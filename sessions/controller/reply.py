@@ -99,7 +99,8 @@ def write_reply(
                        tokens_evaluated=made_live.tokens_evaluated + prep.tokens_evaluated,
                        seconds=made_live.seconds + prep.seconds,
                        bytes_restored=made_live.bytes_restored + prep.bytes_restored,
-                       decode_seconds=made_live.decode_seconds + prep.decode_seconds)
+                       decode_seconds=made_live.decode_seconds + prep.decode_seconds,
+                       state_seconds=made_live.state_seconds + prep.state_seconds)
     assert prep.logits is not None  # asked for (need_logits defaults to True)
     result = engine.generate(prep.logits, settings, max_tokens=min(wanted, room), on_text=on_text,
                              should_stop=should_stop)

@@ -145,6 +145,10 @@ class LlamaContext:
             """Time spent inside ``llama_decode`` (what the engine's own bookkeeping is measured against)."""
             self.decode_cpu_seconds = 0.0
             """CPU time of the calling thread inside ``llama_decode`` (it computes too)."""
+            self.state_seconds = 0.0
+            """Time inside llama.cpp's state reads and writes (``llama_state_seq_get_data_ext``
+            and ``_set_data_ext``): on a GPU the copies between host and device, apart from
+            the engine's own work around them."""
             self.speeds = DecodeSpeeds()
             """Seconds per batched token and per one-token call, from the calls so far."""
             self._n_admitted = 0
@@ -282,7 +286,9 @@ class LlamaContext:
 
     def _read_into(self, seq: int, flags: int, size: int, warm: bool) -> np.ndarray:
         buf = self.warm.take(size) if warm else np.empty(size, dtype=np.uint8)
+        t0 = time.perf_counter()
         n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
+        self.state_seconds += time.perf_counter() - t0
         return buf[:n]
 
     def state_write(self, blob: Buffer, seq: int, flags: int = FLAGS_FULL) -> bool:
@@ -294,7 +300,9 @@ class LlamaContext:
         if not 0 <= seq < self.n_seq_max:
             raise ValueError("sequence id out of range")  # llama.cpp aborts the process otherwise
         data = as_array(blob)
+        t0 = time.perf_counter()
         n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq, flags)
+        self.state_seconds += time.perf_counter() - t0
         return n != 0
 
     def cells_only(self, blob: Buffer) -> np.ndarray:

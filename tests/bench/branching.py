@@ -129,6 +129,7 @@ class Bench:
             "prompt_seconds": round(stats.prompt_seconds, 4),
             "ttft_seconds": round(stats.ttft_seconds, 4),
             "prompt_decode_seconds": round(prepared.decode_seconds, 4) if prepared else 0.0,
+            "prompt_state_seconds": round(prepared.state_seconds, 4) if prepared else 0.0,
             "scratch_prompt_seconds": round(scratch, 4),
             "scratch_decode_seconds": round(scratch_run.decode_seconds, 4),
             "speedup": round(scratch / max(stats.prompt_seconds, 1e-6), 1),
@@ -163,6 +164,7 @@ class Bench:
         emit({"model": self.label, "event": "W1 summary", "each_event": each_event, "tokens_evaluated": evaluated,
               "new_tokens": new, "evaluated_over_new": round(evaluated / new, 3), "prompt_seconds": round(ours, 3),
               "prompt_outside_decode_seconds": round(ours - decode, 3),
+              "prompt_state_seconds": round(sum(e.get("prompt_state_seconds", 0.0) for e in events), 3),
               "scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
         self.checkpoints.flush()
         if each_event != "same":

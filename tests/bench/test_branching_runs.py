@@ -47,6 +47,16 @@ def test_the_benchmark_runs_on_tiny_models():
     assert load["cache_type"] == "f16" and load["n_gpu_layers"] == 0 and load["devices"] == "CPU"
     summary = events["W1 summary"]
     assert summary["tokens_evaluated"] == summary["new_tokens"] > 0
+    # Time inside llama.cpp's state calls: part of each event's time outside its decode,
+    # and some wherever bytes were restored.
+    w1 = [r for name, r in events.items() if name.startswith(("edit user turn", "switch back after"))]
+    assert len(w1) == 6
+    for record in w1:
+        state, outside = record["prompt_state_seconds"], record["prompt_seconds"] - record["prompt_decode_seconds"]
+        assert 0 <= state <= outside + 2e-4, record
+        assert state > 0 or not record["bytes_restored"], record
+    assert any(r["bytes_restored"] for r in w1)
+    assert abs(summary["prompt_state_seconds"] - sum(r["prompt_state_seconds"] for r in w1)) < 2e-3
     restore = events["reopen: restore the last branch from disk"]
     assert restore["tokens_restored"] > 0 and restore["tokens_evaluated"] == 0
     timed = ("restore_seconds", "read_plus_memcpy_seconds", "read_plus_memcpy_cold_seconds",
