@@ -1,4 +1,5 @@
-"""Continuing a reply that was cut at its length limit (or stopped), from where it ended.
+"""Continuing a reply that was cut at its length limit (or stopped), from where it ended;
+or one written or edited by hand, from its text; or a reply from a place inside it.
 
 The continuation is stored as a new version of the reply (a sibling holding the old
 text followed by the new, and the old tokens followed by the new ones), not as a second
@@ -47,10 +48,15 @@ class Continued:
 
 
 def check_continuable(reply: Message) -> None:
-    """Refuse, in plain words, a message that cannot be continued."""
+    """Refuse, in plain words, a message that cannot be continued.
+
+    A reply with no stats was written or edited by hand (or imported): it goes on from its
+    text (``write_continuation``)."""
     if reply.role != "assistant":
         raise ControllerError("only a reply can be continued")
-    reason = reply.stats.stop_reason if reply.stats is not None else StopReason.UNKNOWN
+    if reply.stats is None:
+        return
+    reason = reply.stats.stop_reason
     if reason == StopReason.CONTEXT_FULL:
         raise ControllerError("this reply filled the context: there is no room to continue it")
     if reason not in CAN_CONTINUE:
@@ -65,12 +71,19 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     """Generate more of ``reply``, the last message of ``branch``; blocking.
 
     ``branch.stepped[-1]`` tells whether the reply's tokens are the ones this model
-    sampled; a reply written by another model, or imported, has only its template
-    rendering for this model (its end-of-turn marker included) and cannot be continued.
+    sampled. A reply written or edited by hand (no stats) has its template rendering for
+    this model instead, its text as the cache holds it (the turn's closing belongs to the
+    next message): the model goes on from that text. Those tokens are decoded one at a
+    time, as the new version, whose tokens they begin, is replayed on every rebuild
+    (``branch_tokens``): so the state it leaves is a recompute's. A reply another model
+    sampled is refused: its own tokens are that model's, not text typed for this one.
     """
-    if not branch.stepped or not branch.stepped[-1]:
-        raise ControllerError("this reply was written by another model (or imported): "
-                              "only a reply of the loaded model can be continued")
+    sampled = bool(branch.stepped) and branch.stepped[-1]
+    if not sampled and reply.stats is not None:
+        raise ControllerError("this reply was written by another model: only a reply of the loaded model, "
+                              "or one written or edited by hand, can be continued")
+    if not sampled:
+        branch = BranchTokens(branch.tokens, branch.ends, [*branch.stepped[:-1], True])
     if len(branch.tokens) >= engine.n_ctx:
         raise ContextOverflow("the context is full at the end of this reply: there is no room to continue it",
                               tokens=len(branch.tokens), n_ctx=engine.n_ctx)
@@ -82,10 +95,13 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
                           made_live=made_live)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
     tokens = old + list(written.result.tokens)
-    # Not ``reply.text + written.result.text``: a reply cut between the bytes of one character
-    # ends in a replacement character, and the continuation's first bytes would become
-    # another; read as one run, the bytes make the character the model wrote.
-    return Continued(WrittenReply(written.result, stats, written.prep), engine.detokenize(tokens), tokens)
+    # Not ``reply.text + written.result.text`` for a sampled reply: one cut between the bytes
+    # of a character ends in a replacement character, and the continuation's first bytes
+    # would become another; read as one run, the bytes make the character the model wrote.
+    # A reply's text as typed ends in a whole character, and its tokens may hold what the
+    # template adds around a reply (an empty reasoning block): its own text is kept.
+    text = engine.detokenize(tokens) if sampled else reply.text + written.result.text
+    return Continued(WrittenReply(written.result, stats, written.prep), text, tokens)
 
 
 def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int) -> BranchTokens:
@@ -94,8 +110,11 @@ def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int) -> BranchTok
 
     The cut falls between tokens: the longest run of the reply's tokens whose text is no
     longer than ``chars``. Only a reply this model sampled can be cut, since only its
-    tokens are what the model wrote (``write_continuation`` says so otherwise).
+    tokens are what the model wrote: one written or edited by hand goes on from its end.
     """
+    if not branch.stepped or not branch.stepped[-1]:
+        raise ControllerError("only a reply the loaded model wrote can be continued from a place inside it "
+                              "(a reply written or edited by hand goes on from its end)")
     start = branch.ends[-2] if len(branch.ends) > 1 else 0
     reply = branch.tokens[start:]
     if chars <= 0:

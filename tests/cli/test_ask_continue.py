@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from sessions.controller import ControllerError, EngineSettings, SessionController
@@ -76,8 +77,40 @@ def test_what_cannot_be_continued_is_refused_in_plain_words(controller):
     ended = controller.generate_reply(sampling=GREEDY.with_(max_tokens=1))
     assert ended.stats.stop_reason == StopReason.LENGTH
     pasted = controller._chat.conv().append("assistant", "typed in by hand", parent_id=question.id)
-    with pytest.raises(ControllerError, match="length limit"):
-        controller.continue_reply(pasted.id)
+    with pytest.raises(ControllerError, match="written or edited by hand goes on from its end"):
+        controller.continue_from(pasted.id, 5)  # its tokens are a rendering, not what the model wrote
+
+
+def test_a_reply_edited_by_hand_goes_on_from_its_text_exactly(controller):
+    from sessions.branch_tokens import branch_tokens
+    from sessions.branching.branch_engine import BranchEngine
+    from sessions.llama.context import LlamaContext
+
+    controller.new_session(system_prompt="Be brief.")
+    controller.send("Tell me about the sea.")
+    reply = controller.generate_reply(max_tokens=6)
+    edited = controller.edit(reply.id, "The sea is wide and")
+    assert edited.stats is None
+    again = controller.continue_reply(edited.id, max_tokens=5)
+    assert again.parent_id == reply.parent_id and again.id not in (reply.id, edited.id)  # a third version
+    assert again.text.startswith("The sea is wide and") and len(again.text) > len(edited.text)
+    piece, tokens = frozen(controller, edited.id), frozen(controller, again.id)
+    assert tokens[:len(piece)] == piece and 1 <= len(tokens) - len(piece) <= 5  # its text, then the model's
+    assert again.stats.sampled_by == controller.engine.info.fingerprint  # replayed one token at a time
+    # The state the continuation left is a fresh context's that replays the branch as every
+    # rebuild will: the typed text was decoded one token at a time, as it is replayed.
+    branches = controller.engine.branches
+    target, ends, stepped = branch_tokens(controller._store, controller.engine, controller.snapshot().path)
+    assert stepped[-1] and branches.live == target
+    fresh = BranchEngine(branches.model, LlamaContext(branches.model, branches.ctx.params), None)
+    try:
+        recomputed = fresh.prepare(target, ends, stepped=stepped).logits
+    finally:
+        fresh.ctx.close()
+    assert np.array_equal(branches.live_logits, recomputed)
+    # And going on again, after a restore of its end, evaluates nothing new but the reply.
+    longer = controller.continue_reply(again.id, max_tokens=3)
+    assert longer.stats.tokens_evaluated == 0 and longer.text.startswith(again.text)
 
 
 def ask(*argv: str) -> dict:
