@@ -111,8 +111,8 @@ def message_actions(message: Message) -> tuple[str, ...]:
     actions = ["copy-message"]
     if message.role != "system":
         actions += ["edit", "regenerate"]
-    if message.role == "assistant" and continue_problem(message) is None:
-        actions.append("continue-reply")
+    if message.role == "assistant" and message.stats is not None and continue_problem(message) is None:
+        actions.append("continue-reply")  # a reply cut or stopped (Ctrl+G also takes one written by hand)
     return (*actions, "delete-branch")
 
 
