@@ -55,6 +55,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("sibling-next", "alt+right", "sibling(1)", "Next version ›"),
     KeySpec("edit", "f2", "edit", "Edit", footer=True),
     KeySpec("regenerate", "ctrl+r", "regenerate", "Regenerate", footer=True),
+    KeySpec("regenerate-several", "alt+r", "regenerate_several", "Regenerate ×N: several new versions"),
     KeySpec("fork", "ctrl+f", "fork", "Fork here"),
     KeySpec("rewind", "ctrl+b", "rewind", "Rewind here"),
     KeySpec("delete-branch", "f8", "delete_branch", "Delete branch"),

@@ -29,7 +29,7 @@ from sessions.controller import (
 )
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan, PrepareResult
+    from sessions.controller import Plan, PrepareResult, SamplingSettings
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 
@@ -86,8 +86,9 @@ class EngineWork:
 
         self._start("load", "loading the model", job)
 
-    def reply(self) -> None:
-        self._start("generate", "writing the reply", self._controller.generate_reply)
+    def reply(self, sampling: SamplingSettings | None = None) -> None:
+        """Answer the question at the head (``sampling``: for this reply only)."""
+        self._start("generate", "writing the reply", lambda: self._controller.generate_reply(sampling=sampling))
 
     def continue_reply(self, message_id: int) -> None:
         self._start("generate", "continuing the reply", lambda: self._controller.continue_reply(message_id))

@@ -39,6 +39,8 @@ class ChatHost(Protocol):
     warm_ahead: WarmAhead
     mode: InputMode
     reply_wanted: bool
+    versions_left: int
+    versions_written: int
 
     @property
     def app(self) -> App[Any]: ...

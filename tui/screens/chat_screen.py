@@ -33,6 +33,7 @@ from tui.screens import (
     library_flow,
     opening_flow,
     settings_flow,
+    several_versions,
     tree_gestures,
 )
 from tui.screens.chat_rules import InputMode
@@ -76,6 +77,9 @@ class ChatScreen(Screen[None]):
         self.mode = InputMode()
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
+        self.versions_left = 0
+        self.versions_written = 0
+        """Versions still to write, and written so far, of several asked at once (``several_versions``)."""
         self._tiers: dict[int, Tier | None] = {}
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.warm_ahead = WarmAhead(self, controller, self.warmed_ahead)
@@ -403,6 +407,9 @@ class ChatScreen(Screen[None]):
 
     async def action_regenerate(self) -> None:
         await tree_gestures.regenerate(self)
+
+    def action_regenerate_several(self) -> None:
+        several_versions.ask_how_many(self)
 
     async def action_continue_reply(self) -> None:
         await tree_gestures.continue_reply(self)

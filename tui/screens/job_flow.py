@@ -15,11 +15,11 @@ from sessions import events as core
 from sessions.controller import ContextOverflow
 from tui.engine_work import describe_failure
 from tui.events import severity
-from tui.screens import chat_rules, trim_flow
+from tui.screens import chat_rules, several_versions, trim_flow
 from tui.screens.chat_host import ChatHost
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan
+    from sessions.controller import Message, Plan, SamplingSettings
     from tui.engine_work import Warmed
 
 
@@ -92,6 +92,8 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
         await screen.refresh_view()
         screen.status.set_note("continued in a new branch without the oldest turns")
         await start_reply(screen)
+    elif group == "generate":
+        await several_versions.next_version(screen, cast("Message | None", result))
     elif group == "warm":
         warmed = cast("Warmed", result)
         done = warmed.result
@@ -103,6 +105,7 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
 
 async def job_failed(screen: ChatHost, group: str, error: BaseException | None) -> None:
     if group == "generate":
+        several_versions.stop(screen)
         await screen.conversation_view.drop_reply()
         await screen.refresh_view()
         if isinstance(error, ContextOverflow):
@@ -124,8 +127,9 @@ async def job_failed(screen: ChatHost, group: str, error: BaseException | None) 
         screen.notify(words[0], severity=severity(words[1]), markup=False)
 
 
-async def start_reply(screen: ChatHost) -> None:
-    """Write a reply to the user message at the head (once the model is loaded)."""
+async def start_reply(screen: ChatHost, *, sampling: SamplingSettings | None = None) -> None:
+    """Write a reply to the user message at the head (once the model is loaded);
+    ``sampling``: for this reply only."""
     if not screen.model_ready:
         screen.reply_wanted = True
         if screen.jobs.loading:
@@ -136,7 +140,7 @@ async def start_reply(screen: ChatHost) -> None:
         return
     screen.status.set_speed(None)  # the speed shown from here is this reply's
     await screen.conversation_view.begin_reply()
-    screen.jobs.reply()
+    screen.jobs.reply(sampling)
 
 
 async def after_switch(screen: ChatHost) -> None:

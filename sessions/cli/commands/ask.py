@@ -59,6 +59,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                        help="answer again: a new version of reply MSG, or a new reply to your message MSG")
     where.add_argument("--continue", dest="continue_", type=session_id, metavar="MSG",
                        help="write more of reply MSG, cut at its length limit (a new, longer version of it)")
+    parser.add_argument("-n", "--versions", dest="versions", type=_versions, default=1, metavar="N",
+                        help=f"with --regenerate: write N new versions, one after another (1 to {MOST_VERSIONS}; "
+                             "the prompt is evaluated once; a fixed --seed S gives version k the seed S+k)")
     parser.add_argument("--from", dest="from_", type=int, metavar="CHARS",
                         help="with --continue: keep the reply's first CHARS characters and go on from there "
                              "(a new version of any reply of this model)")
@@ -100,6 +103,16 @@ def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session 
     raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
 
 
+MOST_VERSIONS = 8
+
+
+def _versions(text: str) -> int:
+    count = int(text) if text.isdigit() else 0
+    if not 1 <= count <= MOST_VERSIONS:
+        raise argparse.ArgumentTypeError(f"a number of versions from 1 to {MOST_VERSIONS}")
+    return count
+
+
 def _takes_no_text(args: argparse.Namespace) -> bool:
     return args.regenerate is not None or args.continue_ is not None
 
@@ -116,6 +129,8 @@ def _check(args: argparse.Namespace, text: str) -> bool:
         raise UsageError("TEXT is required (or --regenerate MSG, or --continue MSG)")
     if args.from_ is not None and args.continue_ is None:
         raise UsageError("--from needs --continue MSG (the reply to go on from)")
+    if args.versions > 1 and args.regenerate is None:
+        raise UsageError("-n/--versions needs --regenerate MSG (the reply to write new versions of)")
     if session_arg is not None and args.system:
         raise UsageError("--system applies to a new session only")
     if session_arg is None and (args.at or args.edit or _takes_no_text(args)):
@@ -149,6 +164,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         controller = runtime.controller
         session = runtime.store.get_session(session_arg) if session_arg is not None else None
         stops = out.interrupts = Interrupts(controller.cancel)
+        written: list[Message] = []
+        """Versions written before the last one (``--versions``)."""
 
         def converse() -> Message:
             if session is None:
@@ -171,7 +188,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     return controller.continue_from(args.continue_, args.from_, sampling=sampling)
                 if question is None:
                     return controller.continue_reply(args.continue_, sampling=sampling)
-                return _answer(controller, args, sampling, stops.stop_requested)
+                reply = _answer(controller, args, sampling, stops.stop_requested)
+                for k in range(1, args.versions):
+                    if stops.happened or reply.stats is None or reply.stats.stop_reason == StopReason.CANCELLED:
+                        break
+                    written.append(reply)
+                    out.next_reply()
+                    controller.regenerate(reply.id)
+                    reply = _answer(controller, args, _version_sampling(sampling, k), stops.stop_requested)
+                return reply
             except GenerationCancelled:
                 if not stops.happened:
                     raise
@@ -198,8 +223,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             out.end()
             raise  # one line on stderr (sessions.cli.reporting)
         out.end(replied=True)
-    if args.stats and reply.stats is not None:
-        tell(ctx.err, json.dumps(_stats_line(reply)))
+    if args.stats:
+        for version in [*written, reply]:
+            if version.stats is not None:
+                tell(ctx.err, json.dumps(_stats_line(version)))
     if stops.happened:
         ctx.note(_stopped_words(stops.cause, reply))
         return stops.status
@@ -226,6 +253,14 @@ class _Output:
             return
         self.wrote = True
         self._put(self.shown.push(text))
+
+    def next_reply(self) -> None:
+        """End the reply written, and a blank line before the next one (``--versions``)."""
+        self.end(replied=True)
+        if self.ctx.out is not None and self.shown is not None:
+            self.gone, self.wrote = False, False
+            self.shown = InertStream()
+            self._put("\n")
 
     def end(self, *, replied: bool = False) -> None:
         """The last piece held back and a line end, once: after a reply (even an empty
@@ -258,6 +293,12 @@ class _Output:
         self.gone = True
         if self.interrupts is not None:
             self.interrupts.output_failed(why)
+
+
+def _version_sampling(sampling: SamplingSettings, k: int) -> SamplingSettings:
+    """Version ``k`` (from 0) of several: a fixed seed moves on by ``k``, or every version
+    would be the same reply."""
+    return sampling.with_(seed=sampling.seed + k) if sampling.seed >= 0 else sampling
 
 
 def _stopped_words(cause: str, reply: Message) -> str:

@@ -1,0 +1,53 @@
+"""``ask --regenerate MSG -n N``: N new versions of a reply, one after another, in a new
+process: each restores the question's state and evaluates nothing before its first token."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sessions.store import SessionStore
+from sessions.synth import make_model
+from tests.cli_support import assert_one_line_error
+
+pytestmark = pytest.mark.engine
+
+
+def ask(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sessions.cli", "ask", "--max-tokens", "6", *argv],
+                          capture_output=True, text=True, env=os.environ.copy(), timeout=120)
+
+
+def stats_lines(stderr: str) -> list[dict]:
+    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+
+
+def test_three_versions_in_a_new_process_each_a_sibling_with_nothing_evaluated():
+    model = str(make_model("llama", "tiny"))
+    first = ask("-m", model, "--temp", "0", "--stats", "Tell me about the sea.")
+    assert first.returncode == 0, first.stderr
+    [asked] = stats_lines(first.stderr)
+    more = ask("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
+               "-n", "3", "--temp", "0.9", "--seed", "5", "--stats")
+    assert more.returncode == 0, more.stderr
+    versions = stats_lines(more.stderr)
+    assert len(versions) == 3 and len({v["message"] for v in versions}) == 3
+    assert all(v["parent"] == asked["parent"] for v in versions)  # siblings of the first reply
+    assert all(v["tokens_evaluated"] == 0 for v in versions)  # the question's state, restored each time
+    with SessionStore.open() as store:
+        texts = [store.get_message(v["message"]).text for v in versions]
+        assert len(store.load_tree(asked["session"]).children(asked["parent"])) == 4  # the first reply and 3 more
+    shown = more.stdout.split("\n\n")
+    assert [part.strip() for part in shown] == [text.strip() for text in texts]  # each in turn, a blank line apart
+
+
+def test_versions_need_a_reply_to_regenerate_and_a_count_in_range():
+    model = str(make_model("llama", "tiny"))
+    done = ask("-m", model, "-n", "2", "Hello")
+    assert_one_line_error(done.returncode, done.stdout, done.stderr, "-n/--versions needs --regenerate")
+    done = ask("-m", model, "-n", "20", "Hello")
+    assert_one_line_error(done.returncode, done.stdout, done.stderr, "from 1 to 8")
