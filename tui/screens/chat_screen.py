@@ -411,6 +411,10 @@ class ChatScreen(Screen[None]):
     def action_regenerate_several(self) -> None:
         several_versions.ask_how_many(self)
 
+    async def reply_written(self, reply: Message | None) -> None:
+        """A reply job succeeded: the next of several versions asked at once, if any."""
+        await several_versions.next_version(self, reply)
+
     async def action_continue_reply(self) -> None:
         await tree_gestures.continue_reply(self)
 

@@ -15,7 +15,7 @@ from sessions import events as core
 from sessions.controller import ContextOverflow
 from tui.engine_work import describe_failure
 from tui.events import severity
-from tui.screens import chat_rules, several_versions, trim_flow
+from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_host import ChatHost
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
         screen.status.set_note("continued in a new branch without the oldest turns")
         await start_reply(screen)
     elif group == "generate":
-        await several_versions.next_version(screen, cast("Message | None", result))
+        await screen.reply_written(cast("Message | None", result))
     elif group == "warm":
         warmed = cast("Warmed", result)
         done = warmed.result
@@ -105,7 +105,7 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
 
 async def job_failed(screen: ChatHost, group: str, error: BaseException | None) -> None:
     if group == "generate":
-        several_versions.stop(screen)
+        screen.versions_left = 0  # several versions asked at once: no more after a failure
         await screen.conversation_view.drop_reply()
         await screen.refresh_view()
         if isinstance(error, ContextOverflow):

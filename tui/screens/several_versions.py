@@ -58,7 +58,8 @@ async def start(screen: ChatHost, message_id: int, count: int) -> None:
 
 
 async def next_version(screen: ChatHost, reply: Message | None) -> None:
-    """After a reply job succeeded: the next version, if a chain is under way and may go on."""
+    """After a reply job succeeded (``ChatScreen.reply_written``): the next version, if
+    several were asked for and the chain may go on."""
     left, screen.versions_left = screen.versions_left, 0
     if left <= 0 or reply is None or reply.role != "assistant":
         return
@@ -74,8 +75,3 @@ async def next_version(screen: ChatHost, reply: Message | None) -> None:
     screen.controller.regenerate(reply.id)
     await screen.show_head()
     await job_flow.start_reply(screen, sampling=sampling)
-
-
-def stop(screen: ChatHost) -> None:
-    """A reply failed or the chain was given up: no more versions."""
-    screen.versions_left = 0
