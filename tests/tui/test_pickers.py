@@ -318,6 +318,7 @@ async def test_export_explains_problems_and_asks_before_replacing(controller, br
         existing.write_text("keep me", encoding="utf-8")
         path_input.value = str(existing)
         await pilot.click("#scope-tree")
+        await wait_for(pilot, lambda: screen.whole_tree, "every branch chosen")  # before the next click
         await pilot.click("#dialog-yes")
         await wait_for(pilot, lambda: "already exists" in str(error.render()), "the existing file named")
         assert existing.read_text(encoding="utf-8") == "keep me"
