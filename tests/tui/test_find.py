@@ -4,6 +4,8 @@ the matches are drawn reversed, and Esc closes the bar leaving the selection."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 from textual.command import CommandList, CommandPalette
 from textual.widgets import Input
 
@@ -54,6 +56,18 @@ async def open_and_type(pilot, text: str) -> ChatScreen:
     return screen
 
 
+@asynccontextmanager
+async def searched(make_app, fake_model, words: str):
+    """The chat of ``write_chat`` opened, and ``words`` typed into the find bar: the app, its
+    pilot and screen, the ids of the branch shown and the id of ``OTHER``."""
+    session_id, ids, other = write_chat(fake_model)
+    app = make_app(startup=StartupRequest(session_id=session_id))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await open_and_type(pilot, words)
+        yield app, pilot, screen, ids, other
+
+
 def reversed_words(app) -> list[str]:
     """The words drawn reversed on the screen now (not the borders drawn so, nor the cursor)."""
     strips = app.screen._compositor.render_strips()
@@ -62,22 +76,14 @@ def reversed_words(app) -> list[str]:
 
 
 async def test_the_key_opens_the_bar_and_typing_counts_and_selects(make_app, fake_model):
-    session_id, ids, _ = write_chat(fake_model)
-    app = make_app(startup=StartupRequest(session_id=session_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = await open_and_type(pilot, "apple")
+    async with searched(make_app, fake_model, "apple") as (app, pilot, screen, ids, other):
         assert bar(pilot).count == "1 of 3 (1 on another branch)"
         assert screen.conversation_view.selected_id == ids[0]
         assert "1 of 3 (1 on another branch)" in "\n".join(screen_text(app))
 
 
 async def test_next_and_previous_walk_the_branch_shown(make_app, fake_model):
-    session_id, ids, _ = write_chat(fake_model)
-    app = make_app(startup=StartupRequest(session_id=session_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = await open_and_type(pilot, "apple")
+    async with searched(make_app, fake_model, "apple") as (app, pilot, screen, ids, other):
         view = screen.conversation_view
         walk = []
         for key in ("enter", "down", "up", "shift+enter"):
@@ -90,11 +96,7 @@ async def test_next_and_previous_walk_the_branch_shown(make_app, fake_model):
 
 
 async def test_the_matches_are_drawn_reversed_in_the_messages_holding_them(make_app, fake_model):
-    session_id, ids, _ = write_chat(fake_model)
-    app = make_app(startup=StartupRequest(session_id=session_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = await open_and_type(pilot, "apple")
+    async with searched(make_app, fake_model, "apple") as (app, pilot, screen, ids, other):
         view = screen.conversation_view
         await wait_for(pilot, lambda: len(reversed_words(app)) >= 4, "the matches drawn")
         # Case ignored; in plain text, bold text and a code block alike.
@@ -109,11 +111,7 @@ async def test_the_matches_are_drawn_reversed_in_the_messages_holding_them(make_
 
 
 async def test_a_match_on_another_branch_is_offered_then_gone_to(make_app, fake_model):
-    session_id, ids, other = write_chat(fake_model)
-    app = make_app(startup=StartupRequest(session_id=session_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = await open_and_type(pilot, "apple")
+    async with searched(make_app, fake_model, "apple") as (app, pilot, screen, ids, other):
         view = screen.conversation_view
         await pilot.press("enter", "enter", "enter")  # past the branch's three matches
         await wait_for(pilot, lambda: bar(pilot).count.startswith("in another branch"), "the offer")
@@ -147,11 +145,7 @@ async def test_a_reply_written_while_the_bar_is_open_is_searched_too(make_app, f
 
 
 async def test_escape_closes_the_bar_and_leaves_the_selection(make_app, fake_model):
-    session_id, ids, _ = write_chat(fake_model)
-    app = make_app(startup=StartupRequest(session_id=session_id))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = await open_and_type(pilot, "pear")
+    async with searched(make_app, fake_model, "pear") as (app, pilot, screen, ids, other):
         await wait_for(pilot, lambda: screen.conversation_view.selected_id == ids[2], "the first match")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not bar(pilot).display, "the bar to close")

@@ -35,6 +35,15 @@ async def forked(pilot):
     return screen, engine, old
 
 
+async def warm_started(pilot, screen, engine, message_id: int) -> None:
+    """The tree's cursor moved to ``message_id`` and rested there: its warm has begun."""
+    panel = screen.tree_panel
+    panel.message_tree.move_cursor(panel._layout.nodes[message_id])
+    await wait_for(pilot, lambda: screen.warm_ahead.resting_on == message_id, "the rest timer")
+    screen.warm_ahead.rested()
+    await wait_for(pilot, engine.warming.is_set, "the warm to start")
+
+
 async def test_the_cursor_resting_on_a_message_warms_its_branch_and_the_mark_turns_ram(make_app):
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:
@@ -61,12 +70,9 @@ async def test_moving_the_cursor_stops_the_warm_and_the_mark_stays_disk(make_app
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:
         screen, engine, old = await forked(pilot)
-        panel = screen.tree_panel
-        panel.message_tree.move_cursor(panel._layout.nodes[old[-1]])
-        await wait_for(pilot, lambda: screen.warm_ahead.resting_on == old[-1], "the rest timer")
-        screen.warm_ahead.rested()
-        await wait_for(pilot, engine.warming.is_set, "the warm to start")
+        await warm_started(pilot, screen, engine, old[-1])
 
+        panel = screen.tree_panel
         panel.message_tree.move_cursor(panel._layout.nodes[old[0]])  # the cursor moves on
 
         await wait_for(pilot, lambda: bool(engine.warms), "the warm to stop")
@@ -81,11 +87,7 @@ async def test_a_job_stops_the_warm_first(make_app, script):
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:
         screen, engine, old = await forked(pilot)
-        panel = screen.tree_panel
-        panel.message_tree.move_cursor(panel._layout.nodes[old[-1]])
-        await wait_for(pilot, lambda: screen.warm_ahead.resting_on == old[-1], "the rest timer")
-        screen.warm_ahead.rested()
-        await wait_for(pilot, engine.warming.is_set, "the warm to start")
+        await warm_started(pilot, screen, engine, old[-1])
 
         await pilot.press("enter")  # go there: the switch's job stops the warm rather than wait for it
 
@@ -141,11 +143,7 @@ async def test_quitting_stops_the_warm(make_app, script):
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:
         screen, engine, old = await forked(pilot)
-        panel = screen.tree_panel
-        panel.message_tree.move_cursor(panel._layout.nodes[old[-1]])
-        await wait_for(pilot, lambda: screen.warm_ahead.resting_on == old[-1], "the rest timer")
-        screen.warm_ahead.rested()
-        await wait_for(pilot, engine.warming.is_set, "the warm to start")
+        await warm_started(pilot, screen, engine, old[-1])
         await pilot.press("ctrl+q")
     assert engine.warm_ended.wait(10), "the warm went on after the app ended"  # the fake gives up after 30 s
     assert engine.warms[-1][1].stopped
