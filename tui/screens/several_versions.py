@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sessions.controller import Message, StopReason
-from tui.screens import job_flow
+from tui.screens import job_flow, tree_gestures
 from tui.screens.chat_host import ChatHost
 from tui.screens.dialogs import TextPrompt
 
@@ -27,9 +27,7 @@ TITLE = f"How many new versions of this reply? (2 to {MOST})"
 
 def ask_how_many(screen: ChatHost) -> None:
     """Ask for the count, then write that many versions of the selected reply."""
-    message = screen.target()
-    if message is None or message.role == "system":
-        screen.notify("Select a reply (or the message it answers) to regenerate.")
+    if tree_gestures.regenerate_target(screen) is None:
         return
 
     async def chosen(text: str | None) -> None:
@@ -39,22 +37,9 @@ def ask_how_many(screen: ChatHost) -> None:
         if not 2 <= count <= MOST:
             screen.notify(f"Type a number from 2 to {MOST}.", severity="warning")
             return
-        await start(screen, message.id, count)
+        await tree_gestures.regenerate(screen, more=count - 1)
 
     screen.app.push_screen(TextPrompt(TITLE, "3"), chosen)
-
-
-async def start(screen: ChatHost, message_id: int, count: int) -> None:
-    """Write ``count`` new versions of the reply to the question of ``message_id``."""
-
-    async def first() -> None:
-        screen.versions_left = count - 1
-        screen.versions_written = 0
-        screen.controller.regenerate(message_id)
-        await screen.show_head()
-        await job_flow.start_reply(screen)
-
-    await screen.jobs.when_idle(first)
 
 
 async def next_version(screen: ChatHost, reply: Message | None) -> None:

@@ -58,13 +58,23 @@ def edit(screen: ChatHost) -> None:
         screen.status.set_note("what you were writing comes back after the edit (Esc cancels it)")
 
 
-async def regenerate(screen: ChatHost) -> None:
+def regenerate_target(screen: ChatHost) -> Message | None:
+    """The message whose question a regenerate answers again (None: said why)."""
     message = screen.target()
     if message is None or message.role == "system":
         screen.notify("Select a reply (or the message it answers) to regenerate.")
+        return None
+    return message
+
+
+async def regenerate(screen: ChatHost, *, more: int = 0) -> None:
+    """A new version of the selected reply; ``more`` versions after it (``several_versions``)."""
+    message = regenerate_target(screen)
+    if message is None:
         return
 
     async def again() -> None:
+        screen.versions_left, screen.versions_written = more, 0
         screen.controller.regenerate(message.id)
         await screen.show_head()
         await start_reply(screen)
