@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
+from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.synth import make_model
+from tests.ask_process import AskProcess
 from tests.cli_support import assert_one_line_error
 
 pytestmark = pytest.mark.engine
@@ -51,3 +54,25 @@ def test_versions_need_a_reply_to_regenerate_and_a_count_in_range():
     assert_one_line_error(done.returncode, done.stdout, done.stderr, "-n/--versions needs --regenerate")
     done = ask("-m", model, "-n", "20", "Hello")
     assert_one_line_error(done.returncode, done.stdout, done.stderr, "from 1 to 8")
+
+
+def test_a_signal_during_the_second_version_keeps_it_stopped_and_writes_no_third():
+    model = str(make_model("llama", "tiny"))
+    first = ask("-m", model, "--temp", "0", "--stats", "Tell me about the sea.")
+    assert first.returncode == 0, first.stderr
+    [asked] = stats_lines(first.stderr)
+    process = AskProcess("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
+                         "-n", "3", "--temp", "0.9", "--seed", "3", "--max-tokens", "1500")
+    try:
+        # The first version whole, the blank line, then some of the second.
+        process.read_until(lambda p: len(p.out.partition(b"\n\n")[2].strip()) >= 8, "the second version")
+        os.kill(process.pid, signal.SIGINT)
+        assert process.drain() == 130, process.stderr
+    finally:
+        process.kill()
+    with SessionStore.open() as store:
+        versions = store.load_tree(asked["session"]).children(asked["parent"])
+    assert len(versions) == 3  # the first reply, one whole version, one stopped: no third
+    assert versions[1].stats.stop_reason != StopReason.CANCELLED
+    assert versions[2].stats.stop_reason == StopReason.CANCELLED
+    assert f"message {versions[2].id}" in process.stderr
