@@ -42,6 +42,13 @@ from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end
 from tui.widgets.streamed_text import StreamedText
 
 
+def laid_out(view: MessageView) -> bool:
+    """Whether ``view`` has its place in the layout. A view mounted just now may be drawn
+    around before it has one (a busy machine): its place then reads as row 0, and a scroll
+    to it would go to the top of the chat."""
+    return bool(view.outer_size.height)
+
+
 class MessageSpacer(Widget):
     """Stands for the messages of the branch above or below the views mounted."""
 
@@ -245,9 +252,18 @@ class ConversationView(VerticalScroll):
         # Once laid out, and at once then: a look at the window after that refresh must find
         # the scroll where the message is, not where it was.
         if header:
-            self._after_refresh(self.scroll_to_widget, view.header, animate=False, immediate=True)
+            self._after_refresh(self._scroll_to_view, view, view.header, top=False)
         else:
-            self._after_refresh(self.scroll_to_widget, view, animate=False, top=True, immediate=True)
+            self._after_refresh(self._scroll_to_view, view, view, top=True)
+
+    def _scroll_to_view(self, view: MessageView, part: Widget, *, top: bool) -> None:
+        """Scroll to ``part`` of ``view`` once the view is laid out (taken off meanwhile: nothing to do)."""
+        if not view.is_attached:
+            return
+        if not laid_out(view):
+            self._after_refresh(self._scroll_to_view, view, part, top=top)
+            return
+        self.scroll_to_widget(part, animate=False, top=top, immediate=True)
 
     def _measure(self) -> None:
         rows = {place: view.outer_size.height + GAP for place, view in self._mounted.items() if view.outer_size.height}
@@ -295,8 +311,11 @@ class ConversationView(VerticalScroll):
         """Scroll so the message at ``place`` starts ``offset`` rows above the screen's top,
         unless the scroll moved since it was at ``top`` (a key or the wheel meanwhile): a
         smaller chat can only have brought it back to its end."""
-        self._keeping = False
         view = self._mounted.get(place)
+        if view is not None and not laid_out(view):
+            self._after_refresh(self._keep_at, place, offset, top)
+            return
+        self._keeping = False
         moved = self.scroll_y != top and not (top > self.scroll_y == self.max_scroll_y)
         if view is not None and not moved:
             self._measure()
