@@ -120,6 +120,24 @@ def vocabulary_file(path: Path, size: int, *, merges: bool) -> Path:
     return path
 
 
+VOCABULARY_REVISION = 1
+"""Bump whenever ``vocabulary_file`` writes other bytes for the same size."""
+
+
+def cached_vocabulary_file(size: int, *, merges: bool) -> Path:
+    """``vocabulary_file`` kept in the made models' folder: writing a 262k-token header takes
+    the gguf package seconds of Python, and the file depends on nothing but its size."""
+    from sessions.durable import replacing
+    from sessions.paths import ensure_private_dir, made_models_dir
+
+    path = made_models_dir() / f"vocabulary-{size}{'-merges' if merges else ''}-r{VOCABULARY_REVISION}.gguf"
+    if not path.is_file():
+        ensure_private_dir(path.parent)
+        with replacing(path, sync=False) as temp:  # parallel workers each see no file or a whole one
+            vocabulary_file(temp, size, merges=merges)
+    return path
+
+
 def split_copy(source: Path, target: Path, max_tensors: int, *, small_first_shard: bool = False) -> list[Path]:
     """``source`` rewritten as a split model (``target`` names it; the parts get
     ``-0000N-of-0000M`` like llama.cpp's ``gguf-split``), its parts in order.

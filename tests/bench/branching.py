@@ -447,8 +447,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Made models are kept where the user's other runs find them; the rest is per run.
     os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
-    with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
-        emit({"event": "header of a 262,144-token vocabulary", **costs.big_vocabulary_headers(Path(tmp))})
+    emit({"event": "header of a 262,144-token vocabulary", **costs.big_vocabulary_headers()})
     for label, path in models(args):
         emit({"model": label, "event": "identity", **costs.identity(path)})
         with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:

@@ -207,14 +207,14 @@ def identity(path: Path, repeats: int = 5) -> dict:
     }
 
 
-def big_vocabulary_headers(folder: Path, vocabulary: int = 262_144, repeats: int = 7) -> dict:
+def big_vocabulary_headers(vocabulary: int = 262_144, repeats: int = 7) -> dict:
     """Reading the header of a model with a Gemma-3-sized vocabulary, without and with as
     many merges (the worst case: twice the strings to step over)."""
     from sessions.discovery import read_model_card
-    from tests.gguf_support import vocabulary_file
+    from tests.gguf_support import cached_vocabulary_file
 
-    plain = vocabulary_file(folder / "vocabulary.gguf", vocabulary, merges=False)
-    merges = vocabulary_file(folder / "vocabulary-merges.gguf", vocabulary, merges=True)
+    plain = cached_vocabulary_file(vocabulary, merges=False)
+    merges = cached_vocabulary_file(vocabulary, merges=True)
     assert read_model_card(plain).error is None and read_model_card(merges).error is None
     return {
         "vocabulary": vocabulary,

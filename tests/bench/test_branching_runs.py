@@ -31,20 +31,20 @@ def shown_quotient(shown: float, numerator: float, denominator: float, steps: tu
     return low - q_step / 2 - 1e-9 <= shown <= high + q_step / 2 + 1e-9
 
 
-@pytest.mark.engine
-def test_the_benchmark_runs_on_tiny_models():
-    run = subprocess.run(
-        [sys.executable, "-m", "tests.bench.branching", "--size", "tiny", "--arch", "gemma3", "--threads", "1"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    events = {record["event"]: record for record in map(json.loads, run.stdout.splitlines())}
+def check_benchmark_records(records: list[dict], *, gpu_layers: int) -> None:
+    """The figures of one run of ``tests.bench.branching`` on one model hold together.
+
+    The GPU check's rehearsal (``test_gpu_check_rehearsal``) runs the benchmark on the tiny
+    gemma3 exactly as a device would, and checks its records with this: one run of the
+    benchmark serves both.
+    """
+    events = {record["event"]: record for record in records}
     for name in ("identity", "load", "build: one prefill of the 12-turn chat", "W1 summary", "disk",
                  "reopen: restore the last branch from disk", "reopen: regenerate last reply",
                  "reopen: exactness", "reopen: continue with a new message", "turn overhead"):
         assert name in events, f"no {name!r} event"
     load = events["load"]
-    assert load["cache_type"] == "f16" and load["n_gpu_layers"] == 0 and load["devices"] == "CPU"
+    assert load["cache_type"] == "f16" and load["n_gpu_layers"] == gpu_layers and load["devices"] == "CPU"
     summary = events["W1 summary"]
     assert summary["tokens_evaluated"] == summary["new_tokens"] > 0
     # Time inside llama.cpp's state calls: part of each event's time outside its decode,

@@ -19,7 +19,7 @@ import pytest
 
 from tests.bench.gpu_check import ARCHS, REHEARSAL_BENCH_ARCHS, STEPS
 from tests.bench.gpu_run import Runner, TimedOut
-from tests.bench.test_branching_runs import STUB_SERVER
+from tests.bench.test_branching_runs import STUB_SERVER, check_benchmark_records
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,6 +96,10 @@ def test_the_rehearsal_runs_every_step_and_reports_real_figures(pack, tmp_path):
         for key in ("tokens", "wall_seconds_with_checkpoints", "wall_seconds_without_checkpoints",
                     "with_over_without", "engine_cpu_ms_outside_decode", "engine_wall_ms_outside_decode"):
             assert real(p[key]), (p["step"], p["model"], key, p[key])
+
+    # The branching step is the benchmark as a user runs it (``--ngl all``, which a CPU-only
+    # build takes as every layer on the CPU): its figures hold together as on any run.
+    check_benchmark_records(steps["branching"]["records"], gpu_layers=-1)  # -1: every layer
 
     goals = report["figures"]["goals"]
     for model in REHEARSAL_BENCH_ARCHS:

@@ -27,7 +27,7 @@ from sessions.discovery import ModelFileError, check_before_load, read_model_car
 from sessions.discovery import probe as probe_module
 from sessions.discovery.gguf_header import read_gguf_header, string_array
 from sessions.synth import make_model
-from tests.gguf_support import rewrite_gguf, vocabulary_file, with_duplicate_token
+from tests.gguf_support import cached_vocabulary_file, rewrite_gguf, with_duplicate_token
 from tests.store_child import REPO
 
 VOCAB = 262_144
@@ -116,13 +116,13 @@ def test_a_crashed_trial_is_not_remembered_and_names_the_assertion(defective):
 
 
 @pytest.fixture(scope="module")
-def big_vocabulary(tmp_path_factory):
-    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k.gguf", VOCAB, merges=False)
+def big_vocabulary():
+    return cached_vocabulary_file(VOCAB, merges=False)
 
 
 @pytest.fixture(scope="module")
-def big_vocabulary_with_merges(tmp_path_factory):
-    return vocabulary_file(tmp_path_factory.mktemp("vocab") / "vocab-256k-merges.gguf", VOCAB, merges=True)
+def big_vocabulary_with_merges():
+    return cached_vocabulary_file(VOCAB, merges=True)
 
 
 def test_a_256k_vocabulary_header_is_read_whole(big_vocabulary):
