@@ -429,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--each-event", choices=EACH_EVENT, default="same",
                         help="run each W1 event in this process (same), in fresh objects (objects: the model "
                              "loaded again, nothing in RAM) or in a new process (process)")
+    parser.add_argument("--w1-only", action="store_true",
+                        help="only W1's events (the reopen events after it are the same in either --each-event)")
     parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
     parser.add_argument("--w1-state", help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
@@ -459,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
                   "cache_type": args.cache_type, **bench.placement_fields()})
             w1 = bench.run_w1(args.each_event, args)
             bench.close()
-            reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type)
+            if not args.w1_only:
+                reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type)
     return 0
 
 
