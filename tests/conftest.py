@@ -9,7 +9,9 @@ each end up with the whole file, and every later request finds it made.
 
 from __future__ import annotations
 
+import compileall
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +27,20 @@ SHARED = Path(os.environ.get("LLAMACHAT_SHARED", REPO.parent / "shared"))
 MODEL_CACHE = os.environ.get(
     "LLAMACHAT_TEST_MODEL_CACHE", str(Path(tempfile.gettempdir()) / f"llamachat-test-models-{os.getuid()}")
 )
+
+
+def pytest_configure(config) -> None:
+    """Keep the bytecode of the project's files, even where ``PYTHONDONTWRITEBYTECODE`` is
+    set: every process the tests start (an ``ask``, a trial's child, a benchmark's new
+    process: hundreds in a run) would compile the project's 200-odd modules from source
+    again, about 0.2 s of CPU each, and every worker would rewrite each test module's
+    asserts again (3 s of its collection). The ``__pycache__`` folders are ignored by git."""
+    if not sys.dont_write_bytecode:
+        return
+    sys.dont_write_bytecode = False  # this process: pytest keeps the test modules it rewrites
+    if not hasattr(config, "workerinput"):  # the controlling process, before any worker starts
+        for package in ("sessions", "tui", "tests"):
+            compileall.compile_dir(REPO / package, quiet=2)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

@@ -162,21 +162,13 @@ HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 '''
 
 
-@pytest.mark.engine
-def test_the_server_comparison_sends_each_prompt_and_our_replies_in_order(tmp_path):
-    """The harness against a stand-in server (CI has no llama-server): every prompt goes
-    out once timed and, after an event, once more with our reply, so the stand-in's cache
-    ends each event holding what our engine held."""
-    server = tmp_path / "llama-server"
-    server.write_text(f"#!{sys.executable}\n{STUB_SERVER}")
-    server.chmod(0o755)
-    run = subprocess.run(
-        [sys.executable, "-m", "tests.bench.server_compare", "--server", str(server), "--size", "tiny",
-         "--arch", "lfm2", "--threads", "1"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    records = [json.loads(line) for line in run.stdout.splitlines()]
+def check_server_records(records: list[dict]) -> None:
+    """``tests.bench.server_compare`` against a stand-in server (CI has no llama-server):
+    every prompt goes out once timed and, after an event, once more with our reply, so the
+    stand-in's cache ends each event holding what our engine held.
+
+    Run by the GPU check's rehearsal, whose server step is this comparison on the tiny
+    gemma3 against ``STUB_SERVER``, as a device runs it against a real llama-server."""
     ours = {r["event"]: r for r in records if not r["event"].startswith("llama-server")}
     theirs = [r for r in records if r["event"].startswith("llama-server: ") and "summary" not in r["event"]]
     assert [r["event"] for r in theirs][0] == "llama-server: build: one prefill of the 12-turn chat"

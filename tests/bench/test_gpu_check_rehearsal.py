@@ -19,7 +19,7 @@ import pytest
 
 from tests.bench.gpu_check import ARCHS, REHEARSAL_BENCH_ARCHS, STEPS
 from tests.bench.gpu_run import Runner, TimedOut
-from tests.bench.test_branching_runs import STUB_SERVER, check_benchmark_records
+from tests.bench.test_branching_runs import STUB_SERVER, check_benchmark_records, check_server_records
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,6 +100,7 @@ def test_the_rehearsal_runs_every_step_and_reports_real_figures(pack, tmp_path):
     # The branching step is the benchmark as a user runs it (``--ngl all``, which a CPU-only
     # build takes as every layer on the CPU): its figures hold together as on any run.
     check_benchmark_records(steps["branching"]["records"], gpu_layers=-1)  # -1: every layer
+    check_server_records(steps["server_compare"]["records"])
 
     goals = report["figures"]["goals"]
     for model in REHEARSAL_BENCH_ARCHS:
