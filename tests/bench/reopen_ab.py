@@ -40,7 +40,8 @@ def build(arch: str, size: str, data: Path, threads: int, ngl: int | str = 0, ca
     data.mkdir(parents=True, exist_ok=True)
     path = dict(models(argparse.Namespace(arch=[arch], model=[], size=size)))[arch]
     bench = Bench(arch, path, threads, 32, data, ngl=ngl, cache_type=cache_type)
-    with contextlib.redirect_stdout(sys.stderr):  # the build's own figures are not wanted here
+    bench.from_scratch = False  # the build's own figures are not wanted here
+    with contextlib.redirect_stdout(sys.stderr):
         w1 = bench.run_w1()
     bench.close()
     return keep_w1(data, w1, path, ngl, cache_type)
