@@ -1,0 +1,200 @@
+"""N versions of a reply in one batch against one version, and against N alone.
+
+Run: ``python -m tests.bench.batched_versions [--arch gemma3 lfm2] [--tokens 200] [-n 4]``.
+Prints one JSON line per model.
+
+``Alt+R`` and ``ask --regenerate MSG -n N`` write versions one after another, each from
+the question's state. llama.cpp can decode the N sequences in one batch (one token of each
+per ``llama_decode``, the prompt shared with ``llama_memory_seq_cp``), which is what this
+measures, straight on llama.cpp:
+
+- ``batch_over_one``: N versions of ``--tokens`` tokens in one batch, over one version
+  alone (the goal for N = 4 is at most 1.6 on a CPU); ``batch_over_one_in_decode``, the
+  same inside ``llama_decode`` alone (sampling here is numpy's, N times per step);
+- ``alone_over_one``: the same N one after another (what the app does now);
+- how often a version sampled in the batch differs from the same seed sampled alone:
+  ``logits_bit_identical_steps`` (steps whose logits equal the alone run's, bit for bit)
+  and ``versions_with_other_tokens`` (versions whose sampled tokens differ at all, with the
+  first place they do). A version the app stores must be rebuilt bit for bit by replaying
+  its tokens one at a time, alone: where the batch's logits differ, its cells differ too.
+
+The alone runs use a context made as the app makes its own (two sequences, one unified
+cache); the batch one with N sequences, as llama-server's slots share one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+PROMPT_TOKENS = 300
+TEMPERATURE = 0.8
+
+
+def sample(logits: np.ndarray, rng: np.random.Generator) -> int:
+    """One token from ``softmax(logits / TEMPERATURE)``: the same logits and generator state
+    give the same token, so a version's tokens depend on its logits alone."""
+    z = logits.astype(np.float64) / TEMPERATURE
+    p = np.exp(z - z.max())
+    return int(np.searchsorted(np.cumsum(p), rng.random() * p.sum()))
+
+
+class Llama:
+    """The model and what a run needs of llama.cpp's C API."""
+
+    def __init__(self, path: str, threads: int):
+        import llama_cpp as L
+
+        self.L, self.threads = L, threads
+        self._quiet = L.llama_log_callback(lambda level, text, user: None)  # kept: llama.cpp calls it later
+        L.llama_log_set(self._quiet, ctypes.c_void_p())
+        params = L.llama_model_default_params()
+        params.n_gpu_layers = 0
+        self.model = L.llama_model_load_from_file(path.encode(), params)
+        if not self.model:
+            raise SystemExit(f"cannot load {path}")
+        self.n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(self.model))
+        self.batch = L.llama_batch_init(512, 0, 1)
+
+    def context(self, n_seq_max: int):
+        L = self.L
+        params = L.llama_context_default_params()
+        params.n_ctx, params.n_batch, params.n_ubatch = 2048, 512, 512
+        params.n_seq_max, params.kv_unified, params.swa_full = n_seq_max, True, False
+        params.n_threads = params.n_threads_batch = self.threads
+        params.no_perf = True
+        ctx = L.llama_init_from_model(self.model, params)
+        if not ctx:
+            raise SystemExit("cannot make a context")
+        return ctx
+
+    def decode(self, ctx, items: list[tuple[int, int, int]]) -> list[np.ndarray]:
+        """Decode (token, position, sequence) items as one batch; the logits of each."""
+        b = self.batch
+        b.n_tokens = len(items)
+        for i, (token, pos, seq) in enumerate(items):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, 1
+            b.seq_id[i][0] = seq
+        if self.L.llama_decode(ctx, b) != 0:
+            raise SystemExit("llama_decode failed")
+        return [np.ctypeslib.as_array(self.L.llama_get_logits_ith(ctx, i), shape=(self.n_vocab,)).copy()
+                for i in range(len(items))]
+
+    def prompt(self, ctx, tokens: list[int]) -> np.ndarray:
+        """The prompt on sequence 0 (logits of its last token only: one batch, as a prefill)."""
+        b = self.batch
+        b.n_tokens = len(tokens)
+        for i, token in enumerate(tokens):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, i, 1, int(i == len(tokens) - 1)
+            b.seq_id[i][0] = 0
+        if self.L.llama_decode(ctx, b) != 0:
+            raise SystemExit("llama_decode failed")
+        return np.ctypeslib.as_array(self.L.llama_get_logits_ith(ctx, -1), shape=(self.n_vocab,)).copy()
+
+    def close(self) -> None:
+        self.L.llama_batch_free(self.batch)
+        self.L.llama_model_free(self.model)
+
+
+def alone(llama: Llama, prompt: list[int], seed: int, tokens: int):
+    """One version in a fresh context of the app's shape: its tokens, logits, seconds, and
+    seconds inside ``llama_decode`` (with the copy of its logits)."""
+    ctx = llama.context(2)
+    logits = llama.prompt(ctx, prompt)
+    rng = np.random.default_rng(seed)
+    out, seen, decoding = [], [], 0.0
+    t0 = time.perf_counter()
+    for step in range(tokens):
+        token = sample(logits, rng)
+        out.append(token)
+        t1 = time.perf_counter()
+        (logits,) = llama.decode(ctx, [(token, len(prompt) + step, 0)])
+        decoding += time.perf_counter() - t1
+        seen.append(logits)
+    seconds = time.perf_counter() - t0
+    llama.L.llama_free(ctx)
+    return out, seen, seconds, decoding
+
+
+def batched(llama: Llama, prompt: list[int], seeds: list[int], tokens: int):
+    """Versions in one batch after one prompt: their tokens, logits, the seconds, and the
+    seconds inside ``llama_decode``."""
+    n = len(seeds)
+    ctx = llama.context(n)
+    first = llama.prompt(ctx, prompt)
+    memory = llama.L.llama_get_memory(ctx)
+    for seq in range(1, n):
+        llama.L.llama_memory_seq_cp(memory, 0, seq, -1, -1)
+    rngs = [np.random.default_rng(seed) for seed in seeds]
+    logits = [first] * n
+    out: list[list[int]] = [[] for _ in seeds]
+    seen: list[list[np.ndarray]] = [[] for _ in seeds]
+    decoding = 0.0
+    t0 = time.perf_counter()
+    for step in range(tokens):
+        chosen = [sample(logits[k], rngs[k]) for k in range(n)]
+        t1 = time.perf_counter()
+        logits = llama.decode(ctx, [(chosen[k], len(prompt) + step, k) for k in range(n)])
+        decoding += time.perf_counter() - t1
+        for k in range(n):
+            out[k].append(chosen[k])
+            seen[k].append(logits[k])
+    seconds = time.perf_counter() - t0
+    llama.L.llama_free(ctx)
+    return out, seen, seconds, decoding
+
+
+def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int = 1) -> dict:
+    llama = Llama(path, threads)
+    try:
+        prompt = np.random.default_rng(seed).integers(1, llama.n_vocab, PROMPT_TOKENS).tolist()
+        seeds = [seed + k for k in range(n)]
+        alone(llama, prompt, seed, min(tokens, 8))  # warm: the first decodes of a process are slower
+        singles = [alone(llama, prompt, s, tokens) for s in seeds]
+        versions, seen, batch_seconds, batch_decoding = batched(llama, prompt, seeds, tokens)
+    finally:
+        llama.close()
+    one, one_decoding = singles[0][2], singles[0][3]
+    identical_steps = sum(np.array_equal(a, b) for k in range(n) for a, b in zip(singles[k][1], seen[k], strict=True))
+    differing = {}
+    for k in range(n):
+        mine = singles[k][0]
+        if versions[k] != mine:
+            differing[str(k)] = next(i for i, (a, b) in enumerate(zip(mine, versions[k], strict=True)) if a != b)
+    return {
+        "model": label, "versions": n, "tokens": tokens, "prompt_tokens": PROMPT_TOKENS, "threads": threads,
+        "one_seconds": round(one, 4), "batch_seconds": round(batch_seconds, 4),
+        "alone_seconds": round(sum(s[2] for s in singles), 4),
+        "batch_over_one": round(batch_seconds / one, 2),
+        "batch_over_one_in_decode": round(batch_decoding / one_decoding, 2),
+        "alone_over_one": round(sum(s[2] for s in singles) / one, 2),
+        "logits_bit_identical_steps": f"{identical_steps}/{n * tokens}",
+        "versions_with_other_tokens": len(differing),
+        "first_other_token_at": differing,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sessions.synth import SIZES, make_model
+
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.batched_versions", description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", nargs="*", default=["gemma3", "lfm2"])
+    parser.add_argument("--size", choices=SIZES, default="bench")
+    parser.add_argument("-n", type=int, default=4, help="versions in the batch")
+    parser.add_argument("--tokens", type=int, default=200, help="tokens of each version")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args(argv)
+    for arch in args.arch:
+        path = make_model(arch, args.size)
+        print(json.dumps(measure(f"{arch}-{args.size}", str(path), args.n, args.tokens, args.threads)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
