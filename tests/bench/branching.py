@@ -337,8 +337,8 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
 
 
 def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_state: int, files: list[Path],
-                         ngl: int | str, cache_type: str = "f16") -> dict:
-    """The same restore in ``REOPENS`` new processes, as a user's reopen runs: Python's
+                         ngl: int | str, cache_type: str = "f16", reopens: int = REOPENS) -> dict:
+    """The same restore in ``reopens`` new processes, as a user's reopen runs: Python's
     code, numpy and the restore buffers all start cold there (``reopen_ab``).
 
     Each restore is paired with a plain read and memcpy of the same files, with the CPU
@@ -349,7 +349,7 @@ def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_
 
     keep_w1(root, w1, model, ngl, cache_type)
     references: list[float] = []
-    runs = restores_in_new_processes(root, threads, REOPENS, [REPO],
+    runs = restores_in_new_processes(root, threads, reopens, [REPO],
                                      after_each=lambda: references.append(costs.cold_memcpy_reference(files)))[0]
     seconds = sorted(runs)
     median = seconds[len(seconds) // 2]
@@ -364,13 +364,13 @@ def new_process_restores(root: Path, w1: dict, model: Path, threads: int, whole_
 
 
 def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, w1: dict, rpc=None, ngl=0,
-           cache_type: str = "f16") -> None:
+           cache_type: str = "f16", reopens: int = REOPENS) -> None:
     """Fresh objects on the same files: the model is loaded again, RAM holds nothing.
 
     The restore is timed in fresh objects in this process and in new processes
     (without ``rpc``: a new process would need the servers' addresses too)."""
     timed = []
-    for _ in range(REOPENS - 1):
+    for _ in range(reopens - 1):
         bench = Bench(label, path, threads, reply_tokens, root, rpc, ngl, cache_type)
         timed.append(restore_last_branch(bench, w1)[0])
         bench.close()
@@ -381,9 +381,10 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
     leaf = ctl.snapshot().tree.get(w1["leaf"])
     whole = bench.branches.ctx.state_size(0)
     emit({"model": label, "event": "reopen: restore the last branch from disk",
-          **costs.restore_speed(timed[len(timed) // 2], whole, files), "reopens": REOPENS,
+          **costs.restore_speed(timed[len(timed) // 2], whole, files), "reopens": reopens,
           "restore_seconds_range": [round(timed[0].seconds, 5), round(timed[-1].seconds, 5)],
-          **(new_process_restores(root, w1, path, threads, whole, files, ngl, cache_type) if rpc is None else {}),
+          **(new_process_restores(root, w1, path, threads, whole, files, ngl, cache_type, reopens)
+             if rpc is None else {}),
           **bench.traffic_fields()})
     t0 = time.perf_counter()
     ctl.regenerate(leaf.id)
@@ -434,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--each-event", choices=EACH_EVENT, default="same",
                         help="run each W1 event in this process (same), in fresh objects (objects: the model "
                              "loaded again, nothing in RAM) or in a new process (process)")
+    parser.add_argument("--reopens", type=int, default=REOPENS, help="restores timed after a reopen (median)")
     parser.add_argument("--w1-only", action="store_true",
                         help="only W1's events (the reopen events after it are the same in either --each-event)")
     parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
@@ -467,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
             w1 = bench.run_w1(args.each_event, args)
             bench.close()
             if not args.w1_only:
-                reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type)
+                reopen(label, path, args.threads, args.reply_tokens, root, w1, rpc, args.ngl, args.cache_type,
+                       args.reopens)
     return 0
 
 
