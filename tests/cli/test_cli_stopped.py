@@ -20,6 +20,7 @@ import pytest
 from sessions.exchange import export_json
 from sessions.store import SessionStore
 from tests.paused_cli import PAUSED, RECEIVED
+from tests.signal_state import signal_state
 
 REPO = Path(__file__).resolve().parents[2]
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -61,9 +62,10 @@ def test_an_export_stopped_while_it_writes_leaves_the_old_file_and_no_temp_file(
     child = paused("sessions.durable:fsync_file", "before", "export", str(session_id), "-o",
                    str(folder / "chat.md"))
     assert any(path.name.endswith(".tmp") for path in folder.iterdir()), "paused mid-write"
+    before = signal_state(child.pid)  # told if the signal is never seen (once, under load)
     os.kill(child.pid, signum)
     status, out, err = finish(child)
-    assert status == 128 + signum, err
+    assert status == 128 + signum, (err, before)
     assert err == [f"llamachat: stopped by {signal.Signals(signum).name} before `llamachat export` finished"]
     assert out == ""
     assert [path.name for path in folder.iterdir()] == ["chat.md"]

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from sessions.rpc.probe import probe
+from tests.signal_state import signal_state
 
 from .servers import REPO, RpcServer
 
@@ -26,8 +27,13 @@ def test_it_serves_and_stops_cleanly_on_ctrl_c():
         info = probe(server.endpoint)
         assert info.devices and info.devices[0].total_bytes > 0
         assert any("no authentication" in line for line in server.output)
+        before = signal_state(server.proc.pid)  # told if Ctrl+C is never seen (once, under load)
         server.proc.send_signal(signal.SIGINT)
-        assert server.proc.wait(timeout=30) == 0
+        try:
+            status = server.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 30 s after SIGINT\nbefore it:\n{before}\nnow:\n{signal_state(server.proc.pid)}")
+        assert status == 0
     finally:
         server.kill()
     assert any("stopped" in line for line in server.output), server.output
