@@ -75,6 +75,12 @@ class FindBar(Horizontal):
     def count(self) -> str:
         return str(self.query_one("#find-count", Label).render())
 
+    @property
+    def typing(self) -> bool:
+        """Text typed waits for its search (the pause after a key has not run out): an Enter
+        now finds what was typed instead of stepping."""
+        return self._pause is not None
+
     def set_count(self, words: str) -> None:
         self.query_one("#find-count", Label).update(Text(words))
 
