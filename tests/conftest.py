@@ -43,18 +43,6 @@ def pytest_configure(config) -> None:
             compileall.compile_dir(REPO / package, quiet=2)
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto``: two workers per core. An app test spends about half its time waiting
-    for the event loop (the pilot's pauses, a worker thread's reply), so one worker per
-    core leaves the cores idle a third of the run. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still
-    sets the number by hand."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this platform
-        cores = os.cpu_count() or 1
-    return 2 * cores
-
-
 @pytest.fixture(scope="session", autouse=True)
 def session_dirs(tmp_path_factory):
     """Private folders and the shared model cache for session-scoped fixtures too: they run
