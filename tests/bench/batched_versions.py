@@ -48,14 +48,14 @@ def sample(logits: np.ndarray, rng: np.random.Generator) -> int:
 class Llama:
     """The model and what a run needs of llama.cpp's C API."""
 
-    def __init__(self, path: str, threads: int):
+    def __init__(self, path: str, threads: int, gpu_layers: int = 0):
         import llama_cpp as L
 
         self.L, self.threads = L, threads
         self._quiet = L.llama_log_callback(lambda level, text, user: None)  # kept: llama.cpp calls it later
         L.llama_log_set(self._quiet, ctypes.c_void_p())
         params = L.llama_model_default_params()
-        params.n_gpu_layers = 0
+        params.n_gpu_layers = gpu_layers
         self.model = L.llama_model_load_from_file(path.encode(), params)
         if not self.model:
             raise SystemExit(f"cannot load {path}")
@@ -150,8 +150,8 @@ def batched(llama: Llama, prompt: list[int], seeds: list[int], tokens: int):
     return out, seen, seconds, decoding
 
 
-def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int = 1) -> dict:
-    llama = Llama(path, threads)
+def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int = 1, gpu_layers: int = 0) -> dict:
+    llama = Llama(path, threads, gpu_layers)
     try:
         prompt = np.random.default_rng(seed).integers(1, llama.n_vocab, PROMPT_TOKENS).tolist()
         seeds = [seed + k for k in range(n)]
@@ -168,7 +168,8 @@ def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int 
         if versions[k] != mine:
             differing[str(k)] = next(i for i, (a, b) in enumerate(zip(mine, versions[k], strict=True)) if a != b)
     return {
-        "model": label, "versions": n, "tokens": tokens, "prompt_tokens": PROMPT_TOKENS, "threads": threads,
+        "model": label, "event": "several versions", "versions": n, "tokens": tokens,
+        "prompt_tokens": PROMPT_TOKENS, "threads": threads, "n_gpu_layers": gpu_layers,
         "one_seconds": round(one, 4), "batch_seconds": round(batch_seconds, 4),
         "alone_seconds": round(sum(s[2] for s in singles), 4),
         "batch_over_one": round(batch_seconds / one, 2),
@@ -181,7 +182,8 @@ def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sessions.synth import SIZES, make_model
+    from sessions.synth import SIZES
+    from tests.bench.branching import models
 
     parser = argparse.ArgumentParser(prog="python -m tests.bench.batched_versions", description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="*", default=["gemma3", "lfm2"])
@@ -189,10 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=4, help="versions in the batch")
     parser.add_argument("--tokens", type=int, default=200, help="tokens of each version")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--ngl", default="0", help='layers offloaded to the GPUs here: a number, or "all"')
     args = parser.parse_args(argv)
-    for arch in args.arch:
-        path = make_model(arch, args.size)
-        print(json.dumps(measure(f"{arch}-{args.size}", str(path), args.n, args.tokens, args.threads)), flush=True)
+    gpu_layers = -1 if args.ngl == "all" else int(args.ngl)
+    # The models the branching benchmark makes (the same window per size): made once.
+    for arch, path in models(argparse.Namespace(arch=args.arch, model=[], size=args.size)):
+        print(json.dumps(measure(arch, str(path), args.n, args.tokens, args.threads, gpu_layers=gpu_layers)),
+              flush=True)
     return 0
 
 

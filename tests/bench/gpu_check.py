@@ -9,11 +9,12 @@ builds the vendored llama.cpp once with CUDA (the libraries llama-cpp-python loa
 llama-server), installs the wheels and llama-cpp-python's Python code over those
 libraries, makes ``--size gpu`` models (gemma3, lfm2, llama, mamba), and runs the
 exactness check of every restore route (``tests.bench.gpu_exactness``), ``server_compare``
-against the llama-server it built, and the branching benchmark, all with every layer on
-the GPU. It writes ``gpu_check.json`` (the figures) and ``gpu_check.log`` (every
-command's output) to ``$OUT`` (else ``.gpucheck/out``) as it goes: the JSON is rewritten
-after every step and every line a benchmark prints, so a run cut short still returns what
-it measured. Each step has its own time limit, and all of them share ``--budget``.
+against the llama-server it built, the branching benchmark, and several versions of a
+reply in one batch (``tests.bench.batched_versions``), all with every layer on the GPU.
+It writes ``gpu_check.json`` (the figures) and ``gpu_check.log`` (every command's
+output) to ``$OUT`` (else ``.gpucheck/out``) as it goes: the JSON is rewritten after
+every step and every line a benchmark prints, so a run cut short still returns what it
+measured. Each step has its own time limit, and all of them share ``--budget``.
 
 ``--rehearse`` runs the same steps and writes the same fields on a machine without a GPU:
 no CUDA, ``--size tiny``, llama.cpp configured but not compiled (the installed
@@ -99,6 +100,7 @@ STEPS: dict[str, tuple[int, tuple[str, ...]]] = {
     "exactness": (180, ("install", "models")),
     "server_compare": (240, ("install", "models", "build")),
     "branching": (300, ("install", "models")),
+    "batched_versions": (120, ("install", "models")),
 }
 
 
@@ -353,6 +355,9 @@ class Check:
             # A rehearsal times two reopens, not five: their median is not what it checks.
             "branching": self.bench("tests.bench.branching", ["--reopens", "2"] if self.rehearse else [],
                                     self.bench_archs),
+            # Last: several versions in one batch, where a batch of 4 should cost about one.
+            "batched_versions": self.bench("tests.bench.batched_versions",
+                                           ["--tokens", "16"] if self.rehearse else [], self.bench_archs),
         }
         self.runner.say(f"{self.runner.report['mode']}: pack {self.pack}, work {self.work}, "
                         f"figures {self.runner.json_path}")
