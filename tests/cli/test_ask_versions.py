@@ -29,11 +29,17 @@ def stats_lines(stderr: str) -> list[dict]:
     return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
 
 
-def test_three_versions_in_a_new_process_each_a_sibling_with_nothing_evaluated():
+def first_reply() -> tuple[str, dict]:
+    """The tiny llama's path, and the stats of a first question answered in a new chat."""
     model = str(make_model("llama", "tiny"))
     first = ask("-m", model, "--temp", "0", "--stats", "Tell me about the sea.")
     assert first.returncode == 0, first.stderr
     [asked] = stats_lines(first.stderr)
+    return model, asked
+
+
+def test_three_versions_in_a_new_process_each_a_sibling_with_nothing_evaluated():
+    model, asked = first_reply()
     more = ask("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
                "-n", "3", "--temp", "0.9", "--seed", "5", "--stats")
     assert more.returncode == 0, more.stderr
@@ -57,10 +63,7 @@ def test_versions_need_a_reply_to_regenerate_and_a_count_in_range():
 
 
 def test_a_signal_during_the_second_version_keeps_it_stopped_and_writes_no_third():
-    model = str(make_model("llama", "tiny"))
-    first = ask("-m", model, "--temp", "0", "--stats", "Tell me about the sea.")
-    assert first.returncode == 0, first.stderr
-    [asked] = stats_lines(first.stderr)
+    model, asked = first_reply()
     process = AskProcess("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
                          "-n", "3", "--temp", "0.9", "--seed", "3", "--max-tokens", "1500")
     try:
