@@ -74,28 +74,25 @@ class Llama:
             raise SystemExit("cannot make a context")
         return ctx
 
-    def decode(self, ctx, items: list[tuple[int, int, int]]) -> list[np.ndarray]:
-        """Decode (token, position, sequence) items as one batch; the logits of each."""
+    def decode(self, ctx, items: list[tuple[int, int, int]], *, last_only: bool = False) -> list[np.ndarray]:
+        """Decode (token, position, sequence) items as one batch; the logits of each (of the
+        last alone with ``last_only``, as a prompt's prefill asks)."""
         b = self.batch
         b.n_tokens = len(items)
         for i, (token, pos, seq) in enumerate(items):
-            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, pos, 1, 1
+            b.token[i], b.pos[i], b.n_seq_id[i] = token, pos, 1
+            b.logits[i] = int(not last_only or i == len(items) - 1)
             b.seq_id[i][0] = seq
         if self.L.llama_decode(ctx, b) != 0:
             raise SystemExit("llama_decode failed")
+        wanted = [len(items) - 1] if last_only else range(len(items))
         return [np.ctypeslib.as_array(self.L.llama_get_logits_ith(ctx, i), shape=(self.n_vocab,)).copy()
-                for i in range(len(items))]
+                for i in wanted]
 
     def prompt(self, ctx, tokens: list[int]) -> np.ndarray:
-        """The prompt on sequence 0 (logits of its last token only: one batch, as a prefill)."""
-        b = self.batch
-        b.n_tokens = len(tokens)
-        for i, token in enumerate(tokens):
-            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = token, i, 1, int(i == len(tokens) - 1)
-            b.seq_id[i][0] = 0
-        if self.L.llama_decode(ctx, b) != 0:
-            raise SystemExit("llama_decode failed")
-        return np.ctypeslib.as_array(self.L.llama_get_logits_ith(ctx, -1), shape=(self.n_vocab,)).copy()
+        """The prompt on sequence 0, in one batch."""
+        (logits,) = self.decode(ctx, [(token, pos, 0) for pos, token in enumerate(tokens)], last_only=True)
+        return logits
 
     def close(self) -> None:
         self.L.llama_batch_free(self.batch)
