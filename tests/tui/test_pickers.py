@@ -8,7 +8,7 @@ import shutil
 import pytest
 from textual.app import App
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Button, DataTable, Input, Static
 
 from sessions.config import Config
 from sessions.controller import ModelCatalogue, SessionController
@@ -319,6 +319,10 @@ async def test_export_explains_problems_and_asks_before_replacing(controller, br
         path_input.value = str(existing)
         await pilot.click("#scope-tree")
         await wait_for(pilot, lambda: screen.whole_tree, "every branch chosen")  # before the next click
+        # A button ignores clicks while it still shows the last press (Textual's 0.2 s
+        # "-active" effect): the second Export waits for it to be released.
+        export = screen.query_one("#dialog-yes", Button)
+        await wait_for(pilot, lambda: not export.has_class("-active"), "the Export button released")
         await pilot.click("#dialog-yes")
         await wait_for(pilot, lambda: "already exists" in str(error.render()), "the existing file named")
         assert existing.read_text(encoding="utf-8") == "keep me"
