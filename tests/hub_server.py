@@ -181,7 +181,9 @@ def fake_hub(monkeypatch, tmp_path):
     handler = type("Handler", (_Handler,), {"hub": hub})
     server = _Server(("127.0.0.1", 0), handler)
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="fake-hub", daemon=True)
+    # ``shutdown`` waits for the serving loop's next look at its flag: 0.5 s by default.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-hub",
+                              daemon=True)
     thread.start()
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))

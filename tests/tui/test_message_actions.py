@@ -4,6 +4,8 @@ kept when the conversation view unmounts and mounts the message again while scro
 
 from __future__ import annotations
 
+from textual.errors import NoWidget
+
 from sessions.controller import StopReason
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
@@ -38,7 +40,19 @@ async def select(pilot, view: MessageView) -> None:
 
 
 async def click(pilot, view: MessageView, binding_id: str) -> None:
+    """Click an action once it is laid out where the pointer goes (a new row of actions
+    moves the messages under it as it is laid out)."""
     link = actions_of(view)[binding_id]
+
+    def under_the_pointer() -> bool:
+        if not link.region:
+            return False
+        try:
+            return pilot.app.get_widget_at(*link.region.offset)[0] is link
+        except NoWidget:  # nothing there yet
+            return False
+
+    await wait_for(pilot, under_the_pointer, f"the {binding_id} action laid out")
     assert await pilot.click(link), f"the {binding_id} action could not be clicked"
 
 

@@ -3,7 +3,7 @@ click on ``‹`` or ``›`` in a header pages that message's versions."""
 
 from __future__ import annotations
 
-from tests.tui.helpers import ready, send, settle, shown_texts, wait_for
+from tests.tui.helpers import click_tree_line, ready, send, settle, shown_texts, wait_for
 from tui.widgets.message_view import ROLE_NAMES, header_arrow
 
 
@@ -63,12 +63,15 @@ async def test_a_click_in_the_tree_moves_its_cursor_and_a_second_click_goes_ther
         first_reply = screen.controller.snapshot().path[1]
         await pilot.press("ctrl+t")
         tree = screen.tree_panel.message_tree
-        await wait_for(pilot, lambda: tree.cursor_node is not None, "the tree drawn")
-        where = (8, node_line(tree, first_reply.id) - int(tree.scroll_y))
-        await pilot.click(tree, offset=where)
+        cost = screen.tree_panel.query_one("#tree-cost")
+        # The line saying what going to the cursor's message costs appears above the tree
+        # once priced, moving the tree down a line: aim after that.
+        await wait_for(pilot, lambda: tree.cursor_node is not None and cost.display, "the tree drawn, its cursor priced")
+        line = node_line(tree, first_reply.id)
+        await click_tree_line(pilot, screen.tree_panel, line)
         await wait_for(pilot, lambda: screen.tree_panel.cursor_message_id == first_reply.id, "the cursor moved")
         await settle(pilot)
         assert screen.conversation_view.selected_id is None and screen.tree_has_focus()  # nothing chosen yet
-        await pilot.click(tree, offset=where)
+        await click_tree_line(pilot, screen.tree_panel, line)
         await wait_for(pilot, lambda: screen.conversation_view.selected_id == first_reply.id, "the message chosen")
         await settle(pilot)

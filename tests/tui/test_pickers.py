@@ -67,9 +67,20 @@ class HostApp(App[None]):
 
 
 async def settle(pilot) -> None:
-    """Wait until every worker has finished and its messages were handled."""
+    """Wait until the picker on top has listed what it looks for (its worker starts when it
+    mounts, which may be after ``open`` returns), every worker has finished, and their
+    messages were handled."""
+    await wait_for(pilot, lambda: listed(pilot.app.screen), "the picker's list")
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+def listed(screen: Screen) -> bool:
+    if isinstance(screen, ModelPicker):
+        return screen.discovered
+    if isinstance(screen, SessionPicker):
+        return screen.loaded
+    return True
 
 
 @pytest.fixture
@@ -196,9 +207,9 @@ async def test_model_picker_says_why_the_demo_model_could_not_be_made(model_dir,
         app.open(picker)
         await settle(pilot)
         await pilot.press("enter")  # the demo row
-        await settle(pilot)
         status = picker.query_one("#picker-status", Static)
-        assert str(status.render()).startswith("the demo model could not be made: ")
+        await wait_for(pilot, lambda: str(status.render()).startswith("the demo model could not be made: "),
+                       "the reason said")
         assert "No space left" in str(status.render()) and status.has_class("-error")
         assert app.screen is picker and app.results == []
 
@@ -212,23 +223,25 @@ async def test_model_picker_typed_path_unusable_rows_and_escape(model_dir):
         broken_row = 2 + [card.path.name for card in picker.cards].index("broken.gguf")
         await pilot.press(*["down"] * broken_row)
         broken = picker.cards[broken_row - 2]
-        assert broken.error in str(picker.query_one("#model-detail", Static).render())
+        detail = picker.query_one("#model-detail", Static)
+        await wait_for(pilot, lambda: broken.error in str(detail.render()), "the broken file's reason shown")
         await pilot.press("enter")
         status = picker.query_one("#picker-status", Static)
-        assert "cannot be used" in str(status.render()) and status.has_class("-error")
+        await wait_for(pilot, lambda: "cannot be used" in str(status.render()), "the refusal said")
+        assert status.has_class("-error")
         path_input = picker.query_one("#model-path", Input)
         path_input.focus()
         path_input.value = str(model_dir / "missing.gguf")
         await pilot.press("enter")
-        await settle(pilot)
-        assert app.results == [] and "missing.gguf" in str(status.render())
+        await wait_for(pilot, lambda: "missing.gguf" in str(status.render()), "the missing file named")
+        assert app.results == []
         path_input.value = str(model_dir / "mamba.gguf")
         await pilot.press("enter")
-        await settle(pilot)
+        await wait_for(pilot, lambda: app.results == [model_dir / "mamba.gguf"], "the file chosen")
         app.open(ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)])))
         await settle(pilot)
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_for(pilot, lambda: len(app.results) == 2, "the picker closed")
     assert app.results == [model_dir / "mamba.gguf", None]
 
 

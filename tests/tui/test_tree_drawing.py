@@ -4,6 +4,7 @@ shows a cost before going anywhere. Read from the lines the panel draws."""
 
 from __future__ import annotations
 
+from tests.tui.helpers import click_tree_line, wait_for
 from tests.tui.test_panels import ACTIVE, PanelApp, message, nodes_by_id, sample_tree
 from tui.widgets.message_tree import COLD_MARK, DISK_MARK, SAVED_MARK
 from tui.widgets.tree_panel import TreePanel
@@ -75,19 +76,16 @@ async def test_a_click_selects_and_prices_the_message_and_enter_goes_there():
     async with app.run_test(size=(90, 20)) as pilot:
         panel.show(sample_tree(), ACTIVE, TIERS, 6)
         panel.focus()
-        await pilot.pause()
-        tree = panel.message_tree
-        await pilot.click(tree, offset=(12, nodes_by_id(panel)[3].line))
-        await pilot.pause()
-        assert panel.cursor_message_id == 3 and app.highlighted[-1] == 3
+        await click_tree_line(pilot, panel, nodes_by_id(panel)[3].line, x=12)
+        await wait_for(pilot, lambda: app.highlighted[-1:] == [3], "the click priced")
+        assert panel.cursor_message_id == 3
         assert app.chosen == []  # nothing happened yet but the cost asked for
         await pilot.press("enter")
-        await pilot.pause()
-        assert app.chosen == [3]
-        await pilot.click(tree, offset=(12, nodes_by_id(panel)[8].line))
-        await pilot.click(tree, offset=(12, nodes_by_id(panel)[8].line))  # the same node again: go there
-        await pilot.pause()
-        assert app.chosen == [3, 8]
+        await wait_for(pilot, lambda: app.chosen == [3], "enter chose the message")
+        await click_tree_line(pilot, panel, nodes_by_id(panel)[8].line, x=12)
+        await wait_for(pilot, lambda: panel.cursor_message_id == 8, "the cursor moved")
+        await click_tree_line(pilot, panel, nodes_by_id(panel)[8].line, x=12)  # the same node again: go there
+        await wait_for(pilot, lambda: app.chosen == [3, 8], "the second click chose it")
 
 
 async def test_the_fork_count_follows_the_tree_when_shown_again():

@@ -4,7 +4,7 @@ of a wide fork while a budget lasts; the rest is built when the user asks for it
 from __future__ import annotations
 
 from sessions.tree import ConversationTree
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import click_tree_line, wait_for
 from tests.tui.test_panels import PanelApp, message, nodes_by_id
 from tui.widgets.message_tree import MORE_MARK
 from tui.widgets.tree_layout import MAX_FORKS, NODE_BUDGET, RUN_AFTER, RUN_PAGE
@@ -63,12 +63,9 @@ async def test_a_long_chat_builds_one_page_around_the_head_and_the_next_page_whe
 
 async def test_a_click_on_a_stretch_builds_it_at_once():
     panel = TreePanel()
-    async with PanelApp(panel).run_test(size=(80, 24)) as pilot:
+    async with PanelApp(panel).run_test(size=(80, 80)) as pilot:
         panel.show(linear(RUN_PAGE + 5), set(), {}, RUN_PAGE + 5)
-        await pilot.pause()
-        panel.message_tree.scroll_home(animate=False)
-        await pilot.pause()
-        await pilot.click(panel.message_tree, offset=(6, 0))
+        await click_tree_line(pilot, panel, 0, x=6)  # the stretch: every line is in view
         await wait_for(pilot, lambda: node_count(panel) == RUN_PAGE + 5, "the stretch built")
         assert stretch_labels(panel) == []
         assert panel.message_tree.root.children[0].data.message_id == 1
