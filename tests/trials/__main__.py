@@ -1,7 +1,7 @@
 """All hardening trials from one command, with one line of totals at the end.
 
     python -m tests.trials            # the full form: 200 kills, every corruption, 200 faults
-    python -m tests.trials --short    # the form CI runs (a dozen kills, each fault once)
+    python -m tests.trials --short    # the form CI runs (one kill at each crash point, each fault once)
 
 It runs the crash trials (``tests.trials.crash``), the corruption trials
 (``tests.trials.corruption``), the concurrency trials (``tests.trials.concurrency``:
@@ -30,7 +30,7 @@ from .faults import CLASSES, run_fault_trials
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.trials", description=__doc__.splitlines()[0])
-    parser.add_argument("--short", action="store_true", help="12 kills instead of 200")
+    parser.add_argument("--short", action="store_true", help="one kill at each crash point instead of 200 kills")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="llamachat-trials-"))
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         (work / "corruption").mkdir()
         (work / "concurrency").mkdir()
         crash = CrashTrials(work / "crash", args.seed, dict(os.environ), crash_plan.DEPTH_CAP)
-        crash_report = crash.run(12 if args.short else 200)
+        crash_report = crash.run(len(crash_plan.KILL_KINDS) if args.short else 200)
         print(crash_report.summary())
         corruption = run_corruption_trials(work / "corruption", seed=args.seed)
         print(summary(corruption))
