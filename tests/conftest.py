@@ -29,6 +29,14 @@ MODEL_CACHE = os.environ.get(
 )
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one worker more than there are cores. A worker is idle part of the time
+    (an app test waiting for its event loop, a test waiting for a process it started), and
+    one more worker fills those waits. Two workers per core filled them better, but that
+    much load brought out timing flakes (docs/development.md has the figures)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_configure(config) -> None:
     _quicker_idle_checks()
     _keep_bytecode(config)
