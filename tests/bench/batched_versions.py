@@ -12,6 +12,11 @@ measures, straight on llama.cpp:
   alone (the goal for N = 4 is at most 1.6 on a CPU); ``batch_over_one_in_decode``, the
   same inside ``llama_decode`` alone (sampling here is numpy's, N times per step);
 - ``alone_over_one``: the same N one after another (what the app does now);
+- ``settle_seconds``: each version decoded again as one batch from the question's state
+  (restored with ``llama_state_seq_set_data``), as a rebuild decodes a reply that was not
+  sampled one token at a time alone (``stepped`` false in ``sessions.branch_tokens``);
+  ``batch_and_settle_over_one``, the batch and that together over one version. Stored as
+  such a reply, a batched version's cells are a rebuild's by construction;
 - how often a version sampled in the batch differs from the same seed sampled alone:
   ``logits_bit_identical_steps`` (steps whose logits equal the alone run's, bit for bit)
   and ``versions_with_other_tokens`` (versions whose sampled tokens differ at all, with the
@@ -147,6 +152,26 @@ def batched(llama: Llama, prompt: list[int], seeds: list[int], tokens: int):
     return out, seen, seconds, decoding
 
 
+def settled(llama: Llama, prompt: list[int], versions: list[list[int]]) -> float:
+    """Seconds to decode each version again as one batch from the question's state, that
+    state restored before each (what the app's restore does from a checkpoint in RAM)."""
+    L = llama.L
+    ctx = llama.context(2)
+    llama.prompt(ctx, prompt)
+    size = L.llama_state_seq_get_size(ctx, 0)
+    question = (ctypes.c_uint8 * size)()
+    if L.llama_state_seq_get_data(ctx, question, size, 0) != size:
+        raise SystemExit("cannot read the question's state")
+    t0 = time.perf_counter()
+    for tokens in versions:
+        if L.llama_state_seq_set_data(ctx, question, size, 0) != size:
+            raise SystemExit("cannot restore the question's state")
+        llama.decode(ctx, [(token, len(prompt) + i, 0) for i, token in enumerate(tokens)], last_only=True)
+    seconds = time.perf_counter() - t0
+    L.llama_free(ctx)
+    return seconds
+
+
 def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int = 1, gpu_layers: int = 0) -> dict:
     llama = Llama(path, threads, gpu_layers)
     try:
@@ -155,6 +180,7 @@ def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int 
         alone(llama, prompt, seed, min(tokens, 8))  # warm: the first decodes of a process are slower
         singles = [alone(llama, prompt, s, tokens) for s in seeds]
         versions, seen, batch_seconds, batch_decoding = batched(llama, prompt, seeds, tokens)
+        settle_seconds = settled(llama, prompt, versions)
     finally:
         llama.close()
     one, one_decoding = singles[0][2], singles[0][3]
@@ -172,6 +198,8 @@ def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int 
         "batch_over_one": round(batch_seconds / one, 2),
         "batch_over_one_in_decode": round(batch_decoding / one_decoding, 2),
         "alone_over_one": round(sum(s[2] for s in singles) / one, 2),
+        "settle_seconds": round(settle_seconds, 4),
+        "batch_and_settle_over_one": round((batch_seconds + settle_seconds) / one, 2),
         "logits_bit_identical_steps": f"{identical_steps}/{n * tokens}",
         "versions_with_other_tokens": len(differing),
         "first_other_token_at": differing,

@@ -21,6 +21,9 @@ def test_a_batch_of_one_is_the_version_alone_and_a_batch_of_two_is_timed():
     two = measure("llama-tiny", path, n=2, tokens=8, threads=1)
     assert two["versions"] == 2 and two["one_seconds"] > 0 and two["batch_seconds"] > 0
     assert shown_quotient(two["batch_over_one"], two["batch_seconds"], two["one_seconds"], (1e-4, 1e-4, 1e-2))
+    assert two["settle_seconds"] > 0
+    assert shown_quotient(two["batch_and_settle_over_one"], two["batch_seconds"] + two["settle_seconds"],
+                          two["one_seconds"], (2e-4, 1e-4, 1e-2))
     identical, steps = map(int, two["logits_bit_identical_steps"].split("/"))
     assert steps == 16 and 0 <= identical <= steps
     assert two["versions_with_other_tokens"] == len(two["first_other_token_at"]) <= 2
