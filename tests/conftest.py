@@ -34,7 +34,8 @@ def pytest_xdist_auto_num_workers(config) -> int:
     (an app test waiting for its event loop, a test waiting for a process it started), and
     one more worker fills those waits. Two workers per core filled them better, but that
     much load brought out timing flakes (docs/development.md has the figures)."""
-    return len(os.sched_getaffinity(0)) + 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
 
 
 def pytest_configure(config) -> None:
