@@ -7,8 +7,10 @@ import time
 from collections.abc import Callable
 
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from tui.screens.chat_screen import ChatScreen
+from tui.widgets.tree_panel import TreePanel
 
 WAIT_SECONDS = 30.0
 """Longest a condition may take before the test fails (a deadline, not a count of
@@ -104,7 +106,7 @@ async def start_reply_until_thinking(pilot: Pilot, text: str) -> ChatScreen:
     return screen
 
 
-async def click_tree_line(pilot: Pilot, panel, line: int, x: int = 8) -> None:
+async def click_tree_line(pilot: Pilot, panel: TreePanel, line: int, x: int = 8) -> None:
     """Click line ``line`` of the tree panel's tree once the screen shows it there.
 
     A click acts on what is under the pointer when the app handles it, and the panel's
@@ -113,8 +115,6 @@ async def click_tree_line(pilot: Pilot, panel, line: int, x: int = 8) -> None:
     its cursor into view after a refresh. Aimed before the layout has caught up, a click
     lands on another line.
     """
-    from textual.widgets import Static
-
     tree = panel.message_tree
     summary = panel.query_one("#tree-summary", Static)
     cost = panel.query_one("#tree-cost", Static)
