@@ -109,21 +109,16 @@ async def start_reply_until_thinking(pilot: Pilot, text: str) -> ChatScreen:
 async def click_tree_line(pilot: Pilot, panel: TreePanel, line: int, x: int = 8) -> None:
     """Click line ``line`` of the tree panel's tree once the screen shows it there.
 
-    A click acts on what is under the pointer when the app handles it, and the panel's
-    lines above the tree change height as it settles (the summary grows to two lines, the
-    cost line appears once the cursor is priced), moving the tree down; it also scrolls
+    A click acts on what is under the pointer when the app handles it, and as the panel
+    is first shown its summary grows to two lines, moving the tree down; it also scrolls
     its cursor into view after a refresh. Aimed before the layout has caught up, a click
-    lands on another line.
+    lands on another line. (The cost line under the summary keeps its row.)
     """
     tree = panel.message_tree
     summary = panel.query_one("#tree-summary", Static)
-    cost = panel.query_one("#tree-cost", Static)
-
-    def lines(static: Static) -> int:
-        return str(static.render()).count("\n") + 1 if static.display else 0
 
     def painted() -> bool:
-        if summary.region.height != lines(summary) or cost.region.height != lines(cost):
+        if summary.region.height != str(summary.render()).count("\n") + 1:  # two short lines, never wrapped
             return False
         row = line - round(tree.scroll_y)
         if not 0 <= row < tree.scrollable_content_region.height:

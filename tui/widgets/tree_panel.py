@@ -11,6 +11,8 @@ branch shown is bold in ``$tree-active``, the head carries ``»`` in ``$tree-hea
 its text (so a narrow panel cuts the text, never the mark). Under the legend, a line says
 what making the message under the cursor live would cost (the screen computes it:
 ``show_cost``); a click only moves the cursor there, Enter or a second click goes there.
+That line keeps its row when it has nothing to say, so the tree never moves under the
+pointer between the two clicks.
 The marks come from the controller, read by the screen in a worker: the panel says which
 messages it has built (``NodesBuilt``) and is handed their tiers (``set_tiers``).
 """
@@ -59,7 +61,8 @@ class TreePanel(Widget):
     DEFAULT_CSS = """
     TreePanel { height: 1fr; }
     TreePanel > #tree-summary { height: auto; padding: 0 0 0 1; color: $stats-foreground; }
-    TreePanel > #tree-cost { height: auto; padding: 0 1; color: $stats-foreground; text-style: italic; }
+    TreePanel > #tree-cost { height: auto; min-height: 1; padding: 0 1; color: $stats-foreground;
+                             text-style: italic; }
     TreePanel > MessageTree { height: 1fr; }
     """
 
@@ -115,9 +118,7 @@ class TreePanel(Widget):
 
     def compose(self) -> ComposeResult:
         yield Static(self._summary(None), id="tree-summary")
-        cost = Static("", id="tree-cost")
-        cost.display = False
-        yield cost
+        yield Static("", id="tree-cost")
         tree = MessageTree("conversation", id="message-tree")
         tree.show_root = False
         tree.auto_expand = False
@@ -220,10 +221,9 @@ class TreePanel(Widget):
             self._layout.set_tiers(tiers)
 
     def show_cost(self, words: str) -> None:
-        """What making the message under the cursor live would cost ("" clears it)."""
-        line = self.query_one("#tree-cost", Static)
-        line.update(Text(words))
-        line.display = bool(words)
+        """What making the message under the cursor live would cost ("" clears it; the
+        row stays)."""
+        self.query_one("#tree-cost", Static).update(Text(words))
 
     def _summary(self, tree: ConversationTree | None) -> Content:
         if tree is None or not len(tree):
