@@ -54,8 +54,8 @@ def branch_tokens(store: SessionStore, engine: ChatEngine,
                   path: Sequence[Message]) -> tuple[list[int], list[int], list[bool]]:
     """Return (tokens, message end positions, stepped) for ``path`` (root first).
 
-    ``stepped[i]`` is true for a reply this model generated: its tokens were first
-    decoded one at a time, and replaying them the same way is what keeps a from-scratch
+    ``stepped[i]`` is true for a reply this model generated alone (not in a batch of
+    versions): its tokens were first decoded one at a time, and replaying them the same way is what keeps a from-scratch
     rebuild bit-identical to the state the conversation had.
     """
     fingerprint = engine.info.fingerprint
@@ -85,11 +85,13 @@ def _sampled_by(message: Message, fingerprint: str) -> bool:
 
     Tokens rendered for a reply of another model (or an imported one) are stored too, the
     first time its branch is used, and decoded in batches then; they must not be taken for
-    sampled ones on the next use. A reply stored before its model was recorded is taken
-    as sampled by the model its tokens were first stored for, as it always was.
+    sampled ones on the next use. Nor are the tokens of a version sampled in a batch with
+    others (``GenerationStats.batch``): they were never decoded alone. A reply stored
+    before its model was recorded is taken as sampled by the model its tokens were first
+    stored for, as it always was.
     """
     stats = message.stats
-    if message.role != "assistant" or stats is None:
+    if message.role != "assistant" or stats is None or stats.batch:
         return False
     return stats.sampled_by in (fingerprint, SAMPLED_BY_UNKNOWN)
 

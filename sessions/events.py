@@ -56,6 +56,9 @@ class TextStreamed:
     context_used: int = 0
     """Tokens in the context with this piece, about: the branch the reply follows and one
     per piece so far (0: not known). The context meter follows the reply with it."""
+    version: int | None = None
+    """Which of several versions written at once (``SessionController.generate_versions``)
+    the text belongs to, from 0; None: the one reply being written."""
 
     @property
     def tokens_per_second(self) -> float:

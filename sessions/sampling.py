@@ -25,6 +25,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
 test keeps them equal): llama.cpp takes these as int32, uint32 and float through ctypes,
 which wraps an integer out of range without a word and passes a NaN on."""
 
+MOST_VERSIONS = 8
+"""Most versions of a reply sampled at once (``SessionController.generate_versions``)."""
+
 
 @dataclass(frozen=True)
 class SamplingSettings:

@@ -51,6 +51,12 @@ class GenerationStats:
     that model alone its tokens are replayed one at a time (``branch_tokens``). Empty for
     a reply whose tokens came from no sampler here (an import); ``SAMPLED_BY_UNKNOWN`` for
     one stored before this was recorded."""
+    seed: int = -1
+    """The sampling seed the reply was written with (-1: not recorded)."""
+    batch: int = 0
+    """Sampled in one batch of this many versions (``sessions.branching.versions``); 0:
+    alone. Its tokens were never decoded alone, so every rebuild decodes them as one
+    batch from the question's state, as the reply was made live after the batch."""
     opened_in_reasoning: bool = False
     """The generation prompt the reply followed opened a reasoning block (DeepSeek-R1's and
     Qwen3.5's end in ``<think>``): its text begins inside it, with no opening marker of

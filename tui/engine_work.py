@@ -90,6 +90,12 @@ class EngineWork:
         """Answer the question at the head (``sampling``: for this reply only)."""
         self._start("generate", "writing the reply", lambda: self._controller.generate_reply(sampling=sampling))
 
+    def versions(self, count: int, shown: Callable[[], int]) -> None:
+        """Answer the question at the head ``count`` times at once (``generate_versions``);
+        ``shown``: the index of the version to end on, asked from the job's thread."""
+        self._start("generate", f"writing {count} versions of the reply",
+                    lambda: self._controller.generate_versions(count, shown=shown))
+
     def continue_reply(self, message_id: int) -> None:
         self._start("generate", "continuing the reply", lambda: self._controller.continue_reply(message_id))
 

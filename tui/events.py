@@ -61,12 +61,12 @@ class CoreEvent(Message):
             return inert_event(self._event)
 
     def merge(self, more: core.TextStreamed) -> bool:
-        """Add streamed text to this message if it is text and still unread."""
+        """Add streamed text to this message if it is text of the same version, still unread."""
         with self._lock:
-            if self._taken or not isinstance(self._event, core.TextStreamed):
+            if self._taken or not isinstance(self._event, core.TextStreamed) or self._event.version != more.version:
                 return False
             self._event = core.TextStreamed(self._event.text + more.text, more.count, more.elapsed,
-                                            more.opens_in_reasoning, more.context_used)
+                                            more.opens_in_reasoning, more.context_used, more.version)
             return True
 
 
@@ -81,8 +81,9 @@ class Forwarder:
     def __init__(self) -> None:
         self.target: MessagePump | None = None
         self._lock = threading.Lock()
-        self._text: CoreEvent | None = None
-        """The last streamed-text message posted, which more text may still join."""
+        self._texts: dict[int | None, CoreEvent] = {}
+        """The last streamed-text message posted of each version being written (None: of
+        the one reply), which more text of it may still join."""
 
     def __call__(self, event: core.Event) -> None:
         target = self.target
@@ -90,9 +91,11 @@ class Forwarder:
             return
         with self._lock:
             if isinstance(event, core.TextStreamed):
-                if self._text is not None and self._text.merge(event):
+                last = self._texts.get(event.version)
+                if last is not None and last.merge(event):
                     return
-                message = self._text = CoreEvent(event)
+                message = self._texts[event.version] = CoreEvent(event)
             else:
-                message, self._text = CoreEvent(event), None  # later text must not jump ahead of this
+                message = CoreEvent(event)
+                self._texts.clear()  # later text must not jump ahead of this
             target.post_message(message)

@@ -22,6 +22,7 @@ from sessions.controller.find import FindHit
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
+from sessions.controller.versions import MOST_VERSIONS
 from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
 from sessions.errors import (
@@ -47,6 +48,7 @@ from sessions.tree import ConversationTree, Message, TreeError
 from sessions.units import human_count, human_size
 
 __all__ = [
+    "MOST_VERSIONS",
     "SAMPLING_LABELS",
     "Attachment",
     "AttachmentError",

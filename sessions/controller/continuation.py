@@ -75,14 +75,19 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     this model instead, its text as the cache holds it (the turn's closing belongs to the
     next message): the model goes on from that text. Those tokens are decoded one at a
     time, as the new version, whose tokens they begin, is replayed on every rebuild
-    (``branch_tokens``): so the state it leaves is a recompute's. A reply another model
-    sampled is refused: its own tokens are that model's, not text typed for this one.
+    (``branch_tokens``): so the state it leaves is a recompute's. A version sampled in a
+    batch with others was decoded as one batch, not alone: it goes on the batch way too
+    (a batch of one, ``write_reply``'s ``alone``), and the new version, stored as not
+    sampled alone, is made live as a rebuild makes it (``versions.settle``). A reply
+    another model sampled is refused: its own tokens are that model's, not text typed
+    for this one.
     """
     sampled = bool(branch.stepped) and branch.stepped[-1]
-    if not sampled and reply.stats is not None:
+    batched = batched_version(reply)
+    if not sampled and reply.stats is not None and not batched:
         raise ControllerError("this reply was written by another model: only a reply of the loaded model, "
                               "or one written or edited by hand, can be continued")
-    if not sampled:
+    if not sampled and not batched:
         branch = BranchTokens(branch.tokens, branch.ends, [*branch.stepped[:-1], True])
     if len(branch.tokens) >= engine.n_ctx:
         raise ContextOverflow("the context is full at the end of this reply: there is no room to continue it",
@@ -92,7 +97,7 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     written = write_reply(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
                           on_progress=on_progress, on_text=on_text, should_stop=should_stop,
                           resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning,
-                          made_live=made_live)
+                          made_live=made_live, alone=not batched)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
     tokens = old + list(written.result.tokens)
     # Not ``reply.text + written.result.text`` for a sampled reply: one cut between the bytes
@@ -100,19 +105,26 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     # would become another; read as one run, the bytes make the character the model wrote.
     # A reply's text as typed ends in a whole character, and its tokens may hold what the
     # template adds around a reply (an empty reasoning block): its own text is kept.
-    text = engine.detokenize(tokens) if sampled else reply.text + written.result.text
+    text = engine.detokenize(tokens) if sampled or batched else reply.text + written.result.text
     return Continued(WrittenReply(written.result, stats, written.prep), text, tokens)
 
 
-def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int) -> BranchTokens:
+def batched_version(reply: Message) -> bool:
+    """A reply sampled in a batch of versions (``GenerationStats.batch``): it goes on the
+    batch way (``write_continuation``)."""
+    return reply.stats is not None and reply.stats.batch > 0
+
+
+def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int, *, batched: bool = False) -> BranchTokens:
     """``branch`` with its last message, a reply, cut after the tokens whose text fills at
     most ``chars`` of its characters ("continue from here").
 
     The cut falls between tokens: the longest run of the reply's tokens whose text is no
     longer than ``chars``. Only a reply this model sampled can be cut, since only its
     tokens are what the model wrote: one written or edited by hand goes on from its end.
+    ``batched``: the reply is a version this model sampled in a batch (``batched_version``).
     """
-    if not branch.stepped or not branch.stepped[-1]:
+    if not batched and (not branch.stepped or not branch.stepped[-1]):
         raise ControllerError("only a reply the loaded model wrote can be continued from a place inside it "
                               "(a reply written or edited by hand goes on from its end)")
     start = branch.ends[-2] if len(branch.ends) > 1 else 0

@@ -42,10 +42,11 @@ class WrittenReply:
 
 
 def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False,
-                  prompt_tokens: int = 0) -> Callable[[str], None]:
+                  prompt_tokens: int = 0, version: int | None = None) -> Callable[[str], None]:
     """The ``on_text`` of one reply: each piece goes to ``listener`` with the count and time
     so far, whether the reply began inside reasoning, and how full the context is with the
-    ``prompt_tokens`` it follows (``TextStreamed``)."""
+    ``prompt_tokens`` it follows (``TextStreamed``); ``version``: which of several written
+    at once it is."""
     first: float | None = None
     count = 0
 
@@ -55,7 +56,7 @@ def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False,
         first = now if first is None else first
         count += 1
         listener(TextStreamed(text, count, now - first, opens_in_reasoning,
-                              prompt_tokens + count if prompt_tokens else 0))
+                              prompt_tokens + count if prompt_tokens else 0, version))
 
     return on_text
 
@@ -73,6 +74,7 @@ def write_reply(
     resume_decoding: Callable[[], None],
     opens_in_reasoning: bool = False,
     made_live: PrepareResult | None = None,
+    alone: bool = True,
 ) -> WrittenReply:
     """Answer the branch; raises ``GenerationCancelled`` when stopped before any token.
 
@@ -82,6 +84,9 @@ def write_reply(
     first token counts from there. ``opens_in_reasoning`` goes into the stats
     (``GenerationStats.opened_in_reasoning``). ``made_live``: what an earlier ``prepare``
     of this job restored and evaluated on the way to the branch, counted in the stats.
+    Not ``alone``: the reply is sampled as a batch of one version
+    (``ChatEngine.generate_versions``), to be stored as not sampled alone, as what it goes
+    on from was (``sessions.controller.versions``).
     """
     if should_stop():
         raise GenerationCancelled("stopped before the reply started")
@@ -102,9 +107,14 @@ def write_reply(
                        decode_seconds=made_live.decode_seconds + prep.decode_seconds,
                        state_seconds=made_live.state_seconds + prep.state_seconds)
     assert prep.logits is not None  # asked for (need_logits defaults to True)
-    result = engine.generate(prep.logits, settings, max_tokens=min(wanted, room), on_text=on_text,
-                             should_stop=should_stop)
+    if alone:
+        result = engine.generate(prep.logits, settings, max_tokens=min(wanted, room), on_text=on_text,
+                                 should_stop=should_stop)
+    else:
+        (result,) = engine.generate_versions(prep.logits, [settings], max_tokens=min(wanted, room),
+                                             on_text=lambda _version, text: on_text(text), should_stop=should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:
         raise GenerationCancelled("stopped before the reply started")
-    stats = reply_stats(prep, result, t_request, room=room, wanted=wanted)
-    return WrittenReply(result, replace(stats, opened_in_reasoning=opens_in_reasoning), prep)
+    stats = replace(reply_stats(prep, result, t_request, room=room, wanted=wanted),
+                    opened_in_reasoning=opens_in_reasoning, seed=settings.seed, batch=0 if alone else 1)
+    return WrittenReply(result, stats, prep)

@@ -10,22 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessions.controller import chat_settings
-from sessions.controller.continuation import check_continuable, cut_reply, whole_reply_first, write_continuation
+from sessions.controller.continuation import (
+    batched_version,
+    check_continuable,
+    cut_reply,
+    whole_reply_first,
+    write_continuation,
+)
 from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
 from sessions.controller.reply_storing import append_reply
+from sessions.controller.versions import back_to_question, settle, version_seeds, write_versions
 from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
-from sessions.errors import ControllerError
-from sessions.events import Listener, PromptProgressed, ReplyFinished
+from sessions.errors import ControllerError, GenerationCancelled
+from sessions.events import Listener, NoticeRaised, PromptProgressed, ReplyFinished
+from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.templates.chat_template import ChatMessage
 from sessions.templates.message_tokens import reply_opens_in_reasoning
 from sessions.tree import Message
+
+if TYPE_CHECKING:
+    from sessions.branching.branch_engine import PrepareResult
 
 
 class ReplyWriting:
@@ -69,10 +80,11 @@ class ReplyWriting:
             path = self._chat.path(reply.id)
             sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
         branch = self._chat.tokens(engine, path)
+        made_live = self._question_first(engine, reply, branch)
         continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                       max_tokens=max_tokens, **self.hooks(engine, path, branch))
+                                       max_tokens=max_tokens, made_live=made_live, **self.hooks(engine, path, branch))
         return self.store(engine, conversation, branch, reply.parent_id, head.id if head else None,
-                          continued.text, continued.written, continued.tokens)
+                          continued.text, continued.written, continued.tokens, settled=batched_version(reply))
 
     def go_on_from(self, message_id: int, chars: int, new_chat: SamplingSettings, *, max_tokens: int | None,
                    sampling: SamplingSettings | None, t_request: float) -> Message:
@@ -87,13 +99,68 @@ class ReplyWriting:
             path = self._chat.path(reply.id)
             sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
         whole = self._chat.tokens(engine, path)
-        branch = cut_reply(engine, whole, chars)
+        branch = cut_reply(engine, whole, chars, batched=batched_version(reply))
         hooks = self.hooks(engine, path, branch)
-        made_live = whole_reply_first(engine, whole, branch) if not self._jobs.stop_requested else None
+        if batched_version(reply):
+            made_live = self._question_first(engine, reply, branch)
+        else:
+            made_live = whole_reply_first(engine, whole, branch) if not self._jobs.stop_requested else None
         continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                        max_tokens=max_tokens, made_live=made_live, **hooks)
         return self.store(engine, conversation, branch, reply.parent_id, head.id if head else None,
-                          continued.text, continued.written, continued.tokens)
+                          continued.text, continued.written, continued.tokens, settled=batched_version(reply))
+
+    def answer_versions(self, count: int, new_chat: SamplingSettings, *, max_tokens: int | None,
+                        sampling: SamplingSettings | None, t_request: float,
+                        shown: Callable[[], int]) -> list[Message]:
+        """``SessionController.generate_versions``'s work: ``count`` versions of the reply
+        to the user message at the head (``sessions.controller.versions``), stored under
+        it; the one ``shown`` names (an index, asked once they are written) is made live
+        last and becomes the head."""
+        engine = self._chat.loaded()
+        with self._chat.lock:
+            conversation = self._chat.conv()
+            head = conversation.head
+            if head is None or head.role != "user":
+                raise ControllerError("a reply needs a user message at the end of the branch")
+            path = self._chat.path(head.id)
+            sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
+        branch = self._chat.tokens(engine, path)
+        hooks = self.hooks(engine, path, branch)
+        on_texts = [streamed_text(self._listener(), opens_in_reasoning=hooks["opens_in_reasoning"],
+                                  prompt_tokens=len(branch.tokens), version=k) for k in range(count)]
+        settings = [sampling.with_(seed=seed) for seed in version_seeds(sampling, count)]
+        written = write_versions(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
+                                 on_progress=hooks["on_progress"], on_texts=on_texts,
+                                 should_stop=hooks["should_stop"], resume_decoding=hooks["resume_decoding"],
+                                 opens_in_reasoning=hooks["opens_in_reasoning"])
+        if written.fell_back:
+            self._listener()(NoticeRaised(f"the versions were written one after another: {written.fell_back}"))
+        stored = [self._append(engine, conversation, head.id, head.id, one.result.text, one, one.result.tokens)
+                  for one in written.versions]
+        wanted = shown()
+        last = written.indices.index(wanted) if wanted in written.indices else len(stored) - 1
+        if written.batched:  # each made live as a rebuild makes it, the one shown last
+            for k in [*range(last), *range(last + 1, len(stored)), last]:
+                version = written.versions[k].result
+                if self._jobs.stop_requested or settle(engine, branch, version.tokens, version.stop_reason) is None:
+                    break
+        with self._chat.lock:
+            conversation.select(stored[last].id)
+        self._listener()(ReplyFinished(stored[last], stored[last].stats or written.versions[last].stats,
+                                       written.versions[last].prep.plan.keep))
+        return stored
+
+    def _question_first(self, engine: ChatEngine, reply: Message, branch: BranchTokens) -> PrepareResult | None:
+        """For a version sampled in a batch, gone on from: the messages before it made
+        live first, so that what is kept of it is decoded as a rebuild decodes it
+        (``versions.back_to_question``). None for any other reply."""
+        if not batched_version(reply) or self._jobs.stop_requested:
+            return None
+        try:
+            return back_to_question(engine, _before_reply(branch))
+        except DecodeCancelled:
+            raise GenerationCancelled("stopped before the reply started") from None
 
     def hooks(self, engine: ChatEngine, path: Sequence[Message], branch: BranchTokens) -> dict[str, Any]:
         """How a reply to ``path`` (or the reply that ends it, continued) reports back and
@@ -110,17 +177,34 @@ class ReplyWriting:
                 "opens_in_reasoning": opens}
 
     def store(self, engine: ChatEngine, conversation: Conversation, branch: BranchTokens, parent_id: int | None,
-              shown_head: int | None, text: str, written: WrittenReply, tokens: list[int]) -> Message:
+              shown_head: int | None, text: str, written: WrittenReply, tokens: list[int], *,
+              settled: bool = False) -> Message:
         """Store a reply under ``parent_id`` with the tokens ``engine`` sampled, and say so.
 
         ``shown_head`` is the head the reply was asked on (see ``reply_storing``).
+        ``settled``: the reply was sampled as a batch of one, and is made live as a
+        rebuild makes it once stored (``versions.settle``).
         """
+        reply = self._append(engine, conversation, parent_id, shown_head, text, written, tokens)
+        if settled and not self._jobs.stop_requested:
+            settle(engine, _before_reply(branch), tokens, written.result.stop_reason)
+        assert reply.stats is not None
+        self._listener()(ReplyFinished(reply, reply.stats, written.prep.plan.keep))
+        return reply
+
+    def _append(self, engine: ChatEngine, conversation: Conversation, parent_id: int | None,
+                shown_head: int | None, text: str, written: WrittenReply, tokens: list[int]) -> Message:
         stats = replace(written.stats, sampled_by=engine.info.fingerprint)  # see ``branch_tokens``
         with self._chat.lock:
-            reply = append_reply(conversation, self._chat.store.path, parent_id, shown_head, text, stats,
-                                 {engine.info.fingerprint: tokens})
-        self._listener()(ReplyFinished(reply, stats, written.prep.plan.keep))
-        return reply
+            return append_reply(conversation, self._chat.store.path, parent_id, shown_head, text, stats,
+                                {engine.info.fingerprint: tokens})
 
     def progress(self, done: int, total: int, rate: float) -> None:
         self._listener()(PromptProgressed(done, total, rate))
+
+
+def _before_reply(branch: BranchTokens) -> BranchTokens:
+    """``branch`` without its last message (the reply gone on from)."""
+    last = len(branch.ends) - 1
+    return BranchTokens(branch.tokens[:branch.ends[last - 1] if last else 0], branch.ends[:last],
+                        branch.stepped[:last])

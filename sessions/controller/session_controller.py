@@ -21,7 +21,7 @@ deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
 from sessions.controller.undo_deletes import DeletionUndo
+from sessions.controller.versions import MOST_VERSIONS
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
@@ -416,6 +417,25 @@ class SessionController:
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
             return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request)
+
+    def generate_versions(self, count: int, *, max_tokens: int | None = None,
+                          sampling: SamplingSettings | None = None,
+                          shown: Callable[[], int] = lambda: 0) -> list[Message]:
+        """Answer the user message at the head ``count`` times at once; blocking.
+
+        The prompt is evaluated once and the versions are sampled in one batch, each
+        streamed under its index (``TextStreamed.version``) and stored with its seed
+        (``sessions.controller.versions``). Returns the versions stored, in order (one
+        stopped before its first token is not). ``shown``: the index of the version to
+        end on, asked once they are written (the one the user is reading); it becomes
+        the head.
+        """
+        if not 1 <= count <= MOST_VERSIONS:
+            raise ControllerError(f"a number of versions from 1 to {MOST_VERSIONS}")
+        t_request = time.perf_counter()
+        with self._jobs.job(), self._turns.replying(self.session_id):
+            return self._replies.answer_versions(count, self.sampling, max_tokens=max_tokens, sampling=sampling,
+                                                 t_request=t_request, shown=shown)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
                        sampling: SamplingSettings | None = None) -> Message:

@@ -16,6 +16,7 @@ from typing import Any
 from sessions.branching.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
 from sessions.branching.planner import Plan
 from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
+from sessions.branching.versions import sample_versions
 from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
 from sessions.engine.protocol import ChatEngine as ChatEngine
@@ -139,6 +140,16 @@ class LlamaChatEngine:
             )
         finally:
             sampler.close()
+
+    def generate_versions(self, logits, settings, *, max_tokens, on_text=None,
+                          should_stop=lambda: False) -> list[GenerateResult]:
+        samplers = [Sampler(one, self.info.n_vocab) for one in settings]
+        try:
+            return sample_versions(self.branches, logits, samplers, max_tokens=max_tokens, on_text=on_text,
+                                   should_stop=should_stop)
+        finally:
+            for sampler in samplers:
+                sampler.close()
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:

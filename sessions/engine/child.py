@@ -89,7 +89,7 @@ class _Worker:
             elif kind == "stop":
                 self.stop.set()
             elif kind == "call":
-                if message[1] in ("generate", "warm_ahead"):
+                if message[1] in ("generate", "generate_versions", "warm_ahead"):
                     self.stop.clear()  # here, in order: a stop sent after this call still counts
                 self.calls.put(message)
             elif kind == "close":
@@ -144,6 +144,12 @@ class _Worker:
         return self.engine.generate(logits, settings, max_tokens=max_tokens,
                                     on_text=lambda text: self.channel.send("text", text),
                                     should_stop=self.stop.is_set)
+
+
+    def _generate_versions(self, logits, settings, max_tokens: int):
+        return self.engine.generate_versions(logits, settings, max_tokens=max_tokens,
+                                             on_text=lambda k, text: self.channel.send("version_text", k, text),
+                                             should_stop=self.stop.is_set)
 
 
 def serve(conn: Connection) -> int:

@@ -120,7 +120,8 @@ class EngineProcess:
             except OSError:
                 pass  # the child is gone; the waiting side reports it
 
-    def _wait(self, *, on_progress=None, on_text=None, should_stop=None, stoppable: bool = True):
+    def _wait(self, *, on_progress=None, on_text=None, on_version_text=None, should_stop=None,
+              stoppable: bool = True):
         """Read messages until the answer; stream what comes before it to the callbacks.
 
         A load is not ``stoppable``: llama.cpp cannot stop one, so a stop request waits.
@@ -153,6 +154,8 @@ class EngineProcess:
                 raise from_wire(error) if isinstance(error, WireError) else RuntimeError(str(error))
             if kind == "text" and on_text is not None:
                 on_text(message[1])
+            elif kind == "version_text" and on_version_text is not None:
+                on_version_text(message[1], message[2])
             elif kind == "progress" and on_progress is not None:
                 on_progress(*message[1:])
             elif kind == "load_progress" and self._on_progress is not None:
@@ -199,7 +202,7 @@ class EngineProcess:
         self._stderr.seek(max(0, size - 4096))
         return self._stderr.read().decode("utf-8", "replace")
 
-    def _call(self, name: str, *args, on_progress=None, on_text=None, should_stop=None):
+    def _call(self, name: str, *args, on_progress=None, on_text=None, on_version_text=None, should_stop=None):
         """One call and its answer. Calls come one at a time: the controller's engine lock
         (``sessions.controller.job_control``) is the rule; only ``request_abort`` and
         ``clear_abort`` come from other threads meanwhile, and they only send."""
@@ -209,7 +212,8 @@ class EngineProcess:
             raise self._lost(None)  # it ended between calls: say so once, start anew next time
         self._send(("call", name, args))
         try:
-            return self._wait(on_progress=on_progress, on_text=on_text, should_stop=should_stop)
+            return self._wait(on_progress=on_progress, on_text=on_text, on_version_text=on_version_text,
+                              should_stop=should_stop)
         finally:
             self._stop_asked = None
 
@@ -234,6 +238,12 @@ class EngineProcess:
 
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
+
+    def generate_versions(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
+        if should_stop():
+            return [GenerateResult([], "", StopReason.CANCELLED, None, 0.0) for _ in settings]
+        return self._call("generate_versions", logits, list(settings), max_tokens, on_version_text=on_text,
+                          should_stop=should_stop)
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:

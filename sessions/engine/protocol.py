@@ -76,6 +76,26 @@ class ChatEngine(Protocol):
         """Sample a reply after the live sequence; blocking."""
         ...
 
+    def generate_versions(
+        self,
+        logits: np.ndarray,
+        settings: Sequence[SamplingSettings],
+        *,
+        max_tokens: int,
+        on_text: Callable[[int, str], None] | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> list[GenerateResult]:
+        """One reply per ``settings`` after the live sequence, sampled in one batch, the
+        live sequence left as it was (``sessions.branching.versions``); ``on_text`` gets
+        each version's index with its text; blocking. ``BatchUnavailable`` when no
+        context for the batch can be made.
+
+        The replies' last bits are not a reply's sampled alone: they are stored as replies
+        not sampled alone (``GenerationStats.batch``), and each is then made live with
+        ``prepare`` before anything is kept of it or goes on from it.
+        """
+        ...
+
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:
         """Read the checkpoints a switch to ``target`` would restore from disk into the

@@ -6,7 +6,8 @@ args)`` one at a time, and at any moment ``("abort",)``, ``("clear",)`` (the eng
 ``request_abort`` / ``clear_abort``), ``("stop",)`` (stop the reply being written) and
 ``("close",)``. The child answers a load with ``("loaded", Loaded)`` and a call with
 ``("result", value)``; meanwhile it sends ``("load_progress", fraction)``,
-``("progress", done, total, rate)``, ``("text", str)`` and ``("notice", str)``.
+``("progress", done, total, rate)``, ``("text", str)``, ``("version_text", index, str)``
+and ``("notice", str)``.
 A failure is ``("error", WireError)``: the exception's class travels by name and is
 rebuilt on the other side only from the list below, so the parent raises the same
 ``ModelLoadError`` or ``ContextFull`` as an engine in its own process would.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError
+from sessions.llama.batch_context import BatchUnavailable
 from sessions.llama.context import ContextFull, DecodeCancelled, DecodeError
 from sessions.llama.model import ModelInfo, ModelLoadError
 from sessions.llama.placement import Placement
@@ -47,8 +49,8 @@ class WireError:
 
 
 def _classes() -> dict[str, type[BaseException]]:
-    found = (ContextFull, DecodeCancelled, DecodeError, ModelLoadError, ContextOverflow, ControllerError,
-             RpcError, ValueError, RuntimeError, OSError, MemoryError)
+    found = (BatchUnavailable, ContextFull, DecodeCancelled, DecodeError, ModelLoadError, ContextOverflow,
+             ControllerError, RpcError, ValueError, RuntimeError, OSError, MemoryError)
     return {cls.__name__: cls for cls in found}
 
 

@@ -53,7 +53,7 @@ def number(value: Any, where: str, name: str) -> float | None:
 
 
 def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
-    """Generation stats with every number finite, not negative, of the right kind."""
+    """Generation stats with every number finite, not negative (a seed may be -1), of the right kind."""
     if data is None:
         return None
     values: dict[str, Any] = {}
@@ -74,7 +74,7 @@ def stats(data: Mapping[str, Any] | None, where: str) -> GenerationStats | None:
             values[field.name] = raw
             continue
         found = number(raw, where, f"stats.{field.name}") or 0.0
-        if found < 0 or found > 2**63:
+        if found < (-1 if field.name == "seed" else 0) or found > 2**63:  # a seed of -1: not recorded
             raise ExchangeError(f"{where}: 'stats.{field.name}' is out of range ({raw!r})")
         values[field.name] = int(found) if isinstance(field.default, int) else found
     return GenerationStats(**values)

@@ -19,15 +19,20 @@ from __future__ import annotations
 
 import ctypes
 import random
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from sessions.llama.native import lib
 from sessions.sampling import SamplingSettings
 
-if TYPE_CHECKING:
-    from sessions.llama.context import LlamaContext
+
+class SamplesLast(Protocol):
+    """Where the logits of a decode are, for the chain to sample them there
+    (``LlamaContext``, or one version's row of a batch)."""
+
+    def sample_last(self, chain) -> int | None: ...
+
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")], align=True)
 
@@ -64,10 +69,10 @@ class Sampler:
         self._argmax = unpenalised and settings.greedy
         """Greedy alone: the chain's answer is the first largest logit."""
 
-    def sample(self, logits: np.ndarray, *, output_of: LlamaContext | None = None) -> int:
+    def sample(self, logits: np.ndarray, *, output_of: SamplesLast | None = None) -> int:
         """Pick the next token from ``logits`` and record it in the chain's history.
 
-        ``output_of``: the context whose last decode gave ``logits``; the chain then reads
+        ``output_of``: where the decode that gave ``logits`` left them; the chain then reads
         them there.
         """
         if self._argmax:

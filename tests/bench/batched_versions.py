@@ -17,6 +17,14 @@ measures, straight on llama.cpp:
   sampled one token at a time alone (``stepped`` false in ``sessions.branch_tokens``);
   ``batch_and_settle_over_one``, the batch and that together over one version. Stored as
   such a reply, a batched version's cells are a rebuild's by construction;
+- ``app_*``: the same through the app's engine (``LlamaChatEngine`` over a checkpoint
+  store, llama.cpp's sampler chains): one reply (``generate``, its checkpoints taken)
+  against N versions (``generate_versions``: a context for the batch made, the
+  question's state copied in, the versions sampled) and against those settled as the app
+  settles them (``sessions.controller.versions.settle``: back to the question, the
+  version decoded as a rebuild decodes it, its checkpoints taken). A version that samples
+  an end token stops there, so these are quotients of seconds per step;
+  ``app_batch_setup_seconds`` is the context for the batch and the state copied in alone;
 - how often a version sampled in the batch differs from the same seed sampled alone:
   ``logits_bit_identical_steps`` (steps whose logits equal the alone run's, bit for bit)
   and ``versions_with_other_tokens`` (versions whose sampled tokens differ at all, with the
@@ -172,7 +180,66 @@ def settled(llama: Llama, prompt: list[int], versions: list[list[int]]) -> float
     return seconds
 
 
-def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int = 1, gpu_layers: int = 0) -> dict:
+def through_the_app(path: str, n: int, tokens: int, threads: int, seed: int, gpu_layers: int) -> dict:
+    """One reply, N versions and N versions settled, as the app writes them."""
+    import tempfile
+    from pathlib import Path
+
+    from sessions.checkpoints import CheckpointStore
+    from sessions.controller.reply import BranchTokens
+    from sessions.controller.versions import settle
+    from sessions.engine.chat_engine import LlamaChatEngine
+    from sessions.llama.batch_context import BatchContext
+    from sessions.llama.context import ContextParams
+    from sessions.llama.sequences import LIVE
+    from sessions.llama.state_blob import FLAGS_FULL
+    from sessions.sampling import SamplingSettings
+
+    sampling = SamplingSettings(temperature=TEMPERATURE, top_k=0, top_p=1.0, min_p=0.0, seed=seed)
+    settings = [sampling.with_(seed=seed + k) for k in range(n)]
+    params = ContextParams(n_ctx=PROMPT_TOKENS + tokens + 64, n_threads=threads)
+    with tempfile.TemporaryDirectory() as folder, \
+            CheckpointStore(Path(folder), ram_bytes=1 << 30, disk_bytes=4 << 30) as store:
+        engine = LlamaChatEngine(path, params, n_gpu_layers=gpu_layers, checkpoints=store)
+        try:
+            prompt = np.random.default_rng(seed).integers(1, engine.info.n_vocab, PROMPT_TOKENS).tolist()
+            question = BranchTokens(prompt, [len(prompt)], [False])
+
+            def asked():
+                return engine.prepare(prompt, question.ends, question.stepped, reply_follows=True).logits
+
+            engine.generate(asked(), sampling, max_tokens=min(tokens, 8))  # warm
+            t0 = time.perf_counter()
+            one = engine.generate(asked(), sampling, max_tokens=tokens)
+            one_seconds = time.perf_counter() - t0
+            logits = asked()
+            t0 = time.perf_counter()
+            versions = engine.generate_versions(logits, settings, max_tokens=tokens)
+            batch_seconds = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            for version in versions:
+                settle(engine, question, version.tokens, version.stop_reason)
+            settle_seconds = time.perf_counter() - t0
+            engine.prepare(prompt, question.ends, question.stepped)
+            t0 = time.perf_counter()
+            with BatchContext(engine.model, engine.ctx.params, n, len(prompt) + n * tokens + 1) as batch:
+                batch.load(engine.ctx.state_read(LIVE, FLAGS_FULL))
+            setup_seconds = time.perf_counter() - t0
+        finally:
+            engine.close()
+    one_step = one_seconds / max(1, len(one.tokens))
+    steps = max(len(v.tokens) for v in versions) or 1
+    return {
+        "app_one_tokens": len(one.tokens), "app_version_tokens": [len(v.tokens) for v in versions],
+        "app_one_seconds": round(one_seconds, 4), "app_batch_seconds": round(batch_seconds, 4),
+        "app_settle_seconds": round(settle_seconds, 4), "app_batch_setup_seconds": round(setup_seconds, 4),
+        "app_batch_over_one": round(batch_seconds / steps / one_step, 2),
+        "app_batch_and_settle_over_one": round((batch_seconds + settle_seconds) / steps / one_step, 2),
+    }
+
+
+def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int = 1, gpu_layers: int = 0,
+            app: bool = True) -> dict:
     llama = Llama(path, threads, gpu_layers)
     try:
         prompt = np.random.default_rng(seed).integers(1, llama.n_vocab, PROMPT_TOKENS).tolist()
@@ -203,6 +270,7 @@ def measure(label: str, path: str, n: int, tokens: int, threads: int, seed: int 
         "logits_bit_identical_steps": f"{identical_steps}/{n * tokens}",
         "versions_with_other_tokens": len(differing),
         "first_other_token_at": differing,
+        **(through_the_app(path, n, tokens, threads, seed, gpu_layers) if app else {}),
     }
 
 

@@ -1,5 +1,5 @@
-"""``ask --regenerate MSG -n N``: N new versions of a reply, one after another, in a new
-process: each restores the question's state and evaluates nothing before its first token."""
+"""``ask --regenerate MSG -n N``: N new versions of a reply at once, in a new process: the
+question's state restored once, nothing of it evaluated, the versions sampled in one batch."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def first_reply() -> tuple[str, dict]:
     return model, asked
 
 
-def test_three_versions_in_a_new_process_each_a_sibling_with_nothing_evaluated():
+def test_three_versions_in_a_new_process_in_one_batch_each_a_sibling_with_nothing_evaluated():
     model, asked = first_reply()
     more = ask("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
                "-n", "3", "--temp", "0.9", "--seed", "5", "--stats")
@@ -46,12 +46,13 @@ def test_three_versions_in_a_new_process_each_a_sibling_with_nothing_evaluated()
     versions = stats_lines(more.stderr)
     assert len(versions) == 3 and len({v["message"] for v in versions}) == 3
     assert all(v["parent"] == asked["parent"] for v in versions)  # siblings of the first reply
-    assert all(v["tokens_evaluated"] == 0 for v in versions)  # the question's state, restored each time
+    assert all(v["tokens_evaluated"] == 0 for v in versions)  # the question's state, restored once
     with SessionStore.open() as store:
-        texts = [store.get_message(v["message"]).text for v in versions]
+        stored = [store.get_message(v["message"]) for v in versions]
         assert len(store.load_tree(asked["session"]).children(asked["parent"])) == 4  # the first reply and 3 more
+    assert [(m.stats.seed, m.stats.batch) for m in stored] == [(5, 3), (6, 3), (7, 3)]
     shown = more.stdout.split("\n\n")
-    assert [part.strip() for part in shown] == [text.strip() for text in texts]  # each in turn, a blank line apart
+    assert [part.strip() for part in shown] == [m.text.strip() for m in stored]  # in order, a blank line apart
 
 
 def test_versions_need_a_reply_to_regenerate_and_a_count_in_range():
@@ -62,20 +63,19 @@ def test_versions_need_a_reply_to_regenerate_and_a_count_in_range():
     assert_one_line_error(done.returncode, done.stdout, done.stderr, "from 1 to 8")
 
 
-def test_a_signal_during_the_second_version_keeps_it_stopped_and_writes_no_third():
+def test_a_signal_while_the_versions_are_written_keeps_each_as_stopped():
     model, asked = first_reply()
     process = AskProcess("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
                          "-n", "3", "--temp", "0.9", "--seed", "3", "--max-tokens", "1500")
     try:
-        # The first version whole, the blank line, then some of the second.
-        process.read_until(lambda p: len(p.out.partition(b"\n\n")[2].strip()) >= 8, "the second version")
+        process.read_until(lambda p: len(p.out.strip()) >= 8, "the first version streaming")
         os.kill(process.pid, signal.SIGINT)
         assert process.drain() == 130, process.stderr
     finally:
         process.kill()
     with SessionStore.open() as store:
-        versions = store.load_tree(asked["session"]).children(asked["parent"])
-    assert len(versions) == 3  # the first reply, one whole version, one stopped: no third
-    assert versions[1].stats.stop_reason != StopReason.CANCELLED
-    assert versions[2].stats.stop_reason == StopReason.CANCELLED
-    assert f"message {versions[2].id}" in process.stderr
+        versions = store.load_tree(asked["session"]).children(asked["parent"])[1:]
+    assert len(versions) == 3 and all(v.stats.batch == 3 for v in versions)
+    assert all(v.stats.stop_reason == StopReason.CANCELLED and v.text for v in versions)  # each kept as stopped
+    assert process.out.decode().split("\n\n")[0].strip() == versions[0].text.strip()
+    assert f"message {versions[-1].id}" in process.stderr

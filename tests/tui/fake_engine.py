@@ -28,6 +28,7 @@ from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier, prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
+from sessions.llama.batch_context import BatchUnavailable
 from sessions.llama.model import ModelInfo
 from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
@@ -62,6 +63,8 @@ class FakeScript:
     """The chat template of the engines made (default: the ChatML fallback)."""
     warm_gate: threading.Event | None = None
     """When set, a warm-ahead waits for this event or its stop (to see one under way)."""
+    versions_unavailable: bool = False
+    """When set, several versions at once are refused (no room for the batch)."""
     made: int = 0
 
     def next_reply(self) -> str:
@@ -92,6 +95,8 @@ class FakeEngine:
         self.closed = False
         self.sampled_with: list[SamplingSettings] = []
         """The settings of every reply written, in order."""
+        self.batches: list[int] = []
+        """The size of every batch of versions sampled, in order."""
         self.warms: list[tuple[list[int], WarmedAhead]] = []
         """Every warm-ahead: the branch it was for and what it did, in order."""
         self.warming = threading.Event()
@@ -164,6 +169,41 @@ class FakeEngine:
         self.live.extend(tokens)
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
+
+    def generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings], *, max_tokens: int,
+                          on_text: Callable[[int, str], None] | None = None,
+                          should_stop: Callable[[], bool] = lambda: False) -> list[GenerateResult]:
+        """One scripted reply per settings, their words streamed in turns (a word of each,
+        then the next of each), as a batch streams them; the live sequence stays. With
+        ``versions_unavailable`` set, refuses as an engine without room for the batch does."""
+        if self.script.versions_unavailable:
+            raise BatchUnavailable("llama.cpp could not make a context for several versions at once (fake)")
+        start = time.perf_counter()
+        self.sampled_with.extend(settings)
+        self.batches.append(len(settings))
+        parts = [chunks(self.script.next_reply()) for _ in settings]
+        written: list[list[str]] = [[] for _ in settings]
+        reasons = [StopReason.EOG] * len(settings)
+        going = set(range(len(settings)))
+        for index in range(max(map(len, parts), default=0)):
+            if self.script.hold_after is not None and index >= self.script.hold_after:
+                self._abort.wait(HOLD_LIMIT_SECONDS)
+            for k in sorted(going):
+                if should_stop():
+                    reasons[k] = StopReason.CANCELLED
+                    going.discard(k)
+                elif index >= len(parts[k]):
+                    going.discard(k)
+                elif len("".join(written[k] + [parts[k][index]]).encode("utf-8")) > max_tokens:
+                    reasons[k] = StopReason.LENGTH
+                    going.discard(k)
+                else:
+                    written[k].append(parts[k][index])
+                    if on_text:
+                        on_text(k, parts[k][index])
+        texts = ["".join(words) for words in written]
+        return [GenerateResult(list(text.encode("utf-8")), text, reason, start, time.perf_counter() - start)
+                for text, reason in zip(texts, reasons, strict=True)]
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:

@@ -1,4 +1,5 @@
-"""Alt+R: several new versions of a reply, one after another, each a version of its own."""
+"""Alt+R: several new versions of a reply at once, streamed and paged while they are
+written, each a version of its own once stored."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ async def ask_for(pilot, app, count: str) -> None:
     await pilot.press("ctrl+a", "ctrl+k", *count, "enter")
 
 
-async def test_three_more_versions_each_with_its_own_seed_and_no_prompt_evaluated(make_app):
+async def test_three_versions_in_one_batch_each_with_its_own_seed(make_app):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
@@ -28,28 +29,58 @@ async def test_three_more_versions_each_with_its_own_seed_and_no_prompt_evaluate
         await ask_for(pilot, app, "3")
         await wait_for(pilot, lambda: len(replies(screen, question)) == 4, "three more versions")
         await settle(pilot)
-        versions = replies(screen, question)
-        assert len({m.id for m in versions}) == 4 and screen.controller.snapshot().head.id == versions[-1].id
-        assert all(m.stats.tokens_evaluated == 0 for m in versions[1:])  # the question's state, restored
-        assert [s.seed for s in screen.controller.engine.sampled_with] == [7, 7, 8, 9]
-        assert "‹ 4/4 ›" in headers(screen)[-1]
+        engine = screen.controller.engine
+        versions = replies(screen, question)[1:]
+        assert engine.batches == [3]  # one batch, after the question made live once
+        assert [s.seed for s in engine.sampled_with[-3:]] == [7, 8, 9]
+        assert [(m.stats.seed, m.stats.batch) for m in versions] == [(7, 3), (8, 3), (9, 3)]
+        assert [m.stats.tokens_evaluated for m in versions][1:] == [0, 0]
+        assert len({m.text for m in versions}) == 3
+        assert screen.controller.snapshot().head.id == versions[0].id  # the one shown while written
+        assert "‹ 2/4 ›" in headers(screen)[-1]
 
 
-async def test_esc_stops_the_versions_still_to_come(make_app, script):
+async def test_the_versions_page_while_they_are_written_and_esc_keeps_each_as_stopped(make_app, script):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "tell me something")
         question = screen.controller.snapshot().head.parent_id
-        script.hold_after = 1  # each reply waits after its first word until it is stopped
-        await ask_for(pilot, app, "4")
-        await wait_for(pilot, lambda: "Reply" in reply_text(screen), "the first new version")
+        script.replies = ["First version here.", "Second one there.", "Third text now."]
+        script.hold_after = 1  # each version writes its first word, then waits to be stopped
+        await ask_for(pilot, app, "3")
+        await wait_for(pilot, lambda: reply_text(screen).startswith("First"), "the first version's first word")
+        await pilot.press("alt+right")
+        await wait_for(pilot, lambda: reply_text(screen).startswith("Second"), "the second version shown")
+        assert "‹ 2/3 ›" in headers(screen)[-1]
+        await pilot.press("alt+right", "alt+right")  # clamped at the last
+        await wait_for(pilot, lambda: reply_text(screen).startswith("Third"), "the third version shown")
+        assert "‹ 3/3 ›" in headers(screen)[-1]
+        await pilot.press("alt+left")
+        await wait_for(pilot, lambda: reply_text(screen).startswith("Second"), "back to the second")
         await pilot.press("escape")
+        await wait_for(pilot, lambda: len(replies(screen, question)) == 4, "the versions stored")
         await settle(pilot)
-        versions = replies(screen, question)
-        assert len(versions) == 2  # the reply, and the one stopped: no more
-        assert versions[-1].stats.stop_reason == "cancelled"
-        assert screen.versions_left == 0
+        versions = replies(screen, question)[1:]
+        assert [m.text for m in versions] == ["First ", "Second ", "Third "]
+        assert all(m.stats.stop_reason == "cancelled" for m in versions)
+        assert screen.controller.snapshot().head.id == versions[1].id  # the one being read
+        assert "‹ 3/4 ›" in headers(screen)[-1]
+
+
+async def test_without_room_for_a_batch_the_versions_are_written_one_after_another(make_app, script):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "tell me something")
+        question = screen.controller.snapshot().head.parent_id
+        script.versions_unavailable = True
+        await ask_for(pilot, app, "2")
+        await wait_for(pilot, lambda: len(replies(screen, question)) == 3, "two more versions")
+        await settle(pilot)
+        assert screen.controller.engine.batches == []
+        assert not any(m.stats.batch for m in replies(screen, question))
+        assert any("one after another" in str(n.message) for n in app._notifications)
 
 
 async def test_a_count_out_of_range_is_refused_in_words(make_app):

@@ -77,9 +77,6 @@ class ChatScreen(Screen[None]):
         self.mode = InputMode()
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
-        self.versions_left = 0
-        self.versions_written = 0
-        """Versions still to write, and written so far, of several asked at once (``several_versions``)."""
         self._tiers: dict[int, Tier | None] = {}
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.warm_ahead = WarmAhead(self, controller, self.warmed_ahead)
@@ -410,10 +407,6 @@ class ChatScreen(Screen[None]):
 
     def action_regenerate_several(self) -> None:
         several_versions.ask_how_many(self)
-
-    async def reply_written(self, reply: Message | None) -> None:
-        """A reply job succeeded: the next of several versions asked at once, if any."""
-        await several_versions.next_version(self, reply)
 
     async def action_continue_reply(self) -> None:
         await tree_gestures.continue_reply(self)

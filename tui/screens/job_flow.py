@@ -19,7 +19,7 @@ from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_host import ChatHost
 
 if TYPE_CHECKING:
-    from sessions.controller import Message, Plan, SamplingSettings
+    from sessions.controller import Plan, SamplingSettings
     from tui.engine_work import Warmed
 
 
@@ -40,8 +40,10 @@ async def core_event(screen: ChatHost, event: core.Event) -> None:
             screen.progress.hide()
         case core.TextStreamed(text) as streamed:
             screen.progress.hide()
-            screen.conversation_view.append_text(text, opens_in_reasoning=streamed.opens_in_reasoning)
-            if streamed.tokens_per_second:
+            screen.conversation_view.append_text(text, opens_in_reasoning=streamed.opens_in_reasoning,
+                                                 version=streamed.version)
+            shown = streamed.version in (None, screen.conversation_view.shown_version)
+            if streamed.tokens_per_second and shown:
                 screen.status.set_speed(streamed.tokens_per_second, streaming=True)
             if streamed.context_used:  # the meter follows the reply, not "?" until it is stored
                 screen.status.set_context(streamed.context_used, screen.controller.n_ctx)
@@ -92,8 +94,6 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
         await screen.refresh_view()
         screen.status.set_note("continued in a new branch without the oldest turns")
         await start_reply(screen)
-    elif group == "generate":
-        await screen.reply_written(cast("Message | None", result))
     elif group == "warm":
         warmed = cast("Warmed", result)
         done = warmed.result
@@ -105,7 +105,6 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
 
 async def job_failed(screen: ChatHost, group: str, error: BaseException | None) -> None:
     if group == "generate":
-        screen.versions_left = 0  # several versions asked at once: no more after a failure
         await screen.conversation_view.drop_reply()
         await screen.refresh_view()
         if isinstance(error, ContextOverflow):
@@ -141,6 +140,15 @@ async def start_reply(screen: ChatHost, *, sampling: SamplingSettings | None = N
     screen.status.set_speed(None)  # the speed shown from here is this reply's
     await screen.conversation_view.begin_reply()
     screen.jobs.reply(sampling)
+
+
+async def start_versions(screen: ChatHost, count: int) -> None:
+    """Write ``count`` versions of the reply to the user message at the head at once, each
+    streamed into a version of its own that the paging keys show while it is written."""
+    screen.status.set_speed(None)
+    view = screen.conversation_view
+    await view.begin_versions(count)
+    screen.jobs.versions(count, lambda: view.shown_version)
 
 
 async def after_switch(screen: ChatHost) -> None:

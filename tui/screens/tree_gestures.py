@@ -26,6 +26,8 @@ def select_message(screen: ChatHost, delta: int) -> None:
 
 
 async def sibling(screen: ChatHost, delta: int) -> None:
+    if await screen.conversation_view.page_versions(delta):  # versions still being written
+        return
     message = screen.target()
     snapshot = screen.controller.snapshot()
     if message is None or snapshot is None:
@@ -67,14 +69,13 @@ def regenerate_target(screen: ChatHost) -> Message | None:
     return message
 
 
-async def regenerate(screen: ChatHost, *, more: int = 0) -> None:
-    """A new version of the selected reply; ``more`` versions after it (``several_versions``)."""
+async def regenerate(screen: ChatHost) -> None:
+    """A new version of the selected reply (several at once: ``several_versions``)."""
     message = regenerate_target(screen)
     if message is None:
         return
 
     async def again() -> None:
-        screen.versions_left, screen.versions_written = more, 0
         screen.controller.regenerate(message.id)
         await screen.show_head()
         await start_reply(screen)

@@ -40,6 +40,7 @@ from tui.widgets.message_note import message_note
 from tui.widgets.message_view import MessageView, opened_in_reasoning
 from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end, window_for
 from tui.widgets.streamed_text import StreamedText
+from tui.widgets.version_streams import VersionStreams
 
 
 def laid_out(view: MessageView) -> bool:
@@ -85,6 +86,8 @@ class ConversationView(VerticalScroll):
         self._heights = Heights()
         self._mounted: dict[int, MessageView] = {}
         """Place in ``_path``: its view, for the window mounted (consecutive places)."""
+        self._versions: VersionStreams | None = None
+        """The versions being written at once, when they are (``begin_versions``)."""
         self._reply: MessageView | None = None
         """The view of the reply being written, after every other; it keeps the stored reply
         it adopts until ``show`` takes it in the branch."""
@@ -420,11 +423,39 @@ class ConversationView(VerticalScroll):
         self._check_soon()
         return view
 
-    def append_text(self, text: str, *, opens_in_reasoning: bool = False) -> None:
+    async def begin_versions(self, count: int) -> MessageView:
+        """Mount the view ``count`` versions written at once stream into; it shows one of
+        them at a time (``page_versions``), the first to begin with."""
+        view = await self.begin_reply()
+        self._versions = VersionStreams(count)
+        view.set_position((1, count), "writing…")
+        return view
+
+    @property
+    def shown_version(self) -> int:
+        """The index of the version shown while several are written (0 when they are not)."""
+        return self._versions.shown if self._versions is not None else 0
+
+    async def page_versions(self, delta: int) -> bool:
+        """Show another of the versions being written, ``delta`` away (clamped at the ends);
+        False when none are being written."""
+        versions, view = self._versions, self.reply_view
+        if versions is None or view is None:
+            return False
+        if versions.page(delta):
+            self._streamed.forget()
+            await view.restart_stream(versions.text())
+            view.set_position((versions.shown + 1, versions.count), "writing…")
+        return True
+
+    def append_text(self, text: str, *, opens_in_reasoning: bool = False, version: int | None = None) -> None:
         """More text of the reply being written; drawn at most ``STREAM_INTERVAL`` later.
 
         ``opens_in_reasoning``: the reply began inside reasoning (``TextStreamed``).
+        ``version``: which of several written at once; only the one shown is drawn.
         """
+        if version is not None and self._versions is not None and not self._versions.add(version, text):
+            return
         self._streamed.add(text, opens_in_reasoning=opens_in_reasoning)
 
     async def _draw_streamed(self, text: str, opens_in_reasoning: bool) -> None:
@@ -435,6 +466,7 @@ class ConversationView(VerticalScroll):
     async def finish_stream(self, final: Message) -> None:
         """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""
         self._streamed.forget()
+        self._versions = None
         view = self.reply_view
         if view is not None:
             await view.end_stream(final)
@@ -442,6 +474,7 @@ class ConversationView(VerticalScroll):
     async def drop_reply(self) -> None:
         """Remove the reply view when no reply was stored (an error or an early stop)."""
         self._streamed.forget()
+        self._versions = None
         view = self.reply_view
         if view is not None:
             self._reply = None

@@ -259,6 +259,17 @@ class MessageView(Vertical):
         self._streamed += min(len(new), room)
         await self._stream.write(new[:room])
 
+    async def restart_stream(self, text: str) -> None:
+        """Show another reply being written here instead (another version written at the
+        same time, ``ConversationView.page_versions``): its ``text`` so far, then what follows."""
+        opens = self._opens_in_reasoning
+        await self.end_stream(None)
+        await self.body.update("")
+        self.reasoning.show_view(split_reply("", starts_in_reasoning=opens))
+        self.begin_stream(opens_in_reasoning=opens)
+        if text:
+            await self.write(text)
+
     async def end_stream(self, final: Message | None) -> None:
         """Stop streaming; with ``final`` the stored reply replaces the streamed text.
 

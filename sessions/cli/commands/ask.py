@@ -31,6 +31,7 @@ from sessions.cli.errors import CliError, UsageError
 from sessions.cli.interrupts import Interrupts, silence_stdout
 from sessions.errors import ContextOverflow, GenerationCancelled, LlamachatError, TurnTaken
 from sessions.events import Event, NoticeRaised, TextStreamed
+from sessions.sampling import MOST_VERSIONS
 from sessions.stop_reason import StopReason
 from sessions.store import HeadMoved
 from sessions.text_safety import InertStream
@@ -60,8 +61,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     where.add_argument("--continue", dest="continue_", type=session_id, metavar="MSG",
                        help="write more of reply MSG, cut at its length limit (a new, longer version of it)")
     parser.add_argument("-n", "--versions", dest="versions", type=_versions, default=1, metavar="N",
-                        help=f"with --regenerate: write N new versions, one after another (1 to {MOST_VERSIONS}; "
-                             "the prompt is evaluated once; a fixed --seed S gives version k the seed S+k)")
+                        help=f"with --regenerate: write N new versions at once, in one batch (1 to {MOST_VERSIONS}; "
+                             "the prompt is evaluated once; the first streams, the others follow once written; "
+                             "a fixed --seed S gives version k the seed S+k)")
     parser.add_argument("--from", dest="from_", type=int, metavar="CHARS",
                         help="with --continue: keep the reply's first CHARS characters and go on from there "
                              "(a new version of any reply of this model)")
@@ -101,9 +103,6 @@ def _model_path(args: argparse.Namespace, ctx: CommandContext, session: Session 
         raise CliError(f"session {session.id} was imported: its file names the model {session.model_path}, "
                        "which is loaded only if you choose it; pass -m PATH")
     raise CliError("no model: pass -m PATH (or set `model` in config.toml)")
-
-
-MOST_VERSIONS = 8
 
 
 def _versions(text: str) -> int:
@@ -150,9 +149,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     session_arg = getattr(args, "session", None)
     overrides = sampling_overrides(args)
     out = _Output(ctx, InertStream())
+    later: dict[int, list[str]] = {}
+    """The text of the versions after the first (``--versions``), shown once they are written."""
 
     def listen(event: Event) -> None:
-        if isinstance(event, TextStreamed):
+        if isinstance(event, TextStreamed) and event.version:
+            later.setdefault(event.version, []).append(event.text)
+        elif isinstance(event, TextStreamed):
             out.write(event.text)
         elif isinstance(event, NoticeRaised):
             ctx.note(f"{event.level}: {event.text}")
@@ -188,15 +191,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     return controller.continue_from(args.continue_, args.from_, sampling=sampling)
                 if question is None:
                     return controller.continue_reply(args.continue_, sampling=sampling)
-                reply = _answer(controller, args, sampling, stops.stop_requested)
-                for k in range(1, args.versions):
-                    if stops.happened or reply.stats is None or reply.stats.stop_reason == StopReason.CANCELLED:
-                        break
-                    written.append(reply)
+                if args.versions == 1:
+                    return _answer(controller, args, sampling, stops.stop_requested)
+                *before, last = controller.generate_versions(args.versions, sampling=sampling)
+                written.extend(before)
+                for k in sorted(later):  # the first streamed as it was written
                     out.next_reply()
-                    controller.regenerate(reply.id)
-                    reply = _answer(controller, args, _version_sampling(sampling, k), stops.stop_requested)
-                return reply
+                    out.write("".join(later[k]))
+                return last
             except GenerationCancelled:
                 if not stops.happened:
                     raise
@@ -293,12 +295,6 @@ class _Output:
         self.gone = True
         if self.interrupts is not None:
             self.interrupts.output_failed(why)
-
-
-def _version_sampling(sampling: SamplingSettings, k: int) -> SamplingSettings:
-    """Version ``k`` (from 0) of several: a fixed seed moves on by ``k``, or every version
-    would be the same reply."""
-    return sampling.with_(seed=sampling.seed + k) if sampling.seed >= 0 else sampling
 
 
 def _stopped_words(cause: str, reply: Message) -> str:
