@@ -18,13 +18,15 @@ measures, straight on llama.cpp:
   ``batch_and_settle_over_one``, the batch and that together over one version. Stored as
   such a reply, a batched version's cells are a rebuild's by construction;
 - ``app_*``: the same through the app's engine (``LlamaChatEngine`` over a checkpoint
-  store, llama.cpp's sampler chains): one reply (``generate``, its checkpoints taken)
-  against N versions (``generate_versions``: a context for the batch made, the
-  question's state copied in, the versions sampled) and against those settled as the app
-  settles them (``sessions.controller.versions.settle``: back to the question, the
-  version decoded as a rebuild decodes it, its checkpoints taken). A version that samples
-  an end token stops there, so these are quotients of seconds per step;
-  ``app_batch_setup_seconds`` is the context for the batch and the state copied in alone;
+  store, llama.cpp's sampler chains): the N seeds each alone (``generate``, as Ctrl+R
+  writes a reply, its checkpoints taken) against N versions in a batch
+  (``generate_versions``: a context for the batch made, the question's state copied in,
+  the versions sampled) and against those settled as the app settles them
+  (``sessions.controller.versions.settle``: back to the question, the version decoded as
+  a rebuild decodes it, its checkpoints taken). A reply that samples an end token stops
+  there, so the quotients are of seconds per step: a batch's step against one token
+  alone; ``app_batch_setup_seconds`` is the context for the batch and the state copied
+  in, alone;
 - how often a version sampled in the batch differs from the same seed sampled alone:
   ``logits_bit_identical_steps`` (steps whose logits equal the alone run's, bit for bit)
   and ``versions_with_other_tokens`` (versions whose sampled tokens differ at all, with the
@@ -62,11 +64,10 @@ class Llama:
     """The model and what a run needs of llama.cpp's C API."""
 
     def __init__(self, path: str, threads: int, gpu_layers: int = 0):
-        import llama_cpp as L
+        from sessions.llama.native import lib
 
+        L = lib()  # llama.cpp's log routed as the app routes it, for the life of the process
         self.L, self.threads = L, threads
-        self._quiet = L.llama_log_callback(lambda level, text, user: None)  # kept: llama.cpp calls it later
-        L.llama_log_set(self._quiet, ctypes.c_void_p())
         params = L.llama_model_default_params()
         params.n_gpu_layers = gpu_layers
         self.model = L.llama_model_load_from_file(path.encode(), params)
@@ -181,7 +182,7 @@ def settled(llama: Llama, prompt: list[int], versions: list[list[int]]) -> float
 
 
 def through_the_app(path: str, n: int, tokens: int, threads: int, seed: int, gpu_layers: int) -> dict:
-    """One reply, N versions and N versions settled, as the app writes them."""
+    """N replies alone, N versions in a batch, and those settled, as the app writes them."""
     import tempfile
     from pathlib import Path
 
@@ -209,9 +210,12 @@ def through_the_app(path: str, n: int, tokens: int, threads: int, seed: int, gpu
                 return engine.prepare(prompt, question.ends, question.stepped, reply_follows=True).logits
 
             engine.generate(asked(), sampling, max_tokens=min(tokens, 8))  # warm
-            t0 = time.perf_counter()
-            one = engine.generate(asked(), sampling, max_tokens=tokens)
-            one_seconds = time.perf_counter() - t0
+            alone_seconds, alone_tokens = 0.0, 0
+            for one in settings:  # each alone, as replies are written one at a time
+                logits = asked()
+                t0 = time.perf_counter()
+                alone_tokens += len(engine.generate(logits, one, max_tokens=tokens).tokens)
+                alone_seconds += time.perf_counter() - t0
             logits = asked()
             t0 = time.perf_counter()
             versions = engine.generate_versions(logits, settings, max_tokens=tokens)
@@ -227,11 +231,11 @@ def through_the_app(path: str, n: int, tokens: int, threads: int, seed: int, gpu
             setup_seconds = time.perf_counter() - t0
         finally:
             engine.close()
-    one_step = one_seconds / max(1, len(one.tokens))
+    one_step = alone_seconds / max(1, alone_tokens)
     steps = max(len(v.tokens) for v in versions) or 1
     return {
-        "app_one_tokens": len(one.tokens), "app_version_tokens": [len(v.tokens) for v in versions],
-        "app_one_seconds": round(one_seconds, 4), "app_batch_seconds": round(batch_seconds, 4),
+        "app_alone_tokens": alone_tokens, "app_version_tokens": [len(v.tokens) for v in versions],
+        "app_alone_seconds": round(alone_seconds, 4), "app_batch_seconds": round(batch_seconds, 4),
         "app_settle_seconds": round(settle_seconds, 4), "app_batch_setup_seconds": round(setup_seconds, 4),
         "app_batch_over_one": round(batch_seconds / steps / one_step, 2),
         "app_batch_and_settle_over_one": round((batch_seconds + settle_seconds) / steps / one_step, 2),

@@ -15,7 +15,7 @@ Standard library only, like the rest of the check.
 from __future__ import annotations
 
 PREFILL = "build: one prefill of the 12-turn chat"
-BENCH_STEPS = ("branching", "server_compare")
+BENCH_STEPS = ("branching", "server_compare", "batched_versions")
 
 
 def records(steps: dict, step: str) -> list[dict]:
@@ -64,7 +64,8 @@ def exactness(steps: dict) -> dict:
 
 
 def goals(steps: dict) -> dict:
-    """Issue #32's goals on the GPU (ratios from one run), per model of the benchmarks."""
+    """Issue #32's goals on the GPU (ratios from one run), per model of the benchmarks, and
+    #37's (several versions at once)."""
     found: dict[tuple[str, str, str], dict] = {}
     for step in BENCH_STEPS:
         for r in records(steps, step):
@@ -84,6 +85,10 @@ def goals(steps: dict) -> dict:
                                                    "branching: reopen: regenerate last reply"),
             "generation_vs_bare_decode": goal(turn.get("generation_vs_bare"), 0.95, True, "branching: turn overhead"),
         }
+        versions = found.get(("batched_versions", model, "several versions"))
+        if versions is not None:  # issue #37: 4 versions at once, through the app, at most 1.2 times one
+            out[model]["versions_batch_over_one"] = goal(versions.get("app_batch_over_one"), 1.2, False,
+                                                         "batched_versions: app_batch_over_one")
     routes = [route for model in exactness(steps).values() for route in model.values()]
     reopened = [r for (step, _m, event), r in found.items() if step == "branching" and event == "reopen: exactness"]
     exact = [bool(r["bit_identical"]) for r in routes] + [bool(r["bit_identical_logits"]) for r in reopened]

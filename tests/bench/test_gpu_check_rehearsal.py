@@ -104,6 +104,7 @@ def test_the_rehearsal_runs_every_step_and_reports_real_figures(pack, tmp_path):
     [versions] = steps["batched_versions"]["records"]
     assert versions["model"] == "gemma3" and versions["versions"] == 4 and versions["n_gpu_layers"] == -1
     assert real(versions["batch_seconds"]) and real(versions["one_seconds"]) and real(versions["settle_seconds"])
+    assert real(versions["app_batch_seconds"]) and real(versions["app_settle_seconds"])
 
     goals = report["figures"]["goals"]
     for model in REHEARSAL_BENCH_ARCHS:
