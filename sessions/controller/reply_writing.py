@@ -136,8 +136,11 @@ class ReplyWriting:
                                  opens_in_reasoning=hooks["opens_in_reasoning"])
         if written.fell_back:
             self._listener()(NoticeRaised(f"the versions were written one after another: {written.fell_back}"))
-        stored = [self._append(engine, conversation, head.id, head.id, one.result.text, one, one.result.tokens)
-                  for one in written.versions]
+        stored: list[Message] = []
+        for one in written.versions:  # each becomes the head as it is stored
+            shown_head = stored[-1].id if stored else head.id
+            stored.append(self._append(engine, conversation, head.id, shown_head, one.result.text, one,
+                                       one.result.tokens))
         wanted = shown()
         last = written.indices.index(wanted) if wanted in written.indices else len(stored) - 1
         if written.batched:  # each made live as a rebuild makes it, the one shown last
@@ -147,8 +150,9 @@ class ReplyWriting:
                     break
         with self._chat.lock:
             conversation.select(stored[last].id)
-        self._listener()(ReplyFinished(stored[last], stored[last].stats or written.versions[last].stats,
-                                       written.versions[last].prep.plan.keep))
+        stats = stored[last].stats
+        assert stats is not None
+        self._listener()(ReplyFinished(stored[last], stats, written.versions[last].prep.plan.keep))
         return stored
 
     def _question_first(self, engine: ChatEngine, reply: Message, branch: BranchTokens) -> PrepareResult | None:
