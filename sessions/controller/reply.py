@@ -6,6 +6,7 @@ is the blocking part in between, run by a worker thread holding the engine lock.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -92,6 +93,8 @@ def write_reply(
         raise GenerationCancelled("stopped before the reply started")
     if len(branch.tokens) >= engine.n_ctx:
         raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
+    if settings.seed < 0:  # a new seed, chosen here to be stored with the reply
+        settings = settings.with_(seed=random.getrandbits(31))
     wanted = max_tokens or settings.max_tokens
     room = engine.n_ctx - len(branch.tokens)
     try:

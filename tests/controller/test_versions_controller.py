@@ -87,3 +87,20 @@ def test_versions_one_after_another_where_no_batch_context_can_be_made(tmp_path,
     assert [v.stats.seed for v in versions] == [5, 6, 7] and not any(v.stats.batch for v in versions)
     assert [v.stats.tokens_evaluated for v in versions][1:] == [0, 0]
     assert any("one after another" in text and "no memory" in text for text in notices)
+
+
+def test_a_reply_keeps_the_seed_it_was_sampled_with_and_that_seed_writes_it_again(tmp_path, store):
+    """With no fixed seed, each reply gets a new one, stored with it: regenerated with that
+    seed, the reply is the same, token for token."""
+    with real_controller(tmp_path, store, n_batch=32, max_tokens=12) as controller:
+        controller.load_model(model_of("llama"))
+        controller.new_session()
+        controller.send("Tell me about the sea.")
+        anyhow = VERSIONS.with_(seed=-1)
+        first = controller.generate_reply(sampling=anyhow)
+        controller.regenerate(first.id)
+        other = controller.generate_reply(sampling=anyhow)
+        controller.regenerate(first.id)
+        again = controller.generate_reply(sampling=anyhow.with_(seed=first.stats.seed))
+    assert first.stats.seed >= 0 and other.stats.seed >= 0 and first.stats.seed != other.stats.seed
+    assert again.stats.seed == first.stats.seed and again.text == first.text

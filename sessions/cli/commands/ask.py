@@ -381,4 +381,6 @@ def _stats_line(reply: Message) -> dict[str, object]:
         "ttft_seconds": round(stats.ttft_seconds, 6),
         "generation_tps": round(stats.generation_tps, 3),
         "stop_reason": str(stats.stop_reason),
+        "seed": stats.seed,
+        "batch": stats.batch,
     }
