@@ -170,10 +170,12 @@ class BranchEngine:
 
     def _plan(
         self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str], need_logits: bool = True,
-        *, disk_as_ram: bool = False,
+        *, disk_as_ram: bool = False, stepped_ranges: Sequence[tuple[int, int]] | None = None,
     ) -> Plan:
         """``disk_as_ram``: price what is on disk as if it were in RAM (the route a warm
-        ahead makes cheapest)."""
+        ahead makes cheapest). ``stepped_ranges``: the messages replayed one token at a
+        time, the only places where decoding may start between boundaries (``plan_route``'s
+        ``splittable``); None, for an estimate, lets it start anywhere."""
         store, compat = self.store, self.compat
         cost = with_speeds(self.cost, self.ctx.speeds)
         if disk_as_ram:
@@ -191,8 +193,11 @@ class BranchEngine:
                 return None
             return SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
 
+        def splittable(k: int) -> bool:
+            return stepped_ranges is None or any(a < k < b for a, b in stepped_ranges)
+
         return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, cost,
-                          need_logits=need_logits)
+                          need_logits=need_logits, splittable=splittable)
 
     def saved_tier(self, prefix: str) -> Tier | None:
         """Where the checkpoint that restores a branch ending after the tokens with this
@@ -235,7 +240,7 @@ class BranchEngine:
         ]
         bounds = segment_boundaries(ends, self.interval)
         prefixes = prefix_hashes(target, bounds)
-        plan = self._plan(target, bounds, prefixes, need_logits)
+        plan = self._plan(target, bounds, prefixes, need_logits, stepped_ranges=stepped_ranges)
         logits, restored_bytes = self.runner.run(plan, target, prefixes)
         restored = len(self.live) - plan.keep if self.live else 0
         restored = max(0, restored)

@@ -201,10 +201,20 @@ def plan_route(
     cost: CostModel = CostModel(),
     *,
     need_logits: bool = True,
+    splittable: Callable[[int], bool] = lambda _k: True,
 ) -> Plan:
     """Return the plan that evaluates the fewest tokens (then costs the least).
 
     Without ``need_logits`` a route may end with no logits, unless they come with it.
+    ``splittable(k)``: whether decoding may start at token ``k`` of the target where it is
+    no boundary. A rebuild decodes each segment from its start, in the same batches every
+    time. Started elsewhere, the batches differ: a last token decoded alone gets other last
+    bits than in a batch (the cut route below), and on a GPU the kernels change with a
+    batch's size. Only inside a reply replayed one token at a time (``stepped``) is every
+    start the same. So a route that keeps what is live past the last boundary, or cuts it
+    between two, and decodes from there is taken only where this says so
+    (``BranchEngine.prepare`` knows the stepped messages; an estimate alone may take
+    every start).
     """
     if not boundaries or boundaries[-1] != len(target):
         raise ValueError("boundaries must end at the target's length")
@@ -212,7 +222,7 @@ def plan_route(
     # asked the store about n**2 / 2 of them: 136 lookups for W1's, 1 ms per plan.
     cells, snapshot = functools.cache(cells), functools.cache(snapshot)
     best: tuple[tuple[int, float, int], Plan] | None = None
-    for plan in _candidates(kind, n_swa, live, target, boundaries, cells, snapshot, need_logits):
+    for plan in _candidates(kind, n_swa, live, target, boundaries, cells, snapshot, need_logits, splittable):
         seconds = _estimate(plan, cost)
         key = (plan.tokens_to_evaluate, seconds, -plan.keep)
         if best is None or key < best[0]:
@@ -221,7 +231,8 @@ def plan_route(
     return replace(best[1], estimate_seconds=best[0][1], cost=cost)
 
 
-def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot, need_logits: bool):
+def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot, need_logits: bool,
+                splittable: Callable[[int], bool]):
     n_live, n = len(live.tokens), len(target)
     c = common_prefix(live.tokens, target)
     def plan(keep: int, restore: tuple[SegmentInfo, ...], evaluate_from: int, *,
@@ -230,7 +241,7 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                     logits_source="decode", live_len=n_live, rewind=rewind, snapshot=snapshot)
 
     starts: list[tuple[int, SnapshotInfo | None]] = [(0, None)]  # (keep, rewind snapshot)
-    if c == n_live and n_live:
+    if c == n_live and n_live and (n_live == n or n_live in boundaries or splittable(n_live)):
         starts.append((n_live, None))
     for k in boundaries:
         if 0 < k <= c and k < n_live:
@@ -244,7 +255,7 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
     # where the cells can be cut anywhere, keep all but its last token, whose decode
     # gives the logits to go on from.
     last = n - 1
-    if (need_logits and 0 < last < n_live and n <= c and last not in boundaries
+    if (need_logits and 0 < last < n_live and n <= c and last not in boundaries and splittable(last)
             and kind is not MemoryKind.RECURRENT and cut_allowed(kind, n_swa, live, last)):
         starts.append((last, None))
     for keep, rewind in starts:

@@ -11,6 +11,13 @@ tokens stay the tokens the model sampled, one after the other, and rebuilding th
 replays them the same way (one token at a time), bit for bit. The cut version stays as
 the earlier version (``‹ 1/2 ›``).
 
+A reply not sampled alone (written or edited by hand, or a version sampled in a batch)
+is decoded as one batch wherever its branch is made live, and its checkpoints, found by
+its tokens, hold that state. A version going on from it must be rebuilt the same way, or
+the same tokens would stand for two states: so it goes on the batch way (the new tokens
+sampled as a batch of one, ``write_reply``'s ``alone``) and is stored as not sampled
+alone, then made live as a rebuild makes it (``versions.settle``).
+
 Only the new tokens are evaluated: the engine keeps the logits after a reply that may be
 continued (in the live context, and in the checkpoint at the reply's end), so making the
 branch that ends at the reply live restores it and decodes nothing.
@@ -71,24 +78,18 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     """Generate more of ``reply``, the last message of ``branch``; blocking.
 
     ``branch.stepped[-1]`` tells whether the reply's tokens are the ones this model
-    sampled. A reply written or edited by hand (no stats) has its template rendering for
-    this model instead, its text as the cache holds it (the turn's closing belongs to the
-    next message): the model goes on from that text. Those tokens are decoded one at a
-    time, as the new version, whose tokens they begin, is replayed on every rebuild
-    (``branch_tokens``): so the state it leaves is a recompute's. A version sampled in a
-    batch with others was decoded as one batch, not alone: it goes on the batch way too
-    (a batch of one, ``write_reply``'s ``alone``), and the new version, stored as not
-    sampled alone, is made live as a rebuild makes it (``versions.settle``). A reply
-    another model sampled is refused: its own tokens are that model's, not text typed
-    for this one.
+    sampled alone. A reply written or edited by hand (no stats) has its template rendering
+    for this model instead, its text as the cache holds it (the turn's closing belongs to
+    the next message): the model goes on from that text. It and a version sampled in a
+    batch go on the batch way (see the module docstring); the caller settles the new
+    version. A reply another model sampled is refused: its own tokens are that model's,
+    not text typed for this one.
     """
     sampled = bool(branch.stepped) and branch.stepped[-1]
-    batched = batched_version(reply)
-    if not sampled and reply.stats is not None and not batched:
+    apart = not_sampled_alone(reply)
+    if not sampled and not apart:
         raise ControllerError("this reply was written by another model: only a reply of the loaded model, "
                               "or one written or edited by hand, can be continued")
-    if not sampled and not batched:
-        branch = BranchTokens(branch.tokens, branch.ends, [*branch.stepped[:-1], True])
     if len(branch.tokens) >= engine.n_ctx:
         raise ContextOverflow("the context is full at the end of this reply: there is no room to continue it",
                               tokens=len(branch.tokens), n_ctx=engine.n_ctx)
@@ -97,7 +98,7 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     written = write_reply(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
                           on_progress=on_progress, on_text=on_text, should_stop=should_stop,
                           resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning,
-                          made_live=made_live, alone=not batched)
+                          made_live=made_live, alone=sampled)
     stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
     tokens = old + list(written.result.tokens)
     # Not ``reply.text + written.result.text`` for a sampled reply: one cut between the bytes
@@ -105,14 +106,19 @@ def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message,
     # would become another; read as one run, the bytes make the character the model wrote.
     # A reply's text as typed ends in a whole character, and its tokens may hold what the
     # template adds around a reply (an empty reasoning block): its own text is kept.
-    text = engine.detokenize(tokens) if sampled or batched else reply.text + written.result.text
+    text = reply.text + written.result.text if reply.stats is None else engine.detokenize(tokens)
     return Continued(WrittenReply(written.result, stats, written.prep), text, tokens)
 
 
 def batched_version(reply: Message) -> bool:
-    """A reply sampled in a batch of versions (``GenerationStats.batch``): it goes on the
-    batch way (``write_continuation``)."""
+    """A reply sampled in a batch of versions (``GenerationStats.batch``)."""
     return reply.stats is not None and reply.stats.batch > 0
+
+
+def not_sampled_alone(reply: Message) -> bool:
+    """A reply written or edited by hand, or sampled in a batch: one going on from it goes
+    on the batch way (see the module docstring)."""
+    return reply.stats is None or batched_version(reply)
 
 
 def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int, *, batched: bool = False) -> BranchTokens:

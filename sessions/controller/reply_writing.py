@@ -17,6 +17,7 @@ from sessions.controller.continuation import (
     batched_version,
     check_continuable,
     cut_reply,
+    not_sampled_alone,
     whole_reply_first,
     write_continuation,
 )
@@ -24,19 +25,18 @@ from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
 from sessions.controller.reply_storing import append_reply
-from sessions.controller.versions import back_to_question, settle, version_seeds, write_versions
+from sessions.controller.versions import all_the_same, settle, version_seeds, write_versions
 from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
-from sessions.errors import ControllerError, GenerationCancelled
+from sessions.errors import ControllerError
 from sessions.events import Listener, NoticeRaised, PromptProgressed, ReplyFinished
-from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.templates.chat_template import ChatMessage
 from sessions.templates.message_tokens import reply_opens_in_reasoning
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult
+    pass
 
 
 class ReplyWriting:
@@ -80,11 +80,10 @@ class ReplyWriting:
             path = self._chat.path(reply.id)
             sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
         branch = self._chat.tokens(engine, path)
-        made_live = self._question_first(engine, reply, branch)
         continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
-                                       max_tokens=max_tokens, made_live=made_live, **self.hooks(engine, path, branch))
+                                       max_tokens=max_tokens, **self.hooks(engine, path, branch))
         return self.store(engine, conversation, branch, reply.parent_id, head.id if head else None,
-                          continued.text, continued.written, continued.tokens, settled=batched_version(reply))
+                          continued.text, continued.written, continued.tokens, settled=not_sampled_alone(reply))
 
     def go_on_from(self, message_id: int, chars: int, new_chat: SamplingSettings, *, max_tokens: int | None,
                    sampling: SamplingSettings | None, t_request: float) -> Message:
@@ -99,16 +98,14 @@ class ReplyWriting:
             path = self._chat.path(reply.id)
             sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
         whole = self._chat.tokens(engine, path)
-        branch = cut_reply(engine, whole, chars, batched=batched_version(reply))
+        batched = batched_version(reply)  # its cut decoded as a batch, as a rebuild decodes it
+        branch = cut_reply(engine, whole, chars, batched=batched)
         hooks = self.hooks(engine, path, branch)
-        if batched_version(reply):
-            made_live = self._question_first(engine, reply, branch)
-        else:
-            made_live = whole_reply_first(engine, whole, branch) if not self._jobs.stop_requested else None
+        made_live = None if batched or self._jobs.stop_requested else whole_reply_first(engine, whole, branch)
         continued = write_continuation(engine, branch, reply, sampling, t_request=t_request,
                                        max_tokens=max_tokens, made_live=made_live, **hooks)
         return self.store(engine, conversation, branch, reply.parent_id, head.id if head else None,
-                          continued.text, continued.written, continued.tokens, settled=batched_version(reply))
+                          continued.text, continued.written, continued.tokens, settled=batched)
 
     def answer_versions(self, count: int, new_chat: SamplingSettings, *, max_tokens: int | None,
                         sampling: SamplingSettings | None, t_request: float,
@@ -125,6 +122,9 @@ class ReplyWriting:
                 raise ControllerError("a reply needs a user message at the end of the branch")
             path = self._chat.path(head.id)
             sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
+        if count > 1 and all_the_same(sampling):
+            raise ControllerError("at temperature 0 (or top-k 1) every version would be the same reply: raise the "
+                                  "temperature (Ctrl+S in the app, --temp with ask) to write different ones")
         branch = self._chat.tokens(engine, path)
         hooks = self.hooks(engine, path, branch)
         on_texts = [streamed_text(self._listener(), opens_in_reasoning=hooks["opens_in_reasoning"],
@@ -155,17 +155,6 @@ class ReplyWriting:
         self._listener()(ReplyFinished(stored[last], stats, written.versions[last].prep.plan.keep))
         return stored
 
-    def _question_first(self, engine: ChatEngine, reply: Message, branch: BranchTokens) -> PrepareResult | None:
-        """For a version sampled in a batch, gone on from: the messages before it made
-        live first, so that what is kept of it is decoded as a rebuild decodes it
-        (``versions.back_to_question``). None for any other reply."""
-        if not batched_version(reply) or self._jobs.stop_requested:
-            return None
-        try:
-            return back_to_question(engine, _before_reply(branch))
-        except DecodeCancelled:
-            raise GenerationCancelled("stopped before the reply started") from None
-
     def hooks(self, engine: ChatEngine, path: Sequence[Message], branch: BranchTokens) -> dict[str, Any]:
         """How a reply to ``path`` (or the reply that ends it, continued) reports back and
         learns it should stop; and whether its text begins inside reasoning, asked of the
@@ -186,8 +175,9 @@ class ReplyWriting:
         """Store a reply under ``parent_id`` with the tokens ``engine`` sampled, and say so.
 
         ``shown_head`` is the head the reply was asked on (see ``reply_storing``).
-        ``settled``: the reply was sampled as a batch of one, and is made live as a
-        rebuild makes it once stored (``versions.settle``).
+        ``settled``: the reply was sampled as a batch of one (it goes on from a reply
+        not sampled alone), and is made live as a rebuild makes it once stored
+        (``versions.settle``).
         """
         reply = self._append(engine, conversation, parent_id, shown_head, text, written, tokens)
         if settled and not self._jobs.stop_requested:

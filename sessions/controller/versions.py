@@ -9,8 +9,13 @@ A version sampled in the batch is stored as a reply not sampled alone
 (``GenerationStats.batch``), and ``settle`` then makes it live the way every rebuild
 does: decoded as one batch from the question's state. Only then are its checkpoints
 taken, so that whatever goes on from it later (a reply after it, a reopen next week) is
-bit for bit what a recompute of its tokens gives. The versions written one after another
-are replies sampled alone, like any other.
+bit for bit what a recompute of its tokens gives (``prepare`` decodes such a reply from
+a boundary, in a rebuild's batches: ``plan_route``'s ``splittable``). The versions written
+one after another are replies sampled alone, like any other.
+
+At temperature 0 (or top-k 1) every version would be the same reply, and the same tokens
+as the reply sampled alone, whose checkpoints (found by their tokens) hold the state of a
+reply decoded one token at a time: such a request is refused in a sentence.
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ if TYPE_CHECKING:
     from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
 
-__all__ = ["MOST_VERSIONS", "WrittenVersions", "back_to_question", "settle", "version_seeds", "write_versions"]
+__all__ = ["MOST_VERSIONS", "WrittenVersions", "all_the_same", "settle", "version_seeds", "write_versions"]
+
+
+def all_the_same(sampling: SamplingSettings) -> bool:
+    """Whether every version would be the same reply: greedy sampling, or top-k 1."""
+    return sampling.greedy or sampling.top_k == 1
 
 
 def version_seeds(sampling: SamplingSettings, count: int) -> list[int]:
@@ -112,20 +122,10 @@ def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], sto
     its branch is made live does the same."""
     tokens = before.tokens + list(version)
     try:
-        back_to_question(engine, before)
         return engine.prepare(tokens, [*before.ends, len(tokens)], [*before.stepped, False], on_progress,
                               need_logits=stop_reason in CONTINUABLE)
     except DecodeCancelled:
         return None
-
-
-def back_to_question(engine: ChatEngine, before: BranchTokens) -> PrepareResult:
-    """Only the messages ``before`` a reply live, none of it: where a reply not sampled
-    alone is decoded from, in one run of batches as a rebuild decodes it. Left to
-    ``prepare`` alone, a branch that extends what is live (a version gone on from) or
-    ends inside it (cut) would keep the live part of the reply and decode the rest as
-    another batch, or one token alone: other last bits than a rebuild's."""
-    return engine.prepare(before.tokens, before.ends, before.stepped, need_logits=False)
 
 
 def _make_live(engine: ChatEngine, branch: BranchTokens, on_progress: ProgressFn) -> PrepareResult:

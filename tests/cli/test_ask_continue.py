@@ -96,12 +96,12 @@ def test_a_reply_edited_by_hand_goes_on_from_its_text_exactly(controller):
     assert again.text.startswith("The sea is wide and") and len(again.text) > len(edited.text)
     piece, tokens = frozen(controller, edited.id), frozen(controller, again.id)
     assert tokens[:len(piece)] == piece and 1 <= len(tokens) - len(piece) <= 5  # its text, then the model's
-    assert again.stats.sampled_by == controller.engine.info.fingerprint  # replayed one token at a time
-    # The state the continuation left is a fresh context's that replays the branch as every
-    # rebuild will: the typed text was decoded one token at a time, as it is replayed.
+    assert again.stats.batch == 1  # gone on the batch way: decoded as a batch, as the typed text is
+    # The state the continuation left is a fresh context's that decodes the branch as every
+    # rebuild will: the typed text and what followed it, as one batch.
     branches = controller.engine.branches
     target, ends, stepped = branch_tokens(controller._store, controller.engine, controller.snapshot().path)
-    assert stepped[-1] and branches.live == target
+    assert not stepped[-1] and branches.live == target
     fresh = BranchEngine(branches.model, LlamaContext(branches.model, branches.ctx.params), None)
     try:
         recomputed = fresh.prepare(target, ends, stepped=stepped).logits

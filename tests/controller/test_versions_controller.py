@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.controller import SamplingSettings
+from sessions.controller import ControllerError, SamplingSettings
 from sessions.events import TextStreamed
 from sessions.synth import make_model
 from sessions.tree import Message
@@ -104,3 +104,14 @@ def test_a_reply_keeps_the_seed_it_was_sampled_with_and_that_seed_writes_it_agai
         again = controller.generate_reply(sampling=anyhow.with_(seed=first.stats.seed))
     assert first.stats.seed >= 0 and other.stats.seed >= 0 and first.stats.seed != other.stats.seed
     assert again.stats.seed == first.stats.seed and again.text == first.text
+
+
+def test_versions_at_temperature_0_are_refused_in_a_sentence(tmp_path, store):
+    with real_controller(tmp_path, store, n_batch=32, max_tokens=8) as controller:
+        controller.load_model(model_of("llama"))
+        controller.new_session()
+        question = controller.send("Tell me about the sea.")
+        for same in (VERSIONS.with_(temperature=0.0), VERSIONS.with_(top_k=1)):
+            with pytest.raises(ControllerError, match="every version would be the same reply"):
+                controller.generate_versions(3, sampling=same)
+        assert controller.snapshot().tree.children(question.id) == []

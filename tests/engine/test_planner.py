@@ -151,3 +151,22 @@ def test_the_store_is_asked_about_each_boundary_once(kind):
     other = TARGET[:90] + [999] * 5  # every boundary before 90 is a start
     plan_route(kind, 16, live(95, tokens=other), TARGET, BOUNDS, cell_lookup, snap_lookup)
     assert asked and len(asked) == len(set(asked))
+
+
+@pytest.mark.parametrize("kind", [K.PLAIN, K.SWA, K.HYBRID, K.RECURRENT])
+def test_decoding_starts_between_boundaries_only_where_a_reply_is_replayed_token_by_token(kind):
+    """Live holds 65 tokens of the message [50, 80): kept and extended only if that message
+    is replayed one token at a time; else decoding starts at its boundary (50), in the
+    batches a rebuild decodes it in."""
+    stepped = plan_route(kind, 16, live(65), TARGET, BOUNDS, cells(), snaps(50), splittable=lambda k: 50 < k < 80)
+    assert (stepped.keep, stepped.evaluate_from) == (65, 65)
+    batched = plan_route(kind, 16, live(65), TARGET, BOUNDS, cells(), snaps(50), splittable=lambda _k: False)
+    assert batched.evaluate_from in (0, 50) and batched.keep <= 50
+
+
+@pytest.mark.parametrize("splittable, keep", [(lambda k: 50 < k < 80, 64), (lambda _k: False, 50)])
+def test_a_cut_inside_the_live_message_decodes_one_token_only_in_a_stepped_reply(splittable, keep):
+    """A target that ends inside what is live (a reply cut): its last token decoded alone
+    only where the reply was sampled token by token."""
+    plan = plan_route(K.PLAIN, 0, live(80), TARGET[:65], [20, 50, 65], cells(), snaps(), splittable=splittable)
+    assert plan.keep == keep and plan.evaluate_from == keep

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 from textual.widgets import Static
+from textual.worker import WorkerFailed
 
 from tui.screens.chat_screen import ChatScreen
 from tui.widgets.tree_panel import TreePanel
@@ -36,7 +37,10 @@ async def settle(pilot: Pilot) -> ChatScreen:
     """Wait until no engine job runs and nothing waits for one."""
     screen = main_screen(pilot)
     await wait_for(pilot, lambda: screen.jobs.idle, "the engine to be idle")
-    await pilot.app.workers.wait_for_complete()
+    try:
+        await pilot.app.workers.wait_for_complete()
+    except WorkerFailed:  # an engine job that failed, still listed: the screen has said so (``job_failed``)
+        pass
     await pilot.pause()
     return screen
 

@@ -44,6 +44,7 @@ async def test_the_versions_page_while_they_are_written_and_esc_keeps_each_as_st
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
+        screen.controller.set_sampling(SamplingSettings(temperature=0.8))
         await send(pilot, "tell me something")
         question = screen.controller.snapshot().head.parent_id
         script.replies = ["First version here.", "Second one there.", "Third text now."]
@@ -72,6 +73,7 @@ async def test_without_room_for_a_batch_the_versions_are_written_one_after_anoth
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
+        screen.controller.set_sampling(SamplingSettings(temperature=0.8))
         await send(pilot, "tell me something")
         question = screen.controller.snapshot().head.parent_id
         script.versions_unavailable = True
@@ -94,3 +96,17 @@ async def test_a_count_out_of_range_is_refused_in_words(make_app):
         await settle(pilot)
         assert len(replies(screen, question)) == 1
         assert any("from 2 to 8" in str(n.message) for n in app._notifications)
+
+
+async def test_at_temperature_0_the_versions_are_refused_in_a_sentence(make_app):
+    app = make_app()  # the tests' chats sample greedily
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "tell me something")
+        question = screen.controller.snapshot().head.parent_id
+        await ask_for(pilot, app, "3")
+        await wait_for(pilot, lambda: any("same reply" in str(n.message) for n in app._notifications),
+                       "the refusal")
+        await settle(pilot)
+        assert len(replies(screen, question)) == 1 and screen.conversation_view.reply_view is None
+        assert screen.controller.snapshot().head.parent_id == question  # the reply still shown
