@@ -47,6 +47,8 @@ def sample_versions(engine: BranchEngine, logits: np.ndarray, samplers: Sequence
     began, n = len(engine.live), len(samplers)
     tokens: list[list[int]] = [[] for _ in range(n)]
     detoks = [Detokenizer(engine.model.piece) for _ in range(n)]
+    for detok in detoks:  # a character a reply gone on from left unfinished (none after a question)
+        detok.prime(engine.live[max(0, began - 4):began])
     reasons: list[StopReason | None] = [None] * n
     first: list[float | None] = [None] * n
     row: dict[int, int] = {}
