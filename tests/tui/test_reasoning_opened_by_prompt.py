@@ -52,3 +52,29 @@ async def test_a_whole_reply_shows_its_answer_and_folds_its_reasoning(make_app, 
         assert reply.body.source == "Hello to you too!"
         assert reasoning_of(reply).startswith("▸ reasoning · 11 words")
 
+
+
+async def test_versions_opened_in_reasoning_stay_reasoning_when_paged_while_written(make_app, script):
+    from sessions.controller import SamplingSettings
+    from tests.tui.helpers import wait_for
+    from tests.tui.test_several_versions import ask_for
+
+    script.template = ChatTemplate.load(R1.read_text())
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        screen.controller.set_sampling(SamplingSettings(temperature=0.8))
+        await send(pilot, "hello")
+        script.replies = ["First thought here.</think>One.", "Second thought there.</think>Two."]
+        script.hold_after = 2  # two words of each, inside the reasoning
+        await ask_for(pilot, app, "2")
+        view = lambda: screen.conversation_view.reply_view  # noqa: E731
+        await wait_for(pilot, lambda: view() is not None and "thinking… · 2 words" in reasoning_of(view()),
+                       "the first version thinking")
+        await pilot.press("alt+right")
+        await wait_for(pilot, lambda: "‹ 2/2 ›" in view().header_plain, "the second version shown")
+        await pilot.pause()
+        assert "thinking… · 2 words" in reasoning_of(view())
+        assert reply_text(screen) == ""  # its reasoning, not streamed into its answer
+        await pilot.press("escape")
+        await settle(pilot)

@@ -6,8 +6,9 @@ stream into one reply view that shows one version at a time (``‹ 2/4 ›``): t
 keys and the header's arrows move between them while they are written. Once written,
 each is a version of the reply of its own, the one being read when they ended is shown,
 and each is stored with its seed: with a fixed seed in the chat's settings, version k
-uses that seed plus k, so the versions differ; at temperature 0 they are all the same
-reply. Esc stops them all, keeping what each wrote as stopped.
+uses that seed plus k, so the versions differ. At temperature 0 they would all be the
+same reply: the gesture says so instead. Esc stops them all, keeping what each wrote as
+stopped.
 """
 
 from __future__ import annotations

@@ -444,7 +444,7 @@ class ConversationView(VerticalScroll):
             return False
         if versions.page(delta):
             self._streamed.forget()
-            await view.restart_stream(versions.text())
+            await view.restart_stream(versions.text(), opens_in_reasoning=versions.opens_in_reasoning)
             view.set_position((versions.shown + 1, versions.count), "writing…")
         return True
 
@@ -454,7 +454,9 @@ class ConversationView(VerticalScroll):
         ``opens_in_reasoning``: the reply began inside reasoning (``TextStreamed``).
         ``version``: which of several written at once; only the one shown is drawn.
         """
-        if version is not None and self._versions is not None and not self._versions.add(version, text):
+        versions = self._versions
+        if version is not None and versions is not None and not versions.add(version, text,
+                                                                              opens_in_reasoning=opens_in_reasoning):
             return
         self._streamed.add(text, opens_in_reasoning=opens_in_reasoning)
 

@@ -259,10 +259,11 @@ class MessageView(Vertical):
         self._streamed += min(len(new), room)
         await self._stream.write(new[:room])
 
-    async def restart_stream(self, text: str) -> None:
+    async def restart_stream(self, text: str, *, opens_in_reasoning: bool = False) -> None:
         """Show another reply being written here instead (another version written at the
-        same time, ``ConversationView.page_versions``): its ``text`` so far, then what follows."""
-        opens = self._opens_in_reasoning
+        same time, ``ConversationView.page_versions``): its ``text`` so far, then what follows
+        (``opens_in_reasoning`` as for ``write``)."""
+        opens = self._opens_in_reasoning or opens_in_reasoning
         await self.end_stream(None)
         await self.body.update("")
         self.reasoning.show_view(split_reply("", starts_in_reasoning=opens))

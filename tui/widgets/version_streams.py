@@ -12,9 +12,12 @@ class VersionStreams:
         self.count = count
         self.shown = 0
         self._texts = [""] * count
+        self.opens_in_reasoning = False
+        """The versions begin inside reasoning (``TextStreamed.opens_in_reasoning``)."""
 
-    def add(self, version: int, text: str) -> bool:
+    def add(self, version: int, text: str, *, opens_in_reasoning: bool = False) -> bool:
         """Keep more text of ``version``; True when it is the one shown (to be drawn)."""
+        self.opens_in_reasoning = self.opens_in_reasoning or opens_in_reasoning
         if 0 <= version < self.count:
             self._texts[version] += text
         return version == self.shown
