@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import Any
 
+from rich.console import RenderableType
 from textual import events
 from textual.app import App
 from textual.driver import Driver
@@ -121,13 +123,17 @@ class LlamaChatApp(App[None]):
             self.push_screen(HelpScreen(self.keymap))
 
     async def action_quit(self) -> None:
-        self.controller.cancel()  # a reply being written stops at the next token
         self.exit()
+
+    def exit(self, result: Any = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+        """Every way out stops the reply being written at its next token (it is stored as
+        stopped); the app ends once it is."""
+        self.controller.cancel()
+        super().exit(result, return_code, message)
 
     def stop_on_signal(self, number: int) -> None:
         """End as Ctrl+Q does; the process ends once the reply being written is stored."""
         self.stopped_by = number
-        self.controller.cancel()
         self.exit(return_code=128 + number)
 
     def on_unmount(self) -> None:

@@ -1,6 +1,7 @@
 """Snapshots of what a user looks at after the gestures of issue 34: line breaks kept in
 messages, the delete question naming the tree node under the cursor, and a paged long
-reply with its header on screen.
+reply with its header on screen; and of issue 37's several versions written at once,
+paged while they are written.
 
 The chats are written straight into the store (fixed texts and times), as in
 ``test_main_snapshots``.
@@ -33,6 +34,32 @@ def test_single_line_breaks_are_drawn(snap_compare, make_app, fake_model):
     reply = "Sugar is sweet,\nand so are you.\n\n```text\nkept\nas it was\n```"
     app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, reply)))
     assert snap_compare(app, terminal_size=SIZE, run_before=quiet)
+
+
+def test_versions_written_at_once_page_while_written(snap_compare, make_app, fake_model, script):
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, "First answer.")))
+
+    async def second_of_three(pilot):
+        from sessions.controller import SamplingSettings
+        from tests.tui.helpers import reply_text
+        from tui.screens.dialogs import TextPrompt
+
+        await quiet(pilot)
+        screen = pilot.app.screen
+        screen.controller.set_sampling(SamplingSettings(temperature=0.8, seed=1))
+        script.replies = ["Alpha writes first and", "Beta goes on from here", "Gamma says the third"]
+        script.hold_after = 3  # three words of each, then held until the app closes
+        await pilot.press("ctrl+up", "alt+r")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, TextPrompt), "the count asked for")
+        await pilot.press("ctrl+a", "ctrl+k", "3", "enter")
+        await wait_for(pilot, lambda: reply_text(screen).strip() == "Alpha writes first", "the first version")
+        await pilot.press("alt+right")
+        await wait_for(pilot, lambda: reply_text(screen).strip() == "Beta goes on", "the second version")
+        screen.status.set_speed(None)  # a speed measured on the fake's clock
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=second_of_three)
 
 
 def test_delete_in_the_tree_names_the_node(snap_compare, make_app, fake_model):

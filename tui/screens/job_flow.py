@@ -45,7 +45,7 @@ async def core_event(screen: ChatHost, event: core.Event) -> None:
             shown = streamed.version in (None, screen.conversation_view.shown_version)
             if streamed.tokens_per_second and shown:
                 screen.status.set_speed(streamed.tokens_per_second, streaming=True)
-            if streamed.context_used:  # the meter follows the reply, not "?" until it is stored
+            if streamed.context_used and shown:  # the meter follows the reply, not "?" until it is stored
                 screen.status.set_context(streamed.context_used, screen.controller.n_ctx)
         case core.ReplyFinished(reply, stats, kept):
             await screen.conversation_view.finish_stream(reply)
