@@ -101,6 +101,13 @@ def _continued_from(ends: Sequence[int], stepped: Sequence[bool] | None, interva
     return start + (end - start) // interval * interval
 
 
+def _stepped_ranges(ends: Sequence[int], stepped: Sequence[bool] | None) -> list[tuple[int, int]] | None:
+    """The token ranges of the messages replayed one token at a time (None: not known)."""
+    if stepped is None:
+        return None
+    return [(a, b) for a, b, step in zip([0, *ends[:-1]], ends, stepped, strict=True) if step]
+
+
 CONTINUABLE = frozenset({StopReason.LENGTH, StopReason.CANCELLED, StopReason.CONTEXT_FULL})
 """Replies that may be continued later: the logits after their last token are kept."""
 
@@ -147,10 +154,13 @@ class BranchEngine:
             pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
         return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
 
-    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
-        """What ``prepare`` would do for this branch, without doing it."""
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
+             stepped: Sequence[bool] | None = None) -> Plan:
+        """What ``prepare`` would do for this branch (with ``stepped`` as ``prepare`` takes
+        it), without doing it."""
         bounds = segment_boundaries(ends, self.interval)
-        return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits)
+        return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits,
+                          stepped_ranges=_stepped_ranges(ends, stepped))
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:
@@ -233,11 +243,7 @@ class BranchEngine:
         t0, d0, s0 = time.perf_counter(), self.ctx.decode_seconds, self.ctx.state_seconds
         c0, dc0 = time.thread_time(), self.ctx.decode_cpu_seconds
         self.captures.flush()  # whatever an interrupted job left, before the live sequence changes
-        stepped_ranges = [
-            (a, b)
-            for a, b, step in zip([0, *ends[:-1]], ends, stepped or [False] * len(ends), strict=True)
-            if step
-        ]
+        stepped_ranges = _stepped_ranges(ends, stepped or [False] * len(ends))
         bounds = segment_boundaries(ends, self.interval)
         prefixes = prefix_hashes(target, bounds)
         plan = self._plan(target, bounds, prefixes, need_logits, stepped_ranges=stepped_ranges)

@@ -69,7 +69,8 @@ class BranchRoutes:
         with self._jobs.held():
             engine = self._chat.loaded()
             branch = self._chat.branch(engine, leaf_id)
-            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False,
+                                                    stepped=branch.stepped), branch)
 
     def plan_choice(self, message_id: int) -> Plan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
@@ -85,7 +86,8 @@ class BranchRoutes:
             with self._chat.lock:
                 path = self._chat.path(self._chat.conv().tree.resume_leaf(message_id).id)
             branch = self._chat.tokens(engine, path)
-            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False), branch)
+            return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False,
+                                                    stepped=branch.stepped), branch)
 
     def warm_ahead(self, message_id: int, should_stop: Callable[[], bool]) -> WarmedAhead | None:
         """Read what choosing ``message_id`` (its branch last seen, as ``select``) would

@@ -165,10 +165,10 @@ def whole_reply_first(engine: ChatEngine, whole: BranchTokens, cut: BranchTokens
     """
     if engine.info.kind is not MemoryKind.PLAIN:
         return None
-    own = engine.plan(cut.tokens, cut.ends)
+    own = engine.plan(cut.tokens, cut.ends, stepped=cut.stepped)
     if own.tokens_to_evaluate <= 1:
         return None
-    restore = engine.plan(whole.tokens, whole.ends, need_logits=False)
+    restore = engine.plan(whole.tokens, whole.ends, need_logits=False, stepped=whole.stepped)
     if restore.tokens_to_evaluate or restore.estimate_seconds >= own.estimate_seconds:
         return None
     try:

@@ -120,8 +120,9 @@ class LlamaChatEngine:
         detok.finish()
         return detok.text
 
-    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
-        return self.branches.plan(target, ends, need_logits=need_logits)
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
+             stepped: Sequence[bool] | None = None) -> Plan:
+        return self.branches.plan(target, ends, need_logits=need_logits, stepped=stepped)
 
     def prepare(
         self, target, ends, stepped=None, on_progress: ProgressFn | None = None, *, reply_follows: bool = False,

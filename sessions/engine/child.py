@@ -126,8 +126,8 @@ class _Worker:
     def _detokenize(self, tokens):
         return self.engine.detokenize(tokens)
 
-    def _plan(self, target, ends, need_logits=True):
-        return self.engine.plan(target, ends, need_logits=need_logits)
+    def _plan(self, target, ends, need_logits=True, stepped=None):
+        return self.engine.plan(target, ends, need_logits=need_logits, stepped=stepped)
 
     def _warm_ahead(self, target, ends):
         return self.engine.warm_ahead(target, ends, self.stop.is_set)

@@ -225,8 +225,10 @@ class EngineProcess:
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self._call("detokenize", list(tokens))
 
-    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True):
-        return self._call("plan", list(target), list(ends), need_logits)
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
+             stepped: Sequence[bool] | None = None):
+        return self._call("plan", list(target), list(ends), need_logits,
+                          list(stepped) if stepped is not None else None)
 
     def prepare(self, target, ends, stepped=None, on_progress=None, *, reply_follows: bool = False,
                 need_logits: bool = True):

@@ -41,8 +41,10 @@ class ChatEngine(Protocol):
         """
         ...
 
-    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
-        """What making ``target`` live would cost; no work is done."""
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
+             stepped: Sequence[bool] | None = None) -> Plan:
+        """What making ``target`` live would cost (``stepped`` as ``prepare`` takes it; None:
+        not known, and the plan may take a route ``prepare`` would not); no work is done."""
         ...
 
     def prepare(

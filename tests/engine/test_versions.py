@@ -81,3 +81,23 @@ def test_a_version_at_a_fixed_seed_in_a_batch_of_one_is_the_reply_sampled_alone(
 def store(tmp_path):
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as s:
         yield s
+
+
+def test_a_cut_inside_a_batch_decoded_reply_is_planned_and_made_from_its_start(loaded_models, store):
+    """Cut inside a live reply that was decoded as a batch, the branch is decoded from the
+    reply's start, as a rebuild decodes it, and ``plan`` told ``stepped`` says so; told
+    nothing it prices the one-token cut a stepped reply would take."""
+    model = loaded_models["llama"]
+    msgs = branch(model, 0, 1)
+    engine = engine_for(model, store)
+    prep = engine.prepare(*flat(msgs), reply_follows=True)
+    (sampler,) = samplers(model, 1)
+    (version,) = sample_versions(engine, prep.logits, [sampler], max_tokens=TOKENS)
+    sampler.close()
+    engine.prepare(*flat(msgs + [version.tokens]), stepped=[False] * 3)
+    cut = msgs + [version.tokens[:10]]
+    start = len(flat(msgs)[0])
+    assert engine.plan(*flat(cut)).keep == start + 9  # a stepped reply's route
+    planned = engine.plan(*flat(cut), stepped=[False] * 3)
+    made = check(engine, model, cut, stepped=[False] * 3)
+    assert planned.keep == made.plan.keep == start and made.tokens_evaluated == 10

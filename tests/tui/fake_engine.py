@@ -110,7 +110,8 @@ class FakeEngine:
     def detokenize(self, tokens: Sequence[int]) -> str:
         return bytes(tokens).decode("utf-8", "replace")
 
-    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True) -> Plan:
+    def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
+             stepped: Sequence[bool] | None = None) -> Plan:
         target = list(target)
         shared = common_prefix(self.live, target)
         keep = max([0] + [end for end in ends if end <= shared])
