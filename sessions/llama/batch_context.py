@@ -43,7 +43,7 @@ class BatchContext:
         cp = L.llama_context_default_params()
         cp.n_ctx = -(-n_ctx // PAD) * PAD
         cp.n_batch = cp.n_ubatch = max(params.n_batch, n_seq)
-        cp.n_seq_max = n_seq
+        cp.n_seq_max = max(n_seq, 2)  # a sliding window's cache is sized by it: at least the app context's
         cp.kv_unified = True
         cp.swa_full = False
         cp.n_threads = cp.n_threads_batch = params.threads()
