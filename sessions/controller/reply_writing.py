@@ -53,13 +53,7 @@ class ReplyWriting:
         """``SessionController.generate_reply``'s work (``new_chat``: the controller's sampling
         of new chats, under the chat's own)."""
         engine = self._chat.loaded()
-        with self._chat.lock:
-            conversation = self._chat.conv()
-            head = conversation.head
-            if head is None or head.role != "user":
-                raise ControllerError("a reply needs a user message at the end of the branch")
-            path = self._chat.path(head.id)
-            sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
+        conversation, head, path, sampling = self._question(new_chat, sampling)
         branch = self._chat.tokens(engine, path)  # without the tree lock: it may tokenize a whole chat
         written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
                               **self.hooks(engine, path, branch))
@@ -115,13 +109,7 @@ class ReplyWriting:
         it; the one ``shown`` names (an index, asked once they are written) is made live
         last and becomes the head."""
         engine = self._chat.loaded()
-        with self._chat.lock:
-            conversation = self._chat.conv()
-            head = conversation.head
-            if head is None or head.role != "user":
-                raise ControllerError("a reply needs a user message at the end of the branch")
-            path = self._chat.path(head.id)
-            sampling = sampling or chat_settings.settings_of(conversation, new_chat).sampling
+        conversation, head, path, sampling = self._question(new_chat, sampling)
         if count > 1 and all_the_same(sampling):
             raise ControllerError("at temperature 0 (or top-k 1) every version would be the same reply: raise the "
                                   "temperature (Ctrl+S in the app, --temp with ask) to write different ones")
@@ -154,6 +142,18 @@ class ReplyWriting:
         assert stats is not None
         self._listener()(ReplyFinished(stored[last], stats, written.versions[last].prep.plan.keep))
         return stored
+
+    def _question(self, new_chat: SamplingSettings, sampling: SamplingSettings | None,
+                  ) -> tuple[Conversation, Message, list[Message], SamplingSettings]:
+        """The chat, the user message at its head that a reply answers, the branch ending
+        there, and the sampling of the reply (``sampling``, else the chat's own)."""
+        with self._chat.lock:
+            conversation = self._chat.conv()
+            head = conversation.head
+            if head is None or head.role != "user":
+                raise ControllerError("a reply needs a user message at the end of the branch")
+            path = self._chat.path(head.id)
+            return conversation, head, path, sampling or chat_settings.settings_of(conversation, new_chat).sampling
 
     def hooks(self, engine: ChatEngine, path: Sequence[Message], branch: BranchTokens) -> dict[str, Any]:
         """How a reply to ``path`` (or the reply that ends it, continued) reports back and

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sessions.llama.context import _FLASH_ATTN, ContextFull, ContextParams, DecodeError
+from sessions.llama.context import ContextFull, ContextParams, DecodeError, free_native, native_params
 from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
 from sessions.llama.state_blob import FLAGS_FULL, Buffer, as_array, pointer
@@ -40,16 +40,9 @@ class BatchContext:
         self._L = L
         self.n_seq = n_seq
         self.n_vocab = model.info.n_vocab
-        cp = L.llama_context_default_params()
-        cp.n_ctx = -(-n_ctx // PAD) * PAD
-        cp.n_batch = cp.n_ubatch = max(params.n_batch, n_seq)
-        cp.n_seq_max = max(n_seq, 2)  # a sliding window's cache is sized by it: at least the app context's
-        cp.kv_unified = True
-        cp.swa_full = False
-        cp.n_threads = cp.n_threads_batch = params.threads()
-        cp.flash_attn_type = _FLASH_ATTN.get(params.flash_attn, 0)
-        cp.type_k, cp.type_v = params.type_k, params.type_v
-        cp.no_perf = True
+        # At least the app context's two sequences: a sliding window's cache is sized by them.
+        cp = native_params(L, params, n_ctx=-(-n_ctx // PAD) * PAD, n_batch=max(params.n_batch, n_seq),
+                           n_seq_max=max(n_seq, 2))
         self._ctx: Any = None
         self._batch: Any = None
         with held_errors() as errors:
@@ -100,12 +93,8 @@ class BatchContext:
         return int(self._L.llama_sampler_sample(chain, self._ctx, i))
 
     def close(self) -> None:
-        if self._batch is not None:
-            self._L.llama_batch_free(self._batch)
-            self._batch = None
-        if self._ctx:
-            self._L.llama_free(self._ctx)
-            self._ctx = None
+        free_native(self._L, self._ctx, self._batch)
+        self._ctx = self._batch = None
 
     def __enter__(self) -> BatchContext:
         return self

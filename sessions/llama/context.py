@@ -97,6 +97,31 @@ class ContextParams:
         )
 
 
+def native_params(L, params: ContextParams, *, n_ctx: int, n_batch: int, n_seq_max: int):
+    """llama.cpp's parameters of a context made with ``params``: one unified cache over
+    ``n_seq_max`` sequences, a sliding window's cache kept small (``swa_full`` off), the
+    micro-batch as large as the batch."""
+    cp = L.llama_context_default_params()
+    cp.n_ctx = n_ctx
+    cp.n_batch = cp.n_ubatch = n_batch
+    cp.n_seq_max = n_seq_max
+    cp.kv_unified = True
+    cp.swa_full = False
+    cp.n_threads = cp.n_threads_batch = params.threads()
+    cp.flash_attn_type = _FLASH_ATTN.get(params.flash_attn, 0)
+    cp.type_k, cp.type_v = params.type_k, params.type_v
+    cp.no_perf = True
+    return cp
+
+
+def free_native(L, ctx, batch) -> None:
+    """Free a context and its ``llama_batch`` (either may be missing: a failed start)."""
+    if batch is not None:
+        L.llama_batch_free(batch)
+    if ctx:
+        L.llama_free(ctx)
+
+
 class LlamaContext:
     """Decoding and sequence-state operations on one context of a loaded model."""
 
@@ -105,17 +130,7 @@ class LlamaContext:
         self._L = L
         self.model = model
         self.params = params
-        cp = L.llama_context_default_params()
-        cp.n_ctx = params.n_ctx
-        cp.n_batch = params.n_batch
-        cp.n_ubatch = params.n_batch
-        cp.n_seq_max = SEQUENCES
-        cp.kv_unified = True
-        cp.swa_full = False
-        cp.n_threads = cp.n_threads_batch = params.threads()
-        cp.flash_attn_type = _FLASH_ATTN.get(params.flash_attn, 0)
-        cp.type_k, cp.type_v = params.type_k, params.type_v
-        cp.no_perf = True
+        cp = native_params(L, params, n_ctx=params.n_ctx, n_batch=params.n_batch, n_seq_max=SEQUENCES)
         self._abort = AbortFlag(L)
         self._abortable = False
         self.restore_memory = restore_memory or RestoreMemory()
@@ -383,12 +398,8 @@ class LlamaContext:
         """
         self.warm.close(wait)
         self.restore_memory.close(wait)
-        if self._batch is not None:
-            self._L.llama_batch_free(self._batch)
-            self._batch = None
-        if self._ctx:
-            self._L.llama_free(self._ctx)
-            self._ctx = None
+        free_native(self._L, self._ctx, self._batch)
+        self._ctx = self._batch = None
 
     def __del__(self) -> None:  # pragma: no cover
         try:

@@ -23,6 +23,16 @@ def samplers(model, n: int = N, seed: int = 11) -> list[Sampler]:
                     model.info.n_vocab) for k in range(n)]
 
 
+def one_version(model, engine, msgs):
+    """``msgs`` made live, then one version after them in a batch of one: what ``prepare``
+    did, and the version."""
+    prep = engine.prepare(*flat(msgs), reply_follows=True)
+    (sampler,) = samplers(model, 1)
+    (version,) = sample_versions(engine, prep.logits, [sampler], max_tokens=TOKENS)
+    sampler.close()
+    return prep, version
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_versions_share_the_prompt_and_each_continues_exactly_after_a_reopen(loaded_models, tmp_path, monkeypatch,
                                                                              arch):
@@ -66,10 +76,7 @@ def test_a_version_at_a_fixed_seed_in_a_batch_of_one_is_the_reply_sampled_alone(
     model = loaded_models["llama"]
     msgs = branch(model, 0, 1)
     engine = engine_for(model, store)
-    prep = engine.prepare(*flat(msgs), reply_follows=True)
-    (sampler,) = samplers(model, 1)
-    (batched,) = sample_versions(engine, prep.logits, [sampler], max_tokens=TOKENS)
-    sampler.close()
+    prep, batched = one_version(model, engine, msgs)
     (again,) = samplers(model, 1)
     alone = engine.generate(engine.prepare(*flat(msgs)).logits, again, max_tokens=TOKENS)
     again.close()
@@ -90,10 +97,7 @@ def test_a_cut_inside_a_batch_decoded_reply_is_planned_and_made_from_its_start(l
     model = loaded_models["llama"]
     msgs = branch(model, 0, 1)
     engine = engine_for(model, store)
-    prep = engine.prepare(*flat(msgs), reply_follows=True)
-    (sampler,) = samplers(model, 1)
-    (version,) = sample_versions(engine, prep.logits, [sampler], max_tokens=TOKENS)
-    sampler.close()
+    _, version = one_version(model, engine, msgs)
     engine.prepare(*flat(msgs + [version.tokens]), stepped=[False] * 3)
     cut = msgs + [version.tokens[:10]]
     start = len(flat(msgs)[0])

@@ -12,6 +12,13 @@ def replies(screen, question_id: int) -> list:
     return [m for m in screen.controller.snapshot().tree.children(question_id)]
 
 
+async def asked(pilot, screen) -> int:
+    """A question answered at temperature 0.8 (versions need one above 0): its id."""
+    screen.controller.set_sampling(SamplingSettings(temperature=0.8))
+    await send(pilot, "tell me something")
+    return screen.controller.snapshot().head.parent_id
+
+
 async def ask_for(pilot, app, count: str) -> None:
     await pilot.press("ctrl+up", "alt+r")  # the reply
     await wait_for(pilot, lambda: isinstance(app.screen, TextPrompt), "the count asked for")
@@ -44,9 +51,7 @@ async def test_the_versions_page_while_they_are_written_and_esc_keeps_each_as_st
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
-        screen.controller.set_sampling(SamplingSettings(temperature=0.8))
-        await send(pilot, "tell me something")
-        question = screen.controller.snapshot().head.parent_id
+        question = await asked(pilot, screen)
         script.replies = ["First version here.", "Second one there.", "Third text now."]
         script.hold_after = 1  # each version writes its first word, then waits to be stopped
         await ask_for(pilot, app, "3")
@@ -73,9 +78,7 @@ async def test_without_room_for_a_batch_the_versions_are_written_one_after_anoth
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
-        screen.controller.set_sampling(SamplingSettings(temperature=0.8))
-        await send(pilot, "tell me something")
-        question = screen.controller.snapshot().head.parent_id
+        question = await asked(pilot, screen)
         script.versions_unavailable = True
         await ask_for(pilot, app, "2")
         await wait_for(pilot, lambda: len(replies(screen, question)) == 3, "two more versions")
