@@ -54,6 +54,12 @@ class SamplingSettings:
     def greedy(self) -> bool:
         return self.temperature <= 0.0
 
+    @property
+    def deterministic(self) -> bool:
+        """Every sample of the same logits is the same token (greedy, or top-k 1): several
+        versions of a reply would all be the same reply."""
+        return self.greedy or self.top_k == 1
+
     def out_of_range(self) -> str | None:
         """Why a setting cannot go to llama.cpp (the first one found), or None."""
         for name, (low, high) in BOUNDS.items():

@@ -22,7 +22,7 @@ from sessions.controller.find import FindHit
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
-from sessions.controller.versions import MOST_VERSIONS, all_the_same
+from sessions.controller.versions import MOST_VERSIONS
 from sessions.discovery import ModelCard, ModelFileError
 from sessions.engine.settings import EngineSettings
 from sessions.errors import (
@@ -97,7 +97,6 @@ __all__ = [
     "TreeError",
     "TurnTaken",
     "WarmedAhead",
-    "all_the_same",
     "appended",
     "config_dir",
     "human_count",

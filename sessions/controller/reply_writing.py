@@ -25,7 +25,7 @@ from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
 from sessions.controller.reply_storing import append_reply
-from sessions.controller.versions import all_the_same, settle, version_seeds, write_versions
+from sessions.controller.versions import SAME_VERSIONS, settle, version_seeds, write_versions
 from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError
@@ -110,9 +110,8 @@ class ReplyWriting:
         last and becomes the head."""
         engine = self._chat.loaded()
         conversation, head, path, sampling = self._question(new_chat, sampling)
-        if count > 1 and all_the_same(sampling):
-            raise ControllerError("at temperature 0 (or top-k 1) every version would be the same reply: raise the "
-                                  "temperature (Ctrl+S in the app, --temp with ask) to write different ones")
+        if count > 1 and sampling.deterministic:
+            raise ControllerError(SAME_VERSIONS)
         branch = self._chat.tokens(engine, path)
         hooks = self.hooks(engine, path, branch)
         on_texts = [streamed_text(self._listener(), opens_in_reasoning=hooks["opens_in_reasoning"],

@@ -13,9 +13,10 @@ bit for bit what a recompute of its tokens gives (``prepare`` decodes such a rep
 a boundary, in a rebuild's batches: ``plan_route``'s ``splittable``). The versions written
 one after another are replies sampled alone, like any other.
 
-At temperature 0 (or top-k 1) every version would be the same reply, and the same tokens
-as the reply sampled alone, whose checkpoints (found by their tokens) hold the state of a
-reply decoded one token at a time: such a request is refused in a sentence.
+At temperature 0 (or top-k 1: ``SamplingSettings.deterministic``) every version would be
+the same reply, and the same tokens as the reply sampled alone, whose checkpoints (found
+by their tokens) hold the state of a reply decoded one token at a time: such a request is
+refused in a sentence.
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ if TYPE_CHECKING:
     from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
 
-__all__ = ["MOST_VERSIONS", "WrittenVersions", "all_the_same", "settle", "version_seeds", "write_versions"]
+__all__ = ["MOST_VERSIONS", "SAME_VERSIONS", "WrittenVersions", "settle", "version_seeds", "write_versions"]
 
 
-def all_the_same(sampling: SamplingSettings) -> bool:
-    """Whether every version would be the same reply: greedy sampling, or top-k 1."""
-    return sampling.greedy or sampling.top_k == 1
+SAME_VERSIONS = ("at temperature 0 (or top-k 1) every version would be the same reply: raise the temperature "
+                 "(Ctrl+S in the app, --temp with ask) to write different ones")
+"""Why several versions are refused when sampling is ``deterministic``."""
 
 
 def version_seeds(sampling: SamplingSettings, count: int) -> list[int]:

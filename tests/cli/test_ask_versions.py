@@ -55,6 +55,16 @@ def test_three_versions_in_a_new_process_in_one_batch_each_a_sibling_with_nothin
     assert [part.strip() for part in shown] == [m.text.strip() for m in stored]  # in order, a blank line apart
 
 
+def test_versions_at_temperature_0_are_refused_in_one_line_and_nothing_is_written():
+    model, asked = first_reply()
+    done = ask("-m", model, "--session", str(asked["session"]), "--regenerate", str(asked["message"]),
+               "-n", "3", "--temp", "0")
+    assert_one_line_error(done.returncode, done.stdout, done.stderr, "every version would be the same reply")
+    with SessionStore.open() as store:
+        assert len(store.load_tree(asked["session"]).children(asked["parent"])) == 1
+        assert store.get_session(asked["session"]).active_leaf_id == asked["message"]  # the reply still shown
+
+
 def test_versions_need_a_reply_to_regenerate_and_a_count_in_range():
     model = str(make_model("llama", "tiny"))
     done = ask("-m", model, "-n", "2", "Hello")

@@ -13,7 +13,7 @@ stopped.
 
 from __future__ import annotations
 
-from sessions.controller import MOST_VERSIONS, all_the_same
+from sessions.controller import MOST_VERSIONS
 from tui.screens import job_flow, tree_gestures
 from tui.screens.chat_host import ChatHost
 from tui.screens.dialogs import TextPrompt
@@ -46,7 +46,7 @@ async def write(screen: ChatHost, count: int) -> None:
     if not screen.model_ready:
         screen.notify("No model is loaded: press F5 to choose one.", severity="warning")
         return
-    if all_the_same(screen.controller.chat_settings().sampling):
+    if screen.controller.chat_settings().sampling.deterministic:
         screen.notify("At temperature 0 every version would be the same reply: raise the temperature "
                       "(Ctrl+S) to write different ones.", severity="warning", timeout=6)
         return

@@ -183,6 +183,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             if stops.happened:
                 raise _Stopped("before anything was sent: nothing was saved")
             sampling = controller.chat_settings().sampling.with_(**overrides)
+            if args.versions > 1 and sampling.deterministic:  # refused before the head moves to the question
+                from sessions.controller.versions import SAME_VERSIONS
+
+                raise CliError(SAME_VERSIONS)
             message = compose_message(text, [controller.count_attachment(file) for file in files])
             question = (None if args.continue_ is not None
                         else _place_message(controller, args, message, answer_waiting))
