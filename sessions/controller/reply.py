@@ -62,6 +62,20 @@ def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False,
     return on_text
 
 
+def make_live(engine: ChatEngine, branch: BranchTokens, on_progress: ProgressFn,
+              should_stop: Callable[[], bool]) -> PrepareResult:
+    """The branch a reply answers made live, its checkpoints left to read after the reply;
+    ``GenerationCancelled`` when stopped before, ``ContextOverflow`` when it leaves no room."""
+    if should_stop():
+        raise GenerationCancelled("stopped before the reply started")
+    if len(branch.tokens) >= engine.n_ctx:
+        raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
+    try:
+        return engine.prepare(branch.tokens, branch.ends, branch.stepped, on_progress, reply_follows=True)
+    except DecodeCancelled:
+        raise GenerationCancelled("stopped before the reply started") from None
+
+
 def write_reply(
     engine: ChatEngine,
     branch: BranchTokens,
@@ -89,19 +103,12 @@ def write_reply(
     (``ChatEngine.generate_versions``), to be stored as not sampled alone, as what it goes
     on from was (``sessions.controller.versions``).
     """
-    if should_stop():
-        raise GenerationCancelled("stopped before the reply started")
-    if len(branch.tokens) >= engine.n_ctx:
-        raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
+    prep = make_live(engine, branch, on_progress, should_stop)
+    resume_decoding()
     if settings.seed < 0:  # a new seed, chosen here to be stored with the reply
         settings = settings.with_(seed=random.getrandbits(31))
     wanted = max_tokens or settings.max_tokens
     room = engine.n_ctx - len(branch.tokens)
-    try:
-        prep = engine.prepare(branch.tokens, branch.ends, branch.stepped, on_progress, reply_follows=True)
-    except DecodeCancelled:
-        raise GenerationCancelled("stopped before the reply started") from None
-    resume_decoding()
     if made_live is not None:
         prep = replace(prep, tokens_restored=made_live.tokens_restored + prep.tokens_restored,
                        tokens_evaluated=made_live.tokens_evaluated + prep.tokens_evaluated,

@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sessions.branching.branch_engine import CONTINUABLE
-from sessions.controller.reply import BranchTokens, WrittenReply
-from sessions.errors import ContextOverflow, GenerationCancelled
+from sessions.controller.reply import BranchTokens, WrittenReply, make_live
+from sessions.errors import GenerationCancelled
 from sessions.llama.batch_context import BatchUnavailable
 from sessions.llama.context import DecodeCancelled
 from sessions.reply_stats import reply_stats
@@ -62,10 +62,12 @@ class WrittenVersions:
     """In order; a version stopped before its first token is left out."""
     indices: list[int]
     """Each version's index among those asked for (the index its text streamed under)."""
-    batched: bool
-    """Sampled in one batch (else one after another, alone)."""
     fell_back: str = ""
-    """Why they were not sampled in one batch (empty: they were, or one was asked)."""
+    """Why they were not sampled in one batch, but one after another, alone (empty: they were)."""
+
+    @property
+    def batched(self) -> bool:
+        return not self.fell_back
 
 
 def write_versions(
@@ -83,15 +85,11 @@ def write_versions(
 ) -> WrittenVersions:
     """One version per ``settings`` after ``branch``; ``GenerationCancelled`` when stopped
     before any token of any version."""
-    if should_stop():
-        raise GenerationCancelled("stopped before the reply started")
-    if len(branch.tokens) >= engine.n_ctx:
-        raise ContextOverflow.of_branch(len(branch.tokens), engine.n_ctx)
+    prep = make_live(engine, branch, on_progress, should_stop)
+    resume_decoding()
     wanted = max_tokens or settings[0].max_tokens
     room = engine.n_ctx - len(branch.tokens)
     limit = min(wanted, room)
-    prep = _make_live(engine, branch, on_progress)
-    resume_decoding()
     fell_back = ""
     assert prep.logits is not None  # asked for (need_logits defaults to True)
     try:
@@ -112,7 +110,7 @@ def write_versions(
         written.append(WrittenReply(result, stats, made_live))
     if not written:
         raise GenerationCancelled("stopped before the reply started")
-    return WrittenVersions(written, indices, not fell_back, fell_back)
+    return WrittenVersions(written, indices, fell_back)
 
 
 def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], stop_reason: StopReason,
@@ -127,13 +125,6 @@ def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], sto
                               need_logits=stop_reason in CONTINUABLE)
     except DecodeCancelled:
         return None
-
-
-def _make_live(engine: ChatEngine, branch: BranchTokens, on_progress: ProgressFn) -> PrepareResult:
-    try:
-        return engine.prepare(branch.tokens, branch.ends, branch.stepped, on_progress, reply_follows=True)
-    except DecodeCancelled:
-        raise GenerationCancelled("stopped before the reply started") from None
 
 
 def _restored(prep: PrepareResult, branch: BranchTokens) -> PrepareResult:
