@@ -30,7 +30,7 @@ import numpy as np
 from sessions.checkpoints import Placed, Segment, StateSpan, StoreClosedError
 from sessions.llama.ring_geometry import ring_bytes, ring_size
 from sessions.llama.sequences import LIVE, SEQUENCES
-from sessions.llama.state_blob import JoinedCells, LayoutError, SectionShape, as_array, probe_shape, shape_of
+from sessions.llama.state_blob import JoinedCells, LayoutError, SectionShape, as_array
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
@@ -131,13 +131,13 @@ def learn_layouts(engine: LiveSequence) -> None:
     try:
         cells = store.sample(engine.compat, "cells", LEARN_FROM_AT_MOST) if engine.cells_shape is None else None
         if cells is not None:
-            shape = shape_of(as_array(cells.state))
+            shape = engine.ctx.layout.shape_of(as_array(cells.state))
             if shape.tail == bytes(engine.ctx.cells_tail()):
                 engine.cells_shape = shape
         if ring is not None and ring.window_shape is None:
             window = store.sample(engine.compat, "snapshot", LEARN_FROM_AT_MOST)
             if window is not None and len(window.state):
-                shape = shape_of(as_array(window.state))
+                shape = engine.ctx.layout.shape_of(as_array(window.state))
                 if not shape.tail and shape.seq == LIVE:
                     ring.window_shape = shape
     except (LayoutError, StoreClosedError) as error:  # the first restore learns them itself
@@ -241,7 +241,7 @@ class RestoreReads:
                 shape = engine.cells_shape
                 if shape is None:  # learnt from this file, kept once the file proves whole
                     try:
-                        shape, _count = probe_shape(read_at, span.state_len)
+                        shape, _count = ctx.layout.probe_shape(read_at, span.state_len)
                     except LayoutError:
                         return None
                     if shape.tail != bytes(ctx.cells_tail()):
@@ -262,7 +262,7 @@ class RestoreReads:
                 elif isinstance(got, Segment):
                     blob = as_array(got.state)
                     if engine.cells_shape is None:
-                        engine.cells_shape = shape_of(blob)
+                        engine.cells_shape = ctx.layout.shape_of(blob)
                     same = (got.start, got.end) == (info.start, info.end)
                     if not same or join(engine.cells_shape).copy(at, blob) != cells:
                         got = None

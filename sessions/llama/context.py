@@ -26,7 +26,7 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sequences import LIVE, SEQUENCES, SPARE
-from sessions.llama.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer, read_attention
+from sessions.llama.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer
 from sessions.llama.warm_buffers import WarmBuffers
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
@@ -130,6 +130,8 @@ class LlamaContext:
         self._L = L
         self.model = model
         self.params = params
+        self.layout = model.state_layout
+        """How this context's states lay out their cells (``state_blob.StateLayout``)."""
         cp = native_params(L, params, n_ctx=params.n_ctx, n_batch=params.n_batch, n_seq_max=SEQUENCES)
         self._abort = AbortFlag(L)
         self._abortable = False
@@ -327,7 +329,7 @@ class LlamaContext:
         window or recurrent state at its end is saved apart (and only where needed).
         """
         data = as_array(blob)
-        section = read_attention(data, HEADER.size)
+        section = self.layout.read_attention(data, HEADER.size)
         tail = self.cells_tail()
         out = np.empty(section.end + len(tail), dtype=np.uint8)
         out[: section.end] = data[: section.end]
@@ -349,7 +351,7 @@ class LlamaContext:
 
     def cells_tail(self) -> np.ndarray:
         """What follows the attention section in a cells-only state (see ``cells_only``)."""
-        empty = read_attention(self.empty_state, HEADER.size)
+        empty = self.layout.read_attention(self.empty_state, HEADER.size)
         return self.empty_state[empty.end :]
 
     def append_cells(self, blob: Buffer) -> bool:

@@ -17,6 +17,7 @@ from sessions.errors import LlamachatError
 from sessions.llama.fingerprint import model_fingerprint
 from sessions.llama.native import held_errors, lib, log_lines
 from sessions.llama.placement import Placement, PlacementLog
+from sessions.llama.state_blob import CELL_EXT_BYTES, StateLayout
 from sessions.llama.vocab_markers import special_token_texts
 from sessions.memory_kind import MemoryKind
 
@@ -83,6 +84,11 @@ def _memory_kind(L, model) -> MemoryKind:
     return MemoryKind.PLAIN
 
 
+ROPE_TYPES_WITH_CELL_POSITIONS = frozenset({8, 40})
+"""``LLAMA_ROPE_TYPE_MROPE`` and ``_IMROPE``: llama.cpp keeps a 2D position in every KV cell
+(``llama_hparams::n_pos_per_embd() > 1``)."""
+
+
 def _tensor_split(L, proportions: Sequence[float]):
     """llama.cpp's ``tensor_split``: one proportion per device (RPC servers first, then GPUs)."""
     size = int(L.llama_max_devices())
@@ -133,6 +139,9 @@ class LlamaModel:
             )
         self.vocab = L.llama_model_get_vocab(self._model)
         self.info = self._read_info()
+        self.state_layout = self._state_layout()
+        """How this model's sequence states lay out their cells (checked against llama.cpp
+        once a context exists: ``sessions.llama.layout_check``)."""
 
     @property
     def handle(self):
@@ -168,6 +177,27 @@ class LlamaModel:
             add_bos=bool(L.llama_vocab_get_add_bos(self.vocab)),
             size_bytes=self.path.stat().st_size,
         )
+
+    def _state_layout(self) -> StateLayout:
+        """The layout of this model's attention cells, from its hyperparameters as llama.cpp
+        reads them (``llama_kv_cache::has_cell_ext`` and ``llama_hparams::is_mla`` in the
+        vendored ``src/``): a cell carries ``llama_kv_cell_ext`` when the rotary positions
+        are M-RoPE or IMROPE, or when the model hashes n-grams of token ids (``ple``); an
+        MLA cache stores no values."""
+        arch = self.info.architecture
+        rope = int(self._L.llama_model_rope_type(self._model))
+        ple = self._meta_int(f"{arch}.ple.ngram_size") >= 2 and self._meta_int(f"{arch}.ple.heads_per_ngram") > 0
+        mla = self._meta_int(f"{arch}.attention.key_length_mla") > 0 and self._meta_int(
+            f"{arch}.attention.value_length_mla") > 0
+        ext = CELL_EXT_BYTES if rope in ROPE_TYPES_WITH_CELL_POSITIONS or ple else 0
+        return StateLayout(cell_ext=ext, values=not mla)
+
+    def _meta_int(self, key: str) -> int:
+        value = self._meta(key)
+        try:
+            return int(value) if value is not None else 0
+        except ValueError:
+            return 0
 
     def token_text(self, token: int) -> str:
         raw = self._L.llama_vocab_get_text(self.vocab, token)

@@ -14,10 +14,12 @@ from sessions.checkpoints import disk_tier as disk_tier_module
 from sessions.checkpoints.disk_tier import DiskTier
 from sessions.checkpoints.file_format import HEADER_SIZE
 from sessions.checkpoints.keys import address
-from sessions.llama.state_blob import LayoutError, probe_shape, rows_offsets
+from sessions.llama.state_blob import LayoutError, StateLayout
 from tests.checkpoints.test_checkpoint_queue import file_of, on_disk
 from tests.checkpoints.test_checkpoint_store import COMPAT, TOKENS, WAIT, chain, snapshot
 from tests.engine.test_joined_cells import LAYERS, state
+
+LAYOUT = StateLayout()
 
 
 @pytest.fixture
@@ -35,7 +37,7 @@ def cells_file(tmp_path) -> tuple[Segment, Path]:
 def probing_place(span, read_at):
     """What a restore's ``place`` does with a file before it knows the layout: probe, or decline."""
     try:
-        probe_shape(read_at, span.state_len)
+        LAYOUT.probe_shape(read_at, span.state_len)
     except LayoutError:
         return None
     return [np.empty(span.state_len, dtype=np.uint8).data]
@@ -43,7 +45,7 @@ def probing_place(span, read_at):
 
 def test_a_damaged_last_row_size_is_a_corrupt_file_not_an_unreadable_one(tmp_path, problems) -> None:
     segment, path = cells_file(tmp_path)
-    at, row = rows_offsets(tuple(LAYERS), 4)[-1]
+    at, row = LAYOUT.rows_offsets(tuple(LAYERS), 4)[-1]
     raw = bytearray(path.read_bytes())
     struct.pack_into("<Q", raw, HEADER_SIZE + at - 8, row + 3)  # its rows now end past the state
     path.write_bytes(bytes(raw))
@@ -54,7 +56,8 @@ def test_a_damaged_last_row_size_is_a_corrupt_file_not_an_unreadable_one(tmp_pat
     assert not path.exists()
     assert len(problems) == 1 and "corrupt (checksum mismatch) and was deleted" in problems[0]
     with pytest.raises(LayoutError):
-        probe_shape(lambda offset, n: bytes(raw[HEADER_SIZE + offset : HEADER_SIZE + offset + n]), len(segment.state))
+        LAYOUT.probe_shape(lambda offset, n: bytes(raw[HEADER_SIZE + offset : HEADER_SIZE + offset + n]),
+                           len(segment.state))
 
 
 def test_a_file_of_another_layout_is_declined_and_kept(tmp_path, problems) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.branching import restore_reads, swa_ring
+from sessions.branching import restore_reads
 from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.file_format import HEADER_SIZE
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.llama.context import ContextParams
+from sessions.llama.state_blob import StateLayout
 from sessions.memory_kind import MemoryKind
 
 from .conftest import ARCHS
@@ -51,8 +52,7 @@ def test_layouts_learnt_ahead_are_those_a_restore_learns(loaded_models, tmp_path
         def no_probe(*_args):
             raise AssertionError("a layout was probed although it was known")
 
-        monkeypatch.setattr(restore_reads, "probe_shape", no_probe)
-        monkeypatch.setattr(swa_ring, "probe_shape", no_probe)
+        monkeypatch.setattr(StateLayout, "probe_shape", no_probe)
         result = check(engine, model, msgs + branch(model, 5))
         assert result.tokens_restored >= len(flat(msgs)[0])  # restored from files, not decoded
 

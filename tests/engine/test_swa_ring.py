@@ -24,7 +24,7 @@ from sessions.llama.ring_geometry import (
     window_runs,
 )
 from sessions.llama.sequences import LIVE, SPARE
-from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, read_attention, write_attention
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER, LayoutError, StateLayout
 from tests.threads import TEST_THREADS
 
 from .test_exactness import branch, check, engine_for, flat
@@ -200,7 +200,7 @@ def test_window_in_other_cells_gives_other_bits(gemma3, tokens):
 
 def test_a_window_that_does_not_fit_is_refused(gemma3, tokens):
     with decoded(gemma3, tokens, 300) as (_ctx, ring, window):
-        positions = read_attention(window, HEADER.size).positions
+        positions = StateLayout().read_attention(window, HEADER.size).positions
         assert positions.min() == 300 - gemma3.info.n_swa and positions.max() == 299
         with pytest.raises(LayoutError):
             ring.restore(window, 310)  # claims a window it does not hold
@@ -271,10 +271,11 @@ def test_the_ring_size_prepared_from_a_window_file_is_enough(gemma3, tokens, bou
 
 def reversed_cells(window: np.ndarray) -> np.ndarray:
     """The same window state with its cells in the opposite order (not the ring's)."""
-    section = read_attention(window, HEADER.size)
+    layout = StateLayout()
+    section = layout.read_attention(window, HEADER.size)
     out = window.copy()
     layers = [(kind, row, rows[::-1]) for kind, row, rows in section.layers]
-    write_attention(out, HEADER.size, LIVE, section.positions[::-1].copy(), layers)
+    layout.write_attention(out, HEADER.size, LIVE, section.positions[::-1].copy(), layers)
     return out
 
 
