@@ -15,6 +15,7 @@ while (``swa_ring``).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +46,8 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.state_blob import SectionShape
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
+
+log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int, int, float], None]
 """(tokens done, tokens to do, tokens per second)"""
@@ -144,6 +147,8 @@ class BranchEngine:
         self.cells_shape: SectionShape | None = None
         self.deferred_seconds = 0.0
         """Time spent reading checkpoints out after the replies (off the path to a token)."""
+        self._told: set[str] = set()
+        """The kinds of checkpoint trouble already told (``checkpoint_trouble``)."""
 
     # -- planning ---------------------------------------------------------------------
 
@@ -286,6 +291,22 @@ class BranchEngine:
         if self.store is not None:
             self.store.set_active(self.compat, prefixes.values())
 
+    def checkpoint_trouble(self, what: str, error: Exception) -> None:
+        """Say once per kind of trouble that a checkpoint could not be taken or used; the
+        engine goes on without it (``sessions.branching.errors``)."""
+        log.warning("%s: %s", what, error)
+        if what in self._told:
+            return
+        self._told.add(what)
+        if self.store is not None:
+            self.store.report(f"{what} ({error}); what it held is evaluated again instead, exactly")
+
+    def save_checkpoints(self) -> None:
+        """Read out the checkpoints the last ``prepare`` and ``generate`` left to take, and
+        hand them to the store. The controller calls it once the reply is stored: a
+        checkpoint that cannot be read out is told (``checkpoint_trouble``), never raised."""
+        self.captures.flush()
+
     def _reset(self) -> None:
         self.ctx.clear()
         self.live = []
@@ -354,12 +375,15 @@ class BranchEngine:
         max_tokens: int,
         on_text: Callable[[str], None] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
+        save: bool = True,
     ) -> GenerateResult:
         """Sample a reply after the live sequence; every non-final token is decoded.
 
         The end-of-generation token that stops the reply is not decoded: what the chat
         template puts after a reply belongs to the next message. Afterwards the
-        checkpoints of the prompt and the reply are read out (``Captures.flush``).
+        checkpoints of the prompt and the reply are read out (``Captures.flush``), or,
+        without ``save``, left for ``save_checkpoints`` once the reply is stored (the
+        next ``prepare`` reads them out otherwise).
         """
         t0 = time.perf_counter()
         began = len(self.live)
@@ -409,5 +433,6 @@ class BranchEngine:
             if len(self.live) > max(seg_start, began) or tokens:
                 keep_logits = reason in CONTINUABLE
                 self.captures.note_tip(self.live, self.live_logits if keep_logits else None)
-            self.captures.flush()
+            if save:
+                self.captures.flush()
         return GenerateResult(tokens, detok.text, reason, first, time.perf_counter() - t0)

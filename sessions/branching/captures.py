@@ -10,6 +10,10 @@ exactly as they were. Only two things are read at once: a recurrent state (the n
 token overwrites it), and a window the ring is about to overwrite (``before_decode``),
 which a long prompt or reply can reach. Everything read goes to the store's RAM tier and,
 on the store's own thread, to disk.
+
+A checkpoint that cannot be read (a state llama.cpp wrote in a layout not understood
+here, ``sessions.branching.errors``) is dropped and told once: the decode goes on, the
+reply is stored, and a later restore evaluates those tokens again.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sessions.branching.errors import CHECKPOINT_TROUBLE
 from sessions.branching.snapshot_policy import SnapshotPolicy, restart_spacing
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
 from sessions.llama.sequences import LIVE
@@ -228,15 +233,25 @@ class Captures:
         return FLAGS_FULL if self.engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
 
     def _read_now(self) -> np.ndarray:
+        """The recurrent state as it stands (``EMPTY`` when it cannot be read: told once)."""
         t0 = time.perf_counter()
-        state = self.engine.ctx.state_read(LIVE, self._flags(), warm=True)
+        try:
+            state = self.engine.ctx.state_read(LIVE, self._flags(), warm=True)
+        except CHECKPOINT_TROUBLE as error:
+            self.engine.checkpoint_trouble("a recurrent state could not be saved", error)
+            return EMPTY
         self._timed(state, t0)
         return state
 
     def _read_window(self, end: int) -> np.ndarray:
+        """The window at ``end`` (``EMPTY`` when it is gone, or cannot be read: told once)."""
         assert self.ring is not None
         t0 = time.perf_counter()
-        window = self.ring.unchecked_window_at(end)  # checked when saved, off the decode's path
+        try:
+            window = self.ring.unchecked_window_at(end)  # checked when saved, off the decode's path
+        except CHECKPOINT_TROUBLE as error:
+            self.engine.checkpoint_trouble("a sliding window could not be saved", error)
+            return EMPTY
         if window is None:
             return EMPTY
         self._timed(window, t0)
@@ -247,23 +262,31 @@ class Captures:
         self._snapshot_bytes = max(self._snapshot_bytes, len(state))
 
     def flush(self) -> None:
-        """Read out everything noted and hand it to the store (after the reply)."""
+        """Read out everything noted and hand it to the store (after the reply).
+
+        A range or snapshot that cannot be read out is dropped with the rest of this
+        flush, and told once (``checkpoint_trouble``).
+        """
         self._reply_hasher = None
         if not self.ranges and not self.snapshots:
             return
         t0 = time.perf_counter()
         store, engine = self.store, self.engine
         assert store is not None
-        for start, end, prefix, parent in self.ranges:
-            if store.has(engine.compat, prefix, "cells"):
-                continue
-            blob = engine.ctx.read_range(start, end)
-            store.put(Segment(engine.compat, prefix, parent, start, end, blob))
-        for snap in self.snapshots:
-            self._save_snapshot(snap)
-        self.ranges.clear()
-        self.snapshots.clear()
-        engine.deferred_seconds += time.perf_counter() - t0
+        try:
+            for start, end, prefix, parent in self.ranges:
+                if store.has(engine.compat, prefix, "cells"):
+                    continue
+                blob = engine.ctx.read_range(start, end)
+                store.put(Segment(engine.compat, prefix, parent, start, end, blob))
+            for snap in self.snapshots:
+                self._save_snapshot(snap)
+        except CHECKPOINT_TROUBLE as error:
+            engine.checkpoint_trouble("the checkpoints of a reply could not be saved", error)
+        finally:
+            self.ranges.clear()
+            self.snapshots.clear()
+            engine.deferred_seconds += time.perf_counter() - t0
 
     def _save_snapshot(self, snap: _Snapshot) -> None:
         engine, store = self.engine, self.store

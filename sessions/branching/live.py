@@ -38,3 +38,8 @@ class LiveSequence(Protocol):
     def _reset(self) -> None:
         """Clear the context: the live sequence holds nothing."""
         ...
+
+    def checkpoint_trouble(self, what: str, error: Exception) -> None:
+        """A checkpoint could not be taken or used (``errors.CHECKPOINT_TROUBLE``): say so,
+        once for each ``what``; it costs a recompute, never a reply."""
+        ...

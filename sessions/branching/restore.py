@@ -15,20 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sessions.branching.errors import CHECKPOINT_TROUBLE, RestoreFailed
 from sessions.branching.planner import Plan
 from sessions.branching.restore_reads import RestoreReads, SnapshotRead
-from sessions.errors import LlamachatError
 from sessions.llama.sequences import LIVE
-from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, LayoutError
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.branching.live import LiveSequence
     from sessions.checkpoints import Segment
-
-
-class RestoreFailed(LlamachatError):
-    """A checkpoint could not be put back; the live sequence must be rebuilt."""
 
 
 class RouteRunner:
@@ -40,12 +36,15 @@ class RouteRunner:
 
         Afterwards ``engine.live`` is the prefix of ``target`` the context holds exactly;
         it may be shorter than the plan hoped when a checkpoint failed; a failure
-        clears it, and ``target`` is then decoded from token 0.
+        clears it (it is told once), and ``target`` is then decoded from token 0. Only
+        what a checkpoint may meet is caught (``CHECKPOINT_TROUBLE``): anything else is a
+        bug, and goes on up.
         """
         engine = self.engine
         try:
             return self._run(plan, target, prefixes)
-        except (RestoreFailed, LayoutError, RuntimeError):
+        except CHECKPOINT_TROUBLE as error:
+            engine.checkpoint_trouble("a saved state could not be restored", error)
             engine._reset()
             return None, 0
 

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sessions.branching.errors import RestoreFailed
 from sessions.llama.ring_geometry import cell_runs, ring_positions, ring_size, window_positions, window_runs
 from sessions.llama.sequences import LIVE, SPARE
 from sessions.llama.state_blob import (
-    CELL_META,
     FLAGS_FULL,
     FLAGS_PARTIAL,
     HEADER,
@@ -53,24 +53,10 @@ from sessions.llama.state_blob import (
     LayoutError,
     SectionShape,
     as_array,
-    attention_bytes,
-    probe_shape,
-    read_attention,
     read_header,
-    read_positions,
-    rows_offsets,
-    write_attention,
 )
 
 log = logging.getLogger(__name__)
-
-
-def relabel(blob: np.ndarray, seq: int) -> None:
-    """Write ``seq`` as the sequence a window state belongs to (in place)."""
-    HEADER.pack_into(blob.data, 0, STATE_MAGIC, seq)
-    count = int(np.frombuffer(blob, dtype="<u4", count=1, offset=HEADER.size + 4)[0])
-    meta = np.frombuffer(blob, dtype="<i4", count=3 * count, offset=HEADER.size + 8).reshape(count, 3)
-    meta[:, 2] = seq
 
 
 @dataclass(frozen=True)
@@ -104,12 +90,13 @@ class WindowInto:
 
     def check(self) -> None:
         """Raise ``LayoutError`` unless the file read held that very window."""
-        meta = self.meta.view("<i4").reshape(-1, 3)
+        layout = self.shape.layout
+        meta = layout.cells(self.meta, 0, len(self.positions))
         if self.fixed.tobytes() != self.shape.fixed(len(self.positions)):
             raise LayoutError("a window file of another layout")
         if not np.array_equal(meta[:, 0], self.positions):
             raise LayoutError("the window file does not hold the window of its place")
-        if not (np.all(meta[:, 1] == 1) and np.all(meta[:, 2] == LIVE)):
+        if not (np.all(meta[:, 1] == 1) and np.all(meta[:, layout.seq_column] == LIVE)):
             raise LayoutError("a window of another sequence")
 
 
@@ -173,7 +160,7 @@ class SwaRing:
                 self.ctx.seq_rm(SPARE)
             if not self.in_run_order(blob):  # relabelling needs the layout understood
                 return None
-            relabel(blob, LIVE)  # byte for byte the snapshot taken back then
+            self.ctx.layout.relabel(blob, LIVE)  # byte for byte the snapshot taken back then
         if whole:
             self.window_bytes = len(blob)
         return blob
@@ -195,7 +182,7 @@ class SwaRing:
         """Whether a window state holds its cells in the ring order of an uninterrupted run."""
         try:
             read_header(blob)
-            positions = read_positions(blob, HEADER.size)
+            positions = self.ctx.layout.read_positions(blob, HEADER.size)
         except LayoutError as error:
             log.warning("sliding-window state not understood (%s); windows are not saved", error)
             return False
@@ -209,7 +196,7 @@ class SwaRing:
 
         The full-attention cells of the live sequence must already be in place (they
         are not touched, except the one put back by the head fix). Raises
-        ``LayoutError`` for a window that does not fit, ``RuntimeError`` when llama.cpp
+        ``LayoutError`` for a window that does not fit, ``RestoreFailed`` when llama.cpp
         refuses the state (the live sequence must then be rebuilt).
         """
         self.write(self.lay(window, pos_max))
@@ -222,12 +209,13 @@ class SwaRing:
         """
         window = as_array(window)
         read_header(window)
-        section = read_attention(window, HEADER.size)
+        section = self.ctx.layout.read_attention(window, HEADER.size)
         expected = window_positions(pos_max, self.n_swa, self.size)
         if not np.array_equal(np.sort(section.positions), np.sort(expected)):
             raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
         laid, rows_at = self._skeleton(pos_max, tuple((kind, row) for kind, row, _rows in section.layers))
         slots = section.positions.astype(np.int64) % self.size  # cell by cell, in the window's order
+        self._keep_cell_fields(laid, slots, section.cells)
         for (_k, _r, src), (offset, row) in zip(section.layers, rows_at, strict=True):
             dst = laid.blob[offset : offset + row * laid.cells].reshape(laid.cells, row)
             for lo, hi, slot in cell_runs(slots):
@@ -250,7 +238,7 @@ class SwaRing:
         shape = self.window_shape
         if shape is None:
             try:
-                shape, probed = probe_shape(read_at, state_len)
+                shape, probed = self.ctx.layout.probe_shape(read_at, state_len)
             except LayoutError:
                 return None
             if probed != count or shape.tail or shape.seq != LIVE:
@@ -259,7 +247,7 @@ class SwaRing:
             return None
         laid, rows_at = self._skeleton(pos_max, shape.layers)
         fixed = np.empty(len(shape.fixed(count)), dtype=np.uint8)
-        meta = np.empty(CELL_META * count, dtype=np.uint8)
+        meta = np.empty(shape.layout.cell_bytes * count, dtype=np.uint8)
         runs = window_runs(pos_max, self.n_swa, self.size)
         ring, fields = laid.blob.data, fixed.data  # memoryview slices: a fifth of numpy views' cost
         pieces = [fields[:16], meta.data, fields[16:24]]
@@ -278,7 +266,25 @@ class SwaRing:
         """
         read.check()
         self.window_shape = read.shape
+        layout = read.shape.layout
+        if layout.cell_ext:
+            cells = layout.cells(read.meta, 0, len(read.positions))
+            self._keep_cell_fields(read.laid, read.positions.astype(np.int64) % self.size, cells)
         return read.laid
+
+    def _keep_cell_fields(self, laid: LaidRing, slots: np.ndarray, cells: np.ndarray) -> None:
+        """Give the window's cells of a laid ring the fields they were saved with.
+
+        The ring's cell list is written from positions alone (``_skeleton``); a model
+        whose cells carry more than a position (``StateLayout.cell_ext``: a 2D position
+        and the cell's token) gets its window cells' own fields back here. The masked
+        cells keep zeros there: no attention reads them.
+        """
+        layout = self.ctx.layout
+        if not layout.cell_ext:
+            return
+        ring = layout.cells(laid.blob, HEADER.size + 8, laid.cells)
+        ring[slots, 2 : layout.seq_column] = cells[:, 2 : layout.seq_column]
 
     def _skeleton(self, pos_max: int, layers: Layers) -> tuple[LaidRing, list[tuple[int, int]]]:
         """The kept ring buffer with the fields and cells of the ring after ``pos_max``,
@@ -291,11 +297,12 @@ class SwaRing:
         positions = ring_positions(pos_max, self.size)
         count = len(positions)
         rows = [(kind, row, None) for kind, row in layers]
-        ring = self.ctx.restore_memory.get("ring", HEADER.size + attention_bytes(positions, rows))
+        layout = self.ctx.layout
+        ring = self.ctx.restore_memory.get("ring", HEADER.size + layout.attention_bytes(count, rows))
         HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
-        write_attention(ring, HEADER.size, LIVE, positions, rows)
+        layout.write_attention(ring, HEADER.size, LIVE, positions, rows)
         real_from = max(0, pos_max - self.n_swa + 1)
-        return LaidRing(ring, pos_max, real_from, count), rows_offsets(layers, count)
+        return LaidRing(ring, pos_max, real_from, count), layout.rows_offsets(layers, count)
 
     def write(self, laid: LaidRing) -> None:
         """Put a laid-out ring into the live sequence (see ``restore``)."""
@@ -310,7 +317,7 @@ class SwaRing:
         """
         self.real_from = laid.real_from
         if not self.ctx.state_write(laid.blob, LIVE, FLAGS_PARTIAL):
-            raise RuntimeError("llama.cpp refused the sliding-window state")
+            raise RestoreFailed("llama.cpp refused the sliding-window state")
 
     def finish(self, laid: LaidRing) -> None:
         """The second half of ``write``, with every full-attention cell in place: the head."""
@@ -329,12 +336,12 @@ class SwaRing:
         finally:
             ctx.seq_rm(SPARE)
         only_base = ctx.cells_only(twin)
-        if not np.array_equal(read_attention(only_base, HEADER.size).positions, [oldest]):
+        if not np.array_equal(ctx.layout.read_attention(only_base, HEADER.size).positions, [oldest]):
             raise LayoutError(f"position {oldest} is not in the full-attention cache")
         ctx.seq_rm(LIVE, oldest, oldest + 1)
         if not ctx.state_write(only_base, SPARE, FLAGS_FULL):
             ctx.seq_rm(SPARE)
-            raise RuntimeError("llama.cpp refused to put a full-attention cell back")
+            raise RestoreFailed("llama.cpp refused to put a full-attention cell back")
         ctx.seq_cp(SPARE, LIVE)
         ctx.seq_rm(SPARE)
 

@@ -299,6 +299,11 @@ class CheckpointStore:
             self._hits_disk += disk
             self._misses += miss
 
+    def report(self, message: str) -> None:
+        """Tell the user, in plain words, about a checkpoint that could not be taken or used
+        (through ``on_problem``; logged when there is none)."""
+        self._report(message)
+
     def _report(self, message: str) -> None:
         if self._on_problem is None:
             log.warning("%s", message)

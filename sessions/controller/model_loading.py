@@ -74,7 +74,10 @@ def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
     info = engine.info
     devices = describe_devices(engine)
     devices = "" if devices == "CPU" else devices  # only worth saying when not just this CPU
-    listener(ModelLoaded(info.name, info.kind.value, engine.n_ctx, seconds, devices))
+    kind = info.kind.value if engine.checkpoint_notice is None else f"{info.kind.value}, no checkpoints"
+    listener(ModelLoaded(info.name, kind, engine.n_ctx, seconds, devices))
+    if engine.checkpoint_notice is not None:
+        listener(NoticeRaised(engine.checkpoint_notice, "warning"))
     placement = placement_of(engine)
     notice = placement.attention_notice() if placement is not None else None
     if notice:

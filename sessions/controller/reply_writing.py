@@ -8,6 +8,7 @@ turn. The branch's messages are read under the tree lock, its tokens without it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,8 @@ from sessions.tree import Message
 
 if TYPE_CHECKING:
     pass
+
+log = logging.getLogger(__name__)
 
 
 class ReplyWriting:
@@ -124,10 +127,13 @@ class ReplyWriting:
         if written.fell_back:
             self._listener()(NoticeRaised(f"the versions were written one after another: {written.fell_back}"))
         stored: list[Message] = []
-        for one in written.versions:  # each becomes the head as it is stored
-            shown_head = stored[-1].id if stored else head.id
-            stored.append(self._append(engine, conversation, head.id, shown_head, one.result.text, one,
-                                       one.result.tokens))
+        try:
+            for one in written.versions:  # each becomes the head as it is stored
+                shown_head = stored[-1].id if stored else head.id
+                stored.append(self._append(engine, conversation, head.id, shown_head, one.result.text, one,
+                                           one.result.tokens))
+        finally:
+            self._save_checkpoints(engine)
         wanted = shown()
         last = written.indices.index(wanted) if wanted in written.indices else len(stored) - 1
         if written.batched:  # each made live as a rebuild makes it, the one shown last
@@ -178,12 +184,29 @@ class ReplyWriting:
         not sampled alone), and is made live as a rebuild makes it once stored
         (``versions.settle``).
         """
-        reply = self._append(engine, conversation, parent_id, shown_head, text, written, tokens)
+        try:
+            reply = self._append(engine, conversation, parent_id, shown_head, text, written, tokens)
+        finally:
+            self._save_checkpoints(engine)
         if settled and not self._jobs.stop_requested:
             settle(engine, _before_reply(branch), tokens, written.result.stop_reason)
         assert reply.stats is not None
         self._listener()(ReplyFinished(reply, reply.stats, written.prep.plan.keep))
         return reply
+
+    def _save_checkpoints(self, engine: ChatEngine) -> None:
+        """The checkpoints of a reply, read out once the reply is stored (or failed to be).
+
+        The engine tells a checkpoint it cannot read itself; anything else that fails here
+        comes after the reply is kept, and is told in one line: it costs a recompute, not
+        the reply.
+        """
+        try:
+            engine.save_checkpoints()
+        except Exception as error:
+            log.exception("saving a reply's checkpoints failed")
+            self._listener()(NoticeRaised(f"the reply is kept, but its checkpoints were not saved ({error}); "
+                                          "going back to it evaluates it again"))
 
     def _append(self, engine: ChatEngine, conversation: Conversation, parent_id: int | None,
                 shown_head: int | None, text: str, written: WrittenReply, tokens: list[int]) -> Message:

@@ -25,6 +25,7 @@ from sessions.llama.cache_types import bytes_per_value
 from sessions.llama.context import ContextParams, LlamaContext
 from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.fingerprint import model_fingerprint
+from sessions.llama.layout_check import layout_problem
 from sessions.llama.model import LlamaModel
 from sessions.llama.offload import GpuLayers, resolve_gpu_layers
 from sessions.llama.restore_memory import RestoreMemory
@@ -101,6 +102,14 @@ class LlamaChatEngine:
         self.ctx.stop_between_batches = bool(rpc)
         self.info = self.model.info
         self.n_ctx = self.ctx.n_ctx
+        self.checkpoint_notice: str | None = None
+        """Why this model runs without checkpoints although they are on (None: it has them)."""
+        if checkpoints is not None:
+            problem = layout_problem(self.ctx, info.kind)
+            if problem is not None:
+                checkpoints = None
+                self.checkpoint_notice = (f"{info.name} runs without checkpoints: {problem}; replies are written and "
+                                          "stored as usual, but every switch and reopen evaluates its branch again")
         self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
         if checkpoints is not None:
             memory.reader().submit(learn_layouts, self.branches)
@@ -137,10 +146,13 @@ class LlamaChatEngine:
         sampler = Sampler(settings, self.info.n_vocab)
         try:
             return self.branches.generate(
-                logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop
+                logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop, save=False
             )
         finally:
             sampler.close()
+
+    def save_checkpoints(self) -> None:
+        self.branches.save_checkpoints()
 
     def generate_versions(self, logits, settings, *, max_tokens, on_text=None,
                           should_stop=lambda: False) -> list[GenerateResult]:
@@ -167,5 +179,10 @@ class LlamaChatEngine:
         self.ctx.clear_abort()
 
     def close(self) -> None:
-        self.ctx.close()
-        self.model.close()
+        """Free the model, with the checkpoints a job left to read out saved first (a reply
+        stopped before its first token leaves its prompt's)."""
+        try:
+            self.branches.save_checkpoints()
+        finally:
+            self.ctx.close()
+            self.model.close()

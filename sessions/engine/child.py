@@ -146,6 +146,9 @@ class _Worker:
                                     should_stop=self.stop.is_set)
 
 
+    def _save_checkpoints(self):
+        return self.engine.save_checkpoints()
+
     def _generate_versions(self, logits, settings, max_tokens: int):
         return self.engine.generate_versions(logits, settings, max_tokens=max_tokens,
                                              on_text=lambda k, text: self.channel.send("version_text", k, text),
@@ -165,7 +168,8 @@ def serve(conn: Connection) -> int:
         channel.send("error", to_wire(error))
         return 1
     try:
-        channel.send("loaded", Loaded(engine.info, engine.n_ctx, engine.load_seconds, engine.placement))
+        channel.send("loaded", Loaded(engine.info, engine.n_ctx, engine.load_seconds, engine.placement,
+                                        engine.checkpoint_notice))
         worker = _Worker(engine, channel)
         threading.Thread(target=worker.listen, name="engine-listener", daemon=True).start()
         worker.run()

@@ -109,6 +109,7 @@ class EngineProcess:
         self.n_ctx = loaded.n_ctx
         self.load_seconds = loaded.load_seconds
         self.placement = loaded.placement
+        self.checkpoint_notice = loaded.checkpoint_notice
         self.template = _rebuilt(chosen)
 
     def _send(self, message: tuple) -> None:
@@ -240,6 +241,9 @@ class EngineProcess:
 
             return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
         return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
+
+    def save_checkpoints(self) -> None:
+        self._call("save_checkpoints")
 
     def generate_versions(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
         if should_stop():

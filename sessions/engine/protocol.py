@@ -30,6 +30,10 @@ class ChatEngine(Protocol):
     info: ModelInfo
     template: ChatTemplate
     n_ctx: int
+    checkpoint_notice: str | None
+    """Why this model runs without checkpoints although they are on, in one sentence
+    (its saved states are laid out in a way the engine does not read); None when it has
+    them, or when they are off by choice."""
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
 
@@ -75,7 +79,16 @@ class ChatEngine(Protocol):
         on_text: Callable[[str], None] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> GenerateResult:
-        """Sample a reply after the live sequence; blocking."""
+        """Sample a reply after the live sequence; blocking. The checkpoints of the prompt
+        and the reply are left to read out for ``save_checkpoints``."""
+        ...
+
+    def save_checkpoints(self) -> None:
+        """Read out the checkpoints the last ``prepare`` and ``generate`` left, and keep them;
+        blocking. Called once the reply is stored, so that nothing a checkpoint meets can
+        cost the reply: a checkpoint that cannot be read is told through the checkpoint
+        store's report and costs a recompute later. The next ``prepare`` reads out what
+        is left otherwise."""
         ...
 
     def generate_versions(

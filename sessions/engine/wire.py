@@ -40,6 +40,7 @@ class Loaded:
     n_ctx: int
     load_seconds: float
     placement: Placement | None
+    checkpoint_notice: str | None = None
 
 
 @dataclass(frozen=True)

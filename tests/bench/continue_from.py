@@ -67,6 +67,7 @@ def run(arch: str, size: str, turns: int, reply_tokens: int, threads: int, root:
         messages = chat(engine, turns)[0]
         prompt = engine.prepare(*flat(messages), reply_follows=True)
         reply = engine.generate(prompt.logits, SamplingSettings(temperature=0.0), max_tokens=reply_tokens).tokens
+        engine.save_checkpoints()  # as the controller does once the reply is stored
         first.flush()
         # The files as the reply left them, for the reopen: the cut below saves its own tip.
         shutil.copytree(folder, reopen_folder)

@@ -32,8 +32,8 @@ def shape(function) -> list[tuple[str, object, bool]]:
 
 def test_the_protocol_lists_what_the_controller_uses():
     assert METHODS == ["clear_abort", "close", "detokenize", "generate", "generate_versions", "plan", "prepare",
-                       "request_abort", "saved_tiers", "tokenize", "warm_ahead"]
-    assert ATTRIBUTES == ["info", "n_ctx", "template"]
+                       "request_abort", "save_checkpoints", "saved_tiers", "tokenize", "warm_ahead"]
+    assert ATTRIBUTES == ["checkpoint_notice", "info", "n_ctx", "template"]
 
 
 @pytest.mark.parametrize("engine", [LlamaChatEngine, FakeEngine])

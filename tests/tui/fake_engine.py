@@ -86,6 +86,7 @@ class FakeEngine:
         )
         self.template = script.template or ChatTemplate.load(None)
         self.n_ctx = n_ctx
+        self.checkpoint_notice: str | None = None
         self.script = script
         self.live: list[int] = []
         self.saved: set[tuple[int, ...]] = set()
@@ -170,6 +171,9 @@ class FakeEngine:
         self.live.extend(tokens)
         self.saved.add(tuple(self.live))
         return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
+
+    def save_checkpoints(self) -> None:
+        """Nothing to read out: the fake keeps its saved prefixes as it goes."""
 
     def generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings], *, max_tokens: int,
                           on_text: Callable[[int, str], None] | None = None,

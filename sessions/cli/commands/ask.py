@@ -229,10 +229,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             out.end()
             raise  # one line on stderr (sessions.cli.reporting)
         out.end(replied=True)
+        engine = controller.engine
+        checkpoints = runtime.checkpoints is not None and engine is not None and engine.checkpoint_notice is None
     if args.stats:
         for version in [*written, reply]:
             if version.stats is not None:
-                tell(ctx.err, json.dumps(_stats_line(version)))
+                tell(ctx.err, json.dumps({**_stats_line(version), "checkpoints": checkpoints}))
     if stops.happened:
         ctx.note(_stopped_words(stops.cause, reply))
         return stops.status
