@@ -21,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("arch", choices=ARCHS, help="architecture (kind of model memory)")
     parser.add_argument("--size", choices=SIZES, default="tiny",
                         help="tiny (tests, demo), bench (~100M) or gpu (~2B, 4 GB)")
-    parser.add_argument("--swa-window", type=int, default=64, help="sliding window in tokens (gemma3 only)")
+    parser.add_argument("--swa-window", type=int, default=None,
+                        help="sliding window in tokens (windowed architectures; default: the architecture's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--n-ctx-train", type=int, default=8192, help="training context written in the file")
     args = parser.parse_args(argv)

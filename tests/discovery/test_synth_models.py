@@ -142,10 +142,11 @@ def test_model_loads_and_reports_its_memory_kind(arch, load, record_property):
     record_property("load_seconds", round(seconds, 4))
     record_property("file_bytes", path.stat().st_size)
 
-    assert kind_reported_by_llama_cpp(model) is expected_kind(arch)
-    assert L.llama_model_n_swa(model) == (64 if arch == "gemma3" else 0)
-    assert bool(L.llama_model_is_recurrent(model)) is (arch == "mamba")
-    assert bool(L.llama_model_is_hybrid(model)) is (arch == "lfm2")
+    kind = expected_kind(arch)
+    assert kind_reported_by_llama_cpp(model) is kind
+    assert L.llama_model_n_swa(model) == model_spec(arch).swa_window
+    assert bool(L.llama_model_is_recurrent(model)) is (kind is MemoryKind.RECURRENT)
+    assert bool(L.llama_model_is_hybrid(model)) is (kind is MemoryKind.HYBRID)
     assert L.llama_model_n_params(model) == param_count(arch)
 
 
