@@ -84,9 +84,10 @@ SIZE_TABLE["gemma4", "gpu"] = dict(
     _GPU_ATTENTION, n_layer=30, n_head_kv=2, head_dim=128, n_head_kv_swa=4, head_dim_swa=128, swa_period=6,
     n_kv_shared_layers=0, attention_k_eq_v=True, final_logit_softcap=30.0)
 
-# gpt-oss: window and global layers alternate; every FFN is a mixture of experts.
+# gpt-oss: window and global layers alternate; every FFN is a mixture of experts (tiny: one,
+# the fewest llama.cpp's loader takes; the router then always picks it).
 SIZE_TABLE["gpt-oss", "tiny"] = dict(
-    _TINY_ATTENTION, n_layer=4, swa_period=2, n_expert=2, n_expert_used=1, n_ff_exp=128)
+    _TINY_ATTENTION, n_layer=4, swa_period=2, n_expert=1, n_expert_used=1, n_ff_exp=128)
 SIZE_TABLE["gpt-oss", "bench"] = dict(
     _BENCH_ATTENTION, n_layer=18, swa_period=2, n_expert=4, n_expert_used=2, n_ff_exp=320)
 SIZE_TABLE["gpt-oss", "gpu"] = dict(
