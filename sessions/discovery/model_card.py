@@ -17,6 +17,7 @@ from pathlib import Path
 from sessions.discovery.abort_checks import header_problem
 from sessions.discovery.ggml_types import file_type_name, tensor_type_name
 from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
+from sessions.discovery.memory_words import memory_words
 from sessions.memory_kind import MemoryKind
 
 # From llama.cpp's llm_arch_is_recurrent / llm_arch_is_hybrid (src/llama-arch.cpp, 0.3.36).
@@ -65,6 +66,8 @@ class ModelCard:
     context_length: int | None = None
     """The trained context length, ``<arch>.context_length``."""
     memory_kind: MemoryKind | None = None
+    memory_label: str | None = None
+    """The memory in a few words a user knows ("hybrid: DeltaNet + attention")."""
     sliding_window: int | None = None
     has_chat_template: bool = False
     model_type: str | None = None
@@ -197,6 +200,7 @@ def card_from_header(path: Path, header: GGUFHeader) -> ModelCard:
     quantization = file_type_name(file_type) if file_type is not None else None
     params = _int(meta.get("general.parameter_count"))
     model_type = meta.get("general.type")
+    kind = memory_kind_for(arch, sliding)
     return ModelCard(
         path=path,
         name=name.strip() if isinstance(name, str) and name.strip() else _base_name(path),
@@ -205,7 +209,8 @@ def card_from_header(path: Path, header: GGUFHeader) -> ModelCard:
         parameter_count=params if params else (sum(t.n_elements for t in header.tensors) or None),
         quantization=quantization or _dominant_type(header),
         context_length=_int(meta.get(f"{arch}.context_length")) if arch else None,
-        memory_kind=memory_kind_for(arch, sliding),
+        memory_kind=kind,
+        memory_label=memory_words(kind, arch, meta),
         sliding_window=sliding or None,
         has_chat_template=any(key.split(".")[:2] == ["tokenizer", "chat_template"] for key in meta),
         model_type=model_type if isinstance(model_type, str) else None,

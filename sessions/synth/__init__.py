@@ -8,6 +8,8 @@ template. They write gibberish, but every number they produce is finite and the 
 every run, which is what tests, benchmarks and ``llamachat --demo`` need.
 
     path = make_model("gemma3", "tiny", swa_window=64)
+    path = make_model("qwen35", "qwen3.5-9b")   # a real model's memory shape, thin body
+    memory_bytes(model_spec("qwen35", "qwen3.5-9b")).state   # bytes of its recurrent state
 """
 
 from __future__ import annotations
@@ -16,16 +18,22 @@ from ..memory_kind import MemoryKind
 from .archs import ARCHS, SIZES, ModelSpec, expected_kind, model_spec
 from .errors import SynthError
 from .maker import FORMAT_REVISION, make_model, model_hash, param_count
+from .memory_bytes import MemoryBytes, memory_bytes
+from .shapes import SHAPES, Shape
 
 __all__ = [
     "ARCHS",
     "FORMAT_REVISION",
     "SIZES",
+    "SHAPES",
+    "MemoryBytes",
     "MemoryKind",
     "ModelSpec",
+    "Shape",
     "SynthError",
     "expected_kind",
     "make_model",
+    "memory_bytes",
     "model_hash",
     "model_spec",
     "param_count",

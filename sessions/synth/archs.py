@@ -1,43 +1,64 @@
-"""Shapes and GGUF metadata of the made models, one entry per architecture and size.
+"""What a made model is: its architecture, its size, and every number that decides its bytes.
 
-Each architecture stands for one kind of model memory (see ``MemoryKind``), because that
-is what the engine's checkpointing has to get right: ``llama`` has a plain KV cache,
-``gemma3`` interleaves sliding-window layers (5 windowed, then 1 global), ``lfm2`` mixes
-attention with short-convolution layers, and ``mamba`` is purely recurrent.
+Each architecture stands for a way llama.cpp builds model memory, because that is what the
+engine's checkpointing has to get right:
 
-Three sizes exist. ``tiny`` loads in milliseconds and is what tests and the demo use.
-``bench`` has about 100M parameters in realistic layer shapes (F16 weights, grouped-query
-attention, a 32k vocabulary whose output layer costs what it costs in real models), so
-benchmarks measure state sizes and evaluation times of a meaningful order on a CPU.
-``gpu`` has about 2B parameters (a 4 GB file), the size people run on one GPU, with heads
-of 128 dimensions: CUDA has flash-attention kernels for that size (not for every size:
-with 160, llama.cpp runs attention on the CPU, and a benchmark measures that instead).
+- ``llama``: a plain KV cache.
+- ``gemma3``: sliding-window layers (5 windowed, then 1 global, repeat).
+- ``gemma4``: a per-layer window pattern, global layers with other head sizes, and layers
+  that reuse an earlier layer's KV instead of keeping their own.
+- ``gpt-oss``: a window of 128 alternating with full attention, attention sinks, MoE.
+- ``lfm2``: attention plus short-convolution layers.
+- ``qwen35``: gated DeltaNet layers plus gated attention with IMROPE positions (each KV
+  cell carries extra position data in a saved state).
+- ``qwen3next``: DeltaNet plus attention with its own tensor set and MoE.
+- ``granitehybrid``: Mamba-2 layers plus attention layers without positions (NoPE).
+- ``mamba``, ``mamba2``: purely recurrent.
 
-The metadata keys are the ones llama.cpp's loader reads for each architecture (see
-``load_hparams`` and ``load_arch_hparams`` in the vendored ``src/llama-model.cpp`` and
-``src/models/<arch>.cpp``); required keys are always written, optional ones only when a
-real model of that kind would carry them.
+Sizes: ``tiny`` loads in milliseconds (tests, the demo); ``bench`` has about 100M
+parameters in realistic layer shapes (F16 weights, grouped-query attention, a 32k vocabulary
+whose output layer costs what it costs in real models); ``gpu`` has about 2B parameters,
+with heads of 128 dimensions, for which CUDA has flash-attention kernels. The real-model
+shapes of ``shapes.py`` (``gemma3-4b``...) give the KV and state sizes of released models on
+a thin body.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from ..memory_kind import MemoryKind
 from .errors import SynthError
+from .shapes import SHAPES
+from .sizes import SIZE_TABLE
 
-ARCHS = ("llama", "gemma3", "lfm2", "mamba")
+ARCHS = ("llama", "gemma3", "lfm2", "mamba", "qwen35", "qwen3next", "gemma4", "gpt-oss", "granitehybrid", "mamba2")
+"""Every architecture the maker writes (the first four are the ones the engine tests run)."""
 SIZES = ("tiny", "bench", "gpu")
 
 _KINDS = {
     "llama": MemoryKind.PLAIN,
     "gemma3": MemoryKind.SWA,
+    "gemma4": MemoryKind.SWA,
+    "gpt-oss": MemoryKind.SWA,
     "lfm2": MemoryKind.HYBRID,
+    "qwen35": MemoryKind.HYBRID,
+    "qwen3next": MemoryKind.HYBRID,
+    "granitehybrid": MemoryKind.HYBRID,
     "mamba": MemoryKind.RECURRENT,
+    "mamba2": MemoryKind.RECURRENT,
 }
 
 GEMMA3_SWA_PATTERN = 6
 """Gemma 3's layer pattern: layers 0-4 use the sliding window, layer 5 is global, repeat."""
+
+DEFAULT_WINDOWS = {"gemma3": 64, "gemma4": 64, "gpt-oss": 128}
+"""The window when none is asked for: gpt-oss keeps its real 128 at every size; the Gemmas
+keep one small enough that a short test chat slides past it."""
+
+_RECURRENT_ONLY = frozenset({"mamba", "mamba2"})
+_MIXED = frozenset({"lfm2", "qwen35", "qwen3next", "granitehybrid"})
+"""Architectures whose non-attention layers are recurrent (listed in ``attention_layers``)."""
 
 RMS_EPS = 1e-6
 
@@ -54,62 +75,88 @@ class ModelSpec:
     vocab_size: int
     n_ctx_train: int
     weights_f16: bool
-    """Matrices in F16 (bench, gpu) or everything in F32 (tiny, exact and small anyway)."""
+    """Matrices in F16 (bench, gpu, shapes) or everything in F32 (tiny, exact and small anyway)."""
     n_head: int = 0
     n_head_kv: int = 0
+    """KV heads of the (global) attention layers."""
     head_dim: int = 0
+    """Key and value length of the (global) attention layers."""
     swa_window: int = 0
     attention_layers: tuple[int, ...] = ()
-    """lfm2 only: which layers are attention; the others are short convolutions."""
+    """Mixed architectures: which layers are attention; the others are recurrent."""
     shortconv_l_cache: int = 0
     ssm_d_conv: int = 0
     ssm_d_inner: int = 0
     ssm_d_state: int = 0
     ssm_dt_rank: int = 0
+    """Mamba: the time-step rank; Mamba-2 and DeltaNet: the number of (value) heads."""
+    # Fields below came later: they enter the cache key only when set (see ``hashed_fields``).
+    ssm_n_group: int = 0
+    """Mamba-2: groups of B and C; DeltaNet: the number of key heads."""
+    n_rot: int = 0
+    """Rotary dimensions of the (global) attention layers; 0 for the whole head."""
+    rope_sections: tuple[int, ...] = ()
+    """IMROPE sections (Qwen3.5): rotary pairs per position component, summing to n_rot/2."""
+    swa_period: int = 0
+    """Layers per window period, the last of them global (gemma4, gpt-oss; gemma3 has 6)."""
+    head_dim_swa: int = 0
+    """Key and value length of the windowed layers; 0 for ``head_dim``."""
+    n_head_kv_swa: int = 0
+    """KV heads of the windowed layers; 0 for ``n_head_kv``."""
+    n_kv_shared_layers: int = 0
+    """The last this many layers keep no KV of their own and read an earlier layer's (Gemma 4)."""
+    n_embd_per_layer: int = 0
+    """Gemma 4's per-layer token embeddings (0: none)."""
+    attention_k_eq_v: bool = False
+    """Gemma 4: global layers have no V projection; the keys serve as values."""
+    final_logit_softcap: float = 0.0
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    n_ff_shexp: int = 0
+    """Width of the shared expert (qwen3next)."""
 
     @property
     def kind(self) -> MemoryKind:
         return _KINDS[self.arch]
 
+    @property
+    def window_period(self) -> int:
+        return GEMMA3_SWA_PATTERN if self.arch == "gemma3" else self.swa_period
+
     def is_attention_layer(self, layer: int) -> bool:
-        if self.arch == "mamba":
+        if self.arch in _RECURRENT_ONLY:
             return False
-        if self.arch == "lfm2":
+        if self.arch in _MIXED:
             return layer in self.attention_layers
         return True
 
+    def is_swa_layer(self, layer: int) -> bool:
+        """A windowed layer (llama.cpp's ``set_swa_pattern``: the last of each period is global)."""
+        period = self.window_period
+        return bool(self.swa_window) and period > 0 and layer % period < period - 1
 
-_TINY_ATTENTION = dict(n_embd=128, n_ff=256, vocab_size=1024, n_head=4, n_head_kv=2, head_dim=32)
-_BENCH_ATTENTION = dict(n_embd=640, n_ff=1280, vocab_size=32000, n_head=10, n_head_kv=2, head_dim=64)
-_GPU_ATTENTION = dict(n_embd=2048, n_ff=8192, vocab_size=32000, n_head=16, n_head_kv=4, head_dim=128)
+    def has_own_kv(self, layer: int) -> bool:
+        """An attention layer that keeps KV cells of its own (not reusing an earlier layer's)."""
+        return self.is_attention_layer(layer) and layer < self.n_layer - self.n_kv_shared_layers
 
-_SPECS: dict[tuple[str, str], dict] = {
-    ("llama", "tiny"): dict(_TINY_ATTENTION, n_layer=4),
-    ("gemma3", "tiny"): dict(_TINY_ATTENTION, n_layer=6),
-    ("lfm2", "tiny"): dict(_TINY_ATTENTION, n_layer=6, attention_layers=(2, 5), shortconv_l_cache=3),
-    ("mamba", "tiny"): dict(
-        n_embd=128, n_ff=0, vocab_size=1024, n_layer=4,
-        ssm_d_conv=4, ssm_d_inner=256, ssm_d_state=16, ssm_dt_rank=8,
-    ),
-    ("llama", "bench"): dict(_BENCH_ATTENTION, n_layer=18),
-    ("gemma3", "bench"): dict(_BENCH_ATTENTION, n_layer=18),
-    ("lfm2", "bench"): dict(
-        _BENCH_ATTENTION, n_layer=18, attention_layers=(2, 5, 8, 11, 14, 17), shortconv_l_cache=3,
-    ),
-    ("mamba", "bench"): dict(
-        n_embd=640, n_ff=0, vocab_size=32000, n_layer=24,
-        ssm_d_conv=4, ssm_d_inner=1280, ssm_d_state=16, ssm_dt_rank=40,
-    ),
-    ("llama", "gpu"): dict(_GPU_ATTENTION, n_layer=30),
-    ("gemma3", "gpu"): dict(_GPU_ATTENTION, n_layer=30),
-    ("lfm2", "gpu"): dict(
-        _GPU_ATTENTION, n_layer=30, attention_layers=tuple(range(2, 30, 3)), shortconv_l_cache=3,
-    ),
-    ("mamba", "gpu"): dict(
-        n_embd=2048, n_ff=0, vocab_size=32000, n_layer=64,
-        ssm_d_conv=4, ssm_d_inner=4096, ssm_d_state=16, ssm_dt_rank=128,
-    ),
-}
+    def layer_head_dim(self, layer: int) -> int:
+        return self.head_dim_swa if self.is_swa_layer(layer) and self.head_dim_swa else self.head_dim
+
+    def layer_kv_heads(self, layer: int) -> int:
+        return self.n_head_kv_swa if self.is_swa_layer(layer) and self.n_head_kv_swa else self.n_head_kv
+
+
+_FIELD_NAMES = [f.name for f in fields(ModelSpec)]
+_LATER_FIELDS = frozenset(_FIELD_NAMES[_FIELD_NAMES.index("ssm_n_group"):])
+
+
+def hashed_fields(spec: ModelSpec) -> dict[str, object]:
+    """The fields the cache key hashes: those added after the first four architectures
+    only when they differ from their default, so the names of earlier files stay valid."""
+    defaults = {f.name: f.default for f in fields(ModelSpec) if f.name in _LATER_FIELDS}
+    return {name: value for name, value in asdict(spec).items()
+            if name not in _LATER_FIELDS or value != defaults[name]}
 
 
 def expected_kind(arch: str) -> MemoryKind:
@@ -118,68 +165,40 @@ def expected_kind(arch: str) -> MemoryKind:
     return _KINDS[arch]
 
 
-def model_spec(arch: str, size: str = "tiny", *, swa_window: int = 64, n_ctx_train: int = 8192) -> ModelSpec:
-    """The full description of one made model; raises ``SynthError`` for bad requests."""
+def is_windowed(arch: str) -> bool:
+    return arch in DEFAULT_WINDOWS
+
+
+def model_spec(arch: str, size: str = "tiny", *, swa_window: int | None = None,
+               n_ctx_train: int = 8192) -> ModelSpec:
+    """The full description of one made model; raises ``SynthError`` for bad requests.
+
+    ``size`` is one of ``SIZES`` or the name of a real model's shape of this architecture
+    (``shapes.SHAPES``). ``swa_window`` sets the window of a windowed architecture at the
+    tiny, bench and gpu sizes (None: ``DEFAULT_WINDOWS``); a real shape keeps its own.
+    """
     _check_arch(arch)
-    if size not in SIZES:
-        raise SynthError(f"unknown model size {size!r}: choose one of {', '.join(SIZES)}")
     if isinstance(n_ctx_train, bool) or not isinstance(n_ctx_train, int) or n_ctx_train < 16:
         raise SynthError(f"the training context must be a whole number of at least 16, not {n_ctx_train!r}")
+    if swa_window is not None and (isinstance(swa_window, bool) or not isinstance(swa_window, int)
+                                   or swa_window < 1):
+        raise SynthError(f"the sliding window must be a positive whole number of tokens, not {swa_window!r}")
+    if size in SHAPES:
+        shape = SHAPES[size]
+        if shape.arch != arch:
+            raise SynthError(f"the shape {size!r} is a {shape.arch} model, not {arch}")
+        return ModelSpec(arch=arch, size=size, n_ctx_train=n_ctx_train, weights_f16=True, **shape.fields)
+    if size not in SIZES:
+        shapes = ", ".join(name for name, shape in SHAPES.items() if shape.arch == arch)
+        known = ", ".join(SIZES) + (f", or a real shape: {shapes}" if shapes else "")
+        raise SynthError(f"unknown model size {size!r}: choose one of {known}")
     spec = ModelSpec(arch=arch, size=size, n_ctx_train=n_ctx_train, weights_f16=size != "tiny",
-                     **_SPECS[arch, size])
-    if arch == "gemma3":
-        if isinstance(swa_window, bool) or not isinstance(swa_window, int) or swa_window < 1:
-            raise SynthError(f"the sliding window must be a positive whole number of tokens, not {swa_window!r}")
-        spec = replace(spec, swa_window=swa_window)
+                     **SIZE_TABLE[arch, size])
+    if is_windowed(arch):
+        spec = replace(spec, swa_window=swa_window if swa_window is not None else DEFAULT_WINDOWS[arch])
     return spec
 
 
 def _check_arch(arch: str) -> None:
     if arch not in ARCHS:
         raise SynthError(f"unknown model architecture {arch!r}: choose one of {', '.join(ARCHS)}")
-
-
-def metadata(spec: ModelSpec) -> list[tuple[str, object]]:
-    """The architecture's GGUF key/values (tokenizer keys are added by the maker).
-
-    Integers are written as uint32, floats as float32, tuples as arrays.
-    """
-    arch = spec.arch
-    keys: list[tuple[str, object]] = [
-        (f"{arch}.context_length", spec.n_ctx_train),
-        (f"{arch}.embedding_length", spec.n_embd),
-        (f"{arch}.block_count", spec.n_layer),
-        (f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS),
-    ]
-    if arch == "mamba":
-        keys += [
-            (f"{arch}.ssm.conv_kernel", spec.ssm_d_conv),
-            (f"{arch}.ssm.inner_size", spec.ssm_d_inner),
-            (f"{arch}.ssm.state_size", spec.ssm_d_state),
-            (f"{arch}.ssm.time_step_rank", spec.ssm_dt_rank),
-        ]
-        return keys
-    keys += [
-        (f"{arch}.feed_forward_length", spec.n_ff),
-        (f"{arch}.attention.head_count", spec.n_head),
-        (f"{arch}.attention.key_length", spec.head_dim),
-        (f"{arch}.attention.value_length", spec.head_dim),
-        # Gemma 3's global layers use a long RoPE base, its windowed layers the usual one.
-        (f"{arch}.rope.freq_base", 1000000.0 if arch == "gemma3" else 10000.0),
-    ]
-    if arch == "lfm2":
-        # The loader marks a layer recurrent (short conv) when its KV head count is 0.
-        per_layer = tuple(spec.n_head_kv if spec.is_attention_layer(i) else 0 for i in range(spec.n_layer))
-        keys += [
-            (f"{arch}.attention.head_count_kv", per_layer),
-            (f"{arch}.shortconv.l_cache", spec.shortconv_l_cache),
-        ]
-    else:
-        keys.append((f"{arch}.attention.head_count_kv", spec.n_head_kv))
-    if arch == "gemma3":
-        keys += [
-            (f"{arch}.attention.sliding_window", spec.swa_window),
-            (f"{arch}.attention.sliding_window_pattern", GEMMA3_SWA_PATTERN),
-            (f"{arch}.rope.freq_base_swa", 10000.0),
-        ]
-    return keys

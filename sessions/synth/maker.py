@@ -13,15 +13,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..durable import TEMP_SUFFIX, replacing
 from ..paths import ensure_private_dir, made_models_dir
 from . import tensors
-from .archs import ModelSpec, metadata, model_spec
+from .archs import ModelSpec, hashed_fields, model_spec
 from .errors import SynthError
+from .metadata import metadata
 from .vocab import build_vocab, marker_style
 from .weights import fill
 
@@ -39,7 +39,7 @@ def make_model(
     arch: str,
     size: str = "tiny",
     *,
-    swa_window: int = 64,
+    swa_window: int | None = None,
     seed: int = 0,
     n_ctx_train: int = 8192,
     chat_template: str | None = None,
@@ -47,7 +47,9 @@ def make_model(
 ) -> Path:
     """The path of the made model with these parameters, making it if needed.
 
-    ``swa_window`` only matters for ``gemma3``. ``markers`` picks the vocabulary's chat
+    ``size`` is ``tiny``, ``bench``, ``gpu`` or a real model's shape of this architecture
+    (``shapes.SHAPES``). ``swa_window`` only matters for windowed architectures (None: their
+    default, see ``archs.DEFAULT_WINDOWS``). ``markers`` picks the vocabulary's chat
     control tokens (``vocab.MARKER_STYLES``: ChatML by default, ``gemma``, ``llama3``, or
     ``none`` for a base model); only ChatML comes with a template. ``chat_template``
     replaces the style's template (to test how a model's own, possibly hostile, template is
@@ -83,7 +85,7 @@ def _sweep_abandoned(path: Path) -> None:
 def model_hash(spec: ModelSpec, seed: int, chat_template: str | None = None,
                markers: str = "chatml") -> str:
     """A short digest of everything that decides the file's bytes."""
-    fields: dict[str, object] = {"revision": FORMAT_REVISION, "seed": seed, "spec": asdict(spec)}
+    fields: dict[str, object] = {"revision": FORMAT_REVISION, "seed": seed, "spec": hashed_fields(spec)}
     # Each of these is absent at its default, so the names of earlier files stay valid.
     if chat_template is not None:
         fields["chat_template"] = chat_template
@@ -95,7 +97,7 @@ def model_hash(spec: ModelSpec, seed: int, chat_template: str | None = None,
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
-def param_count(arch: str, size: str = "tiny", *, swa_window: int = 64) -> int:
+def param_count(arch: str, size: str = "tiny", *, swa_window: int | None = None) -> int:
     """How many weights the model would hold, computed without making it."""
     return tensors.param_count(model_spec(arch, size, swa_window=swa_window))
 

@@ -16,14 +16,15 @@ plain noise is not enough for that:
   only that channel, with a large negative weight; all other rows ignore it.
 - Mamba's state matrix ``A`` is stored as ``-exp(A_log)`` (negative, so the state decays)
   and its time-step bias as the inverse softplus of small steps, as in the reference
-  initialisation.
+  initialisation. Mamba-2 and DeltaNet have one ``A`` per head, drawn as their reference
+  code draws it, so some heads forget within a few tokens and others remember long.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tensors import Init, TensorPlan
+from .plan import Init, TensorPlan
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,6 +39,9 @@ BIAS_CHANNEL_VALUE = 4.0
 SILENCE_WEIGHT = 4.0
 """Weight of the bias channel in never-predicted tokens' output rows, per unit of residual
 scale (see ``_silence_weight``): their logits end up far below every real token's."""
+
+_GEMMAS = frozenset({"gemma3", "gemma4"})
+_DELTA_NET = frozenset({"qwen35", "qwen3next"})
 
 LOGIT_STD = 2.0
 """Typical spread of real tokens' logits: peaked enough to sample words, never one-hot."""
@@ -61,9 +65,20 @@ def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.ran
     elif init is Init.SSM_DT_BIAS:
         dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), size=shape)).astype(np.float32)
         values = (dt + np.log(-np.expm1(-dt))).astype(np.float32)
+    elif init is Init.HEAD_DECAY:
+        low = 0.1 if spec.arch in _DELTA_NET else 1.0  # DeltaNet draws A in (0, 16), Mamba-2 in [1, 16]
+        values = -rng.uniform(low, 16.0, size=shape).astype(np.float32)
+    elif init is Init.NORMAL:
+        values = rng.standard_normal(shape, dtype=np.float32)
+    elif init is Init.PER_LAYER_EMBED:
+        values = rng.standard_normal(shape, dtype=np.float32) * np.float32(spec.n_embd_per_layer**-0.5)
+    elif init is Init.PROPORTIONAL_ROPE:
+        # A factor of 1e30 makes a pair's angle vanish (llama.cpp's conversion writes the same).
+        values = np.full(shape, 1e30, dtype=np.float32)
+        values[: shape[0] // 4] = 1.0
     elif init is Init.EMBED:
         # Gemma multiplies input embeddings by sqrt(n_embd); keep its residual at unit scale.
-        scale = spec.n_embd ** -0.5 if spec.arch == "gemma3" else 1.0
+        scale = spec.n_embd ** -0.5 if spec.arch in _GEMMAS else 1.0
         values = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
         values[:, 0] = BIAS_CHANNEL_VALUE * scale
     elif init is Init.OUTPUT:
@@ -73,13 +88,16 @@ def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.ran
         values[silenced, 0] = -_silence_weight(spec)
     else:  # MATRIX, WRITER, CONV: unit gain over the last (input) axis
         values = rng.standard_normal(shape, dtype=np.float32) * np.float32(shape[-1] ** -0.5)
-        if init is Init.WRITER:
-            values[0, :] = 0.0
+        if init is Init.WRITER:  # output channel 0 (the second-to-last axis) stays zero
+            values[..., 0, :] = 0.0
     return values.astype(np.float16) if plan.f16 else values
 
 
 def _silence_weight(spec: ModelSpec) -> float:
     """The final norm divides the bias channel by the residual's RMS, which grows with depth:
-    Gemma adds two unit-RMS (post-normed) vectors per layer, the others about one."""
-    growth = 2 if spec.arch == "gemma3" else 1
+    Gemma adds two unit-RMS (post-normed) vectors per layer (Gemma 4 a third with per-layer
+    embeddings), the others about one."""
+    growth = 1
+    if spec.arch in _GEMMAS:
+        growth = 3 if spec.n_embd_per_layer else 2
     return SILENCE_WEIGHT * (1 + growth * spec.n_layer) ** 0.5

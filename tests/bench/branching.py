@@ -404,10 +404,11 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
 
 
 def models(args) -> list[tuple[str, Path]]:
-    from sessions.synth import make_model
+    from sessions.synth import SHAPES, make_model
 
     window = {"tiny": 64, "bench": 512, "gpu": 1024}[args.size]
     found = [(arch, make_model(arch, args.size, swa_window=window)) for arch in args.arch]
+    found += [(name, make_model(SHAPES[name].arch, name)) for name in getattr(args, "shape", [])]
     return found + [(Path(p).name, Path(p).expanduser().resolve()) for p in args.model]
 
 
@@ -417,10 +418,13 @@ EACH_EVENT = ("same", "objects", "process")
 def main(argv: list[str] | None = None) -> int:
     from sessions.cli.arguments import gpu_layers
     from sessions.llama.cache_types import CACHE_TYPES
-    from sessions.synth import SIZES
+    from sessions.synth import SHAPES, SIZES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="*", default=None, help="made bench models (default: gemma3 lfm2)")
+    parser.add_argument("--shape", action="append", default=[], choices=tuple(SHAPES), metavar="NAME",
+                        help="a real model's memory shape on a thin body (repeatable; "
+                             "python -m sessions.synth --shapes lists them)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a GGUF file (repeatable)")
     parser.add_argument("--size", choices=SIZES, default="bench",
                         help="made models' size (tiny: a quick check that the benchmark runs; gpu: ~2B, "
@@ -451,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rpc = RpcTraffic(args.rpc.split(",")) if args.rpc else None
     if args.arch is None:
-        args.arch = [] if args.model else ["gemma3", "lfm2"]
+        args.arch = [] if args.model or args.shape else ["gemma3", "lfm2"]
     from sessions import paths
 
     # Made models are kept where the user's other runs find them; the rest is per run.

@@ -1,13 +1,13 @@
 """The made models load in real llama.cpp, report the memory kind they stand for, and
 produce finite, varied and reproducible numbers.
 
-Every other test of the engine builds on these four files, so what they promise is
-checked here against llama.cpp itself, not against the maker's own idea of them.
+Every other test of the engine builds on these files, so what they promise is checked here
+against llama.cpp itself, not against the maker's own idea of them. Only tiny models are
+made here (the bench and gpu sizes are sized, not made).
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import subprocess
@@ -20,103 +20,24 @@ import llama_cpp as L
 import numpy as np
 import pytest
 
-from sessions.synth import ARCHS, MemoryKind, SynthError, expected_kind, make_model, model_spec, param_count
+from sessions.synth import (
+    ARCHS,
+    SHAPES,
+    MemoryKind,
+    SynthError,
+    expected_kind,
+    make_model,
+    memory_bytes,
+    model_spec,
+    param_count,
+)
 from sessions.synth.vocab import build_vocab
+
+from .raw_llama import decode, greedy, load_fixture, loaded_models_fixture, new_context, piece, tokenize  # noqa: F401
 
 pytestmark = pytest.mark.engine
 
 REPO = Path(__file__).resolve().parents[2]
-
-L.llama_backend_init()
-
-
-@L.llama_log_callback
-def _quiet_log(level, text, user_data):  # noqa: ARG001 - llama.cpp's callback signature
-    """llama.cpp logs every loaded key and tensor; keep test output readable."""
-
-
-L.llama_log_set(_quiet_log, ctypes.c_void_p())
-
-
-# ---------------------------------------------------------------- llama.cpp helpers
-
-def tokenize(vocab, text: str, *, special: bool = False) -> list[int]:
-    data = text.encode("utf-8")
-    buffer = (L.llama_token * (len(data) + 8))()
-    n = L.llama_tokenize(vocab, data, len(data), buffer, len(buffer), False, special)
-    assert n >= 0, f"tokenizing {text!r} failed"
-    return list(buffer[:n])
-
-
-def piece(vocab, token: int) -> bytes:
-    buffer = ctypes.create_string_buffer(64)
-    n = L.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, False)
-    assert n >= 0
-    return buffer.raw[:n]
-
-
-def new_context(model, n_ctx: int = 256):
-    params = L.llama_context_default_params()
-    params.n_ctx = n_ctx
-    params.n_batch = n_ctx
-    params.n_ubatch = n_ctx
-    params.n_seq_max = 1
-    params.n_threads = 1
-    params.n_threads_batch = 1
-    ctx = L.llama_init_from_model(model, params)
-    assert ctx, "llama.cpp could not create a context"
-    return ctx
-
-
-def decode(ctx, tokens: list[int], n_vocab: int) -> np.ndarray:
-    """Decode ``tokens`` as one batch and return a copy of the last token's logits."""
-    array = (L.llama_token * len(tokens))(*tokens)
-    assert L.llama_decode(ctx, L.llama_batch_get_one(array, len(tokens))) == 0
-    logits = L.llama_get_logits_ith(ctx, -1)
-    return np.ctypeslib.as_array(logits, shape=(n_vocab,)).copy()
-
-
-def greedy(model, prompt: list[int], n_new: int) -> list[int]:
-    vocab = L.llama_model_get_vocab(model)
-    n_vocab = L.llama_vocab_n_tokens(vocab)
-    ctx = new_context(model, n_ctx=len(prompt) + n_new + 8)
-    try:
-        logits = decode(ctx, prompt, n_vocab)
-        out: list[int] = []
-        for _ in range(n_new):
-            out.append(int(np.argmax(logits)))
-            logits = decode(ctx, out[-1:], n_vocab)
-        return out
-    finally:
-        L.llama_free(ctx)
-
-
-# ---------------------------------------------------------------- fixtures
-
-@pytest.fixture(scope="module")
-def loaded_models():
-    """Models loaded once per module, keyed by path (they are freed at the end)."""
-    models: dict[Path, tuple[object, float]] = {}
-    yield models
-    for model, _ in models.values():
-        L.llama_model_free(model)
-
-
-@pytest.fixture
-def load(loaded_models):
-    """Load a made model (once per module) and return ``(model, load_seconds)``."""
-
-    def _load(path: Path):
-        if path not in loaded_models:
-            params = L.llama_model_default_params()
-            start = time.perf_counter()
-            model = L.llama_model_load_from_file(str(path).encode(), params)
-            seconds = time.perf_counter() - start
-            assert model, f"llama.cpp could not load {path}"
-            loaded_models[path] = (model, seconds)
-        return loaded_models[path]
-
-    return _load
 
 
 def sha256(path: Path) -> str:
@@ -142,10 +63,11 @@ def test_model_loads_and_reports_its_memory_kind(arch, load, record_property):
     record_property("load_seconds", round(seconds, 4))
     record_property("file_bytes", path.stat().st_size)
 
-    assert kind_reported_by_llama_cpp(model) is expected_kind(arch)
-    assert L.llama_model_n_swa(model) == (64 if arch == "gemma3" else 0)
-    assert bool(L.llama_model_is_recurrent(model)) is (arch == "mamba")
-    assert bool(L.llama_model_is_hybrid(model)) is (arch == "lfm2")
+    kind = expected_kind(arch)
+    assert kind_reported_by_llama_cpp(model) is kind
+    assert L.llama_model_n_swa(model) == model_spec(arch).swa_window
+    assert bool(L.llama_model_is_recurrent(model)) is (kind is MemoryKind.RECURRENT)
+    assert bool(L.llama_model_is_hybrid(model)) is (kind is MemoryKind.HYBRID)
     assert L.llama_model_n_params(model) == param_count(arch)
 
 
@@ -325,6 +247,44 @@ def test_sizes_are_what_they_say():
         assert 1_700_000_000 <= param_count(arch, "gpu") <= 2_300_000_000, arch
         gpu = model_spec(arch, "gpu")
         assert gpu.weights_f16 and gpu.head_dim in (0, 128), arch  # CUDA's flash attention has 128
+    for name, shape in SHAPES.items():  # thin bodies: a CPU prefills thousands of tokens
+        assert param_count(shape.arch, name) < 1_500_000_000, name
+        assert model_spec(shape.arch, name).vocab_size <= 32_000, name
+
+
+REAL_BYTES = {
+    # shape: (KV bytes per token, windowed-layer KV per token, window, recurrent state bytes),
+    # by hand from the configs: layers x KV heads x (K + V) x head size x 2 bytes (f16), and
+    # recurrent layers x ((conv - 1) x (inner + 2 x groups x state) + state x inner) x 4 bytes.
+    "gemma3-4b": (34 * 4 * 2 * 256 * 2, 29 * 4 * 2 * 256 * 2, 1024, 0),
+    "gemma3-27b": (62 * 16 * 2 * 128 * 2, 52 * 16 * 2 * 128 * 2, 1024, 0),
+    "gemma4-31b": (50 * 16 * 2 * 256 * 2 + 10 * 4 * 2 * 512 * 2, 50 * 16 * 2 * 256 * 2, 1024, 0),
+    "gemma4-e2b": (12 * 1 * 2 * 256 * 2 + 3 * 1 * 2 * 512 * 2, 12 * 1 * 2 * 256 * 2, 512, 0),
+    "gpt-oss-20b": (24 * 8 * 2 * 64 * 2, 12 * 8 * 2 * 64 * 2, 128, 0),
+    "qwen3.5-9b": (8 * 4 * 2 * 256 * 2, 0, 0, 24 * (3 * (4096 + 2 * 16 * 128) + 128 * 4096) * 4),
+    "granite-4.0-h-small": (4 * 8 * 2 * 128 * 2, 0, 0, 36 * (3 * (4096 + 2 * 1 * 256) + 256 * 4096) * 4),
+}
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_real_shapes_hold_the_bytes_of_the_real_models(name):
+    arch = SHAPES[name].arch
+    found = memory_bytes(model_spec(arch, name))
+    assert (found.kv_per_token, found.window_kv_per_token, found.window, found.state) == REAL_BYTES[name]
+    assert model_spec(arch, name, swa_window=64).swa_window == model_spec(arch, name).swa_window  # its own
+
+
+def test_real_shapes_match_the_sizes_users_report():
+    """A Gemma 3 4B token holds 139 KB; a Gemma 3 27B window about 430 MB; a Gemma 4 31B one
+    800 MiB; a Qwen3.5-9B state about 50 MiB; a Granite-4.0-H-Small state about 150 MB."""
+    def bytes_of(name):
+        return memory_bytes(model_spec(SHAPES[name].arch, name))
+
+    assert bytes_of("gemma3-4b").kv_bytes(1000) == 139_264_000
+    assert 420e6 < bytes_of("gemma3-27b").window_bytes < 440e6
+    assert bytes_of("gemma4-31b").window_bytes == 800 * 2**20
+    assert 49 * 2**20 < bytes_of("qwen3.5-9b").state < 51 * 2**20
+    assert 145e6 < bytes_of("granite-4.0-h-small").state < 160e6
 
 
 @pytest.mark.parametrize(
@@ -336,6 +296,9 @@ def test_sizes_are_what_they_say():
         (dict(arch="llama", seed=-1), "seed"),
         (dict(arch="llama", n_ctx_train=0), "training context"),
         (dict(arch="llama", markers="vicuna"), "unknown marker style 'vicuna' \\(known: chatml, gemma"),
+        (dict(arch="gemma3", size="huge"), "choose one of tiny, bench, gpu, or a real shape: gemma3-4b, gemma3-27b"),
+        (dict(arch="llama", size="gemma3-4b"), "the shape 'gemma3-4b' is a gemma3 model, not llama"),
+        (dict(arch="gpt-oss", swa_window=-5), "sliding window"),
     ],
 )
 def test_bad_requests_are_refused_in_plain_words(kwargs, words):
@@ -351,6 +314,18 @@ def test_command_line_prints_the_path():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(expected)
+
+
+def test_command_line_lists_the_shapes_and_refuses_a_mismatch():
+    done = subprocess.run([sys.executable, "-m", "sessions.synth", "--shapes"],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:]}
+    assert set(rows) == set(SHAPES)
+    assert rows["gemma3-4b"][1:3] == ["gemma3", "139264"] and rows["qwen3.5-9b"][-2] == "52690944"
+    done = subprocess.run([sys.executable, "-m", "sessions.synth", "llama", "--shape", "gemma3-4b"],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "the shape gemma3-4b is a gemma3 model, not llama" in done.stderr
 
 
 def test_two_processes_making_one_model_never_leave_a_partial_file(tmp_path):

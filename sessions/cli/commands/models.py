@@ -1,4 +1,4 @@
-"""``llamachat models``: every GGUF model found, with its memory kind and size, and the devices.
+"""``llamachat models``: every GGUF model found, with its memory (in words) and size, and the devices.
 
 After the table, on stderr (not with ``--json``): the size of the checkpoint files against
 their budget, this machine's devices, each RPC server's (asked now, so a wrong address
@@ -33,6 +33,7 @@ def card_dict(card) -> dict:
         "parameter_count": card.parameter_count, "file_size": card.file_size,
         "quantization": card.quantization, "context_length": card.context_length,
         "memory_kind": card.memory_kind.value if card.memory_kind else None,
+        "memory": card.memory_label,
         "sliding_window": card.sliding_window, "has_chat_template": card.has_chat_template,
         "type": card.model_type, "split_count": card.split_count,
         "missing_parts": list(card.missing_parts), "source": card.source, "error": card.error,
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             card.name, card.architecture or "?", human_count(card.parameter_count),
             card.quantization or "?", human_size(card.file_size),
             str(card.context_length or "?"),
-            card.memory_kind.value if card.memory_kind else "?", f"{card.path}{parts}",
+            card.memory_label or "?", f"{card.path}{parts}",
         ])
     for line in table(rows):
         ctx.print(line)
