@@ -24,7 +24,7 @@ from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
 from tests.threads import TEST_THREADS
 
-from .conftest import ARCHS, greedy_after
+from .conftest import ALL_ARCHS, ARCHS, greedy_after
 
 PARAMS = ContextParams(n_ctx=2048, n_batch=64, n_threads=TEST_THREADS)
 TEXTS = [
@@ -136,7 +136,7 @@ def test_restore_from_disk(loaded_models, tmp_path, arch):
         assert all(info.tier == "disk" for info in result.plan.restore)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ALL_ARCHS)
 def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arch):
     """Checkpoints written by another process restore exactly in this one."""
     script = textwrap.dedent(
@@ -159,7 +159,7 @@ def test_restore_after_process_restart(model_paths, loaded_models, tmp_path, arc
         assert result.tokens_evaluated == len(toks(model, 5))
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ALL_ARCHS)
 def test_checkpoint_inside_long_message(loaded_models, store, arch):
     """Editing the end of a long message resumes from the checkpoint inside it."""
     model = loaded_models[arch]
@@ -175,7 +175,7 @@ def test_checkpoint_inside_long_message(loaded_models, store, arch):
     assert result.tokens_evaluated == len(edited) - 3 * interval
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ALL_ARCHS)
 def test_generated_reply_then_continue(loaded_models, store, arch):
     """A reply decoded token by token, restored later, equals the from-scratch branch."""
     from sessions.llama.sampler import Sampler
@@ -282,7 +282,7 @@ def test_swa_cut_after_slide_is_really_wrong(loaded_models):
     assert not np.array_equal(logits, good)  # ...but the state was not what it claims
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ALL_ARCHS)
 def test_long_branch_past_the_window_cache(loaded_models, store, arch):
     """Past the 256-cell window ring of the sliding-window cache, every route stays exact."""
     model = loaded_models[arch]

@@ -17,6 +17,9 @@ from sessions.synth.archs import model_spec
 from .servers import ServerPair
 
 ARCHS = ("llama", "gemma3", "lfm2", "mamba")
+ROUTE_ARCHS = (*ARCHS, "qwen35", "gemma4")
+"""Every route over RPC: each memory kind, and a hybrid and a window architecture of late
+2026 (Qwen3.5's cells carry extra position data; Gemma 4 shares KV between layers)."""
 SWA_WINDOW = 32
 
 

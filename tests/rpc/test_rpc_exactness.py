@@ -21,7 +21,7 @@ from sessions.engine.process import EngineProcess
 from sessions.sampling import SamplingSettings
 from tests.engine.test_exactness import TEXTS
 
-from .conftest import ARCHS, split_settings, tiny_model
+from .conftest import ARCHS, ROUTE_ARCHS, split_settings, tiny_model
 
 pytestmark = [pytest.mark.rpc, pytest.mark.engine]
 
@@ -105,7 +105,7 @@ def test_the_split_uses_the_cpu_and_both_servers(refs):
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("refs", ARCHS, indirect=True)
+@pytest.mark.parametrize("refs", ROUTE_ARCHS, indirect=True)
 def test_route_is_bit_identical_to_a_recompute(refs, route, tmp_path):
     ck = tmp_path / "ck"
     engine = refs.engine(ck)
