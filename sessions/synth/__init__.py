@@ -1,8 +1,8 @@
-"""Deterministic random-weight GGUF models, one per kind of model memory.
+"""Deterministic random-weight GGUF models of the architectures llamachat runs.
 
 No model weights can be downloaded where llamachat is developed and tested, yet the
 engine's whole point (exact per-message checkpoints of KV, sliding-window and recurrent
-state) has to be exercised on every kind of memory. So llamachat makes its own models:
+state) has to be exercised on every way llama.cpp builds a model's memory. So llamachat makes its own models:
 random weights, a real byte-level BPE tokenizer with ChatML control tokens and a chat
 template. They write gibberish, but every number they produce is finite and the same on
 every run, which is what tests, benchmarks and ``llamachat --demo`` need.
@@ -24,8 +24,8 @@ from .shapes import SHAPES, Shape
 __all__ = [
     "ARCHS",
     "FORMAT_REVISION",
-    "SIZES",
     "SHAPES",
+    "SIZES",
     "MemoryBytes",
     "MemoryKind",
     "ModelSpec",
