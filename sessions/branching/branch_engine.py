@@ -206,7 +206,27 @@ class BranchEngine:
             meta = store.peek(compat, prefixes[b], "snapshot") if store is not None else None
             if meta is None or meta.end != b:
                 return None
-            return SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
+            info = SnapshotInfo(b, meta.tier, meta.has_state, meta.has_logits, meta.nbytes)
+            return window_of(info) if self.ring is not None and meta.has_state else info
+
+        def window_of(newest: SnapshotInfo) -> SnapshotInfo | None:
+            """The window at a boundary from the pieces of the segments that end within
+            ``n_swa`` tokens before it (``swa_ring``): found only when all are kept."""
+            assert store is not None  # a snapshot was found
+            at = bounds.index(newest.end)
+            low = max(0, newest.end - self.n_swa)
+            parts, nbytes, tier = [], 0, newest.tier
+            for k in range(at, -1, -1):
+                end, start = bounds[k], bounds[k - 1] if k else 0
+                meta = newest if k == at else store.peek(compat, prefixes[end], "snapshot")
+                if meta is None or meta.end != end or not meta.has_state:
+                    return None
+                parts.append((start, end))
+                nbytes += meta.nbytes
+                tier = "disk" if meta.tier == "disk" else tier
+                if start <= low:
+                    break
+            return replace(newest, tier=tier, nbytes=nbytes, parts=tuple(parts))
 
         def splittable(k: int) -> bool:
             return stepped_ranges is None or any(a < k < b for a, b in stepped_ranges)
@@ -263,7 +283,8 @@ class BranchEngine:
         self.live_logits = logits
         self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
         self._continuing = bool(stepped and stepped[-1])  # a generated reply, to be continued
-        self.captures.note_end(len(target), prefixes[len(target)], logits)
+        last_start = max((b for b in prefixes if b < len(target)), default=0)
+        self.captures.note_end(last_start, len(target), prefixes[len(target)], logits)
         self._mark_active(prefixes)
         seconds = time.perf_counter() - t0
         decode = self.ctx.decode_seconds - d0
@@ -349,7 +370,7 @@ class BranchEngine:
                     on_progress(done, total, done / max(time.perf_counter() - t0, 1e-9))
             self.captures.note_range(seg_start, end, prefixes)
             if end < len(target):
-                self.captures.maybe_snapshot(end, prefixes[end], until=len(target), next_end=next_end,
+                self.captures.maybe_snapshot(seg_start, end, prefixes[end], until=len(target), next_end=next_end,
                                              logits=logits if ends_message else None)
             seg_start = end
         assert logits is not None
@@ -432,7 +453,8 @@ class BranchEngine:
                 self.captures.note_reply_range(seg_start, self.live, last=True)
             if len(self.live) > max(seg_start, began) or tokens:
                 keep_logits = reason in CONTINUABLE
-                self.captures.note_tip(self.live, self.live_logits if keep_logits else None)
+                self.captures.note_tip(seg_start if len(self.live) > seg_start else began, self.live,
+                                       self.live_logits if keep_logits else None)
             if save:
                 self.captures.flush()
         return GenerateResult(tokens, detok.text, reason, first, time.perf_counter() - t0)

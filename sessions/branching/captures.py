@@ -3,11 +3,14 @@
 The decode loop only notes what it passed: the token ranges whose attention cells should
 be saved, and the boundaries that get a snapshot (``SnapshotPolicy``: every one, so that
 each branch point survives a restart, but for those a GPU would read on the path to the
-first token that the restart bound can spare). Reading them out of the context waits until the
-reply is written (``flush``): attention cells do not change once computed, and a sliding
-window stays in the ring for ``N - n_swa`` tokens, so both can still be read then,
-exactly as they were. Only two things are read at once: a recurrent state (the next
-token overwrites it), and a window the ring is about to overwrite (``before_decode``),
+first token that the restart bound can spare). A sliding window's snapshot is the piece
+of the segment that ends there (``swa_ring``: each token's sliding-layer cells are kept
+once), so every boundary of a windowed model gets one. Reading them out of the context
+waits until the reply is written (``flush``): attention cells do not change once
+computed, and a piece stays in the ring for ``N`` tokens after its first one, so both
+can still be read then, exactly as they were; a range's cells and its piece come out of
+the context in one read. Only two things are read at once: a recurrent state (the next
+token overwrites it), and a piece the ring is about to overwrite (``before_decode``),
 which a long prompt or reply can reach. Everything read goes to the store's RAM tier and,
 on the store's own thread, to disk.
 
@@ -29,8 +32,9 @@ import numpy as np
 from sessions.branching.errors import CHECKPOINT_TROUBLE
 from sessions.branching.snapshot_policy import SnapshotPolicy, restart_spacing
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
+from sessions.llama.ring_geometry import piece_range
 from sessions.llama.sequences import LIVE
-from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
@@ -51,6 +55,8 @@ def prefix_hashes(target: Sequence[int], bounds: Sequence[int]) -> dict[int, str
 
 @dataclass
 class _Snapshot:
+    start: int
+    """Where the segment ending here starts (a sliding window's piece is of that segment)."""
     end: int
     prefix: str
     state: np.ndarray | None
@@ -107,27 +113,31 @@ class Captures:
         if self.engine.kind is not MemoryKind.RECURRENT:
             self.ranges.append((start, len(live), prefix, parent))
         if not last:
-            self.maybe_snapshot(len(live), prefix)
+            self.maybe_snapshot(start, len(live), prefix)
 
     def decoding_from(self, start: int) -> None:
         """Decoding starts at ``start``, whose state is a snapshot's (or needs none)."""
         self._mark, self._mark_pos = self.engine.ctx.decode_seconds, start
 
-    def maybe_snapshot(self, end: int, prefix: str | None, *, until: int | None = None,
+    def maybe_snapshot(self, start: int, end: int, prefix: str | None, *, until: int | None = None,
                        next_end: int | None = None, logits: np.ndarray | None = None) -> None:
-        """At a boundary inside a prompt or reply: note its snapshot (``SnapshotPolicy``).
+        """At a boundary inside a prompt or reply, after the segment ``[start, end)``: note
+        its snapshot (``SnapshotPolicy``).
 
-        ``until``: where the prompt being decoded ends. A window that the rest of it
-        will overwrite is read now, straight from the ring, rather than copied out of
-        it later (``before_decode``), which costs a sequence copy more. ``next_end``:
-        the next boundary (the restart bound needs a snapshot here if that one is more
+        ``until``: where the prompt being decoded ends. A piece that the rest of it will
+        overwrite is read now, straight from the ring, rather than copied out of it later
+        (``before_decode``), which costs a sequence copy more. ``next_end``: the next
+        boundary (the restart bound needs a recurrent snapshot here if that one is more
         than the spacing past the last). ``logits``: those after the boundary, at the
-        end of a message (a plain model keeps only them).
+        end of a message (a plain model keeps only them). Every boundary of a windowed
+        model gets its piece: the windows of the boundaries after it are made of them.
         """
-        if self.store is None or not self.policy.boundaries or not (self._has_state or logits is not None):
+        if self.store is None or not (self._has_state or logits is not None):
             return
-        now = self.ring is None or (until is not None and self._overwritten(end, until))
-        if self._has_state and now and not self._due_now(end, next_end):
+        if not self.policy.boundaries and self.ring is None:
+            return  # (a window's pieces are how it is kept: never left out)
+        now = self.ring is None or (until is not None and self._overwritten(start, end, until))
+        if self._has_state and self.ring is None and not self._due_now(end, next_end):
             return
         self.decoding_from(end)
         prefix = prefix or prefix_hash(self.engine.live[:end])
@@ -138,10 +148,10 @@ class Captures:
         elif self.ring is None:
             state = self._read_now()
         elif now:
-            state = self._read_window(end)
+            state = self._read_piece(start, end)
         else:
             state = None
-        self.snapshots.append(_Snapshot(end, prefix, state, logits))
+        self.snapshots.append(_Snapshot(start, end, prefix, state, logits))
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
         """Is a snapshot read on the decode's path worth it at ``end`` (``SnapshotPolicy``)?"""
@@ -152,25 +162,26 @@ class Captures:
         nbytes = self._snapshot_bytes or self.engine.ctx.state_size(LIVE, self._flags())
         return self.policy.cheap(self.engine.ctx.decode_seconds - self._mark, nbytes)
 
-    def note_end(self, end: int, prefix: str, logits: np.ndarray | None) -> None:
-        """The end of a prompt or of a switch: a regenerate, an edit of the next message,
-        the next turn or a switch back starts here."""
+    def note_end(self, start: int, end: int, prefix: str, logits: np.ndarray | None) -> None:
+        """The end of a prompt or of a switch (its last segment ``[start, end)``): a
+        regenerate, an edit of the next message, the next turn or a switch back starts here."""
         if self.store is None:
             return
         self.decoding_from(end)
         if self._kept(prefix):
             return
         state = self._read_now() if self._has_state and self.ring is None else None
-        self.snapshots.append(_Snapshot(end, prefix, state, logits))
+        self.snapshots.append(_Snapshot(start, end, prefix, state, logits))
 
-    def note_tip(self, live: Sequence[int], logits: np.ndarray | None) -> None:
-        """The end of a reply (``logits`` only when it may be continued)."""
+    def note_tip(self, start: int, live: Sequence[int], logits: np.ndarray | None) -> None:
+        """The end of a reply, whose last segment starts at ``start`` (``logits`` only when
+        it may be continued)."""
         if self.store is None or (not self._has_state and logits is None):
             return
         hasher = self._reply_hasher  # at the reply's end when its last range was noted
         prefix = hasher.hexdigest() if hasher is not None and hasher.count == len(live) else prefix_hash(live)
         self.decoding_from(len(live))
-        self.snapshots.append(_Snapshot(len(live), prefix, None, logits))
+        self.snapshots.append(_Snapshot(start, len(live), prefix, None, logits))
 
     def _kept(self, prefix: str) -> bool:
         """Whether the snapshot at ``prefix`` is in the store already, on its way to disk.
@@ -189,14 +200,14 @@ class Captures:
         return True
 
     def before_decode(self, next_end: int) -> None:
-        """Read the windows whose cells the tokens up to ``next_end`` would overwrite."""
+        """Read the pieces whose cells the tokens up to ``next_end`` would overwrite."""
         if not self._snapshot_bytes and self.store is not None and self._has_state:
             self._expect_snapshots(next_end)
         if self.ring is None:
             return
         for snap in self.snapshots:
-            if snap.state is None and self._overwritten(snap.end, next_end):
-                snap.state = self._read_window(snap.end)
+            if snap.state is None and self._overwritten(snap.start, snap.end, next_end):
+                snap.state = self._read_piece(snap.start, snap.end)
 
     def _expect_snapshots(self, next_end: int) -> None:
         """Before the decode after which the live sequence holds a whole snapshot: its size.
@@ -218,14 +229,14 @@ class Captures:
         else:
             ctx.warm.expect(-(-size * self.engine.n_swa // live))
 
-    def _overwritten(self, end: int, next_end: int) -> bool:
-        """Do tokens up to ``next_end`` overwrite a cell of the window at ``end``?
+    def _overwritten(self, start: int, end: int, next_end: int) -> bool:
+        """Do tokens up to ``next_end`` overwrite a cell of the piece of ``[start, end)``?
 
         By the ring's own rule (``SwaRing.overwritten``), which its reads refuse by: a
-        window left for ``flush`` is then still there to read.
+        piece left for ``flush`` is then still there to read.
         """
         assert self.ring is not None
-        return self.ring.overwritten(end, next_end - 1)
+        return self.ring.overwritten(piece_range(start, end, self.engine.n_swa)[0], next_end - 1)
 
     # -- reading out -------------------------------------------------------------------
 
@@ -243,19 +254,19 @@ class Captures:
         self._timed(state, t0)
         return state
 
-    def _read_window(self, end: int) -> np.ndarray:
-        """The window at ``end`` (``EMPTY`` when it is gone, or cannot be read: told once)."""
+    def _read_piece(self, start: int, end: int) -> np.ndarray:
+        """The piece of ``[start, end)`` (``EMPTY`` when it is gone, or cannot be read: told once)."""
         assert self.ring is not None
         t0 = time.perf_counter()
         try:
-            window = self.ring.unchecked_window_at(end)  # checked when saved, off the decode's path
+            piece = self.ring.piece(start, end, checked=False)  # checked when saved, off the decode's path
         except CHECKPOINT_TROUBLE as error:
             self.engine.checkpoint_trouble("a sliding window could not be saved", error)
             return EMPTY
-        if window is None:
+        if piece is None:
             return EMPTY
-        self._timed(window, t0)
-        return window
+        self._timed(piece, t0)
+        return piece
 
     def _timed(self, state: np.ndarray, t0: float) -> None:
         self.policy.timed(len(state), time.perf_counter() - t0)
@@ -274,11 +285,23 @@ class Captures:
         store, engine = self.store, self.engine
         assert store is not None
         try:
+            pieces = {snap.end: snap for snap in self.snapshots if snap.state is None} if self.ring else {}
             for start, end, prefix, parent in self.ranges:
+                snap = pieces.get(end)
+                if snap is not None and snap.start != start:
+                    snap = None  # not the piece of this range
                 if store.has(engine.compat, prefix, "cells"):
-                    continue
-                blob = engine.ctx.read_range(start, end)
-                store.put(Segment(engine.compat, prefix, parent, start, end, blob))
+                    if snap is None:
+                        continue
+                    blob = None
+                    snap.state = self._read_piece(start, end)
+                elif snap is not None:  # the cells and the piece in one read
+                    blob, piece = engine.ctx.read_range_parts(start, end)
+                    snap.state = piece if self._whole_piece(piece, start, end) else self._read_piece(start, end)
+                else:
+                    blob = engine.ctx.read_range(start, end)
+                if blob is not None:
+                    store.put(Segment(engine.compat, prefix, parent, start, end, blob))
             for snap in self.snapshots:
                 self._save_snapshot(snap)
         except CHECKPOINT_TROUBLE as error:
@@ -288,13 +311,23 @@ class Captures:
             self.snapshots.clear()
             engine.deferred_seconds += time.perf_counter() - t0
 
+    def _whole_piece(self, piece: np.ndarray, start: int, end: int) -> bool:
+        """Whether a state read with a range's cells holds that range's whole piece (none
+        of its cells overwritten yet)."""
+        a, b = piece_range(start, end, self.engine.n_swa)
+        try:
+            positions = self.engine.ctx.layout.read_positions(piece, HEADER.size)
+        except CHECKPOINT_TROUBLE:
+            return False
+        return len(positions) == b - a and (not len(positions) or (positions.min(), positions.max()) == (a, b - 1))
+
     def _save_snapshot(self, snap: _Snapshot) -> None:
         engine, store = self.engine, self.store
         assert store is not None
         state = snap.state
         if state is None:
             if self.ring is not None:
-                state = self._read_window(snap.end)
+                state = self._read_piece(snap.start, snap.end)
             elif self._has_state and snap.end == len(engine.live):
                 state = self._read_now()
             else:

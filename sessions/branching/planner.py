@@ -55,6 +55,9 @@ class SnapshotInfo:
     has_state: bool
     has_logits: bool
     nbytes: int = 0
+    parts: tuple[tuple[int, int], ...] = ()
+    """The segments ``(start, end)`` whose kept pieces make up a sliding window here,
+    newest first (``swa_ring``); empty for a snapshot that stands alone."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.branching.errors import CHECKPOINT_TROUBLE, RestoreFailed
-from sessions.branching.planner import Plan
+from sessions.branching.planner import Plan, SnapshotInfo
 from sessions.branching.restore_reads import RestoreReads, SnapshotRead
 from sessions.llama.sequences import LIVE
 from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
@@ -57,7 +57,7 @@ class RouteRunner:
                 self._cut(plan, prefixes)
         valid = len(engine.live)  # the live state is exact up to here
         restored = 0
-        snapshot_at = (prefixes[plan.evaluate_from], plan.evaluate_from) if plan.snapshot is not None else None
+        snapshot_at = (plan.evaluate_from, self._parts(plan.snapshot, prefixes)) if plan.snapshot is not None else None
         reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
         window_in: SnapshotRead | None = None  # a window put in while cells still arrive
         early = snapshot_at is not None and engine.kind is MemoryKind.SWA
@@ -103,6 +103,13 @@ class RouteRunner:
             logits = None
         return logits, restored
 
+    @staticmethod
+    def _parts(snapshot: SnapshotInfo, prefixes: dict[int, str]) -> list[tuple[str, int, int]]:
+        """``(prefix, start, end)`` of what a snapshot is made of: a window's pieces, or itself."""
+        if snapshot.parts:
+            return [(prefixes[end], start, end) for start, end in snapshot.parts]
+        return [(prefixes[snapshot.end], snapshot.end, snapshot.end)]
+
     def _get(self, prefix: str, kind) -> Segment | None:
         store = self.engine.store
         return store.get(self.engine.compat, prefix, kind) if store is not None else None
@@ -121,11 +128,14 @@ class RouteRunner:
             raise RestoreFailed("llama.cpp refused the cut")
         elif engine.kind is MemoryKind.SWA:
             ring = engine.ring
-            assert ring is not None
+            assert ring is not None and (plan.rewind is None or plan.rewind.parts)
             if plan.rewind is None:
                 ring.relay()
             else:
-                ring.restore(self._rewind_snapshot(plan, prefixes).state, keep - 1)
+                pieces = [self._get(prefix, "snapshot") for prefix, _s, _e in self._parts(plan.rewind, prefixes)]
+                if any(piece is None or len(piece.state) == 0 for piece in pieces):
+                    raise RestoreFailed("a piece of the window to rewind to is gone")
+                ring.restore([piece.state for piece in pieces if piece is not None], keep - 1)
         engine.live = engine.live[:keep]
         engine.live_logits = None
 

@@ -11,10 +11,11 @@ snapshot; then the helper reads the other batches, each into a join buffer of it
 while the restoring thread hands what was read to llama.cpp (reading a file, checking it
 and copying release the GIL). The snapshot is read first so that llama.cpp's copy of it
 (a sliding window's ring is the largest single state of a restore) starts as soon as the
-first batch is in, and overlaps the reading of the rest. A sliding window is read
-straight into its cells of the ring llama.cpp takes (``SwaRing.into``): no copy of it
-either. A range that is missing, corrupt or of another layout ends its batch there: the
-batch then holds the ranges before it, and the restore stops after it.
+first batch is in, and overlaps the reading of the rest. A sliding window, made of the
+pieces of the segments before it, is read piece by piece straight into its cells of the
+ring llama.cpp takes (``SwaRing.piece_into``): no copy of it either. A range that is
+missing, corrupt or of another layout ends its batch there: the batch then holds the
+ranges before it, and the restore stops after it.
 """
 
 from __future__ import annotations
@@ -27,16 +28,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.checkpoints import Placed, Segment, StateSpan, StoreClosedError
-from sessions.llama.ring_geometry import ring_bytes, ring_size
+from sessions.checkpoints import Place, Placed, Segment, StateSpan, StoreClosedError
+from sessions.llama.ring_geometry import piece_range, ring_bytes, ring_size
 from sessions.llama.sequences import LIVE, SEQUENCES
-from sessions.llama.state_blob import JoinedCells, LayoutError, SectionShape, as_array
+from sessions.llama.state_blob import HEADER, JoinedCells, LayoutError, SectionShape, as_array
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
     from sessions.branching.live import LiveSequence
     from sessions.branching.planner import SegmentInfo
-    from sessions.branching.swa_ring import LaidRing, WindowInto
+    from sessions.branching.swa_ring import LaidRing, PieceInto, SwaRing
     from sessions.checkpoints import CheckpointStore
     from sessions.llama.context import ContextParams
     from sessions.llama.model import ModelInfo
@@ -85,8 +86,8 @@ class SnapshotRead:
     logits: np.ndarray | None
     nbytes: int
     ring: LaidRing | None
-    """A sliding window laid out as the live ring: read into it from disk (``SwaRing.into``),
-    or laid from a state in RAM; ``state`` is then that ring."""
+    """A sliding window laid out as the live ring: read into it from disk
+    (``SwaRing.piece_into``), or laid from pieces in RAM; ``state`` is then that ring."""
 
 
 def disk_sizes(store: CheckpointStore, model_fingerprint: str) -> dict[str, int]:
@@ -140,6 +141,10 @@ def learn_layouts(engine: LiveSequence) -> None:
                 shape = engine.ctx.layout.shape_of(as_array(window.state))
                 if not shape.tail and shape.seq == LIVE:
                     ring.window_shape = shape
+                    # The ring a restore lays, sized exactly (the estimate at load, from the
+                    # largest piece, falls short when pieces are short).
+                    exact = HEADER.size + engine.ctx.layout.attention_bytes(ring.size, shape.layers)
+                    engine.ctx.restore_memory.prepare(lambda: {"ring": exact})
     except (LayoutError, StoreClosedError) as error:  # the first restore learns them itself
         log.debug("state layouts not learnt ahead: %s", error)
 
@@ -165,9 +170,11 @@ class RestoreReads:
 
     def __init__(
         self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
-        snapshot: tuple[str, int] | None,
+        snapshot: tuple[int, Sequence[tuple[str, int, int]]] | None,
     ) -> None:
-        """``snapshot``: the prefix and end of the snapshot to restore after the cells."""
+        """``snapshot``: the end of the snapshot to restore after the cells, and what it is
+        made of: ``(prefix, start, end)`` of each part, newest first (a sliding window's
+        pieces; else the one snapshot at the end)."""
         self._engine = engine
         self._infos, self._prefixes = infos, prefixes
         self._groups = group_batches(infos)
@@ -177,7 +184,11 @@ class RestoreReads:
         """Batches 1, 2, ... as the helper reads them (the restoring thread reads batch 0)."""
         self._snapshot: Future[SnapshotRead | None] | None = None
         if self._pool is not None and snapshot is not None:
-            self._snapshot = self._pool.submit(self._read_snapshot, *snapshot)
+            end, parts = snapshot
+            if engine.ring is not None:
+                self._snapshot = self._pool.submit(self._read_window, end, parts)
+            else:
+                self._snapshot = self._pool.submit(self._read_snapshot, parts[0][0])
         for _ in range(JOIN_BUFFERS - 1):
             self._submit_next()
 
@@ -283,42 +294,108 @@ class RestoreReads:
         blob = joined.blob if at == count else joined.first(at)
         return CellsRead(start, start + at, blob, nbytes, at == count)
 
-    def _read_snapshot(self, prefix: str, end: int) -> SnapshotRead | None:
+    def _read_snapshot(self, prefix: str) -> SnapshotRead | None:
+        """A recurrent state or a plain model's logits, read into the snapshot buffer."""
         engine = self._engine
         assert engine.store is not None
-        ring = engine.ring
         buffer: list[np.ndarray] = []
-        into: list[WindowInto] = []
 
         def place(span: StateSpan, read_at) -> list[memoryview]:
-            into.clear()  # asked again when the first read of the file fell through
-            buffer.clear()
-            if ring is not None and span.state_len:  # straight into the ring if it can
-                target = ring.into(span.state_len, end - 1, read_at)
-                if target is not None:
-                    into.append(target)
-                    return target.pieces
+            buffer.clear()  # asked again when the first read of the file fell through
             buffer.append(engine.ctx.restore_memory.get("snapshot", span.state_len))
             return [buffer[0].data]
 
         got = engine.store.read_into(engine.compat, prefix, "snapshot", place)
-        if into:  # read into the ring
-            assert ring is not None
-            try:
-                laid = ring.laid_from(into[0]) if got is not None else None
-            except LayoutError as error:
-                log.warning("window snapshot %s not used: %s", prefix[:12], error)
-                laid = None
-            if laid is None:  # a damaged file's bytes must not stay on as masked filler
-                engine.ctx.restore_memory.drop("ring")
-                return None
-            assert isinstance(got, Placed)  # ``place`` runs for files only
-            return SnapshotRead(laid.blob, got.logits, got.nbytes, laid)
         if got is None:
             return None
         if isinstance(got, Placed):
-            state, logits = buffer[0], got.logits
-        else:
-            state, logits = as_array(got.state), as_array(got.logits) if got.logits is not None else None
-        ring_laid = ring.lay(state, end - 1) if ring is not None and len(state) else None
-        return SnapshotRead(state, logits, got.nbytes, ring_laid)
+            return SnapshotRead(buffer[0], got.logits, got.nbytes, None)
+        logits = as_array(got.logits) if got.logits is not None else None
+        return SnapshotRead(as_array(got.state), logits, got.nbytes, None)
+
+    def _read_window(self, end: int, parts: Sequence[tuple[str, int, int]]) -> SnapshotRead | None:
+        """The window at ``end`` from its pieces, laid out as the live ring: each file read
+        straight into its cells (``SwaRing.piece_into``), a piece in RAM copied there.
+
+        None when a piece is missing or fails its checks; a damaged file's bytes must not
+        stay on as masked filler, so the ring buffer is then dropped.
+        """
+        engine, ring = self._engine, self._engine.ring
+        assert engine.store is not None and ring is not None
+        placer = WindowPlacer(ring, end - 1)
+        nbytes, logits = 0, None
+        try:
+            for index, (prefix, start, part_end) in enumerate(parts):
+                got = engine.store.read_into(engine.compat, prefix, "snapshot", placer.piece(start, part_end))
+                if got is None:
+                    self._drop(placer)
+                    return None
+                if isinstance(got, Placed):
+                    placer.read()
+                else:
+                    placer.lay(as_array(got.state))
+                nbytes += got.nbytes
+                if index == 0 and got.logits is not None:
+                    logits = as_array(got.logits)
+            laid = placer.finish([(start, part_end) for _prefix, start, part_end in parts])
+        except LayoutError as error:
+            log.warning("window at %d not used: %s", end, error)
+            self._drop(placer)
+            return None
+        return SnapshotRead(laid.blob, logits, nbytes, laid)
+
+    def _drop(self, placer: WindowPlacer) -> None:
+        if placer.laid is not None:
+            self._engine.ctx.restore_memory.drop("ring")
+
+
+class WindowPlacer:
+    """Where the pieces of one window go: into one ring, laid once from the first piece's
+    layout, each file straight into its cells (``SwaRing.piece_into``), each piece held in
+    RAM copied there (``SwaRing.lay_into``)."""
+
+    def __init__(self, ring: SwaRing, pos_max: int) -> None:
+        self.ring, self.pos_max = ring, pos_max
+        self.laid: LaidRing | None = None
+        self.reads: list[PieceInto] = []
+        """The files read into the ring, checked once all are in (``finish``)."""
+        self._span = (0, 0)
+        self._target: PieceInto | None = None
+
+    def piece(self, start: int, end: int) -> Place:
+        """The ``place`` of the store's ``read_into`` for the piece of the segment ``[start, end)``."""
+        self._span, self._target = (start, end), None
+        return self._place
+
+    def _place(self, span: StateSpan, read_at) -> list[memoryview] | None:
+        self._target = None  # asked again when the first read of the file fell through
+        start, end = self._span
+        if self.laid is None:
+            a, b = piece_range(start, end, self.ring.n_swa)
+            shape = self.ring.window_shape or self.ring.probe(span.state_len, read_at, b - a)
+            if shape is None:
+                return None
+            self.laid = self.ring.skeleton(self.pos_max, shape.layers)
+        self._target = self.ring.piece_into(self.laid, span.state_len, start, end, read_at)
+        return self._target.pieces if self._target is not None else None
+
+    def read(self) -> None:
+        """The last piece asked for was read from its file into the ring."""
+        assert self._target is not None
+        self.reads.append(self._target)
+
+    def lay(self, blob: np.ndarray) -> None:
+        """A piece held in memory, copied into the ring."""
+        if self.laid is None:
+            self.laid = self.ring.skeleton(self.pos_max, self.ring.layers_of(blob))
+        self.ring.lay_into(self.laid, blob)
+
+    def finish(self, parts: Sequence[tuple[int, int]]) -> LaidRing:
+        """The ring, once every file read proved to hold its piece and the pieces hold the
+        whole window; ``LayoutError`` otherwise."""
+        if self.laid is None:
+            raise LayoutError("a window of no pieces")
+        self.ring.placed(self.laid, self.reads)
+        self.ring.check_covered(self.pos_max, parts)
+        return self.laid
+

@@ -73,7 +73,8 @@ class SnapshotPolicy:
 
     boundaries: bool = True
     """Snapshot segment boundaries. Off, only prompt ends and tips get one: tests use that
-    to reach the routes that must do without."""
+    to reach the routes that must do without. A sliding window's pieces are taken at every
+    boundary all the same: the window at a prompt end or a tip is made of them."""
     overhead: float = 0.02
     """A snapshot read on the decode's path costs at most this share of the decoding since
     the last one (unless the restart bound needs it)."""

@@ -1,4 +1,4 @@
-"""Sliding-window caches restored cell for cell as the uninterrupted run left them.
+"""Sliding windows kept as pieces, and restored cell for cell as the uninterrupted run left them.
 
 llama.cpp keeps a sliding-window cache as a ring of ``N`` cells
 (``N = pad256(min(n_ctx, n_swa * n_seq_max + n_ubatch))``). Decoding a sequence from
@@ -7,24 +7,34 @@ cells in order, and from then on every new token reuses the cell of the token ``
 positions back, which has long left the window. Cells that left the window stay in the
 ring (masked) until that happens.
 
-The exact bits of the next token depend on that layout: llama.cpp's flash attention
-sums over cells in cache order, tile by tile, so the same window laid out in other cells
-gives logits that differ in the last bits (measured: up to 4e-3 on the bench model). A
-restored window must therefore land in the very cells the uninterrupted run has them
-in, with the masked cells around it and the search head where the run left it. Then
-every later token lands where it would have, and the results are bit-identical to a
-plain recompute from token 0; nothing has to be re-laid while the model runs.
+**Pieces.** The window at a segment boundary is the sliding-layer cells of the last
+``n_swa`` tokens. Saved whole at every boundary, each token's cells would be stored once
+per boundary that follows it within a window (several times over with short messages).
+So what is kept at a boundary is a *piece*: the sliding-layer cells of the segment that
+ends there, of its tokens inside that window (``ring_geometry.piece_range``). A token's
+cells are then stored once, with its own segment, and the window at any boundary is
+the pieces of the segments that end within ``n_swa`` tokens before it, joined
+(``SwaRing.lay`` from states in memory, ``SwaRing.piece_into`` for files read straight
+into place).
 
-``restore`` builds that ring from a window snapshot (the unmasked cells only, as
-``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY`` writes them): each visible cell goes to ``p mod N``,
-the masked ones are filler with the positions the run would have left there (zeros, or
-the keys and values an earlier restore left in the kept buffer: they are masked, so no
-attention reads them, just as the run's own masked cells hold old keys), and cells are
-written in index order into an emptied ring, which llama.cpp fills from cell 0. ``lay``
-builds the ring (on any thread), ``put_window`` and ``finish`` put it in. The search head then sits after the
-last cell written; when the ring has wrapped it must sit after the newest token instead,
-so the masked cell there is taken out again (its full-attention twin, which shares its
-position, is read first and put back).
+**Exact restores.** The exact bits of the next token depend on the ring's layout:
+llama.cpp's flash attention sums over cells in cache order, tile by tile, so the same
+window laid out in other cells gives logits that differ in the last bits (measured: up to
+4e-3 on the bench model). A restored window must therefore land in the very cells the
+uninterrupted run has them in, with the masked cells around it and the search head where
+the run left it. Then every later token lands where it would have, and the results are
+bit-identical to a plain recompute from token 0; nothing has to be re-laid while the
+model runs.
+
+A laid ring (``skeleton``) holds every cell of the ring after ``pos_max``: each piece's
+cells go to ``p mod N``, and the masked ones are filler with the positions the run would
+have left there (zeros, or the keys and values an earlier restore left in the kept
+buffer: they are masked, so no attention reads them, just as the run's own masked cells
+hold old keys). Cells are written in index order into an emptied ring, which llama.cpp
+fills from cell 0 (``put_window``). The search head then sits after the last cell
+written; when the ring has wrapped it must sit after the newest token instead, so the
+masked cell there is taken out again (its full-attention twin, which shares its
+position, is read first and put back: ``finish``).
 
 The emptied ring starts filling at cell 0 because llama.cpp moves its search head to
 the lowest cell a removal frees, and in a ring laid out this way cell 0 is always in use
@@ -35,13 +45,13 @@ fix never touches it, and a cut that frees it sets the head to 0 itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from sessions.branching.errors import RestoreFailed
-from sessions.llama.ring_geometry import cell_runs, ring_positions, ring_size, window_positions, window_runs
+from sessions.llama.ring_geometry import piece_range, ring_order, ring_positions, ring_runs, ring_size
 from sessions.llama.sequences import LIVE, SPARE
 from sessions.llama.state_blob import (
     FLAGS_FULL,
@@ -69,114 +79,101 @@ class LaidRing:
     """The first position whose cell holds real keys and values (``SwaRing.real_from``)."""
     cells: int
     """Cells written: the ring's size once it has wrapped."""
+    rows_at: tuple[tuple[int, int], ...] = ()
+    """Offset and row size of each layer's rows in ``blob``."""
 
 
 @dataclass(frozen=True)
-class WindowInto:
-    """A window state read straight into its cells of the ring (``SwaRing.into``).
+class PieceInto:
+    """A piece file's state read straight into its cells of a laid ring (``SwaRing.piece_into``).
 
-    ``pieces`` take a window file's state in file order: its fields and cell list go to
-    ``fixed`` and ``meta``, each layer's rows to the ring cells they belong in. Once
-    read, ``check`` tells whether the file really held that window.
+    ``pieces`` take the file's state in file order: its fields and cell list go to
+    ``fixed`` and ``meta``, each layer's rows to the ring cells they belong in (cells of
+    positions outside the ring's lap to ``discard``). Once read, ``check`` tells whether
+    the file really held that piece.
     """
 
-    laid: LaidRing
     pieces: list[memoryview]
     shape: SectionShape
     fixed: np.ndarray
     meta: np.ndarray
     positions: np.ndarray
-    """The positions the window's cells must hold, in file (ring) order."""
+    """The positions the piece's cells must hold, in file (ring) order."""
 
     def check(self) -> None:
-        """Raise ``LayoutError`` unless the file read held that very window."""
+        """Raise ``LayoutError`` unless the file read held that very piece."""
         layout = self.shape.layout
         meta = layout.cells(self.meta, 0, len(self.positions))
         if self.fixed.tobytes() != self.shape.fixed(len(self.positions)):
             raise LayoutError("a window file of another layout")
         if not np.array_equal(meta[:, 0], self.positions):
-            raise LayoutError("the window file does not hold the window of its place")
+            raise LayoutError("the window file does not hold the cells of its place")
         if not (np.all(meta[:, 1] == 1) and np.all(meta[:, layout.seq_column] == LIVE)):
             raise LayoutError("a window of another sequence")
 
 
 class SwaRing:
-    """Window snapshots and exact ring restores for the live sequence of one context."""
+    """Window pieces and exact ring restores for the live sequence of one context."""
 
     def __init__(self, ctx, n_swa: int) -> None:
         self.ctx = ctx
         self.n_swa = n_swa
         self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
-        self.window_bytes: int | None = None
-        """Size of a whole window's state (``n_swa`` cells), once one was read: the same
-        for every whole window, so later reads need not have llama.cpp measure it."""
         self.window_shape: SectionShape | None = None
-        """The layout of window states, once learnt from a file read into the ring (``into``)."""
+        """The layout of window states, once learnt from a file read into the ring (``piece_into``)."""
         self.real_from = 0
         """First position whose window cell holds its real keys and values. A restore fills
         the masked cells before its window with filler (zeros, or what an earlier window
         left): masked, they are never read, but a cut back into them would unmask filler,
         so cuts must stay at or after this."""
 
-    # -- snapshots ------------------------------------------------------------------------
+    # -- pieces ---------------------------------------------------------------------------
 
     def window(self) -> np.ndarray | None:
         """The live window as it stands (None when the ring is not in the run's layout)."""
         blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)
         return blob if self.in_run_order(blob) else None
 
-    def window_at(self, end: int) -> np.ndarray | None:
-        """The window as it stood after token ``end - 1`` of the live sequence.
+    def piece(self, start: int, end: int, *, checked: bool = True) -> np.ndarray | None:
+        """The piece of the segment ``[start, end)`` of the live sequence: the sliding-layer
+        cells of its tokens inside the window at ``end`` (``piece_range``), as they stood then.
 
-        Its cells are still in the ring until the run overwrites one (``overwritten``):
-        copying them to the spare sequence and reading that gives exactly the snapshot
-        that would have been taken then. None when they are gone, or when the ring is not
-        in the run's layout.
+        They are still in the ring until the run overwrites one (``overwritten``): copying
+        them to the spare sequence and reading that gives exactly what a read at ``end``
+        would have. None when they are gone, or (``checked``) when the ring is not in the
+        run's layout. Not ``checked``, for a decode that cannot wait for the check (it reads
+        the cells' positions): the caller checks (``in_run_order``) before keeping it.
         """
-        blob = self.unchecked_window_at(end)
-        return blob if blob is not None and self.in_run_order(blob) else None
-
-    def unchecked_window_at(self, end: int) -> np.ndarray | None:
-        """``window_at`` less the layout check of the live window, for a decode that
-        cannot wait for it: the caller checks (``in_run_order``) before keeping it.
-
-        In a prefill this read stands between two ``llama_decode`` calls, and the check
-        (which reads the window's cells) took a fifth of its time: 0.15 of 0.75 ms per
-        window on the development VM, where budget 1 of the branching benchmark allows
-        about 1 ms per window in all.
-        """
+        a, b = piece_range(start, end, self.n_swa)
         pos_max = self.ctx.pos_max(LIVE)
-        if end - 1 > pos_max or self.overwritten(end, pos_max):
+        if b - 1 > pos_max or self.overwritten(a, pos_max) or b <= a:
             return None
-        whole = end >= self.n_swa
-        size = self.window_bytes if whole else None
-        if end - 1 == pos_max:
-            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True, size=size)
+        if b - 1 == pos_max and a == max(0, b - self.n_swa):
+            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)  # the window as it stands
         else:
-            self.ctx.seq_cp(LIVE, SPARE, max(0, end - self.n_swa), end)
+            self.ctx.seq_cp(LIVE, SPARE, a, b)
             try:
-                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, warm=True, size=size)
+                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, warm=True)
             finally:
                 self.ctx.seq_rm(SPARE)
-            if not self.in_run_order(blob):  # relabelling needs the layout understood
-                return None
-            self.ctx.layout.relabel(blob, LIVE)  # byte for byte the snapshot taken back then
-        if whole:
-            self.window_bytes = len(blob)
+            self.ctx.layout.relabel(blob, LIVE)  # byte for byte a read of the live sequence then
+        if checked and not self.in_run_order(blob):
+            return None
         return blob
 
-    def overwritten(self, end: int, pos_max: int) -> bool:
-        """Whether a run up to ``pos_max`` has reused a cell of the window at ``end``.
+    def window_at(self, end: int) -> np.ndarray | None:
+        """The whole window as it stood after token ``end - 1`` (checked)."""
+        return self.piece(0, end)
 
-        That window is positions ``end - n_swa .. end - 1``; the oldest lives in cell
-        ``(end - n_swa) mod N``, which position ``end - n_swa + N`` is the first to reuse.
-        So the window is whole while at most ``N - n_swa`` tokens came after it. (A window
-        shorter than ``n_swa``, near the start, would last longer: it is counted as a
-        whole one, which errs on the safe side.) Captures decide by this whether a window
-        must be read before a decode, and reads refuse by it: the two must agree, or a
-        window left for later is found gone.
+    def overwritten(self, first: int, pos_max: int) -> bool:
+        """Whether a run up to ``pos_max`` has reused the cell of position ``first``.
+
+        Position ``first`` lives in cell ``first mod N``, which position ``first + N`` is
+        the first to reuse. Captures decide by this whether a piece must be read before
+        a decode, and reads refuse by it: the two must agree, or a piece left for later
+        is found gone.
         """
-        return pos_max >= end - self.n_swa + self.size
+        return pos_max >= first + self.size
 
     def in_run_order(self, blob: np.ndarray) -> bool:
         """Whether a window state holds its cells in the ring order of an uninterrupted run."""
@@ -191,105 +188,169 @@ class SwaRing:
 
     # -- restoring ------------------------------------------------------------------------
 
-    def restore(self, window: Buffer, pos_max: int) -> None:
-        """Make the live ring exactly what an uninterrupted run leaves after ``pos_max``.
+    def restore(self, window: Buffer | Sequence[Buffer], pos_max: int) -> None:
+        """Make the live ring exactly what an uninterrupted run leaves after ``pos_max``,
+        from its window, whole or in pieces.
 
         The full-attention cells of the live sequence must already be in place (they
         are not touched, except the one put back by the head fix). Raises
         ``LayoutError`` for a window that does not fit, ``RestoreFailed`` when llama.cpp
         refuses the state (the live sequence must then be rebuilt).
         """
-        self.write(self.lay(window, pos_max))
+        pieces = [window] if isinstance(window, (bytes, bytearray, memoryview, np.ndarray)) else list(window)
+        self.write(self.lay(pieces, pos_max))
 
-    def lay(self, window: Buffer, pos_max: int) -> LaidRing:
-        """The ring state an uninterrupted run leaves after ``pos_max``, from its window.
+    def lay(self, pieces: Sequence[Buffer], pos_max: int) -> LaidRing:
+        """The ring state an uninterrupted run leaves after ``pos_max``, from window states
+        in memory (its pieces, in any order) that hold at least the window.
 
         No llama.cpp call: a restore lays the ring on a helper thread while the cells
         before it are still being restored (``write`` then puts it in).
         """
-        window = as_array(window)
-        read_header(window)
-        section = self.ctx.layout.read_attention(window, HEADER.size)
-        expected = window_positions(pos_max, self.n_swa, self.size)
-        if not np.array_equal(np.sort(section.positions), np.sort(expected)):
-            raise LayoutError(f"the window does not hold the {len(expected)} cells before position {pos_max + 1}")
-        laid, rows_at = self._skeleton(pos_max, tuple((kind, row) for kind, row, _rows in section.layers))
-        slots = section.positions.astype(np.int64) % self.size  # cell by cell, in the window's order
-        self._keep_cell_fields(laid, slots, section.cells)
-        for (_k, _r, src), (offset, row) in zip(section.layers, rows_at, strict=True):
-            dst = laid.blob[offset : offset + row * laid.cells].reshape(laid.cells, row)
-            for lo, hi, slot in cell_runs(slots):
-                dst[slot : slot + hi - lo] = src[lo:hi]
+        blobs = [as_array(piece) for piece in pieces]
+        if not blobs:
+            raise LayoutError("no window to restore")
+        laid = self.skeleton(pos_max, self.layers_of(blobs[0]))
+        covered = []
+        for blob in blobs:
+            covered.extend(self.lay_into(laid, blob).tolist())
+        low = max(0, pos_max - self.n_swa + 1)
+        if not set(range(low, pos_max + 1)) <= set(covered):
+            raise LayoutError(f"the window pieces do not hold the {pos_max + 1 - low} cells before position "
+                              f"{pos_max + 1}")
         return laid
 
-    def into(self, state_len: int, pos_max: int, read_at: Callable[[int, int], bytes]) -> WindowInto | None:
-        """Where to read a window file's state so that it lands laid out as the ring.
+    def layers_of(self, blob: np.ndarray) -> Layers:
+        """The layers of a window state (``LayoutError`` for one with no cells)."""
+        read_header(blob)
+        section = self.ctx.layout.read_attention(blob, HEADER.size)
+        if not len(section.positions):
+            raise LayoutError("a window state with no cells")
+        return tuple((kind, row) for kind, row, _rows in section.layers)
 
-        ``lay`` copies a window read whole into the ring; this spares that copy (and
-        the window's own buffer): the file's rows are read straight into their ring
-        cells with one scatter read. ``state_len`` is the file's state size and
-        ``read_at(offset, n)`` reads its state, for learning the layout once. None
-        when the state is not the window of ``pos_max`` in a layout known here: the
-        caller then reads it whole and lays it. Once read and its checksum passed,
-        ``laid_from`` gives the ring.
+    def lay_into(self, laid: LaidRing, blob: np.ndarray) -> np.ndarray:
+        """Copy the cells of a window state (a piece, or a whole window) into their ring
+        cells of ``laid``; returns the positions it held. Only the window's cells are
+        copied: those of an older piece before the window would land on masked filler,
+        or, a lap back, on the window's own cells."""
+        read_header(blob)
+        section = self.ctx.layout.read_attention(blob, HEADER.size)
+        if tuple(row for _kind, row, _rows in section.layers) != tuple(row for _at, row in laid.rows_at):
+            raise LayoutError("window pieces of different layouts")
+        positions = section.positions
+        keep = np.flatnonzero((positions >= laid.real_from) & (positions <= laid.pos_max))
+        slots = positions[keep].astype(np.int64) % self.size
+        for (_k, _r, src), (offset, row) in zip(section.layers, laid.rows_at, strict=True):
+            dst = laid.blob[offset : offset + row * laid.cells].reshape(laid.cells, row)
+            dst[slots] = src[keep]
+        self._keep_cell_fields(laid, slots, section.cells[keep])
+        return positions
+
+    def check_covered(self, pos_max: int, parts: Sequence[tuple[int, int]]) -> None:
+        """Raise ``LayoutError`` unless the pieces of these segments hold the whole window
+        after ``pos_max`` (the planner asks for them so; a chat cut into other segments
+        may have left pieces of other ranges under the same names)."""
+        low = max(0, pos_max - self.n_swa + 1)
+        ranges = sorted(piece_range(start, end, self.n_swa) for start, end in parts)
+        reach = low
+        for a, b in ranges:
+            if a > reach:
+                break
+            reach = max(reach, b)
+        if reach < pos_max + 1:
+            raise LayoutError(f"the window pieces do not reach back to position {low}")
+
+    def piece_into(self, laid: LaidRing, state_len: int, start: int, end: int,
+                   read_at: Callable[[int, int], bytes]) -> PieceInto | None:
+        """Where to read a piece file's state (the piece of the segment ``[start, end)``)
+        so that its rows land in their cells of ``laid``.
+
+        ``state_len`` is the file's state size and ``read_at(offset, n)`` reads its state,
+        for learning the layout once. None when the state is not that piece in a layout
+        known here (or of the ring's own layers): the caller then reads it whole and lays
+        it (``lay``).
         """
-        positions = window_positions(pos_max, self.n_swa, self.size)
+        a, b = piece_range(start, end, self.n_swa)
+        positions = ring_order(a, b, self.size)
         count = len(positions)
-        shape = self.window_shape
-        if shape is None:
-            try:
-                shape, probed = self.ctx.layout.probe_shape(read_at, state_len)
-            except LayoutError:
-                return None
-            if probed != count or shape.tail or shape.seq != LIVE:
-                return None
-        if shape.size(count) != state_len:
+        shape = self.window_shape or self.probe(state_len, read_at, count)
+        if shape is None or shape.size(count) != state_len or tuple(row for _k, row in shape.layers) != tuple(
+                row for _o, row in laid.rows_at):
             return None
-        laid, rows_at = self._skeleton(pos_max, shape.layers)
         fixed = np.empty(len(shape.fixed(count)), dtype=np.uint8)
         meta = np.empty(shape.layout.cell_bytes * count, dtype=np.uint8)
-        runs = window_runs(pos_max, self.n_swa, self.size)
         ring, fields = laid.blob.data, fixed.data  # memoryview slices: a fifth of numpy views' cost
         pieces = [fields[:16], meta.data, fields[16:24]]
         at = 24
-        for offset, row in rows_at:
+        runs = self._split_runs(ring_runs(a, b, self.size), positions, laid.real_from)
+        for offset, row in laid.rows_at:
             pieces.append(fields[at : at + 12])
             at += 12
-            pieces += [ring[offset + row * slot : offset + row * (slot + hi - lo)] for lo, hi, slot in runs]
-        return WindowInto(laid, pieces, shape, fixed, meta, positions)
+            for lo, hi, slot in runs:
+                if slot >= 0:
+                    pieces.append(ring[offset + row * slot : offset + row * (slot + hi - lo)])
+                else:  # cells before the window: read past, as ``lay_into`` leaves them out
+                    pieces.append(memoryview(bytearray(row * (hi - lo))))
+        return PieceInto(pieces, shape, fixed, meta, positions)
 
-    def laid_from(self, read: WindowInto) -> LaidRing:
-        """The ring a window file was read into (``into``), once its checksum passed.
+    @staticmethod
+    def _split_runs(runs: list[tuple[int, int, int]], positions: np.ndarray,
+                    low: int) -> list[tuple[int, int, int]]:
+        """``runs`` with the cells of positions before ``low`` apart, their slot -1."""
+        out = []
+        for lo, hi, slot in runs:
+            cut = lo + int(np.count_nonzero(positions[lo:hi] < low))  # a run's positions rise
+            if cut > lo:
+                out.append((lo, cut, -1))
+            if hi > cut:
+                out.append((cut, hi, slot + cut - lo))
+        return out
 
-        Raises ``LayoutError`` unless the file held the window of its place; a layout
-        learnt from it is kept only then (a damaged first file spoils nothing after).
+    def probe(self, state_len: int, read_at: Callable[[int, int], bytes], count: int) -> SectionShape | None:
+        """The layout of a window state of ``count`` cells, from a few small reads (None: not one)."""
+        try:
+            shape, probed = self.ctx.layout.probe_shape(read_at, state_len)
+        except LayoutError:
+            return None
+        if probed != count or shape.tail or shape.seq != LIVE:
+            return None
+        return shape
+
+    def placed(self, laid: LaidRing, reads: Sequence[PieceInto]) -> LaidRing:
+        """The ring the piece files were read into (``piece_into``), once their checksums passed.
+
+        Raises ``LayoutError`` unless every file held the piece of its place; a layout
+        learnt from them is kept only then (a damaged first file spoils nothing after).
         """
-        read.check()
-        self.window_shape = read.shape
-        layout = read.shape.layout
-        if layout.cell_ext:
-            cells = layout.cells(read.meta, 0, len(read.positions))
-            self._keep_cell_fields(read.laid, read.positions.astype(np.int64) % self.size, cells)
-        return read.laid
+        for read in reads:
+            read.check()
+        if reads:
+            self.window_shape = reads[0].shape
+            layout = reads[0].shape.layout
+            if layout.cell_ext:
+                for read in reads:
+                    slots = read.positions.astype(np.int64) % self.size
+                    inside = read.positions >= laid.real_from
+                    self._keep_cell_fields(laid, slots[inside], layout.cells(read.meta, 0, len(read.positions))[inside])
+        return laid
 
     def _keep_cell_fields(self, laid: LaidRing, slots: np.ndarray, cells: np.ndarray) -> None:
         """Give the window's cells of a laid ring the fields they were saved with.
 
-        The ring's cell list is written from positions alone (``_skeleton``); a model
+        The ring's cell list is written from positions alone (``skeleton``); a model
         whose cells carry more than a position (``StateLayout.cell_ext``: a 2D position
         and the cell's token) gets its window cells' own fields back here. The masked
         cells keep zeros there: no attention reads them.
         """
         layout = self.ctx.layout
-        if not layout.cell_ext:
+        if not layout.cell_ext or not len(slots):
             return
         ring = layout.cells(laid.blob, HEADER.size + 8, laid.cells)
         ring[slots, 2 : layout.seq_column] = cells[:, 2 : layout.seq_column]
 
-    def _skeleton(self, pos_max: int, layers: Layers) -> tuple[LaidRing, list[tuple[int, int]]]:
+    def skeleton(self, pos_max: int, layers: Layers) -> LaidRing:
         """The kept ring buffer with the fields and cells of the ring after ``pos_max``,
-        its rows as the last user left them; and the offset and row size of each
-        layer's rows there.
+        its rows as the last user left them, and where each layer's rows are.
 
         Kept between restores: the masked cells keep what an earlier window left there,
         real keys and values that no attention reads, as in the uninterrupted run.
@@ -302,7 +363,7 @@ class SwaRing:
         HEADER.pack_into(ring.data, 0, STATE_MAGIC, LIVE)
         layout.write_attention(ring, HEADER.size, LIVE, positions, rows)
         real_from = max(0, pos_max - self.n_swa + 1)
-        return LaidRing(ring, pos_max, real_from, count), layout.rows_offsets(layers, count)
+        return LaidRing(ring, pos_max, real_from, count, tuple(layout.rows_offsets(layers, count)))
 
     def write(self, laid: LaidRing) -> None:
         """Put a laid-out ring into the live sequence (see ``restore``)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sessions.branching.planner import Plan
+from sessions.branching.planner import Plan, SnapshotInfo
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 
 
@@ -53,14 +53,21 @@ class WarmedAhead:
 
 
 def route_parts(plan: Plan, prefixes: dict[int, str]) -> list[WarmPart]:
-    """The checkpoints ``plan`` restores, in the order its restore reads them."""
+    """The checkpoints ``plan`` restores, in the order its restore reads them (a sliding
+    window's pieces each, sized as a share of the window's bytes)."""
     parts = []
     if plan.rewind is not None:
-        parts.append(WarmPart(prefixes[plan.keep], "snapshot", plan.rewind.nbytes, plan.rewind.tier))
+        parts += _snapshot_parts(plan.rewind, prefixes)
     parts += [WarmPart(prefixes[info.end], "cells", info.nbytes, info.tier) for info in plan.restore]
     if plan.snapshot is not None:
-        parts.append(WarmPart(prefixes[plan.evaluate_from], "snapshot", plan.snapshot.nbytes, plan.snapshot.tier))
+        parts += _snapshot_parts(plan.snapshot, prefixes)
     return parts
+
+
+def _snapshot_parts(snapshot: SnapshotInfo, prefixes: dict[int, str]) -> list[WarmPart]:
+    ends = [end for _start, end in snapshot.parts] or [snapshot.end]
+    share = snapshot.nbytes // len(ends)
+    return [WarmPart(prefixes[end], "snapshot", share, snapshot.tier) for end in ends]
 
 
 def warm_parts(

@@ -166,6 +166,10 @@ class LlamaContext:
             """Time inside llama.cpp's state reads and writes (``llama_state_seq_get_data_ext``
             and ``_set_data_ext``): on a GPU the copies between host and device, apart from
             the engine's own work around them."""
+            self.bytes_read = 0
+            """Bytes of state copied out of the context (what checkpoints cost the model's memory)."""
+            self.bytes_written = 0
+            """Bytes of state copied into the context (restores)."""
             self.speeds = DecodeSpeeds()
             """Seconds per batched token and per one-token call, from the calls so far."""
             self._n_admitted = 0
@@ -306,6 +310,7 @@ class LlamaContext:
         t0 = time.perf_counter()
         n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
         self.state_seconds += time.perf_counter() - t0
+        self.bytes_read += n
         return buf[:n]
 
     def state_write(self, blob: Buffer, seq: int, flags: int = FLAGS_FULL) -> bool:
@@ -320,6 +325,7 @@ class LlamaContext:
         t0 = time.perf_counter()
         n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq, flags)
         self.state_seconds += time.perf_counter() - t0
+        self.bytes_written += len(data) if n else 0
         return n != 0
 
     def cells_only(self, blob: Buffer) -> np.ndarray:
@@ -348,6 +354,30 @@ class LlamaContext:
         finally:
             self.seq_rm(SPARE)
         return self.cells_only(blob)
+
+    def read_range_parts(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """The attention cells of live positions [start, end) (as ``read_range`` gives them),
+        and, from the same read, the state that follows them in the spare sequence, as a
+        state of the live sequence on its own (a sliding window's part: the sliding-layer
+        cells of the range that the window at ``end`` still holds).
+
+        One read of the range gives both, so a range and its window piece are copied out
+        of the context once.
+        """
+        self.seq_cp(LIVE, SPARE, start, end)
+        try:
+            blob = self.state_read(SPARE, FLAGS_FULL)
+        finally:
+            self.seq_rm(SPARE)
+        section = self.layout.read_attention(blob, HEADER.size)
+        tail = self.cells_tail()
+        cells = np.empty(section.end + len(tail), dtype=np.uint8)
+        cells[: section.end] = blob[: section.end]
+        cells[section.end :] = tail
+        rest = np.empty(HEADER.size + len(blob) - section.end, dtype=np.uint8)
+        rest[HEADER.size :] = blob[section.end :]
+        self.layout.relabel(rest, LIVE)
+        return cells, rest
 
     def cells_tail(self) -> np.ndarray:
         """What follows the attention section in a cells-only state (see ``cells_only``)."""

@@ -43,29 +43,52 @@ def ring_positions(pos_max: int, size: int) -> np.ndarray:
                            np.arange(pos_max - size + 1, pos_max - newest, dtype=np.int32)))
 
 
+def ring_ranges(a: int, b: int, size: int) -> list[tuple[int, int]]:
+    """Positions ``[a, b)`` (at most a lap of the ring) as ranges in ring order, as a run
+    saves them: once they wrap, the positions from the first one in cell 0 on, then the
+    older ones."""
+    wrap = (a // size + 1) * size  # the first position of the range to land in cell 0
+    return [(a, b)] if wrap >= b else [(wrap, b), (a, wrap)]
+
+
 def window_ranges(pos_max: int, n_swa: int, size: int) -> list[tuple[int, int]]:
-    """The window after ``pos_max`` as ranges of positions ``[a, b)`` in ring order: once
-    it wraps, the positions from the first one in cell 0 on, then the older ones."""
-    low = max(0, pos_max - n_swa + 1)
-    wrap = (low // size + 1) * size  # the first position of the window to land in cell 0
-    return [(low, pos_max + 1)] if wrap > pos_max else [(wrap, pos_max + 1), (low, wrap)]
+    """The window after ``pos_max`` as ranges of positions ``[a, b)`` in ring order."""
+    return ring_ranges(max(0, pos_max - n_swa + 1), pos_max + 1, size)
+
+
+def ring_order(a: int, b: int, size: int) -> np.ndarray:
+    """The positions ``[a, b)`` in ring order (as a run saves them)."""
+    return np.concatenate([np.arange(lo, hi, dtype=np.int32) for lo, hi in ring_ranges(a, b, size)])
 
 
 def window_positions(pos_max: int, n_swa: int, size: int) -> np.ndarray:
     """The positions of the window after ``pos_max``, in ring order (as a run saves them)."""
-    return np.concatenate([np.arange(a, b, dtype=np.int32) for a, b in window_ranges(pos_max, n_swa, size)])
+    return ring_order(max(0, pos_max - n_swa + 1), pos_max + 1, size)
+
+
+def ring_runs(a: int, b: int, size: int) -> list[tuple[int, int, int]]:
+    """``cell_runs`` of the positions ``[a, b)`` in ring order, reckoned from their ranges."""
+    runs: list[tuple[int, int, int]] = []
+    for lo, hi in ring_ranges(a, b, size):
+        at = runs[-1][1] if runs else 0
+        if runs and lo % size == runs[-1][2] + at:  # the older part follows in the next cells: a whole lap
+            runs[-1] = (0, at + hi - lo, runs[-1][2])
+        else:
+            runs.append((at, at + hi - lo, lo % size))
+    return runs
 
 
 def window_runs(pos_max: int, n_swa: int, size: int) -> list[tuple[int, int, int]]:
     """``cell_runs`` of the window after ``pos_max``, reckoned from its ranges."""
-    runs: list[tuple[int, int, int]] = []
-    for a, b in window_ranges(pos_max, n_swa, size):
-        at = runs[-1][1] if runs else 0
-        if runs and a % size == runs[-1][2] + at:  # the older part follows in the next cells: a whole lap
-            runs[-1] = (0, at + b - a, runs[-1][2])
-        else:
-            runs.append((at, at + b - a, a % size))
-    return runs
+    return ring_runs(max(0, pos_max - n_swa + 1), pos_max + 1, size)
+
+
+def piece_range(start: int, end: int, n_swa: int) -> tuple[int, int]:
+    """The positions of the segment ``[start, end)`` whose sliding-layer cells are kept:
+    those inside the window at its end. A token's sliding-layer cells are needed only by
+    the windows of the boundaries less than ``n_swa`` tokens after it, and the first
+    boundary after a token ends its own segment: so each is kept once, with its segment."""
+    return max(start, end - n_swa, 0), end
 
 
 def cell_runs(slots: np.ndarray) -> list[tuple[int, int, int]]:

@@ -32,6 +32,7 @@ from tests.controller.test_versions_controller import ARCHS, model_of
 pytestmark = pytest.mark.engine
 
 BROKEN = "an injected layout the parser cannot read"
+LONG = " ".join(["Tell me about the sea and the boats that sail on it at night."] * 18)
 
 
 def _broken(*_args, **_kwargs):
@@ -51,7 +52,7 @@ def _broken_when_warm(ctx, seq, flags=0, *, warm=False, size=None):
 
 POINTS = {
     # while the prompt and the reply are decoded: the window and recurrent states read on the way
-    "capture": [(LlamaContext, "state_read", _broken_when_warm), (SwaRing, "unchecked_window_at", _broken)],
+    "capture": [(LlamaContext, "state_read", _broken_when_warm), (SwaRing, "piece", _broken)],
     # after the reply: the cells of each range, and the snapshots
     "read-out": [(LlamaContext, "read_range", _broken), (Captures, "_save_snapshot", _broken)],
     # after a reopen: every checkpoint read back
@@ -80,7 +81,7 @@ def test_a_checkpoint_that_fails_keeps_the_reply_and_the_next_gesture_works(tmp_
     with controller_in(tmp_path, store, notices) as controller:
         controller.load_model(model_of(arch))
         controller.new_session(system_prompt="Be brief.")
-        controller.send("Tell me about the sea and the boats that sail on it at night.")
+        controller.send(LONG)  # past the window's ring: pieces are read as the prompt passes them
         if point != "restore":
             for cls, name, broken in POINTS[point]:
                 monkeypatch.setattr(cls, name, broken)

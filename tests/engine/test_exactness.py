@@ -245,22 +245,21 @@ def test_hybrid_without_a_snapshot_is_rebuilt_not_cut(loaded_models, tmp_path):
 LONG = {1: 5, 2: 5, 3: 5, 4: 5}  # repeats: about 500 tokens, past the 256-cell window cache
 
 
-@pytest.mark.parametrize("snapshots", ["dense", "ends only"])
-def test_swa_slid_window_is_not_cut(loaded_models, tmp_path, snapshots):
+@pytest.mark.parametrize("pieces", ["kept", "gone"])
+def test_swa_slid_window_is_not_cut(loaded_models, tmp_path, pieces):
     """Once the window slid past the branch point, a plain cut would be wrong: the window is
-    put back from a snapshot there, or the branch is rebuilt from its checkpoints."""
+    put back from its pieces there, or, with those gone, the branch is rebuilt."""
     model = loaded_models["gemma3"]
     assert model.info.kind is MemoryKind.SWA
-    policy = DENSE if snapshots == "dense" else SnapshotPolicy(boundaries=False)
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
-        engine = engine_for(model, store, policy=policy)
+        engine = engine_for(model, store if pieces == "kept" else None)
         original = branch(model, 0, 1, 2, 3, 4, repeat=LONG)
         engine.prepare(*flat(original))
         cut_at = len(toks(model, 0))
         assert engine.ctx.pos_min() > cut_at  # the window cache dropped the cells after the cut
         target = branch(model, 0, 6)
         plan = engine.plan(*flat(target))
-        if snapshots == "dense":
+        if pieces == "kept":
             assert plan.keep == cut_at and plan.rewind is not None
         else:
             assert plan.keep == 0

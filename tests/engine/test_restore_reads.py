@@ -79,11 +79,11 @@ def test_a_window_put_in_between_batches_of_cells(loaded_models, tmp_path, gone,
         flags == FLAGS_FULL and order.append("cells"), state_write(ctx, blob, seq, flags))[1])
     readers: dict[str, str] = {}  # what was read on which thread
     reads = restore_reads.RestoreReads
-    read_batch, read_snapshot = reads._read_batch, reads._read_snapshot
+    read_batch, read_window = reads._read_batch, reads._read_window
     monkeypatch.setattr(reads, "_read_batch", lambda self, index: (
         readers.setdefault(f"batch {index}", threading.current_thread().name), read_batch(self, index))[1])
-    monkeypatch.setattr(reads, "_read_snapshot", lambda self, prefix, end: (
-        readers.setdefault("snapshot", threading.current_thread().name), read_snapshot(self, prefix, end))[1])
+    monkeypatch.setattr(reads, "_read_window", lambda self, end, parts: (
+        readers.setdefault("snapshot", threading.current_thread().name), read_window(self, end, parts))[1])
     model = loaded_models["gemma3"]
     msgs = branch(model, 0, 1, 2, 3, 4)
     tokens, ends = flat(msgs)

@@ -217,21 +217,71 @@ def _read_as_file(target, window: np.ndarray) -> None:
     assert at == len(window)
 
 
+def _read_into(ring: SwaRing, laid, pieces: list[tuple[int, int, np.ndarray]]):
+    """Each piece read as its file would be, straight into ``laid`` (``piece_into``)."""
+    reads = []
+    for start, end, piece in pieces:
+        target = ring.piece_into(laid, len(piece), start, end, lambda at, n, piece=piece: piece[at : at + n].tobytes())
+        assert target is not None
+        _read_as_file(target, piece)
+        reads.append(target)
+    return reads
+
+
 @pytest.mark.parametrize("boundary", [20, 200, 300, 600])
 def test_a_window_read_into_the_ring_is_the_laid_ring(gemma3, tokens, boundary):
-    """Read straight into its ring cells (``into``), a window file gives the very ring ``lay``
-    makes of it, byte for byte: before and after the ring wraps, and a window still short."""
+    """Read straight into its ring cells (``piece_into``), a window file gives the very ring
+    ``lay`` makes of it, byte for byte: before and after the ring wraps, and a window still short."""
     with decoded(gemma3, tokens, boundary) as (ctx, ring, window):
         ctx.restore_memory.drop("ring")  # both start from a zeroed ring
-        expected = ring.lay(window, boundary - 1).blob.copy()
+        expected = ring.lay([window], boundary - 1).blob.copy()
         ctx.restore_memory.drop("ring")
-        target = ring.into(len(window), boundary - 1, lambda at, n: window[at : at + n].tobytes())
-        assert target is not None and ring.window_shape is None  # learnt only from a file that checks out
-        _read_as_file(target, window)
-        laid = ring.laid_from(target)
+        laid = ring.skeleton(boundary - 1, ring.layers_of(window))
+        reads = _read_into(ring, laid, [(0, boundary, window)])
+        assert ring.window_shape is None  # learnt only from a file that checks out
+        laid = ring.placed(laid, reads)
         assert ring.window_shape is not None
         assert np.array_equal(laid.blob, expected)
         assert (laid.pos_max, laid.real_from) == (boundary - 1, max(0, boundary - gemma3.info.n_swa))
+
+
+@pytest.mark.parametrize("ends", [(20, 30, 45), (250, 262, 270, 290), (560, 575, 600)])
+def test_a_window_of_pieces_is_the_window_whole(gemma3, tokens, ends):
+    """The pieces of the segments that end within a window of a boundary, each read from the
+    ring as a checkpoint would be (some of them long after), lay the ring the whole window
+    lays: from memory, and read from files straight into it."""
+    with decoded(gemma3, tokens, ends[-1]) as (ctx, ring, window):
+        bounds = [0, *ends]
+        pieces = [(a, b, ring.piece(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
+        assert all(piece is not None for _a, _b, piece in pieces)
+        pos_max = ends[-1] - 1
+        ctx.restore_memory.drop("ring")
+        whole = ring.lay([window], pos_max).blob.copy()
+        ctx.restore_memory.drop("ring")
+        assert np.array_equal(ring.lay([piece for _a, _b, piece in pieces], pos_max).blob, whole)
+        ctx.restore_memory.drop("ring")
+        laid = ring.skeleton(pos_max, ring.layers_of(window))
+        laid = ring.placed(laid, _read_into(ring, laid, pieces))
+        ring.check_covered(pos_max, [(a, b) for a, b, _piece in pieces])
+        assert np.array_equal(laid.blob, whole)
+        low = pos_max - ring.n_swa + 1
+        needed = [(a, b, piece) for a, b, piece in pieces if b > low]
+        with pytest.raises(LayoutError, match="do not"):  # the oldest piece the window needs left out
+            ring.lay([piece for _a, _b, piece in needed[1:]], pos_max)
+        with pytest.raises(LayoutError, match="reach back"):
+            ring.check_covered(pos_max, [(a, b) for a, b, _piece in needed[1:]])
+
+
+def test_a_piece_holds_only_its_own_tokens_inside_its_window(gemma3, tokens):
+    """A segment longer than the window keeps its last ``n_swa`` tokens' cells; a short one
+    all of its own, none of the segment before."""
+    with decoded(gemma3, tokens, 300) as (ctx, ring, window):
+        layout = ctx.layout
+        for start, end in ((100, 300), (280, 300), (250, 270)):
+            piece = ring.piece(start, end)
+            positions = layout.read_attention(piece, HEADER.size).positions
+            low = max(start, end - ring.n_swa)
+            assert sorted(positions.tolist()) == list(range(low, end))
 
 
 def test_a_window_file_of_another_place_or_layout_is_refused(gemma3, tokens):
@@ -240,20 +290,21 @@ def test_a_window_file_of_another_place_or_layout_is_refused(gemma3, tokens):
         def read_at(at: int, n: int) -> bytes:
             return window[at : at + n].tobytes()
 
-        assert ring.into(len(window) - 5, 299, read_at) is None  # not a window state: read whole instead
-        assert ring.into(len(window), 10, read_at) is None  # the window after position 10 has 11 cells
-        shifted = ring.into(len(window), 310, read_at)  # as many cells, other positions
+        laid = ring.skeleton(299, ring.layers_of(window))
+        assert ring.piece_into(laid, len(window) - 5, 0, 300, read_at) is None  # not a window state
+        assert ring.piece_into(laid, len(window), 0, 11, read_at) is None  # the piece of [0, 11) has 11 cells
+        shifted = ring.piece_into(laid, len(window), 0, 310, read_at)  # as many cells, other positions
         assert shifted is not None
         _read_as_file(shifted, window)
-        with pytest.raises(LayoutError, match="window of its place"):
-            ring.laid_from(shifted)
+        with pytest.raises(LayoutError, match="cells of its place"):
+            ring.placed(laid, [shifted])
         damaged = window.copy()
         damaged[HEADER.size + 8 + 12 * gemma3.info.n_swa + 8] ^= 1  # the first layer's type
-        target = ring.into(len(window), 299, read_at)
+        target = ring.piece_into(laid, len(window), 0, 300, read_at)
         assert target is not None
         _read_as_file(target, damaged)
         with pytest.raises(LayoutError, match="another layout"):
-            ring.laid_from(target)
+            ring.placed(laid, [target])
         assert ring.window_shape is None
 
 
@@ -261,7 +312,7 @@ def test_a_window_file_of_another_place_or_layout_is_refused(gemma3, tokens):
 def test_the_ring_size_prepared_from_a_window_file_is_enough(gemma3, tokens, boundary):
     """``ring_bytes`` (what the engine touches while the model loads) bounds the laid ring."""
     with decoded(gemma3, tokens, boundary) as (ctx, ring, window):
-        laid = ring.lay(window, boundary - 1)
+        laid = ring.lay([window], boundary - 1)
         needed = ring_bytes(len(window), ring.size, ring.n_swa)
         assert len(laid.blob) <= needed
         if boundary >= ring.n_swa:  # a full window: the estimate is close, not just large
@@ -284,7 +335,7 @@ def test_the_layout_check_tells_ring_order(gemma3, tokens):
     try:
         decode(ctx, tokens, 0, 300)
         ring = SwaRing(ctx, gemma3.info.n_swa)
-        window = ring.unchecked_window_at(300)
+        window = ring.piece(0, 300, checked=False)
         assert window is not None and ring.in_run_order(window)
         assert not ring.in_run_order(reversed_cells(window))
         assert not ring.in_run_order(window[:10])  # not understood: not kept either
@@ -293,18 +344,24 @@ def test_the_layout_check_tells_ring_order(gemma3, tokens):
 
 
 def test_windows_out_of_ring_order_are_read_unchecked_but_never_saved(gemma3, tmp_path, monkeypatch):
-    """The decode path reads windows without the layout check; saving does it."""
-    msgs = branch(gemma3, 0, 1, 2, 3, 4, 5)
+    """The decode path reads pieces without the layout check; saving does it."""
+    msgs = branch(gemma3, 0, 1, 3, 5)  # messages shorter than the window: no piece of one cell
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(gemma3, store)
         assert engine.ring is not None
-        read = engine.ring.unchecked_window_at
+        read = engine.ring.piece
+        read_parts = engine.ctx.read_range_parts
 
-        def out_of_order(end: int) -> np.ndarray | None:
-            window = read(end)
+        def out_of_order(start: int, end: int, *, checked: bool = True) -> np.ndarray | None:
+            window = read(start, end, checked=checked)
             return None if window is None else reversed_cells(window)
 
-        monkeypatch.setattr(engine.ring, "unchecked_window_at", out_of_order)
+        def parts_out_of_order(start: int, end: int):
+            cells, piece = read_parts(start, end)
+            return cells, reversed_cells(piece)
+
+        monkeypatch.setattr(engine.ring, "piece", out_of_order)
+        monkeypatch.setattr(engine.ctx, "read_range_parts", parts_out_of_order)
         engine.prepare(*flat(msgs))
         engine.captures.flush()
         store.flush()
@@ -317,27 +374,3 @@ def test_windows_out_of_ring_order_are_read_unchecked_but_never_saved(gemma3, tm
         assert list((tmp_path / "ck").glob("*/*.snap"))
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         check(engine_for(gemma3, store), gemma3, msgs + branch(gemma3, 6))
-
-
-def test_a_whole_window_is_read_at_its_known_size_and_a_wrong_size_costs_only_time(gemma3, tokens):
-    ctx = LlamaContext(gemma3, PARAMS)
-    try:
-        decode(ctx, tokens, 0, 300)
-        ring = SwaRing(ctx, gemma3.info.n_swa)
-        assert ring.window_bytes is None
-        first = ring.unchecked_window_at(300)
-        assert first is not None and ring.window_bytes == len(first) == ctx.state_size(LIVE, FLAGS_PARTIAL)
-        again = ring.unchecked_window_at(300)  # read at the size learnt
-        assert again is not None and np.array_equal(again, first)
-        for size in (len(first), len(first) - 1, 16, len(first) + 100):  # exact, too small, larger
-            assert np.array_equal(ctx.state_read(LIVE, FLAGS_PARTIAL, size=size), first)
-    finally:
-        ctx.close()
-    young = LlamaContext(gemma3, PARAMS)
-    try:
-        decode(young, tokens, 0, 20)  # fewer tokens than a window: not a whole one
-        ring = SwaRing(young, gemma3.info.n_swa)
-        partial = ring.unchecked_window_at(20)
-        assert partial is not None and len(partial) < len(first) and ring.window_bytes is None
-    finally:
-        young.close()

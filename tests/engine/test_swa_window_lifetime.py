@@ -1,10 +1,10 @@
-"""How long a sliding window stays in the ring, and that a snapshot left for later is read then.
+"""How long a sliding window stays in the ring, and that a piece left for later is read then.
 
 The ring has ``N`` cells and position ``p`` lives in cell ``p mod N`` (``swa_ring``). The
 window after token ``end - 1`` is positions ``end - n_swa .. end - 1``; its oldest cell is
 first reused by position ``end - n_swa + N``. So exactly ``N - n_swa`` tokens after it the
 window is still whole, and one more takes it: both the ring's reads and the captures'
-decision to read a window before the decode overwrites it must draw the line there.
+decision to read a piece before the decode overwrites it must draw the line there.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ def test_a_window_outlives_ring_minus_window_tokens_and_no_more(gemma3, tokens):
         assert then is not None
         decode(ctx, tokens, END, END + lasts)
         assert ctx.pos_min(LIVE) == END - ring.n_swa  # the window's oldest cell is still there
-        assert not ring.overwritten(END, ctx.pos_max(LIVE))
-        later = ring.unchecked_window_at(END)
+        assert not ring.overwritten(END - ring.n_swa, ctx.pos_max(LIVE))
+        later = ring.piece(0, END, checked=False)
         assert later is not None and np.array_equal(later, then)
         decode(ctx, tokens, END + lasts, END + lasts + 1)
         assert ctx.pos_min(LIVE) == END - ring.n_swa + 1  # one token more reused it
-        assert ring.overwritten(END, ctx.pos_max(LIVE))
-        assert ring.unchecked_window_at(END) is None
+        assert ring.overwritten(END - ring.n_swa, ctx.pos_max(LIVE))
+        assert ring.piece(0, END, checked=False) is None
     finally:
         ctx.close()
 
