@@ -39,9 +39,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.bench import costs
-from tests.bench.overhead import turn_overhead
-from tests.bench.workload import w1_texts
+from tests.bench import costs, kv_bytes
+from tests.bench.overhead import TOKENS_ADDED, turn_overhead
+from tests.bench.workload import REOPEN_MESSAGE, w1_context, w1_texts
+
+DISK_BYTES = 50 << 30
+"""The checkpoints' disk budget: more than any tree here takes, so that what it takes is measured
+(what the app's default budget holds is reported: ``kv_bytes.disk_against_kv``)."""
 
 
 def emit(record: dict) -> None:
@@ -50,8 +54,11 @@ def emit(record: dict) -> None:
 
 class Bench:
     def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path, rpc=None, ngl=0,
-                 cache_type: str = "f16"):
+                 cache_type: str = "f16", *, spec=None, ram_mb: int | None = None):
+        """``spec``: a made model's ``ModelSpec`` (its KV bytes are checked against the
+        context's); ``ram_mb``: the checkpoints' RAM tier (default: the app's)."""
         from sessions.checkpoints import CheckpointStore
+        from sessions.config.model import CheckpointConfig
         from sessions.controller import EngineSettings, SessionController
         from sessions.engine.factory import llama_engine_factory
         from sessions.sampling import SamplingSettings
@@ -60,7 +67,8 @@ class Bench:
         self.label, self.path, self.root = label, path, root
         self.threads, self.ngl, self.cache_type = threads, ngl, cache_type
         split = dict(rpc=rpc.endpoints, tensor_split=(1.0, 1.0)) if rpc else {}
-        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, n_gpu_layers=ngl,
+        n_ctx = w1_context(path, reply_tokens, after=TOKENS_ADDED)  # the same in every process of a run
+        self.settings = EngineSettings(n_ctx=n_ctx, n_batch=512, threads=threads, n_gpu_layers=ngl,
                                        cache_type_k=cache_type, cache_type_v=cache_type, **split)
         self.traffic = rpc
         self.events: list[tuple[int, int, dict]] = []
@@ -69,7 +77,8 @@ class Bench:
         """The leaf of W1's chat and the seconds of its one prefill (``run_w1``)."""
         self.sampling = SamplingSettings(temperature=0.0, max_tokens=reply_tokens)
         self.reply_tokens = reply_tokens
-        self.checkpoints = CheckpointStore(root / "checkpoints", ram_bytes=8 << 30, disk_bytes=50 << 30)
+        self.ram_mb = CheckpointConfig().ram_mb if ram_mb is None else ram_mb
+        self.checkpoints = CheckpointStore(root / "checkpoints", ram_bytes=self.ram_mb << 20, disk_bytes=DISK_BYTES)
         self.store = SessionStore.open(root / "sessions.sqlite3")
         self.ctl = SessionController(
             self.store,
@@ -81,10 +90,16 @@ class Bench:
         self.ctl.load_model(self.path)
         self.load_seconds = time.perf_counter() - t0
         self.fingerprint = self.ctl.engine.info.fingerprint
+        self.mark()
         self.prepared: list = []
         """Every ``prepare`` result of the engine, for what the reply stats leave out (bytes)."""
         prepare = self.branches.prepare
         self.branches.prepare = lambda *a, **k: self.prepared.append(prepare(*a, **k)) or self.prepared[-1]
+        self.spec = spec
+        self.kv: kv_bytes.KvBytes | None = None
+        """The model's KV bytes per token, measured on W1's chat once it is built."""
+        self._moved = (0, 0)
+        """``ctx.bytes_read`` and ``bytes_written`` when the last event (or the build) ended."""
         self._scratch = None
         self.from_scratch = True
         """Time each event's prompt from zero too; off where only the chat it leaves is wanted
@@ -115,6 +130,23 @@ class Bench:
     def tokens_of(self, message_id: int) -> int:
         return len(self.store.get_tokens(message_id, self.fingerprint) or [])
 
+    def mark(self) -> None:
+        """Count the bytes the context copies out and in from here (``moved``)."""
+        ctx = self.branches.ctx
+        self._moved = (ctx.bytes_read, ctx.bytes_written)
+
+    def moved(self) -> tuple[int, int]:
+        """State bytes copied out of and into the model's memory since ``mark``."""
+        ctx = self.branches.ctx
+        return ctx.bytes_read - self._moved[0], ctx.bytes_written - self._moved[1]
+
+    def kv_per_token(self) -> kv_bytes.KvBytes:
+        """The model's KV bytes per token, measured once on the live branch."""
+        if self.kv is None:
+            live = self.branches
+            self.kv = kv_bytes.measure(live.ctx, live.kind, len(live.live), self.spec)
+        return self.kv
+
     def event(self, name: str, new_message, reply) -> dict:
         stats = reply.stats
         whole = self.branches.ctx.state_size(0)  # the state the prompt left, before the reply's tokens
@@ -131,6 +163,7 @@ class Bench:
             "ttft_seconds": round(stats.ttft_seconds, 4),
             "prompt_decode_seconds": round(prepared.decode_seconds, 4) if prepared else 0.0,
             "prompt_state_seconds": round(prepared.state_seconds, 4) if prepared else 0.0,
+            **self.bytes_fields(prepared, stats.tokens_evaluated + self.tokens_of(reply.id)),
             **self.traffic_fields(),
         }
         if self.from_scratch:
@@ -141,6 +174,16 @@ class Bench:
         emit(record)
         self.events.append((new_message.id, reply.id, record))
         return record
+
+    def bytes_fields(self, prepared, decoded: int) -> dict:
+        """What an event moved: the checkpoint bytes its route restored, by tier; the state
+        bytes written into the context (restores) and copied out of it (the checkpoints of
+        the ``decoded`` tokens, prompt and reply, read out after the reply)."""
+        read, written = self.moved()
+        kv = self.kv_per_token().per_token * decoded
+        return {**(kv_bytes.restored_by_tier(prepared.plan) if prepared else {}),
+                "bytes_written": written, "tokens_decoded": decoded, "bytes_read": read,
+                "bytes_read_vs_kv_of_decoded": round(read / kv, 3) if kv else None}
 
     def run_w1(self, each_event: str = "same", args: argparse.Namespace | None = None) -> dict:
         """W1's chat in one prefill, then its six branch events: here (``same``), or each
@@ -153,7 +196,8 @@ class Bench:
                 events.append(self.w1_event(step, w1))
             elif each_event == "objects":
                 bench = Bench(self.label, self.path, self.threads, self.reply_tokens, self.root, None, self.ngl,
-                              self.cache_type)
+                              self.cache_type, spec=self.spec, ram_mb=self.ram_mb)
+                bench.from_scratch = self.from_scratch
                 events.append(bench.w1_event(step, w1))
                 bench.close()
             else:
@@ -166,7 +210,10 @@ class Bench:
         summary = {"model": self.label, "event": "W1 summary", "each_event": each_event,
                    "tokens_evaluated": evaluated, "new_tokens": new, "evaluated_over_new": round(evaluated / new, 3),
                    "prompt_seconds": round(ours, 3), "prompt_outside_decode_seconds": round(ours - decode, 3),
-                   "prompt_state_seconds": round(sum(e.get("prompt_state_seconds", 0.0) for e in events), 3)}
+                   "prompt_state_seconds": round(sum(e.get("prompt_state_seconds", 0.0) for e in events), 3),
+                   **{key: sum(e.get(key, 0) for e in events)
+                      for key in ("bytes_restored", "bytes_restored_ram", "bytes_restored_disk", "bytes_written",
+                                  "bytes_read", "tokens_decoded")}}
         if all("scratch_prompt_seconds" in e for e in events):
             scratch = sum(e["scratch_prompt_seconds"] for e in events)
             summary.update({"scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
@@ -184,6 +231,7 @@ class Bench:
             ctl.open_session(w1["session"])
         texts = w1_texts(ctl.engine.tokenize)
         k = W1_EDITS[step // 2]
+        self.mark()
         if step % 2 == 0:
             edited = ctl.edit(w1["users"][k - 1], texts["edits"][k])
             return self.event(W1_EVENTS[step], edited, ctl.generate_reply())
@@ -207,16 +255,35 @@ class Bench:
             conv.append("assistant", reply)
         ctl.open_session(conv.session_id)
         deferred = self.branches.deferred_seconds
-        build = ctl.warm()
+        self.mark()
+        build, read_after = self.read_out_after(ctl.warm)
         deferred = self.branches.deferred_seconds - deferred
+        read, _ = self.moved()
         leaf = ctl.snapshot().head
         self.built, self.build_seconds = leaf.id, build.seconds
-        bare = self.scratch(leaf.id)
+        bare = {"no_checkpoints": costs.critical_path(self.scratch(leaf.id), 0.0)} if self.from_scratch else {}
         emit({"model": self.label, "event": "build: one prefill of the 12-turn chat",
               **costs.critical_path(build, deferred),
-              "no_checkpoints": costs.critical_path(bare, 0.0)})
+              **kv_bytes.read_out(build.tokens_evaluated, read, read_after, self.kv_per_token()), **bare})
         self.checkpoints.flush()
         return {"session": ctl.session_id, "leaf": leaf.id, "users": [u.id for u in users]}
+
+    def read_out_after(self, run):
+        """``run()``'s result, and the bytes copied out of the context after its path to
+        the first token: by the read-out (``Captures.flush``) that ends a prefill."""
+        captures = self.branches.captures
+        flush, before = captures.flush, []
+
+        def counted_flush() -> None:
+            before.append(self.branches.ctx.bytes_read)
+            flush()
+
+        captures.flush = counted_flush
+        try:
+            result = run()
+        finally:
+            del captures.flush  # the class's own again
+        return result, self.branches.ctx.bytes_read - before[-1] if before else 0
 
     def disk(self) -> dict:
         from sessions.branch_tokens import branch_tokens
@@ -228,9 +295,10 @@ class Bench:
                       for leaf in tree.leaves()]
         live = self.branches
         whole = live.ctx.state_size(0)
-        kv = costs.kv_bytes_per_token(live.ctx, live.kind, len(live.live))
-        return costs.disk_use(self.root / "checkpoints", unique, sum(per_branch), len(per_branch),
-                              whole, len(live.live), kv)
+        kv = self.kv_per_token()
+        use = costs.disk_use(self.root / "checkpoints", unique, sum(per_branch), len(per_branch),
+                             whole, len(live.live), kv.cells_per_token)
+        return {**use, **kv_bytes.disk_against_kv(use["disk_bytes"], use["snapshot_bytes"], unique, kv)}
 
     def placement_fields(self) -> dict:
         """Where the layers went: ``-ngl`` as resolved (``auto`` included) and the devices."""
@@ -260,7 +328,9 @@ def event_in_new_process(args: argparse.Namespace, label: str, path: Path, root:
     state.write_text(json.dumps(w1))
     command = [sys.executable, "-m", "tests.bench.branching", "--w1-event", str(step), "--w1-state", str(state),
                "--model", str(path), "--label", label, "--root", str(root), "--threads", str(args.threads),
-               "--reply-tokens", str(args.reply_tokens), "--ngl", str(args.ngl), "--cache-type", args.cache_type]
+               "--reply-tokens", str(args.reply_tokens), "--ngl", str(args.ngl), "--cache-type", args.cache_type,
+               *(["--ram-mb", str(args.ram_mb)] if args.ram_mb is not None else []),
+               *(["--no-scratch"] if args.no_scratch else [])]
     out = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     if out.returncode != 0:
         raise RuntimeError(f"W1 event {step} failed in its process:\n{out.stderr[-4000:]}")
@@ -274,7 +344,8 @@ def w1_event_child(args: argparse.Namespace) -> int:
     state = Path(args.w1_state)
     w1 = json.loads(state.read_text())
     bench = Bench(args.label, Path(args.model[0]), args.threads, args.reply_tokens, Path(args.root), None, args.ngl,
-                  args.cache_type)
+                  args.cache_type, ram_mb=args.ram_mb)
+    bench.from_scratch = not args.no_scratch
     bench.w1_event(args.w1_event, w1)
     bench.close()
     state.write_text(json.dumps(w1))
@@ -397,7 +468,8 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
           "scratch_prompt_seconds": round(scratch, 4),
           "ttft_speedup": round(scratch / max(reply.stats.ttft_seconds, 1e-6), 1), **bench.traffic_fields()})
     emit({"model": label, "event": "reopen: exactness", **exact_after_reopen(bench, leaf.parent_id)})
-    asked = ctl.send("One more question about all of that, please.")
+    bench.mark()
+    asked = ctl.send(REOPEN_MESSAGE)
     bench.event("reopen: continue with a new message", asked, ctl.generate_reply())
     emit({"model": label, "event": "turn overhead", **turn_overhead(bench)})
     bench.close()
@@ -410,6 +482,15 @@ def models(args) -> list[tuple[str, Path]]:
     found = [(arch, make_model(arch, args.size, swa_window=window)) for arch in args.arch]
     found += [(name, make_model(SHAPES[name].arch, name)) for name in getattr(args, "shape", [])]
     return found + [(Path(p).name, Path(p).expanduser().resolve()) for p in args.model]
+
+
+def made_specs(args) -> dict:
+    """The ``ModelSpec`` of each made model ``models`` names, by its label."""
+    from sessions.synth import SHAPES, model_spec
+
+    window = {"tiny": 64, "bench": 512, "gpu": 1024}[args.size]
+    specs = {arch: model_spec(arch, args.size, swa_window=window) for arch in args.arch}
+    return {**specs, **{name: model_spec(SHAPES[name].arch, name) for name in args.shape}}
 
 
 EACH_EVENT = ("same", "objects", "process")
@@ -442,6 +523,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reopens", type=int, default=REOPENS, help="restores timed after a reopen (median)")
     parser.add_argument("--w1-only", action="store_true",
                         help="only W1's events (the reopen events after it are the same in either --each-event)")
+    parser.add_argument("--no-scratch", action="store_true",
+                        help="leave out the from-scratch prefills (each as long as the chat: hours on a real "
+                             "model's shape on a CPU); bytes and evaluated tokens are measured all the same")
+    parser.add_argument("--ram-mb", type=int, default=None,
+                        help="the checkpoints' RAM tier in MiB (default: the app's, checkpoints.ram_mb)")
     parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
     parser.add_argument("--w1-state", help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
@@ -461,15 +547,19 @@ def main(argv: list[str] | None = None) -> int:
     # Made models are kept where the user's other runs find them; the rest is per run.
     os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
     emit({"event": "header of a 262,144-token vocabulary", **costs.big_vocabulary_headers()})
+    specs = made_specs(args)
     for label, path in models(args):
         emit({"model": label, "event": "identity", **costs.identity(path)})
         with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
             root = Path(tmp)
             os.environ["LLAMACHAT_CACHE_DIR"] = str(root / "cache")
-            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl, args.cache_type)
+            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl, args.cache_type,
+                          spec=specs.get(label), ram_mb=args.ram_mb)
+            bench.from_scratch = not args.no_scratch
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
                   "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params,
-                  "cache_type": args.cache_type, **bench.placement_fields()})
+                  "cache_type": args.cache_type, "n_ctx": bench.ctl.engine.n_ctx, "ram_mb": bench.ram_mb,
+                  **bench.placement_fields()})
             w1 = bench.run_w1(args.each_event, args)
             bench.close()
             if not args.w1_only:
