@@ -90,6 +90,7 @@ class Bench:
         self.ctl.load_model(self.path)
         self.load_seconds = time.perf_counter() - t0
         self.fingerprint = self.ctl.engine.info.fingerprint
+        kv_bytes.counted(self.branches.ctx)
         self.mark()
         self.prepared: list = []
         """Every ``prepare`` result of the engine, for what the reply stats leave out (bytes)."""
@@ -298,7 +299,8 @@ class Bench:
         kv = self.kv_per_token()
         use = costs.disk_use(self.root / "checkpoints", unique, sum(per_branch), len(per_branch),
                              whole, len(live.live), kv.cells_per_token)
-        return {**use, **kv_bytes.disk_against_kv(use["disk_bytes"], use["snapshot_bytes"], unique, kv)}
+        return {**use, "longest_branch_tokens": max(per_branch),
+                **kv_bytes.disk_against_kv(use["disk_bytes"], use["snapshot_bytes"], unique, kv)}
 
     def placement_fields(self) -> dict:
         """Where the layers went: ``-ngl`` as resolved (``auto`` included) and the devices."""

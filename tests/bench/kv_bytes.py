@@ -88,6 +88,30 @@ def _range_size(ctx, start: int, end: int, flags: int) -> int:
         ctx.seq_rm(SPARE)
 
 
+def counted(ctx) -> None:
+    """Make ``ctx`` count the state bytes it copies out and in (``bytes_read``,
+    ``bytes_written``) where it does not count them itself: a checkout from before the
+    context counted them, run with this harness copied in for a before-and-after. Its
+    reads and writes are counted as the context counts them: every byte of a state read,
+    and every byte of a state written that llama.cpp took."""
+    if hasattr(ctx, "bytes_read"):
+        return
+    ctx.bytes_read = ctx.bytes_written = 0
+    read, write = ctx.state_read, ctx.state_write
+
+    def counted_read(*args, **kwargs):
+        blob = read(*args, **kwargs)
+        ctx.bytes_read += len(blob)
+        return blob
+
+    def counted_write(blob, *args, **kwargs):
+        taken = write(blob, *args, **kwargs)
+        ctx.bytes_written += memoryview(blob).nbytes if taken else 0
+        return taken
+
+    ctx.state_read, ctx.state_write = counted_read, counted_write
+
+
 def read_out(tokens: int, bytes_read: int, deferred_bytes: int, kv: KvBytes) -> dict:
     """A prefill's bytes copied out of the model's memory (``ctx.bytes_read``), those read
     after it (the deferred read-out) included, per 1,000 tokens and against their KV."""
