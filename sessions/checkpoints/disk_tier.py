@@ -4,7 +4,13 @@ Files are content-addressed (``keys.address``), written atomically by one backgr
 thread, and never trusted: every read checks the whole header against the request and the
 payload against its checksum, and a file that fails is deleted and reported in plain words
 (its tokens are simply recomputed). The index of what is on disk lives in memory, built
-once from the headers alone, so ``has`` and eviction never touch the disk.
+once from the headers alone, so ``has`` and planning never touch the disk.
+
+Several processes (the app, ``ask`` commands, a server) may write into one folder, and
+the budget holds over all of them: each write takes the folder's budget lock
+(``budget_lock``), and under it the folder's real total decides; when the write would
+pass the budget, the index first learns what the others wrote and deleted
+(``_sync_with_folder``), then evicts. So N writers end within the budget, not N times it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import numpy as np
 from ..bounded_read import open_regular
 from ..paths import ensure_private_dir
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
+from .budget_lock import budget_lock
 from .disk_index import DiskEntry, DiskIndex
 from .errors import CorruptCheckpointError
 from .file_format import (
@@ -37,7 +44,17 @@ from .file_format import (
     parse_header,
 )
 from .file_reads import Place, Placed, StateSpan, mark_used, read_in_one, read_payload, read_pieces
-from .keys import Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
+from .keys import (
+    Key,
+    Kind,
+    ParsedAddress,
+    StateCompat,
+    address,
+    address_text,
+    is_model_folder,
+    key_of,
+    parse_address,
+)
 from .listing import read_header
 from .segment import Segment, as_view
 from .use_clock import UseClock
@@ -188,9 +205,11 @@ class DiskTier:
         chunks = [memoryview(encode_header(segment)), as_view(segment.state)]
         if segment.logits is not None:
             chunks.append(as_view(segment.logits))
-        error = self._write(path, chunks)
-        if error is not None and error.errno in _DISK_FULL and self._make_room(size):
-            error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
+        with budget_lock(self.directory):
+            self._room_for(size)
+            error = self._write(path, chunks)
+            if error is not None and error.errno in _DISK_FULL and self._make_room(size):
+                error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
         if error is not None:
             self.write_errors += 1
             if not self._writes_failing:
@@ -209,6 +228,63 @@ class DiskTier:
             self.writes += 1
             victims = self._pop_victims(self.budget)
         self._delete_evicted(victims)
+
+    def _room_for(self, size: int) -> None:
+        """Under the budget lock: make the folder's files, whoever wrote them, leave room
+        for ``size`` more bytes within the budget."""
+        on_disk = self._folder_bytes()
+        if on_disk + size <= self.budget:
+            return
+        self._sync_with_folder()
+        with self._lock:
+            assert self._index is not None
+            victims = self._pop_victims(max(0, self.budget - size))
+        self._delete_evicted(victims)
+
+    def _folder_bytes(self) -> int:
+        """What the folder's checkpoint files take now (one stat per file)."""
+        total = 0
+        try:
+            for folder in os.scandir(self.directory):
+                if is_model_folder(folder.name) and folder.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(folder.path):
+                        if parse_address(folder.name, entry.name) is not None:
+                            try:
+                                total += entry.stat(follow_symlinks=False).st_size
+                            except FileNotFoundError:
+                                continue
+        except OSError:
+            return 0  # a folder that cannot be listed: the index's own count stands
+        return total
+
+    def _sync_with_folder(self) -> None:
+        """List the files other processes wrote, and drop those they deleted, so that
+        eviction chooses among every file of the folder."""
+        found: dict[Key, tuple[Path, ParsedAddress]] = {}
+        try:
+            for folder in os.scandir(self.directory):
+                if is_model_folder(folder.name) and folder.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(folder.path):
+                        parsed = parse_address(folder.name, entry.name)
+                        if parsed is not None:
+                            found[parsed.key] = (Path(entry.path), parsed)
+        except OSError:
+            return
+        with self._lock:
+            assert self._index is not None
+            gone = [key for key in self._index if key not in found and key not in self._leaving]
+            for key in gone:
+                self._index.remove(key)
+            new = [(key, *found[key]) for key in found if key not in self._index]
+        for key, path, parsed in new:
+            try:
+                header, size, mtime = read_header(path)
+                check_header(header, parsed, size)
+            except (OSError, CorruptCheckpointError):
+                continue  # deleted meanwhile, or not whole: the reader that meets it decides
+            with self._lock:
+                if key not in self._index:
+                    self._index.add(key, DiskEntry.of_header(header, path, size, (mtime, mtime)))
 
     def _write(self, path: Path, chunks) -> OSError | None:
         try:
