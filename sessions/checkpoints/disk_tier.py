@@ -10,7 +10,8 @@ Several processes (the app, ``ask`` commands, a server) may write into one folde
 the budget holds over all of them: each write takes the folder's budget lock
 (``budget_lock``), and under it the folder's real total decides; when the write would
 pass the budget, the index first learns what the others wrote and deleted
-(``_sync_with_folder``), then evicts. So N writers end within the budget, not N times it.
+(``_sync_with_folder``), and the eviction after the write chooses among every file. So N
+writers end within the budget, not N times it.
 """
 
 from __future__ import annotations
@@ -206,10 +207,17 @@ class DiskTier:
         if segment.logits is not None:
             chunks.append(as_view(segment.logits))
         with budget_lock(self.directory):
-            self._room_for(size)
-            error = self._write(path, chunks)
-            if error is not None and error.errno in _DISK_FULL and self._make_room(size):
-                error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
+            self._write_within_budget(key, segment, path, chunks, size)
+
+    def _write_within_budget(self, key: Key, segment: Segment, path: Path, chunks, size: int) -> None:
+        """Under the budget lock: write the file, then evict until the folder fits the
+        budget again (the new file is a candidate like any other), having first learnt
+        the files of the other processes when the folder would pass it."""
+        if self._folder_bytes() + size > self.budget:
+            self._sync_with_folder()
+        error = self._write(path, chunks)
+        if error is not None and error.errno in _DISK_FULL and self._make_room(size):
+            error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
         if error is not None:
             self.write_errors += 1
             if not self._writes_failing:
@@ -227,18 +235,6 @@ class DiskTier:
             self._index.add(key, DiskEntry.of_segment(segment, path, size, self._clock.now()))
             self.writes += 1
             victims = self._pop_victims(self.budget)
-        self._delete_evicted(victims)
-
-    def _room_for(self, size: int) -> None:
-        """Under the budget lock: make the folder's files, whoever wrote them, leave room
-        for ``size`` more bytes within the budget."""
-        on_disk = self._folder_bytes()
-        if on_disk + size <= self.budget:
-            return
-        self._sync_with_folder()
-        with self._lock:
-            assert self._index is not None
-            victims = self._pop_victims(max(0, self.budget - size))
         self._delete_evicted(victims)
 
     def _folder_bytes(self) -> int:
