@@ -74,7 +74,11 @@ class Captures:
         self.ring = engine.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
-        self.spacing = restart_spacing(engine.kind, engine.n_swa)
+        self.grid = restart_spacing(engine.kind, engine.n_swa)
+        """Where long messages are cut (``snapshot_policy``): the finest spacing of snapshots."""
+        self._state_spacing: int | None = None
+        """Tokens between recurrent states inside a long message (``state_spacing``), once
+        the state's size is known."""
         self._mark = 0.0
         """Decode seconds on the context at the last snapshot (the policy's clock)."""
         self._mark_pos = 0
@@ -90,6 +94,26 @@ class Captures:
         reply's length. It lives for one ``generate`` only: ``flush``, which every
         ``prepare`` starts with and every ``generate`` ends with, drops it, so it never
         follows a live sequence that changed other than by the reply's tokens."""
+
+    @property
+    def spacing(self) -> int:
+        """Most tokens between two snapshots inside a long message: a window's for a sliding
+        window (every cut), this model's ``state_spacing`` for a recurrent state."""
+        assert self.grid is not None
+        if self.ring is not None or not self._has_state:
+            return self.grid
+        if self._state_spacing is None:
+            ctx, live = self.engine.ctx, len(self.engine.live)
+            if not live:
+                return self.grid
+            state = ctx.state_size(LIVE, self._flags())
+            kv_per_token = (ctx.state_size(LIVE, FLAGS_FULL) - state) / live if self.engine.kind is not \
+                MemoryKind.RECURRENT else 0.0
+            spacing = self.policy.state_spacing(state, kv_per_token, ctx.speeds.batched)
+            if ctx.speeds.batched is None:
+                return spacing  # asked again once a batch has been timed
+            self._state_spacing = spacing
+        return self._state_spacing
 
     @property
     def _has_state(self) -> bool:
@@ -137,8 +161,8 @@ class Captures:
         if not self.policy.boundaries and self.ring is None:
             return  # (a window's pieces are how it is kept: never left out)
         now = self.ring is None or (until is not None and self._overwritten(start, end, until))
-        if self._has_state and self.ring is None and not self._due_now(end, next_end):
-            return
+        if self._has_state and self.ring is None and logits is None and not self._due_now(end, next_end):
+            return  # (a message's end keeps its state: every gesture starts at one)
         self.decoding_from(end)
         prefix = prefix or prefix_hash(self.engine.live[:end])
         if self._kept(prefix):
@@ -155,9 +179,9 @@ class Captures:
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
         """Is a snapshot read on the decode's path worth it at ``end`` (``SnapshotPolicy``)?"""
-        assert self.spacing is not None
-        reach = next_end if next_end is not None else end + self.spacing
-        if reach - self._mark_pos > self.spacing:
+        spacing = self.spacing
+        reach = next_end if next_end is not None else end + spacing
+        if reach - self._mark_pos > spacing:
             return True  # the restart bound needs it
         nbytes = self._snapshot_bytes or self.engine.ctx.state_size(LIVE, self._flags())
         return self.policy.cheap(self.engine.ctx.decode_seconds - self._mark, nbytes)
