@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sessions.branching.captures import Captures, prefix_hashes
+from sessions.branching.live import LiveSequence
 from sessions.branching.planner import (
     CostModel,
     LiveState,
@@ -35,7 +36,6 @@ from sessions.branching.planner import (
 from sessions.branching.restore import RouteRunner
 from sessions.branching.segments import batches, segment_boundaries
 from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
-from sessions.branching.swa_ring import SwaRing
 from sessions.branching.warm_ahead import WarmedAhead, route_parts, warm_parts
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 from sessions.crashpoints import crashpoint
@@ -134,30 +134,44 @@ class BranchEngine:
         """Where long messages are cut into segments: ``interval``, or closer for a window
         or recurrent state (``restart_spacing``), each cut with a snapshot."""
         self.compat = StateCompat(model.info.fingerprint, ctx.params.compat())
-        self.live: list[int] = []
-        self.live_logits: np.ndarray | None = None
+        self.seq = LiveSequence(ctx, self.kind, self.n_swa)
+        """The live sequence: what the context holds (``live``), and the one place that changes it."""
+        self.ring = self.seq.ring
         self.cost = CostModel()
         self.policy = policy or SnapshotPolicy()
-        self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self)
         self._reply_from = (0, 0)
         self._continuing = False
         """(live length ``prepare`` left, where the segment a reply after it adds starts)."""
-        self.cells_shape: SectionShape | None = None
         self.deferred_seconds = 0.0
         """Time spent reading checkpoints out after the replies (off the path to a token)."""
         self._told: set[str] = set()
         """The kinds of checkpoint trouble already told (``checkpoint_trouble``)."""
 
+    @property
+    def live(self) -> list[int]:
+        """The tokens the live sequence holds exactly."""
+        return self.seq.tokens
+
+    @live.setter
+    def live(self, tokens: list[int]) -> None:
+        self.seq.hold(tokens)  # (tests that set up a state by hand)
+
+    @property
+    def live_logits(self) -> np.ndarray | None:
+        """The logits after the last live token, when kept."""
+        return self.seq.logits
+
+    @property
+    def cells_shape(self) -> SectionShape | None:
+        return self.seq.cells_shape
+
     # -- planning ---------------------------------------------------------------------
 
     def _live_state(self) -> LiveState:
-        pos_min = self.ctx.pos_min() if self.live else -1
-        ring = self.ring
-        if ring is not None and self.live:
-            pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
-        return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
+        # (cells before a restored window are filler: ``LiveSequence.pos_min`` counts from its real cells)
+        return LiveState(tokens=self.live, pos_min=self.seq.pos_min(), has_logits=self.live_logits is not None)
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
              stepped: Sequence[bool] | None = None) -> Plan:
@@ -280,7 +294,7 @@ class BranchEngine:
             logits = self._decode_to(target, bounds, set(ends), stepped_ranges, prefixes, on_progress)
         elif logits is None and need_logits:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
-        self.live_logits = logits
+        self.seq.keep_logits(logits)
         self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
         self._continuing = bool(stepped and stepped[-1])  # a generated reply, to be continued
         last_start = max((b for b in prefixes if b < len(target)), default=0)
@@ -329,11 +343,7 @@ class BranchEngine:
         self.captures.flush()
 
     def _reset(self) -> None:
-        self.ctx.clear()
-        self.live = []
-        self.live_logits = None
-        if self.ring is not None:
-            self.ring.real_from = 0
+        self.seq.reset()
 
     def _decode_to(self, target, bounds, message_ends, stepped_ranges, prefixes, on_progress) -> np.ndarray:
         """Decode ``target`` past the live sequence, batch by batch, noting checkpoints.
@@ -362,8 +372,7 @@ class BranchEngine:
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise
-                self.live += target[a:b]  # not target[:b]: that copies the whole prefix per batch
-                self.live_logits = None
+                self.seq.extend(target[a:b])
                 crashpoint("decode.batch")
                 if on_progress:
                     done = b - start
@@ -381,8 +390,7 @@ class BranchEngine:
         self.ctx.clear_abort()
         self.captures.flush()  # ranges before the stopped batch are intact
         if boundary and self.kind is MemoryKind.PLAIN and self.ctx.seq_rm(0, boundary, -1):
-            self.live = self.live[:boundary]
-            self.live_logits = None
+            self.seq.cut(boundary)
         else:
             self._reset()
 
@@ -435,8 +443,7 @@ class BranchEngine:
                     break
                 assert step is not None  # logits are asked for
                 logits = step
-                self.live.append(token)
-                self.live_logits = logits
+                self.seq.extend([token], logits)
                 tokens.append(token)
                 crashpoint("generate.token")
                 text = detok.push(token)

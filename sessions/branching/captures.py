@@ -38,7 +38,7 @@ from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.branching.live import LiveSequence
+    from sessions.branching.live import Engine
 
 EMPTY = np.zeros(0, dtype=np.uint8)
 
@@ -67,11 +67,11 @@ class _Snapshot:
 class Captures:
     """What one engine still has to read out of its context and hand to the store."""
 
-    def __init__(self, engine: LiveSequence, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
+    def __init__(self, engine: Engine, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
         self.engine = engine
         self.store = store
         self.policy = policy
-        self.ring = engine.ring
+        self.ring = engine.seq.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
         self.grid = restart_spacing(engine.kind, engine.n_swa)
@@ -103,7 +103,7 @@ class Captures:
         if self.ring is not None or not self._has_state:
             return self.grid
         if self._state_spacing is None:
-            ctx, live = self.engine.ctx, len(self.engine.live)
+            ctx, live = self.engine.ctx, len(self.engine.seq.tokens)
             if not live:
                 return self.grid
             state = ctx.state_size(LIVE, self._flags())
@@ -164,7 +164,7 @@ class Captures:
         if self._has_state and self.ring is None and logits is None and not self._due_now(end, next_end):
             return  # (a message's end keeps its state: every gesture starts at one)
         self.decoding_from(end)
-        prefix = prefix or prefix_hash(self.engine.live[:end])
+        prefix = prefix or prefix_hash(self.engine.seq.tokens[:end])
         if self._kept(prefix):
             return
         if not self._has_state:
@@ -242,7 +242,7 @@ class Captures:
         token; a window not yet whole is scaled up to ``n_swa`` cells (a little more than
         it will be: its fixed fields scale too, and a larger buffer serves).
         """
-        live = len(self.engine.live)
+        live = len(self.engine.seq.tokens)
         if live == 0 or (self.ring is not None and next_end < self.engine.n_swa):
             return
         ctx = self.engine.ctx
@@ -352,7 +352,7 @@ class Captures:
         if state is None:
             if self.ring is not None:
                 state = self._read_piece(snap.start, snap.end)
-            elif self._has_state and snap.end == len(engine.live):
+            elif self._has_state and snap.end == len(engine.seq.tokens):
                 state = self._read_now()
             else:
                 state = EMPTY if not self._has_state else None
