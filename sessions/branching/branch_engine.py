@@ -63,6 +63,9 @@ class PrepareResult:
     seconds: float
     bytes_restored: int = 0
     """Checkpoint bytes put back into the context."""
+    tokens_unparked: int = 0
+    """Of ``tokens_restored``, those put back from a branch parked in the model's memory
+    (``LiveSequence.unpark_for``: no bytes of it through the host)."""
     decode_seconds: float = 0.0
     """Of ``seconds``, the time inside ``llama_decode``; the rest is this engine's own work."""
     overhead_cpu_seconds: float = 0.0
@@ -124,7 +127,10 @@ class BranchEngine:
         *,
         interval: int = 2048,
         policy: SnapshotPolicy | None = None,
+        parking: int = 0,
     ):
+        """``parking``: most bytes of the model's memory that branches left for another may
+        keep there whole (``LiveSequence``: 0, none)."""
         self.model = model
         self.ctx = ctx
         self.store = store
@@ -134,7 +140,7 @@ class BranchEngine:
         """Where long messages are cut into segments: ``interval``, or closer for a window
         or recurrent state (``restart_spacing``), each cut with a snapshot."""
         self.compat = StateCompat(model.info.fingerprint, ctx.params.compat())
-        self.seq = LiveSequence(ctx, self.kind, self.n_swa)
+        self.seq = LiveSequence(ctx, self.kind, self.n_swa, parking=parking)
         """The live sequence: what the context holds (``live``), and the one place that changes it."""
         self.ring = self.seq.ring
         self.cost = CostModel()
@@ -285,10 +291,15 @@ class BranchEngine:
         stepped_ranges = _stepped_ranges(ends, stepped or [False] * len(ends))
         bounds = segment_boundaries(ends, self.interval)
         prefixes = prefix_hashes(target, bounds)
+        unparked = len(self.live) if self.seq.unpark_for(target) else 0
+        if unparked:
+            self.captures.decoding_from(unparked)
         plan = self._plan(target, bounds, prefixes, need_logits, stepped_ranges=stepped_ranges)
+        if plan.keep < len(self.live):
+            self.seq.park()  # the branch left behind, kept whole for going back
         logits, restored_bytes = self.runner.run(plan, target, prefixes)
-        restored = len(self.live) - plan.keep if self.live else 0
-        restored = max(0, restored)
+        unparked = min(unparked, plan.keep)
+        restored = max(0, len(self.live) - plan.keep) + unparked if self.live else 0
         evaluated = len(target) - len(self.live)
         if evaluated:
             logits = self._decode_to(target, bounds, set(ends), stepped_ranges, prefixes, on_progress)
@@ -306,7 +317,7 @@ class BranchEngine:
         self._learn(plan, evaluated, restored_bytes, seconds - decode)
         if not reply_follows:
             self.captures.flush()
-        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu,
+        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, unparked, decode, own_cpu,
                              self.ctx.state_seconds - s0)
 
     def _learn(self, plan: Plan, evaluated: int, restored_bytes: int, other: float) -> None:

@@ -40,6 +40,11 @@ class CheckpointConfig:
     interval: int = 2048
     """Inside a long message, also save a checkpoint every this many tokens (sliding-window
     and recurrent models save closer: ``sessions.branching.snapshot_policy.restart_spacing``)."""
+    parked_mb: int = 1024
+    """Most memory, in MiB, of the model's own memory (a GPU's, where its layers run) that the
+    branches left a moment ago may keep there whole, so that going back to one moves
+    nothing through the host (``sessions.branching.live``); 0 turns it off. Used only
+    where layers are offloaded: on the CPU alone the RAM tier does the same."""
     enabled: bool = True
     """Turn checkpoints off to always recompute the prompt (slower, uses no extra memory)."""
 

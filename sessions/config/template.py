@@ -102,6 +102,8 @@ def config_template() -> str:
 #                        disk_mb (in MiB) is read too; max_disk wins over it.
 # interval = {k.interval}        # inside a long message, also save every this many tokens (closer
 #                        for a sliding window or recurrent state: one window, or 256 tokens)
+# parked_mb = {k.parked_mb}       # GPU memory, in MiB, that branches left a moment ago keep there
+#                        whole, so going back moves nothing through the host (0: off)
 
 # Settings for particular models, one entry per model: a file name ("*" matches any text,
 # "?" one character), or a path. chat_template names a built-in template or holds Jinja text;

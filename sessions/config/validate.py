@@ -124,6 +124,7 @@ TABLES: dict[str, tuple[type, dict[str, Rule]]] = {
             "max_disk": Rule("size"),
             "disk_mb": Rule("int", minimum=0, maximum=2**40),
             "interval": Rule("int", minimum=1, maximum=INT32_MAX),
+            "parked_mb": Rule("int", minimum=0, maximum=2**40),
             "enabled": Rule("bool"),
         },
     ),

@@ -26,7 +26,7 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sequences import LIVE, SEQUENCES, SPARE
-from sessions.llama.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_ON_DEVICE, HEADER, Buffer, as_array, pointer
 from sessions.llama.warm_buffers import WarmBuffers
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
@@ -324,6 +324,34 @@ class LlamaContext:
         data = as_array(blob)
         t0 = time.perf_counter()
         n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq, flags)
+        self.state_seconds += time.perf_counter() - t0
+        self.bytes_written += len(data) if n else 0
+        return n != 0
+
+    def keep_on_device(self, seq: int) -> np.ndarray:
+        """Keep a copy of ``seq``'s whole state in the context's own memory (on the GPU where
+        the layers run), under ``seq``'s id; returns what stays on the host: its fields and
+        cells, a few KB, which ``put_back_from_device`` takes. A later copy under the same
+        id replaces it."""
+        size = int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, FLAGS_FULL | FLAGS_ON_DEVICE))
+        buf = np.empty(size, dtype=np.uint8)
+        t0 = time.perf_counter()
+        n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, FLAGS_FULL | FLAGS_ON_DEVICE)
+        self.state_seconds += time.perf_counter() - t0
+        self.bytes_read += n
+        return buf[:n]
+
+    def put_back_from_device(self, kept: Buffer, seq: int) -> bool:
+        """Restore into ``seq`` (emptied first) a state kept by ``keep_on_device`` in this
+        very context, its data copied within the model's memory. Only ever with a blob
+        this context made, whose copy is still the latest under its id: llama.cpp ends the
+        process on one it does not hold."""
+        if not 0 <= seq < self.n_seq_max:
+            raise ValueError("sequence id out of range")
+        data = as_array(kept)
+        t0 = time.perf_counter()
+        n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq,
+                                                 FLAGS_FULL | FLAGS_ON_DEVICE)
         self.state_seconds += time.perf_counter() - t0
         self.bytes_written += len(data) if n else 0
         return n != 0

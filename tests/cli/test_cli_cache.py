@@ -116,9 +116,10 @@ def test_show_gives_the_folder_the_use_against_the_budget_and_the_files_per_mode
     lines = out.splitlines()
     assert lines[0] == f"checkpoint folder: {paths.checkpoints_dir()}"
     assert lines[1] == f"used: {10 * FILE / 1000:.1f} KB of 2GiB (checkpoints.max_disk), 10 checkpoint files"
-    assert lines[2].split() == ["MODEL", "FILES", "SIZE", "FOLDER"]
-    assert lines[3].split() == ["alpha.gguf", "9", f"{9 * FILE / 1000:.1f}", "KB", model_folder(MODEL)]
-    assert lines[4].split() == ["(unknown", "model)", "1", f"{FILE / 1000:.1f}", "KB", model_folder(OTHER_MODEL)]
+    assert lines[2] == "parked branches: up to 1GiB of a GPU's memory (checkpoints.parked_mb)"
+    assert lines[3].split() == ["MODEL", "FILES", "SIZE", "FOLDER"]
+    assert lines[4].split() == ["alpha.gguf", "9", f"{9 * FILE / 1000:.1f}", "KB", model_folder(MODEL)]
+    assert lines[5].split() == ["(unknown", "model)", "1", f"{FILE / 1000:.1f}", "KB", model_folder(OTHER_MODEL)]
     assert run(capsys, "cache", "show") == (code, out, err)
 
 

@@ -61,6 +61,7 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
     if as_json:
         value: dict = {
             "folder": str(folder), "bytes": usage.nbytes, "files": usage.count, "budget": budget,
+            "parked_budget": ctx.config.checkpoints.parked_mb << 20,
             "models": [{"folder": name, "model": names.get(name), "files": count, "bytes": nbytes}
                        for name, (count, nbytes) in usage.by_model.items()],
         }
@@ -72,6 +73,9 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
     ctx.print(f"checkpoint folder: {folder}")
     ctx.print(f"used: {human_size(usage.nbytes)} of {size_text(budget)} (checkpoints.max_disk), "
               f"{_files(usage.count)}")
+    parked = ctx.config.checkpoints.parked_mb
+    ctx.print(f"parked branches: up to {size_text(parked << 20)} of a GPU's memory (checkpoints.parked_mb)"
+              if parked else "parked branches: off (checkpoints.parked_mb = 0)")
     if usage.by_model:
         rows = [["MODEL", "FILES", "SIZE", "FOLDER"]]
         for name, (count, nbytes) in usage.by_model.items():
