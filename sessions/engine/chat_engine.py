@@ -112,9 +112,9 @@ class LlamaChatEngine:
                 checkpoints = None
                 self.checkpoint_notice = (f"{info.name} runs without checkpoints: {problem}; replies are written and "
                                           "stored as usual, but every switch and reopen evaluates its branch again")
-        # Branches are parked whole only in a device's memory: on the CPU alone the RAM tier
-        # holds them at the same cost.
-        parked = parking if n_gpu_layers else 0
+        # Branches are parked whole only in a device's memory (on the CPU alone the RAM tier
+        # holds them at the same cost), and only where checkpoints are kept at all.
+        parked = parking if n_gpu_layers and checkpoints is not None else 0
         self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval, parking=parked)
         if checkpoints is not None:
             memory.reader().submit(learn_layouts, self.branches)
