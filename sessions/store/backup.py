@@ -286,13 +286,14 @@ def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage,
         if salvage.messages_lost:
             parts.append(f"{salvage.messages_lost} message(s) written after the backup could "
                          "not be recovered.")
-        elif not recovered and not salvage.sessions_recovered:
+        elif not recovered and not salvage.sessions_recovered and not (
+                salvage.undone.messages or salvage.undone.session_ids):
             parts.append("Nothing newer than the backup was found in the damaged file.")
         if salvage.error is not None:
             parts.append(f"Part of the damaged file could not be read ({salvage.error}).")
         if salvage.skipped:
             parts.append(f"{salvage.skipped} damaged row(s) could not be used and were left out.")
-    parts.extend(replay.describe(salvage.deletions, salvage.heads, when))
+    parts.extend(replay.describe(salvage.deletions, salvage.heads, when, salvage.undone))
     return " ".join(parts)
 
 
