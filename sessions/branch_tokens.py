@@ -45,6 +45,16 @@ def freeze_branch(engine: ChatEngine, path: Sequence[Message],
         history.append(chat)
 
 
+def new_message_tokens(engine: ChatEngine, history: Sequence[tuple[str, str]], role: str,
+                       text: str) -> dict[str, list[int]]:
+    """The tokens a new message under ``history`` ((role, text) of the branch above it,
+    root first) will have for this model: what ``freeze_branch`` computes for it later,
+    so that they can be stored with the message itself."""
+    before = [ChatMessage(role=r, content=t) for r, t in history]
+    chat = ChatMessage(role=role, content=text)
+    return {engine.info.fingerprint: freeze_message_tokens(engine.template, engine.tokenize, before, chat)}
+
+
 def freeze_all(engine: ChatEngine, messages: Sequence[Message]) -> list[list[int]]:
     """Each message's tokens when ``messages`` are a whole branch, all computed afresh."""
     return [tokens for _, tokens, _ in freeze_branch(engine, messages)]

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions import attachments
 from sessions.attachments import Attachment
+from sessions.branch_tokens import new_message_tokens
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.branch_routes import BranchRoutes
 from sessions.controller.chat_settings import ChatSettings
@@ -312,26 +314,37 @@ class SessionController:
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
-    def send(self, text: str, *, parent_id: int | None = None) -> Message:
+    def send(self, text: str, *, parent_id: int | None = None, join: bool = True,
+             frozen: bool = False) -> Message:
         """Add a user message at the head (or under ``parent_id``: a fork); returns it.
 
         At a message of the user still waiting for its answer the text is joined to it,
-        as a new version, and the same text again answers it (``sessions.turns``): the
-        message returned then holds more than ``text``, or is the waiting one itself.
+        as a new version (with ``join=False``: put beside it), and the same text again
+        answers it (``sessions.turns``): the message returned then holds more than
+        ``text``, or is the waiting one itself. ``frozen``: the loaded model's tokens of
+        the message are stored with it, in one transaction (on a full disk the question
+        is then stored whole or not at all).
         """
         if not text.strip():
             raise ControllerError("the message is empty")
-        with self._chat.lock:
+        with self._chat.lock, self._lent(frozen) as engine:
             conversation = self._chat.conv()
+            freeze = _freezer(engine) if frozen else None
             with self._turns.asking(conversation.session_id):
-                return conversation.add_user_message(text, parent_id)
+                return conversation.add_user_message(text, parent_id, join=join, freeze=freeze)
 
-    def edit(self, message_id: int, text: str) -> Message:
-        """A new sibling of ``message_id`` with ``text``; the original branch stays."""
-        with self._chat.lock:
+    def edit(self, message_id: int, text: str, *, frozen: bool = False) -> Message:
+        """A new sibling of ``message_id`` with ``text``; the original branch stays.
+        ``frozen``: as ``send``."""
+        with self._chat.lock, self._lent(frozen) as engine:
             conversation = self._chat.conv()
+            freeze = _freezer(engine) if frozen else None
             with self._turns.asking(conversation.session_id, conversation.tree.get(message_id).role == "user"):
-                return conversation.edit(message_id, text)
+                return conversation.edit(message_id, text, freeze=freeze)
+
+    def _lent(self, wanted: bool) -> AbstractContextManager[ChatEngine | None]:
+        """The loaded engine, borrowed for a quick read when ``wanted`` (else None)."""
+        return self._chat.users.borrowed() if wanted else nullcontext()
 
     def select(self, message_id: int) -> Message:
         """Show the branch last seen under ``message_id``; returns the new head."""
@@ -469,3 +482,11 @@ class SessionController:
         limit, at most a quarter of the context. Tokenizes without the tree lock. Blocking."""
         with self._jobs.job():
             return trim_branch(self._chat, self._turns, self.sampling, leaf_id, reserve)
+
+
+def _freezer(engine: ChatEngine | None) -> Callable[[list[tuple[str, str]], str, str], dict[str, list[int]]] | None:
+    """A new message's tokens for ``engine`` (None without a model: they are computed when
+    the branch is first used)."""
+    if engine is None:
+        return None
+    return lambda history, role, text: new_message_tokens(engine, history, role, text)

@@ -33,7 +33,7 @@ from sessions.errors import ContextOverflow, GenerationCancelled, LlamachatError
 from sessions.events import Event, NoticeRaised, TextStreamed
 from sessions.sampling import MOST_VERSIONS
 from sessions.stop_reason import StopReason
-from sessions.store import HeadMoved
+from sessions.store import DatabaseFull, HeadMoved
 from sessions.text_safety import InertStream
 from sessions.tree import TreeError
 
@@ -208,6 +208,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     raise
                 kept = f"your message is saved (message {question.id})" if question else "nothing was saved"
                 raise _Stopped(f"before the reply started: {kept}") from None
+            except DatabaseFull as full:
+                if question is None:
+                    raise
+                raise CliError(f"the disk holding the session database {full.path} is full ({full.detail}): your "
+                               f"question is saved (message {question.id}) with its tokens, but no reply was "
+                               "written; free some space, then ask the same again to have it answered") from None
 
         try:
             with stops:
@@ -366,9 +372,12 @@ def _place_once(controller: SessionController, args: argparse.Namespace, text: s
         edited = snapshot.message(args.edit) if snapshot is not None else None
         if edited is not None and edited.role != "user":
             raise CliError(f"message {args.edit} is not a user message")
-        controller.edit(args.edit, text)
+        controller.edit(args.edit, text, frozen=True)
     else:
-        controller.send(text, parent_id=args.at)
+        # The question and its tokens in one transaction: a full disk stores both or
+        # neither. A new text at a question left waiting by a failed ask goes beside it,
+        # never joined to it (the app's send while a reply is written does join).
+        controller.send(text, parent_id=args.at, join=False, frozen=True)
 
 
 def _stats_line(reply: Message) -> dict[str, object]:
