@@ -324,6 +324,8 @@ class Conversation:
             else:
                 self._head_id = None
                 self._store.set_active_leaf(self._saved_id, None)
+            # Where the gesture left the head: undoing moves it back only from there.
+            self.last_deleted = replace(self.last_deleted, left_at=self._head_id)
         return count
 
     def _move_head(self, message_id: int) -> None:

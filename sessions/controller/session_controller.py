@@ -43,7 +43,7 @@ from sessions.controller.reply_turn import ReplyTurns, take_turn
 from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
-from sessions.controller.undo_deletes import DeletionUndo
+from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
 from sessions.controller.versions import MOST_VERSIONS
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
@@ -383,16 +383,19 @@ class SessionController:
         """What ``undo_delete`` would bring back (None: nothing)."""
         return self._deletions.latest()
 
-    def undo_delete(self) -> Deleted:
+    def undo_delete(self) -> BroughtBack:
         """Bring back the latest deletion of this run (a chat, or a message with what followed
         it) and show it: a chat's messages come back into the open chat, which shows the
-        branch it showed before; a deleted chat is opened. ``NothingToUndo`` when there is
-        nothing to bring back."""
+        branch it showed before, unless another window went on from where the deletion
+        left the chat (then what it added stays shown, and ``BroughtBack.sentence`` says
+        where the branch came back); a deleted chat is opened. ``NothingToUndo`` when
+        there is nothing to bring back."""
         with self._chat.lock:
-            deleted = self._deletions.undo()
+            brought = self._deletions.undo()
+            deleted = brought.deleted
             if deleted.kind == "session" or deleted.session_id == self.session_id:
                 self.open_session(deleted.session_id)
-            return deleted
+            return brought
 
     def regenerate(self, message_id: int) -> Message:
         """Get ready for a new answer: to the user message a reply answers, or to a user message.
