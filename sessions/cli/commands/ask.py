@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sessions.attachments import compose_message
+from sessions.cli import interrupts
 from sessions.cli.arguments import session_id
 from sessions.cli.ask_input import add_sampling_flags, attached_files, message_text, sampling_overrides
 from sessions.cli.context import CommandContext, tell
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             ctx.note(f"warning: {notice}")
         controller = runtime.controller
         session = runtime.store.get_session(session_arg) if session_arg is not None else None
-        stops = out.interrupts = Interrupts(controller.cancel)
+        stops = out.interrupts = Interrupts(controller.cancel, grace=interrupts.STOP_GRACE)
         written: list[Message] = []
         """Versions written before the last one (``--versions``)."""
 
