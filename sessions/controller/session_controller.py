@@ -202,7 +202,7 @@ class SessionController:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
         self._deletions.close()  # final now: deleted chats' checkpoint files go
         self._cleanup.wait()
-        self._jobs.cancel()
+        self._jobs.closing()
         with self._jobs.job():
             engine, self.engine = self.engine, None
             if engine is not None:
