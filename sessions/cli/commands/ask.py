@@ -241,7 +241,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             if version.stats is not None:
                 tell(ctx.err, json.dumps(_stats_line(version)))
     if stops.happened:
-        ctx.note(_stopped_words(stops.cause, reply))
+        ctx.note(_stopped_words(stops.cause, reply) if not written else _stopped_versions(stops.cause,
+                                                                                          [*written, reply]))
         return stops.status
     return 0
 
@@ -313,6 +314,19 @@ def _stopped_words(cause: str, reply: Message) -> str:
         return (f"{cause}: the reply so far is saved as stopped (message {reply.id}; `llamachat ask --session "
                 f"{reply.session_id} --continue {reply.id}` writes more)")
     return f"{cause} after the reply was saved whole (message {reply.id})"
+
+
+def _stopped_versions(cause: str, versions: list[Message]) -> str:
+    """Every version a stop left stored, not only the last (``--versions``)."""
+    ids = ", ".join(str(version.id) for version in versions)
+    stopped = [v for v in versions if v.stats is not None and v.stats.stop_reason == StopReason.CANCELLED]
+    if not stopped:
+        return f"{cause} after the {len(versions)} versions were saved whole (messages {ids})"
+    whole = len(versions) - len(stopped)
+    state = "saved as stopped" if not whole else f"saved, {len(stopped)} of them as stopped"
+    first = stopped[0]
+    return (f"{cause}: the {len(versions)} versions so far are {state} (messages {ids}; `llamachat ask --session "
+            f"{first.session_id} --continue MSG` writes more of one)")
 
 
 def _answer(controller: SessionController, args: argparse.Namespace, sampling: SamplingSettings,
