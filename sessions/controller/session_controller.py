@@ -54,6 +54,7 @@ from sessions.exchange import write_export
 from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.store import Deleted, Session, SessionStore
+from sessions.templates.chat_template import TemplateError
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -487,9 +488,20 @@ class SessionController:
             return trim_branch(self._chat, self._turns, self.sampling, leaf_id, reserve)
 
 
-def _freezer(engine: ChatEngine | None) -> Callable[[list[tuple[str, str]], str, str], dict[str, list[int]]] | None:
+Freezer = Callable[[list[tuple[str, str]], str, str], "dict[str, list[int]] | None"]
+
+
+def _freezer(engine: ChatEngine | None) -> Freezer | None:
     """A new message's tokens for ``engine`` (None without a model: they are computed when
-    the branch is first used)."""
+    the branch is first used). A template that refuses the branch stores the message
+    without them: the reply then fails in the template's words, and the message waits."""
     if engine is None:
         return None
-    return lambda history, role, text: new_message_tokens(engine, history, role, text)
+
+    def freeze(history: list[tuple[str, str]], role: str, text: str) -> dict[str, list[int]] | None:
+        try:
+            return new_message_tokens(engine, history, role, text)
+        except TemplateError:
+            return None
+
+    return freeze
