@@ -29,6 +29,7 @@ import numpy as np
 
 from ..bounded_read import open_regular
 from ..paths import ensure_private_dir
+from ..units import human_size, sizes_apart
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
 from .budget_lock import budget_lock
 from .disk_index import DiskEntry, DiskIndex
@@ -61,7 +62,6 @@ from .segment import Segment, as_view
 from .use_clock import UseClock
 
 log = logging.getLogger(__name__)
-_MB = 1024 * 1024
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 T = TypeVar("T")
 
@@ -302,7 +302,7 @@ class DiskTier:
             freed = sum(entry.size for _key, entry in victims)
             self._report(
                 f"the checkpoint disk is full: {len(victims)} older checkpoints "
-                f"({freed / _MB:.1f} MB) were deleted to make room"
+                f"({human_size(freed)}) were deleted to make room"
             )
         return bool(victims)
 
@@ -317,9 +317,10 @@ class DiskTier:
     def _tell_too_large(self, size: int) -> None:
         if not self._told_too_large:
             self._told_too_large = True
+            shown, budget = sizes_apart(size, self.budget)
             self._report(
-                f"a checkpoint of {size / _MB:.1f} MB does not fit the disk budget of "
-                f"{self.budget / _MB:.1f} MB; checkpoints that large stay in memory only"
+                f"a checkpoint of {shown} is larger than the disk budget of {budget} "
+                "(checkpoints.max_disk); checkpoints that large stay in memory only"
             )
 
     def remove(self, key: Key) -> None:

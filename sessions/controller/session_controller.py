@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions import attachments
 from sessions.attachments import Attachment
+from sessions.branch_tokens import new_message_tokens
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.branch_routes import BranchRoutes
 from sessions.controller.chat_settings import ChatSettings
@@ -41,7 +43,7 @@ from sessions.controller.reply_turn import ReplyTurns, take_turn
 from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
-from sessions.controller.undo_deletes import DeletionUndo
+from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
 from sessions.controller.versions import MOST_VERSIONS
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
@@ -52,6 +54,7 @@ from sessions.exchange import write_export
 from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.store import Deleted, Session, SessionStore
+from sessions.templates.chat_template import TemplateError
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -200,7 +203,7 @@ class SessionController:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
         self._deletions.close()  # final now: deleted chats' checkpoint files go
         self._cleanup.wait()
-        self._jobs.cancel()
+        self._jobs.closing()
         with self._jobs.job():
             engine, self.engine = self.engine, None
             if engine is not None:
@@ -312,26 +315,37 @@ class SessionController:
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
-    def send(self, text: str, *, parent_id: int | None = None) -> Message:
+    def send(self, text: str, *, parent_id: int | None = None, join: bool = True,
+             frozen: bool = False) -> Message:
         """Add a user message at the head (or under ``parent_id``: a fork); returns it.
 
         At a message of the user still waiting for its answer the text is joined to it,
-        as a new version, and the same text again answers it (``sessions.turns``): the
-        message returned then holds more than ``text``, or is the waiting one itself.
+        as a new version (with ``join=False``: put beside it), and the same text again
+        answers it (``sessions.turns``): the message returned then holds more than
+        ``text``, or is the waiting one itself. ``frozen``: the loaded model's tokens of
+        the message are stored with it, in one transaction (on a full disk the question
+        is then stored whole or not at all).
         """
         if not text.strip():
             raise ControllerError("the message is empty")
-        with self._chat.lock:
+        with self._chat.lock, self._lent(frozen) as engine:
             conversation = self._chat.conv()
+            freeze = _freezer(engine) if frozen else None
             with self._turns.asking(conversation.session_id):
-                return conversation.add_user_message(text, parent_id)
+                return conversation.add_user_message(text, parent_id, join=join, freeze=freeze)
 
-    def edit(self, message_id: int, text: str) -> Message:
-        """A new sibling of ``message_id`` with ``text``; the original branch stays."""
-        with self._chat.lock:
+    def edit(self, message_id: int, text: str, *, frozen: bool = False) -> Message:
+        """A new sibling of ``message_id`` with ``text``; the original branch stays.
+        ``frozen``: as ``send``."""
+        with self._chat.lock, self._lent(frozen) as engine:
             conversation = self._chat.conv()
+            freeze = _freezer(engine) if frozen else None
             with self._turns.asking(conversation.session_id, conversation.tree.get(message_id).role == "user"):
-                return conversation.edit(message_id, text)
+                return conversation.edit(message_id, text, freeze=freeze)
+
+    def _lent(self, wanted: bool) -> AbstractContextManager[ChatEngine | None]:
+        """The loaded engine, borrowed for a quick read when ``wanted`` (else None)."""
+        return self._chat.users.borrowed() if wanted else nullcontext()
 
     def select(self, message_id: int) -> Message:
         """Show the branch last seen under ``message_id``; returns the new head."""
@@ -370,16 +384,19 @@ class SessionController:
         """What ``undo_delete`` would bring back (None: nothing)."""
         return self._deletions.latest()
 
-    def undo_delete(self) -> Deleted:
+    def undo_delete(self) -> BroughtBack:
         """Bring back the latest deletion of this run (a chat, or a message with what followed
         it) and show it: a chat's messages come back into the open chat, which shows the
-        branch it showed before; a deleted chat is opened. ``NothingToUndo`` when there is
-        nothing to bring back."""
+        branch it showed before, unless another window went on from where the deletion
+        left the chat (then what it added stays shown, and ``BroughtBack.sentence`` says
+        where the branch came back); a deleted chat is opened. ``NothingToUndo`` when
+        there is nothing to bring back."""
         with self._chat.lock:
-            deleted = self._deletions.undo()
+            brought = self._deletions.undo()
+            deleted = brought.deleted
             if deleted.kind == "session" or deleted.session_id == self.session_id:
                 self.open_session(deleted.session_id)
-            return deleted
+            return brought
 
     def regenerate(self, message_id: int) -> Message:
         """Get ready for a new answer: to the user message a reply answers, or to a user message.
@@ -469,3 +486,22 @@ class SessionController:
         limit, at most a quarter of the context. Tokenizes without the tree lock. Blocking."""
         with self._jobs.job():
             return trim_branch(self._chat, self._turns, self.sampling, leaf_id, reserve)
+
+
+Freezer = Callable[[list[tuple[str, str]], str, str], "dict[str, list[int]] | None"]
+
+
+def _freezer(engine: ChatEngine | None) -> Freezer | None:
+    """A new message's tokens for ``engine`` (None without a model: they are computed when
+    the branch is first used). A template that refuses the branch stores the message
+    without them: the reply then fails in the template's words, and the message waits."""
+    if engine is None:
+        return None
+
+    def freeze(history: list[tuple[str, str]], role: str, text: str) -> dict[str, list[int]] | None:
+        try:
+            return new_message_tokens(engine, history, role, text)
+        except TemplateError:
+            return None
+
+    return freeze

@@ -383,11 +383,11 @@ class SessionStore(FrozenTokens):
                 raise SessionNotFound(session_id)
             return undo.delete_session(conn, session_id)
 
-    def put_back(self, deleted: Deleted) -> None:
+    def put_back(self, deleted: Deleted) -> bool:
         """Undo a deletion made by this store (``NothingToUndo`` when what it hung from is
-        gone too; then nothing changes)."""
+        gone too; then nothing changes); whether the chat's head came back with it."""
         with self._db.transaction() as conn:
-            undo.put_back(conn, deleted)
+            return undo.put_back(conn, deleted)
 
     # -- search ----------------------------------------------------------------------
 
