@@ -309,23 +309,10 @@ class Captures:
         store, engine = self.store, self.engine
         assert store is not None
         try:
-            pieces = {snap.end: snap for snap in self.snapshots if snap.state is None} if self.ring else {}
+            waiting = {snap.end: snap for snap in self.snapshots if snap.state is None} if self.ring else {}
             for start, end, prefix, parent in self.ranges:
-                snap = pieces.get(end)
-                if snap is not None and snap.start != start:
-                    snap = None  # not the piece of this range
-                if store.has(engine.compat, prefix, "cells"):
-                    if snap is None:
-                        continue
-                    blob = None
-                    snap.state = self._read_piece(start, end)
-                elif snap is not None:  # the cells and the piece in one read
-                    blob, piece = engine.ctx.read_range_parts(start, end)
-                    snap.state = piece if self._whole_piece(piece, start, end) else self._read_piece(start, end)
-                else:
-                    blob = engine.ctx.read_range(start, end)
-                if blob is not None:
-                    store.put(Segment(engine.compat, prefix, parent, start, end, blob))
+                snap = waiting.get(end)
+                self._read_out_range(start, end, prefix, parent, snap if snap and snap.start == start else None)
             for snap in self.snapshots:
                 self._save_snapshot(snap)
         except CHECKPOINT_TROUBLE as error:
@@ -334,6 +321,22 @@ class Captures:
             self.ranges.clear()
             self.snapshots.clear()
             engine.deferred_seconds += time.perf_counter() - t0
+
+    def _read_out_range(self, start: int, end: int, prefix: str, parent: str | None, piece: _Snapshot | None) -> None:
+        """The cells of a range into the store, and the piece of it a snapshot waits for
+        (a sliding window's): the two from one read when both are wanted."""
+        store, ctx = self.store, self.engine.ctx
+        assert store is not None
+        if store.has(self.engine.compat, prefix, "cells"):
+            if piece is not None:
+                piece.state = self._read_piece(start, end)
+            return
+        if piece is None:
+            blob = ctx.read_range(start, end)
+        else:
+            blob, state = ctx.read_range_parts(start, end)
+            piece.state = state if self._whole_piece(state, start, end) else self._read_piece(start, end)
+        store.put(Segment(self.engine.compat, prefix, parent, start, end, blob))
 
     def _whole_piece(self, piece: np.ndarray, start: int, end: int) -> bool:
         """Whether a state read with a range's cells holds that range's whole piece (none
