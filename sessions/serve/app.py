@@ -48,6 +48,14 @@ from sessions.serve.writing import Written, chat_work, completion_work
 
 log = logging.getLogger("llamachat.serve")
 
+DRAIN = 8
+"""A body over the limit is read and dropped up to this many times the limit, so that its
+client gets the refusal; beyond that the connection is closed on it."""
+
+SHUTDOWN_GRACE = 5.0
+"""Seconds a stream has to end properly once the server stops: its reply is stopped at
+once, and the stream ends with an error event saying so rather than cut off."""
+
 PUBLIC = frozenset({"/health", "/v1/health"})
 """Paths answered without an API key (a load balancer's health check has none), as llama-server."""
 
@@ -143,28 +151,35 @@ class Api:
                            "(GET /v1/models)", 404, param="model", code="model_not_found")
 
     async def _body(self, request: Request) -> Any:
-        """The request's JSON body, read within the limits of size and time."""
+        """The request's JSON body, read within the limits of size and time.
+
+        A body over the limit is still read to its end (up to ``DRAIN`` times the limit)
+        before the refusal is sent: a client writes its whole body before it reads the
+        answer, and would meet a closed connection instead of the sentence that says why.
+        """
         limit = self.limits.max_body
         length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > limit:
-            raise ApiError(f"the request body is {int(length):,} bytes; this server takes at most {limit:,} "
-                           "(--max-body)", 413)
+        declared = int(length) if length.isdigit() else None
 
-        async def read() -> bytes:
+        async def read() -> bytes | int:
             chunks: list[bytes] = []
             size = 0
             async for chunk in request.stream():
                 size += len(chunk)
-                if size > limit:
-                    raise ApiError(f"the request body is over {limit:,} bytes, the most this server takes "
-                                   "(--max-body)", 413)
-                chunks.append(chunk)
-            return b"".join(chunks)
+                if size <= limit:
+                    chunks.append(chunk)
+                elif size > DRAIN * limit:
+                    break
+            return b"".join(chunks) if size <= limit else size
 
+        if declared is not None and declared > DRAIN * limit:
+            raise _too_large(declared, limit)
         try:
             raw = await asyncio.wait_for(read(), self.limits.body_seconds)
         except TimeoutError:
             raise ApiError(f"the request body did not arrive within {self.limits.body_seconds:g} s", 408) from None
+        if isinstance(raw, int):
+            raise _too_large(declared or raw, limit)
         try:
             return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         except UnicodeDecodeError:
@@ -202,7 +217,7 @@ class Api:
             disconnected.cancel()  # the stream's response listens for the client from here on
             handed_over = True
             return EventSourceResponse(self._stream(job, completion, first, include_usage, count), ping=15,
-                                       sep="\n")
+                                       sep="\n", shutdown_grace_period=SHUTDOWN_GRACE)
         finally:
             disconnected.cancel()
             if not handed_over:
@@ -257,6 +272,10 @@ def _gone_or_failed(report: Report | None) -> Response:
     if isinstance(report, Failed):
         raise to_api_error(report.error)
     return Response(status_code=499)  # the client has gone: nobody reads this
+
+
+def _too_large(size: int, limit: int) -> ApiError:
+    return ApiError(f"the request body is {size:,} bytes; this server takes at most {limit:,} (--max-body)", 413)
 
 
 def _event(data: dict[str, Any]) -> dict[str, str]:

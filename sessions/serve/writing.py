@@ -36,7 +36,15 @@ class ClientGone(ApiError):
     """The client left (or the server stops) before its reply was written."""
 
     def __init__(self) -> None:
-        super().__init__("the request was stopped before its reply was written", 503)
+        super().__init__("the reply was stopped (the client left, or the server is shutting down); what was "
+                         "written of it is kept as a stopped reply", 503)
+
+
+def _kept_stopped(placed: PlacedRequest, replies: list[Message]) -> None:
+    """Say that a request whose client left has its reply so far kept, stopped."""
+    ids = ", ".join(str(reply.id) for reply in replies)
+    log.info("chat %d: the client left; the reply so far is kept as a stopped reply (message %s)",
+             placed.session_id, ids)
 
 
 @dataclass(frozen=True)
@@ -148,10 +156,12 @@ def _write(controller: SessionController, job: Job, streaming: Streaming, placed
             replies = controller.generate_versions(n, sampling=settings, after_system=True)
     except GenerationCancelled:
         if job.gone.is_set():
+            log.info("chat %d: the client left before the reply began; its messages are kept", placed.session_id)
             raise ClientGone() from None
         raise
-    if job.gone.is_set():
-        raise ClientGone()  # stopped by the client's leaving: kept as a stopped reply, nobody to answer
+    if job.gone.is_set():  # stopped by the client's leaving: nobody to answer
+        _kept_stopped(placed, replies)
+        raise ClientGone()
     return _written(streaming, placed, replies)
 
 
