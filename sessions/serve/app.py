@@ -122,7 +122,7 @@ class Api:
         self._check_key(request)
         body = chat_request(await self._body(request))
         self._check_model(body.model)
-        job = Job(asyncio.get_running_loop(), chat_work(body, self.defaults))
+        job = Job(asyncio.get_running_loop(), chat_work(body, self.defaults, self.limits.queue_seconds))
         return await self._answer(request, job, Completion.new("chat", self.model.id), body.stream,
                                   body.include_usage, body.n)
 
@@ -130,7 +130,7 @@ class Api:
         self._check_key(request)
         body = completion_request(await self._body(request))
         self._check_model(body.model)
-        job = Job(asyncio.get_running_loop(), completion_work(body, self.defaults))
+        job = Job(asyncio.get_running_loop(), completion_work(body, self.defaults, self.limits.queue_seconds))
         return await self._answer(request, job, Completion.new("text", self.model.id), body.stream,
                                   body.include_usage, body.n)
 
@@ -296,7 +296,8 @@ def to_api_error(error: BaseException) -> ApiError:
     if isinstance(error, TemplateError):
         return ApiError(f"the conversation cannot be rendered: {error}", 400, param="messages")
     if isinstance(error, TurnTaken):
-        return ApiError(f"{error}", 503)
+        return ApiError(f"another llamachat is writing a reply in this chat (session {error.session_id}) and "
+                        "has not finished within the wait allowed (--timeout); retry later", 503)
     if isinstance(error, GenerationCancelled):
         return ApiError("the reply was stopped before it began: the server is shutting down", 503)
     if isinstance(error, ReplyNotSaved):

@@ -11,6 +11,7 @@ strings; once every choice has met one, the reply is stopped and kept as a stopp
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -107,27 +108,30 @@ class Streaming:
             self.job.report(Text(index, text))
 
 
-def chat_work(request: ChatRequest, defaults: SamplingSettings) -> Callable[[SessionController, Job], Written]:
-    """The work of a ``/v1/chat/completions`` request."""
+def chat_work(request: ChatRequest, defaults: SamplingSettings,
+              patience: float) -> Callable[[SessionController, Job], Written]:
+    """The work of a ``/v1/chat/completions`` request; ``patience``: seconds it may wait for
+    another process writing a reply in its chat."""
 
     def work(controller: SessionController, job: Job) -> Written:
         streaming = Streaming(job, controller, request.n, request.stop)
         job.listener = streaming.listen
         messages = [ServedMessage(role, text) for role, text in request.messages]
-        placed = controller.place_request(messages, continue_last=request.continue_last, should_stop=job.gone.is_set)
+        placed = controller.place_request(messages, continue_last=request.continue_last,
+                                          should_stop=_give_up(job, patience))
         return _write(controller, job, streaming, placed, _settings(request.sampling, defaults), request.n)
 
     return work
 
 
-def completion_work(request: CompletionRequest,
-                    defaults: SamplingSettings) -> Callable[[SessionController, Job], Written]:
-    """The work of a ``/v1/completions`` request."""
+def completion_work(request: CompletionRequest, defaults: SamplingSettings,
+                    patience: float) -> Callable[[SessionController, Job], Written]:
+    """The work of a ``/v1/completions`` request (``patience`` as ``chat_work``'s)."""
 
     def work(controller: SessionController, job: Job) -> Written:
         streaming = Streaming(job, controller, request.n, request.stop)
         job.listener = streaming.listen
-        placed = controller.place_prompt(request.prompt, should_stop=job.gone.is_set)
+        placed = controller.place_prompt(request.prompt, should_stop=_give_up(job, patience))
         if placed.continues and request.n > 1:
             controller.end_turn()
             raise ApiError("n: this prompt ends with a reply, which is gone on from once per request (n must be 1)",
@@ -135,6 +139,13 @@ def completion_work(request: CompletionRequest,
         return _write(controller, job, streaming, placed, _settings(request.sampling, defaults), request.n)
 
     return work
+
+
+def _give_up(job: Job, patience: float) -> Callable[[], bool]:
+    """When to stop waiting for another process's reply in the chat: the client left, or
+    ``patience`` ran out (the chat's turn is then refused, 503)."""
+    deadline = time.monotonic() + patience
+    return lambda: job.gone.is_set() or time.monotonic() > deadline
 
 
 def _settings(sampling: Sampling, defaults: SamplingSettings) -> SamplingSettings:

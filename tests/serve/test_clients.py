@@ -135,3 +135,35 @@ def test_a_server_stopped_mid_reply_keeps_it_as_stopped_and_exits_cleanly(model)
         replies = [m for s in store.list_sessions() for m in store.messages(s.id) if m.role == "assistant"]
     assert [r.stats.stop_reason for r in replies] == [StopReason.CANCELLED]
     assert 0 < replies[0].stats.tokens_generated < LONG_REPLY
+
+
+def test_a_request_for_a_chat_another_process_answers_in_waits_then_is_refused(model):
+    import fcntl
+
+    with ServeProcess(model, "-c", "1024", "--temp", "0", "--max-tokens", "4", "--timeout", "1") as server:
+        client = server.client()
+        name = client.models.list().data[0].id
+        first = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hello"}])
+        session = first.model_dump()["llamachat"]["session"]
+        with SessionStore.open() as store:
+            lock_file = store.path.with_name(store.path.name + ".replies") / f"{session}.lock"
+            before = len(store.messages(session))
+        with open(lock_file, "a") as held:  # another llamachat writing a reply there
+            fcntl.flock(held, fcntl.LOCK_EX)
+            status, answer = post(server, json.dumps({"max_tokens": 4, "messages": [
+                {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "x"},
+                {"role": "user", "content": "More?"}]}).encode())
+        assert status == 503 and "another llamachat is writing a reply" in answer["error"]["message"]
+        with SessionStore.open() as store:
+            assert len(store.messages(session)) == before  # nothing of the refused request stored
+        again = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hello"}])
+        assert again.model_dump()["llamachat"]["session"] == session
+
+
+def post(server: ServeProcess, data: bytes) -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    connection.request("POST", "/v1/chat/completions", data, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = (response.status, json.loads(response.read()))
+    connection.close()
+    return answer
