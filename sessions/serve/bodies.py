@@ -28,11 +28,13 @@ ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "us
 """Message roles taken, and the tree's role for each (OpenAI's ``developer`` is a system message)."""
 
 _IGNORED = frozenset({
-    "user", "metadata", "store", "service_tier", "stream_options", "cache_prompt", "id_slot",
-    "parallel_tool_calls", "reasoning_format", "include_reasoning", "timings_per_token", "return_progress",
+    "user", "safety_identifier", "metadata", "store", "service_tier", "stream_options", "prompt_cache_key",
+    "cache_prompt", "id_slot", "parallel_tool_calls", "reasoning_format", "include_reasoning", "timings_per_token",
+    "return_progress",
 })
 """Fields that change nothing of the reply: who asks, what a hosted API should keep, and
-llama-server's cache and slot hints (this server always reuses what it holds)."""
+the cache and slot hints of OpenAI and llama-server (this server always reuses what it
+holds)."""
 
 _NEUTRAL: dict[str, tuple[Any, ...]] = {
     "frequency_penalty": (0, 0.0, None),
@@ -52,6 +54,14 @@ _NEUTRAL: dict[str, tuple[Any, ...]] = {
     "add_generation_prompt": (True, None),
     "chat_template_kwargs": ({}, None),
     "modalities": (["text"], None),
+    "reasoning_effort": (None,),
+    "verbosity": (None,),
+    "prediction": (None,),
+    "audio": (None,),
+    "web_search_options": (None,),
+    "mirostat": (0, None),
+    "n_probs": (0, None),
+    "ignore_eos": (False, None),
 }
 """Fields taken only at the value that asks for nothing; any other is refused, as the
 server does not do what it asks."""

@@ -28,11 +28,11 @@ from typing import Any
 
 from sessions.config import Config
 from sessions.controller import SamplingSettings, SessionController
+from sessions.errors import LlamachatError
 from sessions.events import Event, NoticeRaised
 from sessions.runtime import open_runtime
 from sessions.serve.app import Api, Limits, ServedModel
 from sessions.serve.engine_thread import SIGNALS, EngineThread
-from sessions.serve.errors import ApiError
 
 log = logging.getLogger("llamachat.serve")
 
@@ -59,7 +59,7 @@ class ServeOptions:
     access_log: bool = False
 
 
-class ServeError(ApiError):
+class ServeError(LlamachatError):
     """The server cannot start (a port in use, an address that is not this machine's)."""
 
 

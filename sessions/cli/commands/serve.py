@@ -58,8 +58,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    # Deferred: the server loads the HTTP stack, numpy and the engine, which the other commands do not.
-    from sessions.serve import ServeOptions, serve
+    try:  # deferred: the HTTP stack, numpy and the engine, which the other commands do not load
+        from sessions.serve import ServeOptions, serve
+    except ModuleNotFoundError as missing:
+        raise CliError(f"llamachat serve needs {missing.name}, which the serve extra installs: "
+                       "pip install 'llamachat[serve]'") from None
 
     keys = [*args.api_keys, *([os.environ[KEY_VARIABLE]] if os.environ.get(KEY_VARIABLE) else [])]
     if any(not key.strip() or any(ch.isspace() for ch in key) for key in keys):
