@@ -12,7 +12,8 @@ edited), and after each a switch back to the first branch with a new question (t
 whole first branch, the replies the server wrote on it, the question). Both servers are
 stopped and started again halfway, after the third event and its swipe; llama-server
 keeps its prompt cache and context checkpoints at their defaults, in RAM. Each client
-sends back its own server's replies, as a front end does. Both run with the same context
+sends back its own server's replies, as a front end does. Both servers run at once and
+each request goes to one right after the other, so that a busy machine slows both alike. Both run with the same context
 (8,192 tokens, batch and micro-batch 512, flash attention, one sequence), threads and
 offloaded layers; each request's prompt is timed by the server itself (``timings``:
 ``prompt_n`` tokens processed in ``prompt_ms``). Prints one JSON line per request and a
@@ -125,30 +126,55 @@ def ask(url: str, messages: Messages) -> dict:
         raise SystemExit(f"{url} refused a request: {error.read()[:500]!r}") from error
 
 
-def run_side(label: str, side: str, start: Callable[[], Ours | Theirs], steps: list) -> list[dict]:
-    """The trace through one server (started again after ``RESTART_AFTER`` requests); a record per request."""
-    replies: list[str] = []
-    records = []
-    server = start()
+class Client:
+    """One server's client: the replies it was sent, as a front end keeps them."""
+
+    def __init__(self, side: str, start: Callable[[], Ours | Theirs]) -> None:
+        self.side = side
+        self.start = start
+        self.server: Ours | Theirs | None = None
+        self.replies: list[str] = []
+        self.records: list[dict] = []
+
+    def send(self, name: str, build: Callable[[list[str]], Messages], after_restart: bool) -> None:
+        assert self.server is not None
+        answer = ask(self.server.url, build(self.replies))
+        if name.startswith("the 12-turn") or "next question" in name:
+            self.replies.append(answer["choices"][0]["message"]["content"] or "")  # sent back with the next question
+        timings = answer["timings"]
+        self.records.append({"request": name, "prompt_tokens": answer["usage"]["prompt_tokens"],
+                             "prompt_n": timings["prompt_n"], "prompt_seconds": round(timings["prompt_ms"] / 1e3, 4),
+                             "after_restart": after_restart})
+
+    def restart(self) -> None:
+        self.close()
+        self.server = self.start()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+def run_both(label: str, clients: list[Client], steps: list) -> None:
+    """The trace through both servers, request by request: each request goes to one, then
+    the other (in turns, first one then the other first), so that both meet the machine
+    as it is that minute; both are started again after ``RESTART_AFTER`` requests."""
     try:
+        for client in clients:
+            client.restart()
         for index, (name, build) in enumerate(steps):
             if index == RESTART_AFTER:
-                server.close()
-                server = start()
-            messages = build(replies)
-            answer = ask(server.url, messages)
-            text = answer["choices"][0]["message"]["content"] or ""
-            if name.startswith("the 12-turn") or "next question" in name:
-                replies.append(text)  # the first branch's replies, sent back with the next question
-            timings = answer["timings"]
-            records.append({"request": name, "prompt_tokens": answer["usage"]["prompt_tokens"],
-                            "prompt_n": timings["prompt_n"], "prompt_seconds": round(timings["prompt_ms"] / 1e3, 4),
-                            "after_restart": index >= RESTART_AFTER})
+                for client in clients:
+                    client.restart()
+            for client in clients if index % 2 == 0 else reversed(clients):
+                client.send(name, build, index >= RESTART_AFTER)
     finally:
-        server.close()
-    for record in records:
-        emit({"model": label, "server": side, **record})
-    return records
+        for client in clients:
+            client.close()
+    for client in clients:
+        for record in client.records:
+            emit({"model": label, "server": client.side, **record})
 
 
 def compare(label: str, model: Path, binary: Path, threads: int, ngl: int | str, root: Path) -> dict:
@@ -160,8 +186,10 @@ def compare(label: str, model: Path, binary: Path, threads: int, ngl: int | str,
     finally:
         sizing.close()
     steps = w1_requests(texts)
-    ours = run_side(label, "llamachat serve", lambda: Ours(model, threads, ngl, root / "ours"), steps)
-    theirs = run_side(label, "llama-server", lambda: Theirs(binary, model, threads, ngl, root), steps)
+    clients = [Client("llamachat serve", lambda: Ours(model, threads, ngl, root / "ours")),
+               Client("llama-server", lambda: Theirs(binary, model, threads, ngl, root))]
+    run_both(label, clients, steps)
+    ours, theirs = clients[0].records, clients[1].records
     later = slice(1, None)
     our_seconds = sum(r["prompt_seconds"] for r in ours[later])
     their_seconds = sum(r["prompt_seconds"] for r in theirs[later])

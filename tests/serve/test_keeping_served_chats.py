@@ -47,3 +47,17 @@ def test_a_chat_another_process_is_answering_in_is_left_for_next_time(tmp_path):
         finally:
             controller.close()
         assert store.list_sessions() == []
+
+
+def test_a_plain_start_of_the_app_reopens_the_users_chat_not_a_served_one(tmp_path):
+    with SessionStore.open(tmp_path / "s.sqlite3") as store:
+        mine = store.create_session(created_at=time.time() - DAY)
+        store.add_message(mine.id, None, "user", "my own question")
+        served = store.create_session(served=True)
+        store.add_message(served.id, None, "user", "a client's question")
+        controller = SessionController(store, engine_factory=llama_engine_factory(None))
+        try:
+            assert controller.library.last_session_id() == mine.id
+            assert [s.id for s in controller.library.list_sessions()] == [served.id, mine.id]  # listed all the same
+        finally:
+            controller.close()
