@@ -110,6 +110,8 @@ def chat_request(body: Any) -> ChatRequest:
     body = _object(body)
     _check_fields(body, _CHAT_FIELDS)
     messages = _messages(body.get("messages"))
+    if len(messages) > 1 and messages[-1] == ("assistant", "") and body.get("continue_final_message") is None:
+        messages.pop()  # an empty reply to go on from: a reply, as a client that sends one means
     trailing = messages[-1][0] == "assistant"
     wanted = body.get("continue_final_message")
     if wanted is not None and not isinstance(wanted, bool):

@@ -41,6 +41,8 @@ def test_text_parts_are_joined_and_a_trailing_reply_is_gone_on_from():
                                          {"role": "assistant", "content": "Hi, I"}]})
     assert request.messages == [("user", "Hello"), ("assistant", "Hi, I")]
     assert request.continue_last
+    empty = chat_request({"messages": [*HELLO, {"role": "assistant", "content": ""}]})
+    assert empty.messages == [("user", "Hello")] and not empty.continue_last
 
 
 @pytest.mark.parametrize(("body", "words", "param"), [
