@@ -91,7 +91,7 @@ def test_fifty_requests_at_once_are_answered_in_turn_or_refused_in_shape(model):
             thread.join()
     answered = [answer for status, answer in results if status == 200]
     refused = [answer for status, answer in results if status != 200]
-    assert len(answered) + len(refused) == 50 and len(answered) >= 9  # the one answered, the eight waiting
+    assert len(answered) + len(refused) == 50 and len(answered) >= 8  # at least the eight the queue holds
     assert {status for status, _ in results} <= {200, 503}
     for answer in refused:
         assert answer["error"]["type"] == "unavailable_error" and "busy" in answer["error"]["message"]
