@@ -55,6 +55,8 @@ class SessionDraft:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     model_path: str | None = None
     model_fingerprint: str | None = None
+    served: bool = False
+    """A chat ``llamachat serve`` keeps (``Session.served``)."""
 
 
 class Conversation:
@@ -191,7 +193,7 @@ class Conversation:
         with self._store.transaction():
             session = self._store.create_session(
                 model_path=draft.model_path, model_fingerprint=draft.model_fingerprint,
-                system_prompt=draft.system_prompt, sampling=draft.sampling)
+                system_prompt=draft.system_prompt, sampling=draft.sampling, served=draft.served)
             added = []
             if draft.system_prompt and role != "system":
                 added.append(self._store.add_message(session.id, None, "system", draft.system_prompt))

@@ -151,8 +151,8 @@ def _run(argv: list[str] | None, *, app: bool) -> int | LaunchOptions:
             rounded = context_note(ctx.config.n_ctx)
             problems += (rounded,) if rounded else ()
             return LaunchOptions.from_args(args, ctx.config, config_path, problems)
-        rounded = context_note(ctx.config.n_ctx) if args.command == "ask" else None
-        if rounded:  # only ask makes a context; the other commands never load a model
+        rounded = context_note(ctx.config.n_ctx) if args.command in ("ask", "serve") else None
+        if rounded:  # only ask and serve make a context; the other commands never load a model
             tell(err, f"{PROG}: note: {rounded}")
         status: int = args.run(args, ctx)
         if out is not None:  # None when started with stdout closed (``>&-``)

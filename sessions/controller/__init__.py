@@ -20,6 +20,7 @@ from sessions.config.sampling_input import SamplingValueError, parse_sampling_va
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.find import FindHit
 from sessions.controller.model_catalogue import ModelCatalogue
+from sessions.controller.served import PlacedRequest, ServedMessage
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.versions import MOST_VERSIONS
@@ -79,6 +80,7 @@ __all__ = [
     "ModelFileError",
     "NotRegularFile",
     "NothingToUndo",
+    "PlacedRequest",
     "Plan",
     "PrepareResult",
     "ReasoningSplitter",
@@ -87,6 +89,7 @@ __all__ = [
     "SamplingSettings",
     "SamplingValueError",
     "SearchHit",
+    "ServedMessage",
     "Session",
     "SessionController",
     "SessionSummary",

@@ -31,9 +31,12 @@ class SessionLibrary:
         """The session with messages changed last: the one a plain start reopens.
 
         Sessions without a message are passed over (older versions saved one for every
-        start, and reopening one of those would hide the last real conversation).
+        start, and reopening one of those would hide the last real conversation), and so
+        are the chats ``llamachat serve`` keeps: a client's last request is not the
+        conversation the user left the app in (they stay in the session list).
         """
-        return next((summary.id for summary in self._store.list_sessions() if summary.message_count), None)
+        return next((summary.id for summary in self._store.list_sessions()
+                     if summary.message_count and not summary.served), None)
 
     def list_sessions(self) -> list[SessionSummary]:
         """Every saved session, newest first."""

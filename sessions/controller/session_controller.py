@@ -21,7 +21,7 @@ deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,13 @@ from sessions.controller.model_loading import adopt_engine, swap_engine
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_turn import ReplyTurns, take_turn
 from sessions.controller.reply_writing import ReplyWriting
+from sessions.controller.served import (
+    PlacedRequest,
+    ServedMessage,
+    place_prompt,
+    place_request,
+    served_to_clean,
+)
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
 from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
@@ -53,8 +60,8 @@ from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
 from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
-from sessions.store import Deleted, Session, SessionStore
-from sessions.templates.chat_template import TemplateError
+from sessions.store import Deleted, Session, SessionNotFound, SessionStore
+from sessions.templates.chat_template import TemplateError, TemplateStopped
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -426,18 +433,22 @@ class SessionController:
             return engine.prepare(branch.tokens, branch.ends, branch.stepped, self._replies.progress,
                                   need_logits=False)
 
-    def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
+    def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None,
+                       after_system: bool = False) -> Message:
         """Answer the user message at the head; the reply is stored and becomes the head.
 
         ``sampling`` (default: the chat's own settings) applies to this reply only.
+        ``after_system``: a system message at the head is answered too (a served request
+        that ends with an instruction).
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request)
+            return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request,
+                                        after_system=after_system)
 
     def generate_versions(self, count: int, *, max_tokens: int | None = None,
                           sampling: SamplingSettings | None = None,
-                          shown: Callable[[], int] = lambda: 0) -> list[Message]:
+                          shown: Callable[[], int] = lambda: 0, after_system: bool = False) -> list[Message]:
         """Answer the user message at the head ``count`` times at once; blocking.
 
         The prompt is evaluated once and the versions are sampled in one batch, each
@@ -452,7 +463,7 @@ class SessionController:
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
             return self._replies.answer_versions(count, self.sampling, max_tokens=max_tokens, sampling=sampling,
-                                                 t_request=t_request, shown=shown)
+                                                 t_request=t_request, shown=shown, after_system=after_system)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
                        sampling: SamplingSettings | None = None) -> Message:
@@ -479,6 +490,60 @@ class SessionController:
         with self._jobs.job(), self._turns.replying(self.session_id):
             return self._replies.go_on_from(message_id, chars, self.sampling, max_tokens=max_tokens,
                                             sampling=sampling, t_request=t_request)
+
+    # -- llamachat serve (worker thread, blocking) ------------------------------------
+
+    def place_request(self, messages: Sequence[ServedMessage], *, continue_last: bool = False,
+                      should_stop: Callable[[], bool] = lambda: False) -> PlacedRequest:
+        """Open the served chat a client's conversation belongs to and put the conversation
+        in its tree (``controller.served``): the longest run of it stored is reused, the
+        rest added as a branch, and its last message becomes the head, to be answered
+        (``generate_reply(after_system=True)``) or, with ``continue_last``, gone on from
+        (``continue_reply``). The chat's turn is taken, waiting while another process
+        writes a reply there until ``should_stop`` says to give up (``TurnTaken``)."""
+        with self._jobs.job():
+            engine = self._chat.loaded()
+            self._turns.release()
+            try:
+                return place_request(self._chat, self._turns, engine, messages, continue_last=continue_last,
+                                     wait_turn=should_stop)
+            except TemplateStopped:
+                raise GenerationCancelled("stopped before the reply started") from None
+
+    def place_prompt(self, prompt: str | Sequence[int], *,
+                     should_stop: Callable[[], bool] = lambda: False) -> PlacedRequest:
+        """``place_request`` for a raw prompt of ``/v1/completions``: text (tokenized with
+        the model's BOS) or token ids, cut along the longest run of stored messages that
+        begins it (``controller.served.place_prompt``). ``PlacedRequest.continues`` says
+        whether it ends at a reply to go on from."""
+        with self._jobs.job():
+            engine = self._chat.loaded()
+            self._turns.release()
+            return place_prompt(self._chat, self._turns, engine, prompt, wait_turn=should_stop)
+
+    def clean_served(self, *, keep: int | None, max_age: float | None) -> list[int]:
+        """Delete for good the served chats unchanged for ``max_age`` seconds and the least
+        recently changed beyond the ``keep`` most recent, with the checkpoint files only
+        they reach; a chat another process is answering in is left for next time.
+        Returns the ids deleted."""
+        deleted = []
+        for session_id in served_to_clean(self._store, keep, max_age):
+            if self._turns.holds(session_id) or not self._turns.take(session_id):
+                continue
+            try:
+                with self._chat.lock:
+                    chat = self._cleanup.read(session_id)
+                    self._store.delete_session(session_id)
+                    if self.session_id == session_id:
+                        self.new_session()
+            except SessionNotFound:
+                continue
+            finally:
+                self._turns.release(session_id)
+            deleted.append(session_id)
+            if chat is not None:
+                self._cleanup.start(chat)
+        return deleted
 
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns
