@@ -62,6 +62,8 @@ class _Snapshot:
     state: np.ndarray | None
     """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
     logits: np.ndarray | None
+    scratch: bool = False
+    """``state`` was read on the decode's path into the context's slabs: copied out when kept."""
 
 
 class Captures:
@@ -172,10 +174,10 @@ class Captures:
         elif self.ring is None:
             state = self._read_now()
         elif now:
-            state = self._read_piece(start, end)
+            state = self._read_piece(start, end, scratch=True)
         else:
             state = None
-        self.snapshots.append(_Snapshot(start, end, prefix, state, logits))
+        self.snapshots.append(_Snapshot(start, end, prefix, state, logits, scratch=now and self.ring is not None))
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
         """Is a snapshot read on the decode's path worth it at ``end`` (``SnapshotPolicy``)?"""
@@ -231,7 +233,7 @@ class Captures:
             return
         for snap in self.snapshots:
             if snap.state is None and self._overwritten(snap.start, snap.end, next_end):
-                snap.state = self._read_piece(snap.start, snap.end)
+                snap.state, snap.scratch = self._read_piece(snap.start, snap.end, scratch=True), True
 
     def _expect_snapshots(self, next_end: int) -> None:
         """Before the decode after which the live sequence holds a whole snapshot: its size.
@@ -278,12 +280,13 @@ class Captures:
         self._timed(state, t0)
         return state
 
-    def _read_piece(self, start: int, end: int) -> np.ndarray:
-        """The piece of ``[start, end)`` (``EMPTY`` when it is gone, or cannot be read: told once)."""
+    def _read_piece(self, start: int, end: int, *, scratch: bool = False) -> np.ndarray:
+        """The piece of ``[start, end)`` (``EMPTY`` when it is gone, or cannot be read: told
+        once); ``scratch``: on the decode's path, into the context's slabs."""
         assert self.ring is not None
         t0 = time.perf_counter()
         try:
-            piece = self.ring.piece(start, end, checked=False)  # checked when saved, off the decode's path
+            piece = self.ring.piece(start, end, checked=False, scratch=scratch)  # checked when saved
         except CHECKPOINT_TROUBLE as error:
             self.engine.checkpoint_trouble("a sliding window could not be saved", error)
             return EMPTY
@@ -320,6 +323,7 @@ class Captures:
         finally:
             self.ranges.clear()
             self.snapshots.clear()
+            engine.ctx.slabs.reuse()  # every piece read into them is kept elsewhere now
             engine.deferred_seconds += time.perf_counter() - t0
 
     def _read_out_range(self, start: int, end: int, prefix: str, parent: str | None, piece: _Snapshot | None) -> None:
@@ -363,6 +367,8 @@ class Captures:
             return  # the state is gone (a window the ring overwrote): a restore re-decodes
         if self.ring is not None and not self.ring.in_run_order(state):
             return  # a ring out of the run's layout: its window would not restore exactly
+        if snap.scratch:
+            state = state.copy()  # read on the decode's path into a slab, which is written again
         logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
         if len(state) == 0 and logits is None:
             return
