@@ -175,7 +175,14 @@ class BranchEngine:
 
     # -- planning ---------------------------------------------------------------------
 
-    def _live_state(self) -> LiveState:
+    def _live_state(self, target: Sequence[int] | None = None) -> LiveState:
+        """What the live sequence holds; for an estimate of going to ``target``, the parked
+        branch that ``prepare`` would put back first, when there is one (a copy within the
+        model's memory, which the plan prices at nothing)."""
+        parked = self.seq.parked_for(target) if target is not None else None
+        if parked is not None:
+            branch = self.seq.parked[parked]
+            return LiveState(tokens=branch.tokens, pos_min=0, has_logits=branch.logits is not None)
         # (cells before a restored window are filler: ``LiveSequence.pos_min`` counts from its real cells)
         return LiveState(tokens=self.live, pos_min=self.seq.pos_min(), has_logits=self.live_logits is not None)
 
@@ -185,7 +192,7 @@ class BranchEngine:
         it), without doing it."""
         bounds = segment_boundaries(ends, self.interval)
         return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits,
-                          stepped_ranges=_stepped_ranges(ends, stepped))
+                          stepped_ranges=_stepped_ranges(ends, stepped), estimate=True)
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:
@@ -197,7 +204,7 @@ class BranchEngine:
         prefixes = prefix_hashes(target, bounds)
         parts = []
         for need_logits in (False, True):  # the switch, then a reply or regenerate there
-            plan = self._plan(target, bounds, prefixes, need_logits, disk_as_ram=True)
+            plan = self._plan(target, bounds, prefixes, need_logits, disk_as_ram=True, estimate=True)
             parts += [part for part in route_parts(plan, prefixes) if part not in parts]
         if planned is not None:
             planned()
@@ -206,11 +213,13 @@ class BranchEngine:
     def _plan(
         self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str], need_logits: bool = True,
         *, disk_as_ram: bool = False, stepped_ranges: Sequence[tuple[int, int]] | None = None,
+        estimate: bool = False,
     ) -> Plan:
         """``disk_as_ram``: price what is on disk as if it were in RAM (the route a warm
         ahead makes cheapest). ``stepped_ranges``: the messages replayed one token at a
         time, the only places where decoding may start between boundaries (``plan_route``'s
-        ``splittable``); None, for an estimate, lets it start anywhere."""
+        ``splittable``); None, for an estimate, lets it start anywhere. ``estimate``: plan
+        from the parked branch ``prepare`` would put back first, when there is one."""
         store, compat = self.store, self.compat
         cost = with_speeds(self.cost, self.ctx.speeds)
         if disk_as_ram:
@@ -251,7 +260,8 @@ class BranchEngine:
         def splittable(k: int) -> bool:
             return stepped_ranges is None or any(a < k < b for a, b in stepped_ranges)
 
-        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, cost,
+        live = self._live_state(target if estimate else None)
+        return plan_route(self.kind, self.n_swa, live, target, bounds, cells, snapshot, cost,
                           need_logits=need_logits, splittable=splittable)
 
     def saved_tier(self, prefix: str) -> Tier | None:

@@ -151,15 +151,19 @@ class LiveSequence:
         self._clock += 1
         self.parked[seq] = Parked(list(self._tokens), self._logits, kept, nbytes, self._clock)
 
-    def unpark_for(self, target: Sequence[int]) -> bool:
-        """Put back the parked branch that leads furthest into ``target`` (a prefix of it),
-        when it leads further than the live sequence does; the live branch is parked in
-        its stead. True when one was put back."""
+    def parked_for(self, target: Sequence[int]) -> int | None:
+        """Where the parked branch is that leads furthest into ``target`` (a prefix of it),
+        when it leads further than the live sequence does (None: no such branch)."""
         if not self.parked:
-            return False
+            return None
         here = common_prefix(self._tokens, target)
-        best = max((seq for seq, p in self.parked.items() if len(p.tokens) > here and _extends(target, p.tokens)),
+        return max((seq for seq, p in self.parked.items() if len(p.tokens) > here and _extends(target, p.tokens)),
                    key=lambda seq: len(self.parked[seq].tokens), default=None)
+
+    def unpark_for(self, target: Sequence[int]) -> bool:
+        """Put back the parked branch ``parked_for`` names; the live branch is parked in its
+        stead. True when one was put back."""
+        best = self.parked_for(target)
         if best is None:
             return False
         chosen = self.parked[best]

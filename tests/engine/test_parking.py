@@ -35,6 +35,8 @@ def test_a_switch_back_to_a_parked_branch_moves_no_state_through_the_host(loaded
     whole = engine.ctx.state_size(0, FLAGS_FULL)
     engine.prepare(*flat(branch(model, 0, 1, 4)))  # an edit: the first branch is parked
     assert len(engine.seq.parked) == 1
+    estimate = engine.plan(*flat(first + branch(model, 5)))  # the switch's price counts on the parked copy
+    assert estimate.keep == len(flat(first)[0]) and estimate.tokens_to_evaluate == len(branch(model, 5)[0])
     written = engine.ctx.bytes_written
     back = check(engine, model, first + branch(model, 5))  # back, and one more turn
     assert back.tokens_unparked == len(flat(first)[0]) == back.tokens_restored
