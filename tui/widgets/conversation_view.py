@@ -181,7 +181,12 @@ class ConversationView(VerticalScroll):
             keep += 1
         gone = [self._mounted.pop(i) for i in sorted(self._mounted) if i >= keep]
         if reply is not None and adopted and keep > len(self._path):
-            self._mounted[len(self._path)] = reply  # the stored reply the view adopted: kept as it is
+            # The stored reply the view adopted: kept as it is, and drawn as the message it now
+            # is. It was mounted after the spacer below (a reply follows every message of the
+            # branch); left there, the messages mounted next (before that spacer) would be
+            # drawn above it.
+            self._mounted[len(self._path)] = reply
+            self.move_child(reply, before=self._below)
         elif reply is not None:
             gone.append(reply)
         measured = min(keep, len(self._heights))
