@@ -150,7 +150,8 @@ async def test_delete_in_the_tree_acts_on_the_tree_node_and_names_it(make_app):
         await pilot.press("f8")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
         question = str(app.screen.query_one("#dialog-question", Static).render())
-        assert question == "Delete the reply “Reply 2 from the fake model: alpha beta…”? 1 message will be deleted."
+        assert question == ("Delete the reply “Reply 2 from the fake model: alpha beta…”? 1 message will be deleted. "
+                            "^z brings it back.")
         await pilot.press("y")
         await settle(pilot)
         assert last.id not in screen.controller.snapshot().tree

@@ -180,7 +180,8 @@ def ask_delete(screen: ChatHost, chosen: int | None = None) -> None:
         if yes:
             await screen.jobs.when_idle(delete)
 
-    screen.app.push_screen(ConfirmScreen(chat_rules.delete_question(message, len(counted))), confirmed)
+    question = f"{chat_rules.delete_question(message, len(counted))} {library_flow.undo_hint(screen)}"
+    screen.app.push_screen(ConfirmScreen(question, enter_confirms=screen.controller.deletions_undoable), confirmed)
 
 
 def stop(screen: ChatHost) -> None:
