@@ -376,8 +376,11 @@ class ChatScreen(Screen[None]):
         await self.jobs.when_idle(lambda: opening_flow.open_chat(self, message.session_id))
 
     def on_key(self, event: events.Key) -> None:
-        """Text typed while a side panel has the focus goes to the message box, not nowhere."""
-        if event.is_printable and event.character and event.character != " " and self.in_side_panel():
+        """Text typed while a side panel has the focus goes to the message box, not nowhere.
+        An Alt or Ctrl key is not text, though a terminal sends Alt+S with its letter: it
+        goes on to its binding (find, attach...)."""
+        typed = not event.key.startswith(("alt+", "ctrl+"))
+        if typed and event.is_printable and event.character and event.character != " " and self.in_side_panel():
             event.stop()
             event.prevent_default()
             self.chat_input.focus()
