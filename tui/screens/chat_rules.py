@@ -8,6 +8,7 @@ no selection at all.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -18,8 +19,17 @@ from tui.widgets.message_view import code_blocks
 if TYPE_CHECKING:
     from sessions.controller import Plan
 
+TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
+
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0
+
+
+def sent_text(typed: str) -> str:
+    """What a send stores of the text typed: without the blank lines at its end (the one
+    an attached file's block leaves for the cursor, or an Enter too many). Nothing else
+    changes, not even spaces at the end of a line of text."""
+    return TRAILING_BLANK_LINES.sub("", typed)
 
 
 @dataclass(frozen=True)

@@ -300,7 +300,8 @@ class ChatScreen(Screen[None]):
 
     @on(ChatInput.Submitted)
     async def submitted(self, event: ChatInput.Submitted) -> None:
-        if not event.text.strip():
+        text = chat_rules.sent_text(event.text)
+        if not text.strip():
             return
         if self.jobs.generating:
             self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
@@ -310,16 +311,16 @@ class ChatScreen(Screen[None]):
             if before is None:
                 self.controller.new_session(system_prompt=self.config.system_prompt)
             if self.mode.kind == "edit" and self.mode.target_id is not None:
-                message = self.controller.edit(self.mode.target_id, event.text)
+                message = self.controller.edit(self.mode.target_id, text)
             else:
-                message = self.controller.send(event.text, parent_id=self.mode.target_id)
+                message = self.controller.send(text, parent_id=self.mode.target_id)
         except LlamachatError as error:
             self.refused(str(error))
             return
         self.chat_input.clear()
         await self.show_head(InputMode())  # after an edit, the draft it replaced comes back
-        if message.role == "user" and (message.text != event.text or before and message.id in before.tree):
-            self.notify(chat_rules.joined_note(message, event.text), timeout=6)
+        if message.role == "user" and (message.text != text or before and message.id in before.tree):
+            self.notify(chat_rules.joined_note(message, text), timeout=6)
         if message.role == "user":
             await (self.jobs.when_idle(lambda: job_flow.start_reply(self)) if self.model_ready
                    else job_flow.start_reply(self))
