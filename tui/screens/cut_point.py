@@ -33,7 +33,8 @@ class CutPoint(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="cut.cancel"),
                 Binding("enter", "choose", "Go on from here", id="cut.choose", priority=True)]
     DEFAULT_CSS = """
-    CutPoint #cut-text { height: 16; }
+    CutPoint #dialog { height: 100%; max-height: 28; }  /* whole on a short terminal: the text gives way */
+    CutPoint #cut-text { height: 1fr; }
     """
 
     def __init__(self, text: str) -> None:
