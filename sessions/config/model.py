@@ -104,6 +104,9 @@ class Config:
     """Default sampling settings for new sessions (the ``[sampling]`` table)."""
     theme: str = DEFAULT_THEME
     """Name of the colour theme (built in, or a file in the ``themes`` folder beside this file)."""
+    tree_width: int | None = None
+    """Columns of the tree panel (Ctrl+T); unset: 40% of the window. The app remembers the
+    width its ``<`` and ``>`` keys or a drag of its edge set."""
     keys: dict[str, str] = field(default_factory=dict)
     """Key overrides: action id to key string, e.g. ``regenerate = "ctrl+r"`` (``[keys]``)."""
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)

@@ -103,6 +103,7 @@ TOP_RULES: dict[str, Rule] = {
     "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
     "system_prompt": Rule("str", optional=True),
     "theme": Rule("str"),
+    "tree_width": Rule("int", minimum=8, maximum=1000, optional=True),
     "keys": Rule("str_map"),
     "chat_template_file": Rule("str", optional=True),
     "chat_template_kwargs": Rule("template_kwargs"),

@@ -312,7 +312,7 @@ def test_template_is_valid_and_documents_every_setting():
     assert loaded.problems == []
     config = loaded.config
     examples = {"model", "model_dirs", "threads", "rpc", "tensor_split", "system_prompt", "keys",
-                "chat_template_file", "chat_template_kwargs", "undo_minutes"}
+                "chat_template_file", "chat_template_kwargs", "undo_minutes", "tree_width"}
     for f in fields(Config):
         assert re.search(rf"(?m)^(# )?{f.name} = |^\[{f.name}\]", template), f.name
         if f.name not in examples:

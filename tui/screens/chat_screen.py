@@ -18,10 +18,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker
 
-from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController, Tier, WarmedAhead
+from sessions.controller import (
+    ChatSnapshot,
+    Config,
+    LlamachatError,
+    Message,
+    SessionController,
+    Tier,
+    WarmedAhead,
+    update_config,
+)
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
 from tui.events import CoreEvent
@@ -43,6 +52,7 @@ from tui.warm_ahead import WarmAhead
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.find_bar import FindBar
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.message_actions import MessageActions
 from tui.widgets.message_view import MessageView
 from tui.widgets.prompt_progress import PromptProgress
@@ -96,7 +106,7 @@ class ChatScreen(Screen[None]):
                 yield ChatInput(id="input")
             yield TreePanel(id="tree", classes="side-panel")
         yield StatusBar(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         keymap = getattr(self.app, "keymap", {})
@@ -105,6 +115,8 @@ class ChatScreen(Screen[None]):
             for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
         self.conversation_view.actions_for = chat_rules.message_actions
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
+        if self.config.tree_width is not None:
+            self.tree_panel.want_width(self.config.tree_width)
         self.call_after_refresh(opening_flow.start, self)
 
     def on_unmount(self) -> None:
@@ -380,12 +392,36 @@ class ChatScreen(Screen[None]):
         """Text typed while a side panel has the focus goes to the message box, not nowhere.
         An Alt or Ctrl key is not text, though a terminal sends Alt+S with its letter: it
         goes on to its binding (find, attach...)."""
-        typed = not event.key.startswith(("alt+", "ctrl+"))
+        typed = not event.key.startswith(("alt+", "ctrl+")) and not self._panel_key(event.key)
         if typed and event.is_printable and event.character and event.character != " " and self.in_side_panel():
             event.stop()
             event.prevent_default()
             self.chat_input.focus()
             self.chat_input.insert(event.character)
+
+    def _panel_key(self, key: str) -> bool:
+        """Whether ``key`` is a key of the side panel focused (the tree's ``<`` and ``>``)."""
+        bound = self.active_bindings.get(key)
+        return bound is not None and bound.node in (self.tree_panel, self.session_list)
+
+    @on(TreePanel.WidthChosen)
+    def tree_width_chosen(self, event: TreePanel.WidthChosen) -> None:
+        """Remember the tree's width in the config file, in a worker (a file write)."""
+        self.config = self.config.with_(tree_width=event.columns)
+
+        def save() -> None:
+            try:
+                update_config(tree_width=event.columns)
+            except (LlamachatError, OSError) as error:
+                words = getattr(error, "strerror", None) or str(error)
+                self.app.call_from_thread(self.notify, f"The tree's width was not saved: {words}",
+                                          severity="warning", markup=False)
+
+        self.run_worker(save, thread=True, exclusive=True, group="remember-tree-width", exit_on_error=False,
+                        description="saving the tree's width")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.tree_panel.fit_width(event.size.width)
 
     def toggle_panel(self, panel: TreePanel | SessionList) -> None:
         panel.toggle_class("-open")

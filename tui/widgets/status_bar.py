@@ -30,6 +30,8 @@ NOTICEABLE_SECONDS = 1.0
 """A switch this long (taken or estimated) also shows its estimate, to compare."""
 
 
+MODEL_LEAST = 8
+"""Columns the model's name keeps at least (``min-width`` of its label)."""
 NARROW = 100
 """Below this many columns the bar drops the reply speed and the word "tokens", so that
 the cost of the last switch stays whole (at 80 columns it was cut to "(0")."""
@@ -58,6 +60,7 @@ class StatusBar(Horizontal):
     StatusBar > Label { padding: 0 0 0 1; text-wrap: nowrap; }
     StatusBar > #status-model { width: 1fr; min-width: 8; text-overflow: ellipsis; }
     StatusBar > #status-note { max-width: 40%; text-overflow: ellipsis; }
+    StatusBar > #status-last { text-overflow: ellipsis; }
     StatusBar.-narrow > #status-speed { display: none; }
     """
 
@@ -79,10 +82,25 @@ class StatusBar(Horizontal):
             self.set_class(narrow, "-narrow")
             if self._cost is not None:
                 self.set_cost(*self._cost)
+        self._fit()
 
     def _set(self, part: str, text: Text) -> None:
         self._shown[part] = text.plain
         self.query_one(f"#status-{part}", Label).update(text)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Give the last switch's cost the columns the other parts leave it, so a narrow bar
+        cuts it with "…" rather than mid-word at the terminal's edge (labels do not shrink)."""
+        width = self.size.width
+        if not width:
+            return
+        used = MODEL_LEAST + 1 + len(self.text_of("context")) + 1
+        if not self.has_class("-narrow"):
+            used += len(self.text_of("speed")) + 1
+        if self.text_of("note"):
+            used += min(len(self.text_of("note")), int(width * 0.4)) + 1
+        self.query_one("#status-last", Label).styles.max_width = max(width - used - 1, 4)
 
     def text_of(self, part: str) -> str:
         """The plain text currently shown in one part (``model``, ``context``...)."""
