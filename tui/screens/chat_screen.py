@@ -63,6 +63,9 @@ from tui.widgets.tree_panel import TreePanel
 ACTION_KEYS = ("copy-message", "edit", "regenerate", "continue-reply", "delete-branch", "sibling-previous",
                "sibling-next")
 """The keys the actions of the selected message name in their tooltips."""
+TITLE_CHECK_SECONDS = 2.0
+"""How often the open chat's title is read again: ``llamachat rename`` in another shell
+changes it, and a terminal does not always tell the app it was left (``app_focus``)."""
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
 
@@ -115,6 +118,7 @@ class ChatScreen(Screen[None]):
             for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
         self.conversation_view.actions_for = chat_rules.message_actions
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
+        self.set_interval(TITLE_CHECK_SECONDS, self.check_title)
         if self.config.tree_width is not None:
             self.tree_panel.want_width(self.config.tree_width)
         self.call_after_refresh(opening_flow.start, self)
@@ -134,6 +138,28 @@ class ChatScreen(Screen[None]):
             return
         self.conversation_view.show_title(snapshot)
         self.refresh_panels(snapshot)
+
+    def check_title(self) -> None:
+        """Read the open chat's title in a worker; a new one is drawn, and the panels with it."""
+        session_id = self.controller.session_id
+        if session_id is None:
+            return
+
+        def read() -> None:
+            try:
+                title = self.controller.library.title_of(session_id)
+            except LlamachatError:  # unreadable now, or deleted elsewhere: a gesture will say so
+                return
+            self.app.call_from_thread(self.title_read, session_id, title)
+
+        self.run_worker(read, thread=True, exclusive=True, group="title", exit_on_error=False,
+                        description="reading the chat's title")
+
+    def title_read(self, session_id: int, title: str) -> None:
+        view = self.conversation_view
+        if session_id == self.controller.session_id and view.title_shown is not None and title != view.title_shown:
+            view.show_title(self.controller.snapshot(), title)
+            self.refresh_panels()
 
     @property
     def conversation_view(self) -> ConversationView:
