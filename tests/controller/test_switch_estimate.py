@@ -139,6 +139,7 @@ def test_with_nothing_measured_the_rates_follow_the_models_size():
     tiny, bench = size_prior(CostModel(), 853_120), size_prior(CostModel(), 102_940_544)
     assert not tiny.measured
     assert tiny.eval_per_token < CostModel().eval_per_token / 5 and tiny.step_seconds < CostModel().step_seconds / 10
-    assert bench.eval_per_token == pytest.approx(3.9e-3, rel=0.2) and bench.step_seconds == pytest.approx(0.031, rel=0.2)
+    assert bench.eval_per_token == pytest.approx(3.9e-3, rel=0.2)
+    assert bench.step_seconds == pytest.approx(0.031, rel=0.2)
     measured = CostModel(eval_per_token=1.0, step_seconds=2.0, measured=True)
     assert size_prior(measured, 853_120) == measured
