@@ -29,6 +29,7 @@ from sessions.checkpoints import Tier, prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.llama.batch_context import BatchUnavailable
+from sessions.llama.context import DecodeCancelled
 from sessions.llama.model import ModelInfo
 from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
@@ -59,6 +60,9 @@ class FakeScript:
     n_ctx: int = 4096
     prepare_gate: threading.Event | None = None
     """When set, reading a prompt waits for this event (to see the screen while it runs)."""
+    progress_gate: threading.Event | None = None
+    """When set, reading a prompt reports half its tokens done, then waits for this event or
+    a stop (``DecodeCancelled``, as llama.cpp's abort flag ends a decode): the progress seen."""
     template: ChatTemplate | None = None
     """The chat template of the engines made (default: the ChatML fallback)."""
     warm_gate: threading.Event | None = None
@@ -139,6 +143,10 @@ class FakeEngine:
         todo = plan.tokens_to_evaluate
         if on_progress and todo:
             on_progress(todo // 2, todo, 1000.0)
+            gate, waited = self.script.progress_gate, time.monotonic()
+            while gate is not None and not gate.wait(0.01) and time.monotonic() - waited < HOLD_LIMIT_SECONDS:
+                if self._abort.is_set():
+                    raise DecodeCancelled()
             on_progress(todo, todo, 1000.0)
         self.live = list(target)
         for end in ends:

@@ -112,10 +112,8 @@ class ChatScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        keymap = getattr(self.app, "keymap", {})
-        self.conversation_view.keys = {
-            key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
-            for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
+        self.conversation_view.keys = {key_id: self.key_of(key_id)
+                                       for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
         self.conversation_view.actions_for = chat_rules.message_actions
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
         self.set_interval(TITLE_CHECK_SECONDS, self.check_title)
@@ -188,6 +186,11 @@ class ChatScreen(Screen[None]):
     @property
     def model_ready(self) -> bool:
         return self.controller.model_info is not None and not self.jobs.loading
+
+    def key_of(self, binding_id: str) -> str:
+        """How the footer writes the key of ``binding_id`` now (the user's keymap applied)."""
+        keymap = getattr(self.app, "keymap", {})
+        return self.app.get_key_display(Binding(current_key(spec(binding_id), keymap).split(",")[0], ""))
 
     def in_side_panel(self) -> bool:
         """Whether the tree or the session list has the focus."""

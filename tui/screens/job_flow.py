@@ -35,7 +35,9 @@ async def core_event(screen: ChatHost, event: core.Event) -> None:
             screen.status.set_context(None, n_ctx)
             screen.progress.hide()
         case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
-            screen.progress.show_prompt(done, total, progress.eta_seconds)
+            what = "switching" if screen.jobs.running("warm") else "reading the prompt"
+            screen.progress.show_prompt(done, total, progress.eta_seconds, what=what,
+                                        stop_key=screen.key_of("stop"))
         case core.PromptProgressed():
             screen.progress.hide()
         case core.TextStreamed(text) as streamed:

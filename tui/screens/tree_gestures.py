@@ -19,6 +19,9 @@ from tui.screens.dialogs import ConfirmScreen
 from tui.screens.job_flow import after_switch, start_reply
 
 
+SWITCH_STOPPED = "switch stopped: what is left of the branch is read before its next reply"
+
+
 def select_message(screen: ChatHost, delta: int) -> None:
     snapshot = screen.controller.snapshot()
     ids = [m.id for m in snapshot.path] if snapshot else []
@@ -189,6 +192,8 @@ def stop(screen: ChatHost) -> None:
     if from_panel:
         screen.chat_input.focus()
     if screen.jobs.running("generate", "warm"):
+        if screen.jobs.running("warm"):
+            screen.status.set_note(SWITCH_STOPPED)
         screen.controller.cancel()
     elif screen.jobs.loading and screen.controller.stop_template_render():
         return  # the load goes on with a built-in template, and its notice says why
