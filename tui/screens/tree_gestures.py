@@ -18,7 +18,6 @@ from tui.screens.cut_point import CutPoint
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.job_flow import after_switch, start_reply
 
-
 SWITCH_STOPPED = "switch stopped: what is left of the branch is read before its next reply"
 
 
