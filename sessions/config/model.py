@@ -125,6 +125,9 @@ class Config:
     its values win over a table's too."""
     models: dict[str, ModelSettings] = field(default_factory=dict)
     """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
+    presets: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    """Named sampling presets of the user's own, ``[presets.NAME]`` tables of ``[sampling]``
+    keys: the chat settings dialog (Ctrl+S) applies one to a chat, the values it names only."""
 
     def with_(self, **changes: Any) -> Config:
         return replace(self, **changes)

@@ -40,6 +40,8 @@ from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
 from sessions.sampling import SamplingSettings
+from sessions.sampling_presets import Preset, new_chat_sampling
+from sessions.sampling_presets import sources as sampling_sources
 from sessions.stop_reason import StopReason
 from sessions.store import Deleted, NothingToUndo, SearchHit, Session, SessionSummary, StoreError, title_from_text
 from sessions.templates.chat_template import TemplateError
@@ -84,6 +86,7 @@ __all__ = [
     "ReasoningSplitter",
     "ReplyNotSaved",
     "ReplyView",
+    "Preset",
     "SamplingSettings",
     "SamplingValueError",
     "SearchHit",
@@ -103,7 +106,9 @@ __all__ = [
     "human_size",
     "inert",
     "is_inert",
+    "new_chat_sampling",
     "parse_sampling_value",
+    "sampling_sources",
     "progress_text",
     "read_regular_file",
     "split_reply",
