@@ -102,7 +102,7 @@ def new_chat_sampling(defaults: SamplingSettings, model: Preset | None) -> Sampl
 
 
 def sources(settings: SamplingSettings, defaults: SamplingSettings, model: Preset | None,
-            presets: Mapping[str, Preset] = {}) -> dict[str, str]:  # noqa: B006 (never changed)
+            presets: Mapping[str, Preset] | None = None) -> dict[str, str]:
     """Where each of ``settings``' values plausibly came from, by setting name: the model's
     recommendation, the config, the built-in default, a named preset, else this chat."""
     built_in = SamplingSettings()
@@ -117,6 +117,6 @@ def sources(settings: SamplingSettings, defaults: SamplingSettings, model: Prese
         elif value == getattr(built_in, name) == getattr(defaults, name):
             said[name] = BUILT_IN
         else:
-            said[name] = next((f"preset {preset.name}" for preset in presets.values()
+            said[name] = next((f"preset {preset.name}" for preset in (presets or {}).values()
                                if preset.values.get(name) == value), THIS_CHAT)
     return said

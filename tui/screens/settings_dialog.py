@@ -55,16 +55,16 @@ class ChatSettingsScreen(ModalScreen[ChatSettings | None]):
     """Under 60 columns two fields a row leave a value too few columns to be read."""
 
     def __init__(self, settings: ChatSettings, *, template: str | None = None,
-                 defaults: SamplingSettings = SamplingSettings(), model: Preset | None = None,
-                 presets: Mapping[str, Preset] = {}) -> None:  # noqa: B006 (never changed)
+                 defaults: SamplingSettings | None = None, model: Preset | None = None,
+                 presets: Mapping[str, Preset] | None = None) -> None:
         """``defaults``: the config's sampling; ``model``: the loaded model's recommended
         settings; ``presets``: the user's own, by name."""
         super().__init__()
         self._settings = settings
         self._template = template
         """Where the loaded model's chat template comes from (None: no model loaded)."""
-        self._defaults, self._model = defaults, model
-        self._presets = {**({model.name: model} if model is not None else {}), **presets}
+        self._defaults, self._model = defaults or SamplingSettings(), model
+        self._presets = {**({model.name: model} if model is not None else {}), **(presets or {})}
         """Every preset offered, the model's first."""
 
     def compose(self) -> ComposeResult:
