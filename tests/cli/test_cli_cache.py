@@ -115,7 +115,8 @@ def test_show_gives_the_folder_the_use_against_the_budget_and_the_files_per_mode
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == f"checkpoint folder: {paths.checkpoints_dir()}"
-    assert lines[1] == f"used: {10 * FILE / 1000:.1f} KB of 2GiB (checkpoints.max_disk), 10 checkpoint files"
+    assert lines[1] == (f'used: {10 * FILE / 1000:.1f} KB of 2.1 GB (checkpoints.max_disk = "2GiB"), '
+                        "10 checkpoint files")  # the budget in the units of what is used
     assert lines[2].split() == ["MODEL", "FILES", "SIZE", "FOLDER"]
     assert lines[3].split() == ["alpha.gguf", "9", f"{9 * FILE / 1000:.1f}", "KB", model_folder(MODEL)]
     assert lines[4].split() == ["(unknown", "model)", "1", f"{FILE / 1000:.1f}", "KB", model_folder(OTHER_MODEL)]
@@ -175,7 +176,7 @@ def test_bad_requests_are_one_line_and_delete_nothing(capsys, chats, argv, words
 def test_an_empty_or_missing_folder_shows_nothing_used(capsys) -> None:
     code, out, _ = run(capsys, "cache")
     assert code == 0
-    assert out.splitlines()[1] == "used: 0 B of 20GiB (checkpoints.max_disk), 0 checkpoint files"
+    assert out.splitlines()[1] == 'used: 0 B of 21.5 GB (checkpoints.max_disk = "20GiB"), 0 checkpoint files'
     assert not paths.database_file().exists()  # showing the cache makes no database
 
 
@@ -221,5 +222,6 @@ def test_models_says_how_much_the_checkpoints_take(capsys, chats, tmp_path, monk
         monkeypatch.delenv(name, raising=False)
     code, _out, err = run(capsys, "models")
     assert code == 0
-    assert (f"llamachat: checkpoints: {10 * FILE / 1000:.1f} KB in 10 files of 20GiB (checkpoints.max_disk); "
-            "`llamachat cache` shows them\n") in err
+    assert (f"llamachat: checkpoints: {10 * FILE / 1000:.1f} KB in 10 files of 21.5 GB "
+            '(checkpoints.max_disk = "20GiB"); `llamachat cache` shows them\n') in err
+    assert "the demo model is there all the same: `llamachat --demo` makes it" in err  # as the picker lists it

@@ -18,7 +18,6 @@ from sessions import paths
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import UsageError
 from sessions.cli.formatting import table
-from sessions.config.sizes import size_text
 from sessions.store import SessionNotFound
 from sessions.units import human_size
 
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.cli.cache_usage import folder_usage, model_names
+    from sessions.cli.cache_usage import budget_words, folder_usage, model_names
 
     usage = folder_usage(folder)
     names = model_names(ctx) if usage.by_model else {}
@@ -70,8 +69,7 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
         ctx.print_json(value)
         return 0
     ctx.print(f"checkpoint folder: {folder}")
-    ctx.print(f"used: {human_size(usage.nbytes)} of {size_text(budget)} (checkpoints.max_disk), "
-              f"{_files(usage.count)}")
+    ctx.print(f"used: {human_size(usage.nbytes)} of {budget_words(budget)}, {_files(usage.count)}")
     if usage.by_model:
         rows = [["MODEL", "FILES", "SIZE", "FOLDER"]]
         for name, (count, nbytes) in usage.by_model.items():
