@@ -301,7 +301,8 @@ def test_markdown_keeps_single_line_breaks_as_hard_breaks(store):
     exported file was rendered: each break inside a paragraph is a hard break now."""
     session = store.create_session(title="poem", system_prompt="Answer\nin verse.")
     ask = store.add_message(session.id, None, "user", "Roses are red\nviolets are blue")
-    store.add_message(session.id, ask.id, "assistant", "Sugar is sweet\nand so are you.\n\n```\ncode one\ncode two\n```")
+    reply = "Sugar is sweet\nand so are you.\n\n```\ncode one\ncode two\n```"
+    store.add_message(session.id, ask.id, "assistant", reply)
     text = export_markdown(store, session.id)
     assert "Roses are red  \nviolets are blue\n" in text
     assert "Sugar is sweet  \nand so are you.\n" in text
