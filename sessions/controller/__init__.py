@@ -36,6 +36,7 @@ from sessions.errors import (
 from sessions.exchange import ExchangeError, ExportKind, Imported
 from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
 from sessions.llama.context import DecodeCancelled
+from sessions.llama.model import ModelInfo
 from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
@@ -46,10 +47,11 @@ from sessions.stop_reason import StopReason
 from sessions.store import Deleted, NothingToUndo, SearchHit, Session, SessionSummary, StoreError, title_from_text
 from sessions.templates.chat_template import TemplateError
 from sessions.text_safety import inert, is_inert
-from sessions.tree import ConversationTree, Message, TreeError
+from sessions.tree import SAMPLED_BY_UNKNOWN, ConversationTree, Message, TreeError
 from sessions.units import human_count, human_size
 
 __all__ = [
+    "SAMPLED_BY_UNKNOWN",
     "MOST_VERSIONS",
     "SAMPLING_LABELS",
     "Attachment",
@@ -76,6 +78,7 @@ __all__ = [
     "LlamachatError",
     "MemoryKind",
     "Message",
+    "ModelInfo",
     "ModelCard",
     "ModelCatalogue",
     "ModelFileError",

@@ -354,7 +354,8 @@ class ChatScreen(Screen[None]):
             if self.mode.kind == "edit" and self.mode.target_id is not None:
                 message = self.controller.edit(self.mode.target_id, text)
             else:
-                message = self.controller.send(text, parent_id=self.mode.target_id)
+                message = self.controller.send(text, parent_id=self.mode.target_id if self.mode.kind == "fork"
+                                               else None)
         except LlamachatError as error:
             self.refused(str(error))
             return

@@ -230,6 +230,11 @@ class TreePanel(Widget):
         if target is None and head_id is not None and head_id in tree:
             target = head_id
         self._draw(target)
+        now_on = self.cursor_message_id
+        if was_on is not None and now_on != was_on:  # the cost line spoke of the message left (or deleted)
+            self.show_cost("")
+            if now_on is not None:
+                self.post_message(self.NodeHighlighted(now_on, self))
 
     def _draw(self, target: int | None) -> None:
         """Build the nodes around ``target`` and put the cursor on it."""
