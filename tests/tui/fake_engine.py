@@ -69,6 +69,11 @@ class FakeScript:
     """When set, a warm-ahead waits for this event or its stop (to see one under way)."""
     versions_unavailable: bool = False
     """When set, several versions at once are refused (no room for the batch)."""
+    tokens_per_second: float | None = None
+    """When set, a reply streams its chunks at this pace, as a GPU writes (the streaming
+    benchmark); ``streamed_at`` then holds when each chunk was handed over."""
+    streamed_at: list[float] = field(default_factory=list)
+    """``time.monotonic()`` as each chunk of a paced reply was streamed, in order."""
     made: int = 0
 
     def next_reply(self) -> str:
@@ -161,9 +166,12 @@ class FakeEngine:
         parts = chunks(self.script.next_reply())
         written: list[str] = []
         reason = StopReason.EOG
+        pace, began = self.script.tokens_per_second, time.monotonic()
         for index, part in enumerate(parts):
             if self.script.hold_after is not None and index >= self.script.hold_after:
                 self._abort.wait(HOLD_LIMIT_SECONDS)
+            if pace is not None:
+                self._abort.wait(max(0.0, began + index / pace - time.monotonic()))
             if should_stop():
                 reason = StopReason.CANCELLED
                 break
@@ -171,6 +179,8 @@ class FakeEngine:
                 reason = StopReason.LENGTH  # one token per byte: the next word would pass the limit
                 break
             written.append(part)
+            if pace is not None:
+                self.script.streamed_at.append(time.monotonic())
             if on_text:
                 on_text(part)
         text = "".join(written)
