@@ -149,3 +149,17 @@ async def test_the_list_is_filtered_by_the_name_typed_and_a_file_chosen_in_it_is
             await pilot.press("down")
         await pilot.press("enter")
         await wait_for(pilot, lambda: "the text of notes.txt" in screen.chat_input.text, "the file attached")
+
+
+async def test_a_home_folder_that_is_not_there_leaves_the_picker_open(make_app, tmp_path, monkeypatch):
+    """Seen in the tmux walk-through: with no home folder, Alt+A closed its picker at once and
+    said the folder could not be attached (Textual's tree takes a missing folder for a file)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    app = make_app()
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("alt+a")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttachPicker), "the file picker")
+        await settle(pilot)
+        assert isinstance(app.screen, AttachPicker)
+        assert not [n for n in app._notifications if "Cannot attach" in n.message]

@@ -175,6 +175,8 @@ class AttachPicker(ModalScreen[Path | None]):
     @on(DirectoryTree.FileSelected)
     def _file_chosen(self, event: DirectoryTree.FileSelected) -> None:
         event.stop()
+        if event.node is self.files.root:  # the folder typed, missing: Textual takes it for a file
+            return
         self.dismiss(event.path)
 
     @on(Input.Submitted, "#attach-path")
