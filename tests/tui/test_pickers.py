@@ -433,7 +433,7 @@ async def test_model_picker_typing_filters_the_rows_and_enter_chooses_the_row_sh
         assert picker.typed == "mamba"
         (key,) = picker.shown_keys
         assert picker.cards[int(key)].path.name == "mamba.gguf"
-        assert "1 shown" in str(picker.query_one("#picker-status", Static).render())
+        assert "1 row shown" in str(picker.query_one("#picker-status", Static).render())
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.results, "the model chosen")
     assert app.results == [model_dir / "mamba.gguf"]

@@ -196,7 +196,7 @@ class ModelPicker(ModalScreen[Path | None]):
     def _say_found(self) -> None:
         if not self.discovered:
             return
-        shown = sum(key.isdigit() for key in self.shown_keys)
+        shown = len(self.shown_keys)
         if self.typed.strip() and looks_like_path(self.typed):
             self._status(f"enter checks and loads this file · {KEYS_HINT}")
             return
@@ -208,7 +208,7 @@ class ModelPicker(ModalScreen[Path | None]):
         if usable != len(self.cards):
             found += f", {len(self.cards) - usable} unusable (dimmed)"
         if self.typed.strip():
-            found += f", {shown} shown"
+            found += f"; {shown} row{'s' if shown != 1 else ''} shown"
         self._status(f"{found} · {KEYS_HINT}")
 
     @on(ModelsFound)
