@@ -37,18 +37,22 @@ from sessions.errors import (
 from sessions.exchange import ExchangeError, ExportKind, Imported
 from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
 from sessions.llama.context import DecodeCancelled
+from sessions.llama.model import ModelInfo
 from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
 from sessions.sampling import SamplingSettings
+from sessions.sampling_presets import Preset, new_chat_sampling
+from sessions.sampling_presets import sources as sampling_sources
 from sessions.stop_reason import StopReason
 from sessions.store import Deleted, NothingToUndo, SearchHit, Session, SessionSummary, StoreError, title_from_text
 from sessions.templates.chat_template import TemplateError
 from sessions.text_safety import inert, is_inert
-from sessions.tree import ConversationTree, Message, TreeError
+from sessions.tree import SAMPLED_BY_UNKNOWN, ConversationTree, Message, TreeError
 from sessions.units import human_count, human_size
 
 __all__ = [
+    "SAMPLED_BY_UNKNOWN",
     "MOST_VERSIONS",
     "SAMPLING_LABELS",
     "Attachment",
@@ -75,6 +79,7 @@ __all__ = [
     "LlamachatError",
     "MemoryKind",
     "Message",
+    "ModelInfo",
     "ModelCard",
     "ModelCatalogue",
     "ModelFileError",
@@ -86,6 +91,7 @@ __all__ = [
     "ReasoningSplitter",
     "ReplyNotSaved",
     "ReplyView",
+    "Preset",
     "SamplingSettings",
     "SamplingValueError",
     "SearchHit",
@@ -106,7 +112,9 @@ __all__ = [
     "human_size",
     "inert",
     "is_inert",
+    "new_chat_sampling",
     "parse_sampling_value",
+    "sampling_sources",
     "progress_text",
     "read_regular_file",
     "split_reply",
