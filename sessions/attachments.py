@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sessions.bounded_read import FileTooLarge, NotRegularFile, read_regular_file
 from sessions.errors import ControllerError
-from sessions.units import human_size
+from sessions.units import human_size, sizes_apart
 
 MAX_ATTACHMENT_BYTES = 2_000_000
 """The largest file attached: about half a million tokens of text, more than any context
@@ -79,9 +79,12 @@ def read_attachment(path: Path | str, limit: int = MAX_ATTACHMENT_BYTES) -> Atta
     except IsADirectoryError:
         raise AttachmentError(f"cannot attach {path.name}: it is a folder") from None
     except FileTooLarge as error:
-        size = f" ({human_size(error.size)})" if error.size is not None else ""
-        raise AttachmentError(f"cannot attach {path.name}: it is larger than the {human_size(limit)} "
-                              f"an attachment may be{size}") from None
+        if error.size is None:  # it grew while it was read
+            raise AttachmentError(f"cannot attach {path.name}: it is larger than the {human_size(limit)} "
+                                  "an attachment may be") from None
+        size, most = sizes_apart(error.size, limit)
+        raise AttachmentError(f"cannot attach {path.name}: it is {size}, more than the {most} an attachment "
+                              "may be") from None
     except FileNotFoundError:
         raise AttachmentError(f"cannot attach {path}: there is no such file") from None
     except OSError as error:

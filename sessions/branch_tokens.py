@@ -15,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from sessions.engine.protocol import ChatEngine
-from sessions.store import MessageNotFound, SessionStore
-from sessions.templates.chat_template import ChatMessage
+from sessions.store import SessionStore
+from sessions.templates.chat_template import ChatMessage, TemplateStopped
 from sessions.templates.message_tokens import freeze_message_tokens
+from sessions.templates.sandbox import stop_requested
 from sessions.tree import SAMPLED_BY_UNKNOWN, Message
 
 Known = Callable[[Message], "list[int] | None"]
+BATCH = 500
+"""Messages whose computed tokens are stored in one transaction."""
 
 
 def _unknown(_message: Message) -> list[int] | None:
@@ -45,18 +48,33 @@ def freeze_branch(engine: ChatEngine, path: Sequence[Message],
         history.append(chat)
 
 
+def new_message_tokens(engine: ChatEngine, history: Sequence[tuple[str, str]], role: str,
+                       text: str) -> dict[str, list[int]]:
+    """The tokens a new message under ``history`` ((role, text) of the branch above it,
+    root first) will have for this model: what ``freeze_branch`` computes for it later,
+    so that they can be stored with the message itself."""
+    before = [ChatMessage(role=r, content=t) for r, t in history]
+    chat = ChatMessage(role=role, content=text)
+    return {engine.info.fingerprint: freeze_message_tokens(engine.template, engine.tokenize, before, chat)}
+
+
 def freeze_all(engine: ChatEngine, messages: Sequence[Message]) -> list[list[int]]:
     """Each message's tokens when ``messages`` are a whole branch, all computed afresh."""
     return [tokens for _, tokens, _ in freeze_branch(engine, messages)]
 
 
-def branch_tokens(store: SessionStore, engine: ChatEngine,
-                  path: Sequence[Message]) -> tuple[list[int], list[int], list[bool]]:
+def branch_tokens(store: SessionStore, engine: ChatEngine, path: Sequence[Message],
+                  should_stop: Callable[[], bool] = stop_requested) -> tuple[list[int], list[int], list[bool]]:
     """Return (tokens, message end positions, stepped) for ``path`` (root first).
 
     ``stepped[i]`` is true for a reply this model generated alone (not in a batch of
     versions): its tokens were first decoded one at a time, and replaying them the same way is what keeps a from-scratch
     rebuild bit-identical to the state the conversation had.
+
+    Tokens computed here are stored ``BATCH`` messages to a transaction: one each made a
+    5,000-message imported chat take 20 s of commits. ``should_stop`` (default: the job's
+    stop, which a quit sets) is looked at between messages: the lists computed so far
+    are stored, whole, and ``TemplateStopped`` says the rest is left for the next use.
     """
     fingerprint = engine.info.fingerprint
     n_vocab = getattr(engine.info, "n_vocab", None)
@@ -71,12 +89,25 @@ def branch_tokens(store: SessionStore, engine: ChatEngine,
     tokens: list[int] = []
     ends: list[int] = []
     stepped: list[bool] = []
-    for message, frozen, computed in freeze_branch(engine, path, known):
-        if computed:
-            _freeze(store, message, fingerprint, frozen)
-        tokens.extend(frozen)
-        ends.append(len(tokens))
-        stepped.append(not computed and _sampled_by(message, fingerprint))
+    pending: list[tuple[int, list[int]]] = []
+    try:
+        for message, frozen, computed in freeze_branch(engine, path, known):
+            if computed:
+                pending.append((message.id, frozen))
+                if len(pending) >= BATCH:
+                    store.set_tokens_many(fingerprint, pending)
+                    pending = []
+            tokens.extend(frozen)
+            ends.append(len(tokens))
+            stepped.append(not computed and _sampled_by(message, fingerprint))
+            if should_stop() and len(ends) < len(path):
+                raise TemplateStopped("was stopped before the branch's tokens were all computed")
+    except TemplateStopped:
+        if pending:
+            store.set_tokens_many(fingerprint, pending)  # what was computed is kept for the next use
+        raise
+    if pending:
+        store.set_tokens_many(fingerprint, pending)
     return tokens, ends, stepped
 
 
@@ -94,16 +125,3 @@ def _sampled_by(message: Message, fingerprint: str) -> bool:
     if message.role != "assistant" or stats is None or stats.batch:
         return False
     return stats.sampled_by in (fingerprint, SAMPLED_BY_UNKNOWN)
-
-
-def _freeze(store: SessionStore, message: Message, fingerprint: str, tokens: list[int]) -> None:
-    """Store a message's tokens for this model, unless it was deleted meanwhile.
-
-    The branch is computed without the controller's tree lock, so a gesture (or another
-    process) may delete a message of it first: its tokens are still those of the branch
-    that was read, and whoever uses them learns of the deletion when storing a reply.
-    """
-    try:
-        store.set_tokens(message.id, fingerprint, tokens)
-    except MessageNotFound:
-        pass

@@ -21,7 +21,7 @@ next look at it shows the chat as it is now.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import cast
@@ -41,6 +41,8 @@ from sessions.tree import ConversationTree, GenerationStats, Message, Role, Tree
 from sessions.turns import place_user_message, waiting_twin
 
 _HEAD: object = object()
+Freeze = Callable[[list[tuple[str, str]], str, str], "Mapping[str, Sequence[int]] | None"]
+"""(the branch above as (role, text) pairs, role, text) -> the new message's tokens per model."""
 """Default ``parent_id`` for ``append``: continue from the head."""
 
 
@@ -53,6 +55,8 @@ class SessionDraft:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     model_path: str | None = None
     model_fingerprint: str | None = None
+    served: bool = False
+    """A chat ``llamachat serve`` keeps (``Session.served``)."""
 
 
 class Conversation:
@@ -189,7 +193,7 @@ class Conversation:
         with self._store.transaction():
             session = self._store.create_session(
                 model_path=draft.model_path, model_fingerprint=draft.model_fingerprint,
-                system_prompt=draft.system_prompt, sampling=draft.sampling)
+                system_prompt=draft.system_prompt, sampling=draft.sampling, served=draft.served)
             added = []
             if draft.system_prompt and role != "system":
                 added.append(self._store.add_message(session.id, None, "system", draft.system_prompt))
@@ -202,20 +206,33 @@ class Conversation:
         self._session = session  # the copy ``session`` falls back on, should the store fail before it is read
         return added[-1]
 
-    def add_user_message(self, text: str, parent_id: int | None = None) -> Message:
+    def add_user_message(self, text: str, parent_id: int | None = None, *, join: bool = True,
+                         freeze: Freeze | None = None) -> Message:
         """Add a message of the user at the head (or under ``parent_id``), keeping roles alternating.
 
         See ``sessions.turns``: at a message of the user the text is joined to it as a new
-        version, and the same text again moves the head back to it and adds nothing.
+        version (beside it with ``join=False``), and the same text again moves the head
+        back to it and adds nothing. ``freeze`` gives the message's tokens from the
+        branch above it (role and text of each message, root first), stored with the
+        message in its one transaction.
         """
         head = self.head
         parent = parent_id if parent_id is not None else (head.id if head else None)
         if parent is None and self.session_id is not None:
             parent = self._system_root()
-        placed = place_user_message(self._tree, parent, text)
+        placed = place_user_message(self._tree, parent, text, join=join)
         if placed.again is not None:
             return self.rewind(placed.again.id)
-        return self.append("user", placed.text, parent_id=placed.parent_id)
+        tokens = freeze(self._history(placed.parent_id), "user", placed.text) if freeze is not None else None
+        return self.append("user", placed.text, parent_id=placed.parent_id, tokens=tokens)
+
+    def _history(self, parent_id: int | None) -> list[tuple[str, str]]:
+        """(role, text) of the messages a new one under ``parent_id`` follows, root first;
+        for a draft, the system prompt it is saved with."""
+        if self.session_id is None:
+            prompt = (self.draft or SessionDraft()).system_prompt
+            return [("system", prompt)] if prompt else []
+        return [(m.role, m.text) for m in self._tree.path_to(parent_id)] if parent_id is not None else []
 
     def _system_root(self) -> int | None:
         """Where a message sent at the top of a saved chat goes: under the chat's system prompt.
@@ -240,18 +257,20 @@ class Conversation:
             raise ControllerError("only a reply, or a message of yours, can be answered again")
         return self.rewind(question.id)
 
-    def edit(self, message_id: int, text: str) -> Message:
+    def edit(self, message_id: int, text: str, *, freeze: Freeze | None = None) -> Message:
         """A new sibling with the same parent and role; the original stays.
 
         A message of the user edited into the text of a version still waiting for its
-        answer is that version (``sessions.turns``).
+        answer is that version (``sessions.turns``). ``freeze``: as ``add_user_message``.
         """
         original = self._tree.get(message_id)
         if original.role == "user":
             twin = waiting_twin(self._tree, original.parent_id, text)
             if twin is not None:
                 return self.rewind(twin.id)
-        return self.append(original.role, text, parent_id=original.parent_id)
+        tokens = (freeze(self._history(original.parent_id), original.role, text)
+                  if freeze is not None and original.role == "user" else None)
+        return self.append(original.role, text, parent_id=original.parent_id, tokens=tokens)
 
     # -- moving around ---------------------------------------------------------------
 
@@ -307,6 +326,8 @@ class Conversation:
             else:
                 self._head_id = None
                 self._store.set_active_leaf(self._saved_id, None)
+            # Where the gesture left the head: undoing moves it back only from there.
+            self.last_deleted = replace(self.last_deleted, left_at=self._head_id)
         return count
 
     def _move_head(self, message_id: int) -> None:

@@ -45,12 +45,20 @@ class Placement:
     """The waiting message that already holds this text: answer it, store nothing."""
 
 
-def place_user_message(tree: ConversationTree, parent_id: int | None, text: str) -> Placement:
-    """Where ``text``, sent under ``parent_id`` (None: as a first message), is stored."""
+def place_user_message(tree: ConversationTree, parent_id: int | None, text: str, *,
+                       join: bool = True) -> Placement:
+    """Where ``text``, sent under ``parent_id`` (None: as a first message), is stored.
+
+    ``join=False`` (a retried ``llamachat ask``): a new text at a message that waits goes
+    beside it, as another version holding only the new text, instead of being joined to
+    it; the user asked a question, not to add to the one that failed.
+    """
     parent = tree.get(parent_id) if parent_id is not None else None
     joined = parent if parent is not None and parent.role == "user" else None
     if joined is not None and joined.text.strip() == text.strip():
         return Placement(joined.parent_id, joined.text, again=joined)
+    if joined is not None and not join:
+        parent_id, joined = joined.parent_id, None
     if joined is not None:
         parent_id, text = joined.parent_id, joined.text.rstrip() + JOINER + text.lstrip()
     twin = waiting_twin(tree, parent_id, text)

@@ -15,6 +15,15 @@ def human_size(size: int) -> str:
     return f"{value:.1f} {unit}"
 
 
+def sizes_apart(size: int, limit: int) -> tuple[str, str]:
+    """``size`` and ``limit`` in words that tell them apart: ``human_size`` when it does,
+    exact bytes when it rounds both alike (2,000,001 bytes is "2.0 MB", as is the limit)."""
+    shown, most = human_size(size), human_size(limit)
+    if shown != most:
+        return shown, most
+    return f"{size:,} bytes", f"{limit:,} bytes"
+
+
 def human_count(count: int | None) -> str:
     """Parameter counts the way model names write them: 260K, 1.5B."""
     if not count:

@@ -55,6 +55,14 @@ class SmallDisk:
                     chunk = chunk[: len(chunk) // 2]
         return filler
 
+    def fill_leaving(self, free: int) -> Path:
+        """Write a file until about ``free`` bytes are left; returns it."""
+        info = os.statvfs(self.folder)
+        filler = self.folder / "filler"
+        with open(filler, "wb") as handle:
+            handle.write(b"\0" * max(info.f_bavail * info.f_frsize - free, 0))
+        return filler
+
     def make_read_only(self) -> None:
         if os.geteuid() == 0:
             if not _mount(["-o", "remount,ro", str(self.folder)]):

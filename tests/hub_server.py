@@ -8,6 +8,10 @@ with ``Range``. A missing repository answers 404 with ``X-Error-Code: RepoNotFou
 the Hub does. Every request is recorded, headers included, so tests can check what was
 asked; ``drop_after`` cuts a file's next ``GET`` after that many bytes of its body, and
 ``hold_at`` pauses it there until the test lets it go on.
+
+It can lie as a hostile mirror would (``FakeHub.lie``): an ETag or a commit that names a
+path, a size that is not the body's, a redirect anywhere or round in a loop, a body cut
+at the same byte on every try, other bytes than the ones hashed, or a trickle.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,6 +45,28 @@ class Request:
 
 
 @dataclass
+class Lie:
+    """How a hostile Hub answers for one file; None leaves that part honest."""
+
+    etag: str | None = None
+    """The ``ETag`` of the file's answers (an absolute path, ``../``, a device...)."""
+    commit: str | None = None
+    size: int | None = None
+    """The size announced by ``HEAD`` (``X-Linked-Size``), whatever the body is."""
+    body: bytes | None = None
+    """Sent by ``GET`` instead of the file (the ETag stays the real file's hash)."""
+    redirect: str | None = None
+    """``Location`` of a 302 answered to ``GET`` (and to ``HEAD`` when ``head_too``)."""
+    head_too: bool = False
+    cut_at: int | None = None
+    """The body always ends at this byte of the file, on every try, with the connection cut."""
+    trickle: float | None = None
+    """Seconds between two bytes of the body."""
+    hang_at: int | None = None
+    """The body stops at this byte of the file, on every try, and the connection stays open."""
+
+
+@dataclass
 class FakeHub:
     """The repositories served (repo -> file name -> bytes) and what was asked."""
 
@@ -51,7 +78,15 @@ class FakeHub:
     """File name -> bytes of body sent before the connection is cut (once)."""
     hold_at: dict[str, tuple[int, threading.Event]] = field(default_factory=dict)
     """File name -> (bytes, event): the body pauses after that many bytes until the event is set."""
+    lies: dict[str, Lie] = field(default_factory=dict)
+    """File name -> how the Hub lies about it, on every request."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    closing: threading.Event = field(default_factory=threading.Event)
+    """Set when the test ends: a hanging answer lets go then."""
+
+    def lie(self, name: str, **how: object) -> None:
+        """Lie about file ``name`` from now on (the fields of ``Lie``)."""
+        self.lies[name] = Lie(**how)  # type: ignore[arg-type]
 
     def add(self, repo: str, files: dict[str, bytes | Path], downloads: int = 0) -> None:
         self.repos[repo] = {name: data.read_bytes() if isinstance(data, Path) else data
@@ -138,15 +173,46 @@ class _Handler(BaseHTTPRequestHandler):
         if data is None:
             self._not_found(request, "EntryNotFound", head)
             return
-        headers = {"ETag": f'"{hashlib.sha256(data).hexdigest()}"', "X-Repo-Commit": COMMIT,
+        lie = self.hub.lies.get(name, Lie())
+        if lie.redirect is not None and (lie.head_too or not head):
+            self._send(request, 302, b"", {"Location": lie.redirect}, head=head)
+            return
+        headers = {"ETag": f'"{hashlib.sha256(data).hexdigest() if lie.etag is None else lie.etag}"',
+                   "X-Repo-Commit": COMMIT if lie.commit is None else lie.commit,
                    "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+        if lie.size is not None:
+            headers["X-Linked-Size"] = str(lie.size)
+        if lie.body is not None:
+            data = lie.body
         start = 0
         wanted = request.header("Range") or ""
         if wanted.startswith("bytes=") and not head:
             start = int(wanted.removeprefix("bytes=").split("-")[0])
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+        if start >= len(data) > 0:
+            self._send(request, 416, b"", {"Content-Range": f"bytes */{len(data)}"})
+            return
         body = data[start:]
         status = 206 if start else 200
+        if lie.cut_at is not None and not head:
+            self._send(request, status, body[: max(lie.cut_at - start, 0)], headers, declared=len(body))
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        if lie.hang_at is not None and not head:
+            self._send(request, status, body[: max(lie.hang_at - start, 0)], headers, declared=len(body))
+            self.wfile.flush()
+            self.hub.closing.wait(60)
+            return
+        if lie.trickle is not None and not head:
+            self._send(request, status, b"", headers, declared=len(body))
+            for index in range(len(body)):
+                self.wfile.write(body[index:index + 1])
+                self.wfile.flush()
+                request.body_bytes = index + 1
+                time.sleep(lie.trickle)  # the trickle itself: the server's pace, not a wait in a test
+            return
         with self.hub.lock:
             cut = None if head else self.hub.drop_after.pop(name, None)
             hold = None if head else self.hub.hold_at.pop(name, None)
@@ -159,7 +225,8 @@ class _Handler(BaseHTTPRequestHandler):
             request.body_bytes = len(body)
             return
         if cut is None:
-            self._send(request, status, body, headers, head=head)
+            self._send(request, status, body, headers, head=head,
+                       declared=lie.size if head and lie.size is not None else None)
             return
         self._send(request, status, body[:cut], headers, declared=len(body))
         self.close_connection = True
@@ -193,5 +260,6 @@ def fake_hub(monkeypatch, tmp_path):
     try:
         yield hub
     finally:
+        hub.closing.set()
         server.shutdown()
         server.server_close()

@@ -7,15 +7,18 @@ once the context manager it returns has exited (a transaction, committed), write
 ``PAUSED`` on stderr and waits for a line on stdin; then runs ``llamachat ARG...``. When the command's own
 handler (``Interrupts``) takes a signal, ``RECEIVED`` and the signal's name are written
 on stderr, so the test can let the paused call go on knowing the stop was seen.
+``PAUSED_CLI_STOP_GRACE`` (seconds) shortens the time ``ask``'s work has to stop after a
+signal (``sessions.cli.interrupts.STOP_GRACE``).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from contextlib import contextmanager
 
-from sessions.cli import main
+from sessions.cli import interrupts, main
 from sessions.cli.interrupts import Interrupts
 
 PAUSED = "paused-cli: paused"
@@ -65,4 +68,6 @@ if __name__ == "__main__":
         owner = getattr(owner, part)
     setattr(owner, name, _pausing(getattr(owner, name), when))
     Interrupts._received = _telling(Interrupts._received)
+    if os.environ.get("PAUSED_CLI_STOP_GRACE"):
+        interrupts.STOP_GRACE = float(os.environ["PAUSED_CLI_STOP_GRACE"])
     sys.exit(main(argv))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sessions.branching.captures import Captures, prefix_hashes
+from sessions.branching.live import LiveSequence
 from sessions.branching.planner import (
     CostModel,
     LiveState,
@@ -35,7 +36,6 @@ from sessions.branching.planner import (
 from sessions.branching.restore import RouteRunner
 from sessions.branching.segments import batches, segment_boundaries
 from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
-from sessions.branching.swa_ring import SwaRing
 from sessions.branching.warm_ahead import WarmedAhead, route_parts, warm_parts
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 from sessions.crashpoints import crashpoint
@@ -63,6 +63,9 @@ class PrepareResult:
     seconds: float
     bytes_restored: int = 0
     """Checkpoint bytes put back into the context."""
+    tokens_unparked: int = 0
+    """Of ``tokens_restored``, those put back from a branch parked in the model's memory
+    (``LiveSequence.unpark_for``: no bytes of it through the host)."""
     decode_seconds: float = 0.0
     """Of ``seconds``, the time inside ``llama_decode``; the rest is this engine's own work."""
     overhead_cpu_seconds: float = 0.0
@@ -124,7 +127,10 @@ class BranchEngine:
         *,
         interval: int = 2048,
         policy: SnapshotPolicy | None = None,
+        parking: int = 0,
     ):
+        """``parking``: most bytes of the model's memory that branches left for another may
+        keep there whole (``LiveSequence``: 0, none)."""
         self.model = model
         self.ctx = ctx
         self.store = store
@@ -134,30 +140,51 @@ class BranchEngine:
         """Where long messages are cut into segments: ``interval``, or closer for a window
         or recurrent state (``restart_spacing``), each cut with a snapshot."""
         self.compat = StateCompat(model.info.fingerprint, ctx.params.compat())
-        self.live: list[int] = []
-        self.live_logits: np.ndarray | None = None
+        self.seq = LiveSequence(ctx, self.kind, self.n_swa, parking=parking)
+        """The live sequence: what the context holds (``live``), and the one place that changes it."""
+        self.ring = self.seq.ring
         self.cost = CostModel()
         self.policy = policy or SnapshotPolicy()
-        self.ring = SwaRing(ctx, self.n_swa) if self.kind is MemoryKind.SWA else None
         self.captures = Captures(self, store, self.policy)
         self.runner = RouteRunner(self)
         self._reply_from = (0, 0)
         self._continuing = False
         """(live length ``prepare`` left, where the segment a reply after it adds starts)."""
-        self.cells_shape: SectionShape | None = None
         self.deferred_seconds = 0.0
         """Time spent reading checkpoints out after the replies (off the path to a token)."""
         self._told: set[str] = set()
         """The kinds of checkpoint trouble already told (``checkpoint_trouble``)."""
 
+    @property
+    def live(self) -> list[int]:
+        """The tokens the live sequence holds exactly."""
+        return self.seq.tokens
+
+    @live.setter
+    def live(self, tokens: list[int]) -> None:
+        self.seq.hold(tokens)  # (tests that set up a state by hand)
+
+    @property
+    def live_logits(self) -> np.ndarray | None:
+        """The logits after the last live token, when kept."""
+        return self.seq.logits
+
+    @property
+    def cells_shape(self) -> SectionShape | None:
+        return self.seq.cells_shape
+
     # -- planning ---------------------------------------------------------------------
 
-    def _live_state(self) -> LiveState:
-        pos_min = self.ctx.pos_min() if self.live else -1
-        ring = self.ring
-        if ring is not None and self.live:
-            pos_min = max(pos_min, ring.real_from)  # cells before a restored window are filler
-        return LiveState(tokens=self.live, pos_min=pos_min, has_logits=self.live_logits is not None)
+    def _live_state(self, target: Sequence[int] | None = None) -> LiveState:
+        """What the live sequence holds; for an estimate of going to ``target``, the parked
+        branch that ``prepare`` would put back first, when there is one (a copy within the
+        model's memory, which the plan prices at nothing)."""
+        parked = self.seq.parked_for(target) if target is not None else None
+        if parked is not None:
+            branch = self.seq.parked[parked]
+            return LiveState(tokens=branch.tokens, pos_min=0, has_logits=branch.logits is not None)
+        # (cells before a restored window are filler: ``LiveSequence.pos_min`` counts from its real cells)
+        return LiveState(tokens=self.live, pos_min=self.seq.pos_min(), has_logits=self.live_logits is not None)
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
              stepped: Sequence[bool] | None = None) -> Plan:
@@ -165,7 +192,7 @@ class BranchEngine:
         it), without doing it."""
         bounds = segment_boundaries(ends, self.interval)
         return self._plan(target, bounds, prefix_hashes(target, bounds), need_logits,
-                          stepped_ranges=_stepped_ranges(ends, stepped))
+                          stepped_ranges=_stepped_ranges(ends, stepped), estimate=True)
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:
@@ -177,7 +204,7 @@ class BranchEngine:
         prefixes = prefix_hashes(target, bounds)
         parts = []
         for need_logits in (False, True):  # the switch, then a reply or regenerate there
-            plan = self._plan(target, bounds, prefixes, need_logits, disk_as_ram=True)
+            plan = self._plan(target, bounds, prefixes, need_logits, disk_as_ram=True, estimate=True)
             parts += [part for part in route_parts(plan, prefixes) if part not in parts]
         if planned is not None:
             planned()
@@ -186,11 +213,13 @@ class BranchEngine:
     def _plan(
         self, target: Sequence[int], bounds: Sequence[int], prefixes: dict[int, str], need_logits: bool = True,
         *, disk_as_ram: bool = False, stepped_ranges: Sequence[tuple[int, int]] | None = None,
+        estimate: bool = False,
     ) -> Plan:
         """``disk_as_ram``: price what is on disk as if it were in RAM (the route a warm
         ahead makes cheapest). ``stepped_ranges``: the messages replayed one token at a
         time, the only places where decoding may start between boundaries (``plan_route``'s
-        ``splittable``); None, for an estimate, lets it start anywhere."""
+        ``splittable``); None, for an estimate, lets it start anywhere. ``estimate``: plan
+        from the parked branch ``prepare`` would put back first, when there is one."""
         store, compat = self.store, self.compat
         cost = with_speeds(self.cost, self.ctx.speeds)
         if disk_as_ram:
@@ -231,7 +260,8 @@ class BranchEngine:
         def splittable(k: int) -> bool:
             return stepped_ranges is None or any(a < k < b for a, b in stepped_ranges)
 
-        return plan_route(self.kind, self.n_swa, self._live_state(), target, bounds, cells, snapshot, cost,
+        live = self._live_state(target if estimate else None)
+        return plan_route(self.kind, self.n_swa, live, target, bounds, cells, snapshot, cost,
                           need_logits=need_logits, splittable=splittable)
 
     def saved_tier(self, prefix: str) -> Tier | None:
@@ -271,16 +301,21 @@ class BranchEngine:
         stepped_ranges = _stepped_ranges(ends, stepped or [False] * len(ends))
         bounds = segment_boundaries(ends, self.interval)
         prefixes = prefix_hashes(target, bounds)
+        unparked = len(self.live) if self.seq.unpark_for(target) else 0
+        if unparked:
+            self.captures.decoding_from(unparked)
         plan = self._plan(target, bounds, prefixes, need_logits, stepped_ranges=stepped_ranges)
+        if plan.keep < len(self.live):
+            self.seq.park()  # the branch left behind, kept whole for going back
         logits, restored_bytes = self.runner.run(plan, target, prefixes)
-        restored = len(self.live) - plan.keep if self.live else 0
-        restored = max(0, restored)
+        unparked = min(unparked, plan.keep)
+        restored = max(0, len(self.live) - plan.keep) + unparked if self.live else 0
         evaluated = len(target) - len(self.live)
         if evaluated:
             logits = self._decode_to(target, bounds, set(ends), stepped_ranges, prefixes, on_progress)
         elif logits is None and need_logits:
             raise RuntimeError("plan produced no logits")  # planner guarantees a source
-        self.live_logits = logits
+        self.seq.keep_logits(logits)
         self._reply_from = (len(target), _continued_from(ends, stepped, self.interval))
         self._continuing = bool(stepped and stepped[-1])  # a generated reply, to be continued
         last_start = max((b for b in prefixes if b < len(target)), default=0)
@@ -292,7 +327,7 @@ class BranchEngine:
         self._learn(plan, evaluated, restored_bytes, seconds - decode)
         if not reply_follows:
             self.captures.flush()
-        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, decode, own_cpu,
+        return PrepareResult(logits, plan, restored, evaluated, seconds, restored_bytes, unparked, decode, own_cpu,
                              self.ctx.state_seconds - s0)
 
     def _learn(self, plan: Plan, evaluated: int, restored_bytes: int, other: float) -> None:
@@ -329,11 +364,7 @@ class BranchEngine:
         self.captures.flush()
 
     def _reset(self) -> None:
-        self.ctx.clear()
-        self.live = []
-        self.live_logits = None
-        if self.ring is not None:
-            self.ring.real_from = 0
+        self.seq.reset()
 
     def _decode_to(self, target, bounds, message_ends, stepped_ranges, prefixes, on_progress) -> np.ndarray:
         """Decode ``target`` past the live sequence, batch by batch, noting checkpoints.
@@ -362,8 +393,7 @@ class BranchEngine:
                 except DecodeCancelled:
                     self._recover_to_boundary(seg_start)
                     raise
-                self.live += target[a:b]  # not target[:b]: that copies the whole prefix per batch
-                self.live_logits = None
+                self.seq.extend(target[a:b])
                 crashpoint("decode.batch")
                 if on_progress:
                     done = b - start
@@ -381,8 +411,7 @@ class BranchEngine:
         self.ctx.clear_abort()
         self.captures.flush()  # ranges before the stopped batch are intact
         if boundary and self.kind is MemoryKind.PLAIN and self.ctx.seq_rm(0, boundary, -1):
-            self.live = self.live[:boundary]
-            self.live_logits = None
+            self.seq.cut(boundary)
         else:
             self._reset()
 
@@ -435,8 +464,7 @@ class BranchEngine:
                     break
                 assert step is not None  # logits are asked for
                 logits = step
-                self.live.append(token)
-                self.live_logits = logits
+                self.seq.extend([token], logits)
                 tokens.append(token)
                 crashpoint("generate.token")
                 text = detok.push(token)

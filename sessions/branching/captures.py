@@ -38,7 +38,7 @@ from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.branching.live import LiveSequence
+    from sessions.branching.live import Engine
 
 EMPTY = np.zeros(0, dtype=np.uint8)
 
@@ -62,19 +62,25 @@ class _Snapshot:
     state: np.ndarray | None
     """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
     logits: np.ndarray | None
+    scratch: bool = False
+    """``state`` was read on the decode's path into the context's slabs: copied out when kept."""
 
 
 class Captures:
     """What one engine still has to read out of its context and hand to the store."""
 
-    def __init__(self, engine: LiveSequence, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
+    def __init__(self, engine: Engine, store: CheckpointStore | None, policy: SnapshotPolicy) -> None:
         self.engine = engine
         self.store = store
         self.policy = policy
-        self.ring = engine.ring
+        self.ring = engine.seq.ring
         self.ranges: list[tuple[int, int, str, str | None]] = []
         self.snapshots: list[_Snapshot] = []
-        self.spacing = restart_spacing(engine.kind, engine.n_swa)
+        self.grid = restart_spacing(engine.kind, engine.n_swa)
+        """Where long messages are cut (``snapshot_policy``): the finest spacing of snapshots."""
+        self._state_spacing: int | None = None
+        """Tokens between recurrent states inside a long message (``state_spacing``), once
+        the state's size is known."""
         self._mark = 0.0
         """Decode seconds on the context at the last snapshot (the policy's clock)."""
         self._mark_pos = 0
@@ -90,6 +96,26 @@ class Captures:
         reply's length. It lives for one ``generate`` only: ``flush``, which every
         ``prepare`` starts with and every ``generate`` ends with, drops it, so it never
         follows a live sequence that changed other than by the reply's tokens."""
+
+    @property
+    def spacing(self) -> int:
+        """Most tokens between two snapshots inside a long message: a window's for a sliding
+        window (every cut), this model's ``state_spacing`` for a recurrent state."""
+        assert self.grid is not None
+        if self.ring is not None or not self._has_state:
+            return self.grid
+        if self._state_spacing is None:
+            ctx, live = self.engine.ctx, len(self.engine.seq.tokens)
+            if not live:
+                return self.grid
+            state = ctx.state_size(LIVE, self._flags())
+            kv_per_token = (ctx.state_size(LIVE, FLAGS_FULL) - state) / live if self.engine.kind is not \
+                MemoryKind.RECURRENT else 0.0
+            spacing = self.policy.state_spacing(state, kv_per_token, ctx.speeds.batched)
+            if ctx.speeds.batched is None:
+                return spacing  # asked again once a batch has been timed
+            self._state_spacing = spacing
+        return self._state_spacing
 
     @property
     def _has_state(self) -> bool:
@@ -137,10 +163,10 @@ class Captures:
         if not self.policy.boundaries and self.ring is None:
             return  # (a window's pieces are how it is kept: never left out)
         now = self.ring is None or (until is not None and self._overwritten(start, end, until))
-        if self._has_state and self.ring is None and not self._due_now(end, next_end):
-            return
+        if self._has_state and self.ring is None and logits is None and not self._due_now(end, next_end):
+            return  # (a message's end keeps its state: every gesture starts at one)
         self.decoding_from(end)
-        prefix = prefix or prefix_hash(self.engine.live[:end])
+        prefix = prefix or prefix_hash(self.engine.seq.tokens[:end])
         if self._kept(prefix):
             return
         if not self._has_state:
@@ -148,16 +174,16 @@ class Captures:
         elif self.ring is None:
             state = self._read_now()
         elif now:
-            state = self._read_piece(start, end)
+            state = self._read_piece(start, end, scratch=True)
         else:
             state = None
-        self.snapshots.append(_Snapshot(start, end, prefix, state, logits))
+        self.snapshots.append(_Snapshot(start, end, prefix, state, logits, scratch=now and self.ring is not None))
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
         """Is a snapshot read on the decode's path worth it at ``end`` (``SnapshotPolicy``)?"""
-        assert self.spacing is not None
-        reach = next_end if next_end is not None else end + self.spacing
-        if reach - self._mark_pos > self.spacing:
+        spacing = self.spacing
+        reach = next_end if next_end is not None else end + spacing
+        if reach - self._mark_pos > spacing:
             return True  # the restart bound needs it
         nbytes = self._snapshot_bytes or self.engine.ctx.state_size(LIVE, self._flags())
         return self.policy.cheap(self.engine.ctx.decode_seconds - self._mark, nbytes)
@@ -207,7 +233,7 @@ class Captures:
             return
         for snap in self.snapshots:
             if snap.state is None and self._overwritten(snap.start, snap.end, next_end):
-                snap.state = self._read_piece(snap.start, snap.end)
+                snap.state, snap.scratch = self._read_piece(snap.start, snap.end, scratch=True), True
 
     def _expect_snapshots(self, next_end: int) -> None:
         """Before the decode after which the live sequence holds a whole snapshot: its size.
@@ -218,7 +244,7 @@ class Captures:
         token; a window not yet whole is scaled up to ``n_swa`` cells (a little more than
         it will be: its fixed fields scale too, and a larger buffer serves).
         """
-        live = len(self.engine.live)
+        live = len(self.engine.seq.tokens)
         if live == 0 or (self.ring is not None and next_end < self.engine.n_swa):
             return
         ctx = self.engine.ctx
@@ -254,12 +280,13 @@ class Captures:
         self._timed(state, t0)
         return state
 
-    def _read_piece(self, start: int, end: int) -> np.ndarray:
-        """The piece of ``[start, end)`` (``EMPTY`` when it is gone, or cannot be read: told once)."""
+    def _read_piece(self, start: int, end: int, *, scratch: bool = False) -> np.ndarray:
+        """The piece of ``[start, end)`` (``EMPTY`` when it is gone, or cannot be read: told
+        once); ``scratch``: on the decode's path, into the context's slabs."""
         assert self.ring is not None
         t0 = time.perf_counter()
         try:
-            piece = self.ring.piece(start, end, checked=False)  # checked when saved, off the decode's path
+            piece = self.ring.piece(start, end, checked=False, scratch=scratch)  # checked when saved
         except CHECKPOINT_TROUBLE as error:
             self.engine.checkpoint_trouble("a sliding window could not be saved", error)
             return EMPTY
@@ -285,23 +312,10 @@ class Captures:
         store, engine = self.store, self.engine
         assert store is not None
         try:
-            pieces = {snap.end: snap for snap in self.snapshots if snap.state is None} if self.ring else {}
+            waiting = {snap.end: snap for snap in self.snapshots if snap.state is None} if self.ring else {}
             for start, end, prefix, parent in self.ranges:
-                snap = pieces.get(end)
-                if snap is not None and snap.start != start:
-                    snap = None  # not the piece of this range
-                if store.has(engine.compat, prefix, "cells"):
-                    if snap is None:
-                        continue
-                    blob = None
-                    snap.state = self._read_piece(start, end)
-                elif snap is not None:  # the cells and the piece in one read
-                    blob, piece = engine.ctx.read_range_parts(start, end)
-                    snap.state = piece if self._whole_piece(piece, start, end) else self._read_piece(start, end)
-                else:
-                    blob = engine.ctx.read_range(start, end)
-                if blob is not None:
-                    store.put(Segment(engine.compat, prefix, parent, start, end, blob))
+                snap = waiting.get(end)
+                self._read_out_range(start, end, prefix, parent, snap if snap and snap.start == start else None)
             for snap in self.snapshots:
                 self._save_snapshot(snap)
         except CHECKPOINT_TROUBLE as error:
@@ -309,7 +323,24 @@ class Captures:
         finally:
             self.ranges.clear()
             self.snapshots.clear()
+            engine.ctx.slabs.reuse()  # every piece read into them is kept elsewhere now
             engine.deferred_seconds += time.perf_counter() - t0
+
+    def _read_out_range(self, start: int, end: int, prefix: str, parent: str | None, piece: _Snapshot | None) -> None:
+        """The cells of a range into the store, and the piece of it a snapshot waits for
+        (a sliding window's): the two from one read when both are wanted."""
+        store, ctx = self.store, self.engine.ctx
+        assert store is not None
+        if store.has(self.engine.compat, prefix, "cells"):
+            if piece is not None:
+                piece.state = self._read_piece(start, end)
+            return
+        if piece is None:
+            blob = ctx.read_range(start, end)
+        else:
+            blob, state = ctx.read_range_parts(start, end)
+            piece.state = state if self._whole_piece(state, start, end) else self._read_piece(start, end)
+        store.put(Segment(self.engine.compat, prefix, parent, start, end, blob))
 
     def _whole_piece(self, piece: np.ndarray, start: int, end: int) -> bool:
         """Whether a state read with a range's cells holds that range's whole piece (none
@@ -328,7 +359,7 @@ class Captures:
         if state is None:
             if self.ring is not None:
                 state = self._read_piece(snap.start, snap.end)
-            elif self._has_state and snap.end == len(engine.live):
+            elif self._has_state and snap.end == len(engine.seq.tokens):
                 state = self._read_now()
             else:
                 state = EMPTY if not self._has_state else None
@@ -336,6 +367,8 @@ class Captures:
             return  # the state is gone (a window the ring overwrote): a restore re-decodes
         if self.ring is not None and not self.ring.in_run_order(state):
             return  # a ring out of the run's layout: its window would not restore exactly
+        if snap.scratch:
+            state = state.copy()  # read on the decode's path into a slab, which is written again
         logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
         if len(state) == 0 and logits is None:
             return

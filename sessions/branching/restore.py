@@ -23,12 +23,12 @@ from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.branching.live import LiveSequence
+    from sessions.branching.live import Engine
     from sessions.checkpoints import Segment
 
 
 class RouteRunner:
-    def __init__(self, engine: LiveSequence) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
     def run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
@@ -45,38 +45,37 @@ class RouteRunner:
             return self._run(plan, target, prefixes)
         except CHECKPOINT_TROUBLE as error:
             engine.checkpoint_trouble("a saved state could not be restored", error)
-            engine._reset()
+            engine.seq.reset()
             return None, 0
 
     def _run(self, plan: Plan, target: Sequence[int], prefixes: dict[int, str]) -> tuple[np.ndarray | None, int]:
-        engine, ctx = self.engine, self.engine.ctx
-        if plan.keep < len(engine.live):
+        engine, ctx, seq = self.engine, self.engine.ctx, self.engine.seq
+        if plan.keep < len(seq):
             if plan.keep == 0:
-                engine._reset()
+                seq.reset()
             else:
                 self._cut(plan, prefixes)
-        valid = len(engine.live)  # the live state is exact up to here
+        valid = len(seq)  # the live state is exact up to here
         restored = 0
         snapshot_at = (plan.evaluate_from, self._parts(plan.snapshot, prefixes)) if plan.snapshot is not None else None
         reads = RestoreReads(engine, plan.restore, [prefixes[info.end] for info in plan.restore], snapshot_at)
         window_in: SnapshotRead | None = None  # a window put in while cells still arrive
         early = snapshot_at is not None and engine.kind is MemoryKind.SWA
         try:
-            with ctx.appending(live_empty=not engine.live) as append:
+            with ctx.appending(live_empty=not len(seq)) as append:
                 for batch in reads.cells():
-                    if batch.blob is None or batch.start != len(engine.live) or not append(batch.blob):
+                    if batch.blob is None or batch.start != len(seq) or not append(batch.blob):
                         break
-                    engine.live = list(target[: batch.end])
-                    engine.live_logits = None
+                    seq.hold(target[: batch.end])
                     restored += batch.nbytes
                     if early:  # read while the first batch went in: copied in while the rest is read
                         window_in, early = self._window_early(reads.snapshot()), False
                     if not batch.complete:
                         break
             if engine.kind is MemoryKind.PLAIN:
-                valid = len(engine.live)
+                valid = len(seq)
             recurrent = engine.kind is MemoryKind.RECURRENT  # its snapshot stands alone
-            wanted = plan.snapshot is not None and (recurrent or len(engine.live) == plan.evaluate_from)
+            wanted = plan.snapshot is not None and (recurrent or len(seq) == plan.evaluate_from)
             if window_in is not None and not wanted:
                 raise RestoreFailed("the cells stopped short of the window already put back")
             snapshot = window_in or (reads.snapshot() if wanted else None)
@@ -84,22 +83,21 @@ class RouteRunner:
                 window_in = self._window_early(snapshot)
         finally:
             reads.close()
-        logits = engine.live_logits if plan.logits_source == "live" else None
+        logits = seq.logits if plan.logits_source == "live" else None
         if snapshot is not None:
             self._apply(snapshot)
-            engine.live = list(target[: plan.evaluate_from])
+            seq.hold(target[: plan.evaluate_from])
             valid = plan.evaluate_from
             restored += snapshot.nbytes
             if snapshot.logits is not None:
                 logits = np.frombuffer(snapshot.logits, dtype=np.float32).copy()
-                engine.live_logits = logits
+                seq.keep_logits(logits)
         if valid == len(target) and logits is None and plan.logits_source != "none" and engine.kind is MemoryKind.PLAIN:
             valid = max((b for b in prefixes if b < valid), default=0)  # decode the last segment for logits
-        if valid < len(engine.live):  # cells restored past the last exact state: cut them off
+        if valid < len(seq):  # cells restored past the last exact state: cut them off
             if not ctx.seq_rm(LIVE, valid, -1):
                 raise RestoreFailed("could not take back restored cells")
-            engine.live = engine.live[:valid]
-            engine.live_logits = None
+            seq.cut(valid)
             logits = None
         return logits, restored
 
@@ -127,7 +125,7 @@ class RouteRunner:
         elif not ctx.seq_rm(LIVE, keep, -1):
             raise RestoreFailed("llama.cpp refused the cut")
         elif engine.kind is MemoryKind.SWA:
-            ring = engine.ring
+            ring = engine.seq.ring
             assert ring is not None and (plan.rewind is None or plan.rewind.parts)
             if plan.rewind is None:
                 ring.relay()
@@ -136,8 +134,7 @@ class RouteRunner:
                 if any(piece is None or len(piece.state) == 0 for piece in pieces):
                     raise RestoreFailed("a piece of the window to rewind to is gone")
                 ring.restore([piece.state for piece in pieces if piece is not None], keep - 1)
-        engine.live = engine.live[:keep]
-        engine.live_logits = None
+        engine.seq.cut(keep)
 
     def _rewind_snapshot(self, plan: Plan, prefixes: dict[int, str]) -> Segment:
         snapshot = self._get(prefixes[plan.keep], "snapshot") if plan.rewind is not None else None
@@ -154,10 +151,10 @@ class RouteRunner:
         overlaps the reading of the cells instead of following it. Should the cells
         then stop short of the window, the live sequence is rebuilt (``RestoreFailed``).
         """
-        if self.engine.kind is not MemoryKind.SWA or snapshot is None or snapshot.ring is None:
+        ring = self.engine.seq.ring
+        if ring is None or snapshot is None or snapshot.ring is None:
             return None
-        assert self.engine.ring is not None
-        self.engine.ring.put_window(snapshot.ring)
+        ring.put_window(snapshot.ring)
         return snapshot
 
     def _apply(self, snapshot: SnapshotRead) -> None:
@@ -167,8 +164,8 @@ class RouteRunner:
         if len(snapshot.state) == 0:
             return  # a plain model's snapshot: logits only
         if engine.kind is MemoryKind.SWA:
-            assert engine.ring is not None and snapshot.ring is not None  # laid whenever it has a state
-            engine.ring.finish(snapshot.ring)
+            assert engine.seq.ring is not None and snapshot.ring is not None  # laid whenever it has a state
+            engine.seq.ring.finish(snapshot.ring)
         else:
             flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL
             if not ctx.state_write(snapshot.state, LIVE, flags):

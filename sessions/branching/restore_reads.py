@@ -35,7 +35,7 @@ from sessions.llama.state_blob import HEADER, JoinedCells, LayoutError, SectionS
 from sessions.memory_kind import MemoryKind
 
 if TYPE_CHECKING:
-    from sessions.branching.live import LiveSequence
+    from sessions.branching.live import Engine
     from sessions.branching.planner import SegmentInfo
     from sessions.branching.swa_ring import LaidRing, PieceInto, SwaRing
     from sessions.checkpoints import CheckpointStore
@@ -116,7 +116,7 @@ LEARN_FROM_AT_MOST = 64 << 20
 more than the few small reads a restore then spends learning the layout itself."""
 
 
-def learn_layouts(engine: LiveSequence) -> None:
+def learn_layouts(engine: Engine) -> None:
     """Learn the layouts of the model's cells and window states from a file of each.
 
     A restore learns them from the first file it reads otherwise, with a dozen small
@@ -126,15 +126,15 @@ def learn_layouts(engine: LiveSequence) -> None:
     ``LEARN_FROM_AT_MOST``), whole and verified: a layout is only ever learnt from a file
     that proved intact.
     """
-    store, ring = engine.store, engine.ring
+    store, ring = engine.store, engine.seq.ring
     if store is None:
         return
     try:
-        cells = store.sample(engine.compat, "cells", LEARN_FROM_AT_MOST) if engine.cells_shape is None else None
+        cells = store.sample(engine.compat, "cells", LEARN_FROM_AT_MOST) if engine.seq.cells_shape is None else None
         if cells is not None:
             shape = engine.ctx.layout.shape_of(as_array(cells.state))
             if shape.tail == bytes(engine.ctx.cells_tail()):
-                engine.cells_shape = shape
+                engine.seq.cells_shape = shape
         if ring is not None and ring.window_shape is None:
             window = store.sample(engine.compat, "snapshot", LEARN_FROM_AT_MOST)
             if window is not None and len(window.state):
@@ -169,7 +169,7 @@ class RestoreReads:
     snapshot at their end, which the helper reads while the first batch is read."""
 
     def __init__(
-        self, engine: LiveSequence, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
+        self, engine: Engine, infos: Sequence[SegmentInfo], prefixes: Sequence[str],
         snapshot: tuple[int, Sequence[tuple[str, int, int]]] | None,
     ) -> None:
         """``snapshot``: the end of the snapshot to restore after the cells, and what it is
@@ -185,7 +185,7 @@ class RestoreReads:
         self._snapshot: Future[SnapshotRead | None] | None = None
         if self._pool is not None and snapshot is not None:
             end, parts = snapshot
-            if engine.ring is not None:
+            if engine.seq.ring is not None:
                 self._snapshot = self._pool.submit(self._read_window, end, parts)
             else:
                 self._snapshot = self._pool.submit(self._read_snapshot, parts[0][0])
@@ -249,7 +249,7 @@ class RestoreReads:
                 scratch = probed = None
                 if (span.start, span.end) != (info.start, info.end):
                     return None
-                shape = engine.cells_shape
+                shape = engine.seq.cells_shape
                 if shape is None:  # learnt from this file, kept once the file proves whole
                     try:
                         shape, _count = ctx.layout.probe_shape(read_at, span.state_len)
@@ -269,13 +269,13 @@ class RestoreReads:
                     assert joined is not None and scratch is not None
                     joined.check(cells, scratch)
                     if probed is not None:
-                        engine.cells_shape = probed
+                        engine.seq.cells_shape = probed
                 elif isinstance(got, Segment):
                     blob = as_array(got.state)
-                    if engine.cells_shape is None:
-                        engine.cells_shape = ctx.layout.shape_of(blob)
+                    if engine.seq.cells_shape is None:
+                        engine.seq.cells_shape = ctx.layout.shape_of(blob)
                     same = (got.start, got.end) == (info.start, info.end)
-                    if not same or join(engine.cells_shape).copy(at, blob) != cells:
+                    if not same or join(engine.seq.cells_shape).copy(at, blob) != cells:
                         got = None
                 if got is None:
                     break
@@ -320,7 +320,7 @@ class RestoreReads:
         None when a piece is missing or fails its checks; a damaged file's bytes must not
         stay on as masked filler, so the ring buffer is then dropped.
         """
-        engine, ring = self._engine, self._engine.ring
+        engine, ring = self._engine, self._engine.seq.ring
         assert engine.store is not None and ring is not None
         placer = WindowPlacer(ring, end - 1)
         nbytes, logits = 0, None

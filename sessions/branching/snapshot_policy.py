@@ -12,7 +12,13 @@ snapshot too, so that wherever a snapshot is missing (evicted under the disk bud
 never taken by an older version) a restore re-decodes at most that spacing:
 
 - a sliding window: one window (``n_swa`` tokens), the span a window snapshot stands for;
-- recurrent and hybrid state: ``RECURRENT_SPACING`` tokens (see there).
+- recurrent and hybrid state: cuts every ``RECURRENT_SPACING`` tokens, and a state at
+  those of them that this model's costs on this machine call for (``state_spacing``):
+  a state stays at every message start, and inside a long message at a spacing where
+  the states take no more disk per token than the tokens' attention cells, and reading
+  one costs less than re-decoding a few of the tokens it stands for. A recurrent state
+  of a large model is tens to hundreds of MB, so on a CPU (slow to re-decode) the disk
+  decides, on a GPU (fast to re-decode) the time makes states sparser still.
 
 The disk they take is held by the checkpoint store's budget, which evicts what is
 cheapest to re-decode in the chats used least recently, not by a ratio here: a user who
@@ -32,10 +38,15 @@ from dataclasses import dataclass
 from sessions.memory_kind import MemoryKind
 
 RECURRENT_SPACING = 256
-"""Most tokens re-decoded after a restart on a recurrent or hybrid model. A recurrent
-state is small next to a window (a few MB for billions of parameters, kilobytes for
-short-convolution layers), so a snapshot every 256 tokens costs little disk, while a
-re-decode of 256 tokens is a fraction of a second even on a CPU."""
+"""Where long messages of a recurrent or hybrid model are cut, and the finest spacing of
+their states: the grid the states a model's costs call for are placed on
+(``state_spacing``), so that any spacing chosen, in any process, lands on boundaries
+every process cuts at."""
+MOST_STATE_SPACING = 16 * RECURRENT_SPACING
+"""The widest spacing of states inside a long message, whatever they cost."""
+READS_PER_REDECODE = 8
+"""A state is worth keeping where re-decoding the span it stands for (its spacing) costs
+at least this many reads of it: on average a restore re-decodes half that span."""
 
 
 def restart_spacing(kind: MemoryKind, n_swa: int) -> int | None:
@@ -83,6 +94,19 @@ class SnapshotPolicy:
     every_boundary: bool = False
     """Read every boundary's snapshot, whatever it costs: tests that count what a route
     restores must not depend on how fast this machine decoded a tiny model."""
+
+    def state_spacing(self, state_bytes: int, kv_bytes_per_token: float, seconds_per_token: float | None) -> int:
+        """Tokens between recurrent states inside a long message, on the ``RECURRENT_SPACING``
+        grid: the smallest spacing at which the states take no more disk per token than the
+        attention cells of those tokens, and re-decoding the span a state stands for costs
+        at least ``READS_PER_REDECODE`` reads of it at this machine's measured speeds."""
+        by_disk = state_bytes / kv_bytes_per_token if kv_bytes_per_token > 0 else 0.0  # (a hybrid's cells)
+        by_time = 0.0
+        if seconds_per_token:
+            by_time = READS_PER_REDECODE * self.snapshot_seconds(state_bytes) / seconds_per_token
+        wanted = max(RECURRENT_SPACING, by_disk, by_time)
+        grid = -(-int(wanted) // RECURRENT_SPACING) * RECURRENT_SPACING
+        return min(MOST_STATE_SPACING, grid)
 
     def snapshot_seconds(self, nbytes: int) -> float:
         return nbytes / max(self.copy_bytes_per_second, 1.0)

@@ -134,7 +134,7 @@ class SwaRing:
         blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)
         return blob if self.in_run_order(blob) else None
 
-    def piece(self, start: int, end: int, *, checked: bool = True) -> np.ndarray | None:
+    def piece(self, start: int, end: int, *, checked: bool = True, scratch: bool = False) -> np.ndarray | None:
         """The piece of the segment ``[start, end)`` of the live sequence: the sliding-layer
         cells of its tokens inside the window at ``end`` (``piece_range``), as they stood then.
 
@@ -143,17 +143,19 @@ class SwaRing:
         would have. None when they are gone, or (``checked``) when the ring is not in the
         run's layout. Not ``checked``, for a decode that cannot wait for the check (it reads
         the cells' positions): the caller checks (``in_run_order``) before keeping it.
+        ``scratch``: read into the context's slabs (``LlamaContext.slabs``: touched memory,
+        for a decode that waits for it), which the caller copies it out of before their reuse.
         """
         a, b = piece_range(start, end, self.n_swa)
         pos_max = self.ctx.pos_max(LIVE)
         if b - 1 > pos_max or self.overwritten(a, pos_max) or b <= a:
             return None
         if b - 1 == pos_max and a == max(0, b - self.n_swa):
-            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)  # the window as it stands
+            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, scratch=scratch)  # the window as it stands
         else:
             self.ctx.seq_cp(LIVE, SPARE, a, b)
             try:
-                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, warm=True)
+                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, scratch=scratch)
             finally:
                 self.ctx.seq_rm(SPARE)
             self.ctx.layout.relabel(blob, LIVE)  # byte for byte a read of the live sequence then

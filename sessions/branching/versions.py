@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.branching.branch_engine import BranchEngine, GenerateResult
-from sessions.llama.batch_context import BatchContext
+from sessions.llama.batch_context import BatchContext, BatchUnavailable
 from sessions.llama.context import ContextFull
 from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.sequences import LIVE
@@ -35,6 +35,15 @@ if TYPE_CHECKING:
 
 VersionText = Callable[[int, str], None]
 """(version, text): more text of one version."""
+
+
+def batch_limit(engine: BranchEngine) -> int:
+    """The most tokens the context of several versions at once may hold: as many as the
+    chat's own context. Its memory is then at most the memory the chat already takes, which
+    the user chose with ``-c``; versions that need more (a long limit times many versions)
+    are written one after another in the chat's own context instead, with a sentence that
+    says so (``BatchUnavailable``)."""
+    return engine.ctx.n_ctx
 
 
 def sample_versions(engine: BranchEngine, logits: np.ndarray, samplers: Sequence[Sampler], *, max_tokens: int,
@@ -53,7 +62,11 @@ def sample_versions(engine: BranchEngine, logits: np.ndarray, samplers: Sequence
     first: list[float | None] = [None] * n
     row: dict[int, int] = {}
     """Each version's item in the last step: where its logits are."""
-    with BatchContext(engine.model, engine.ctx.params, n, began + n * max_tokens + 1) as batch:
+    needed = began + n * max_tokens + 1
+    if needed > batch_limit(engine):
+        raise BatchUnavailable(f"{n} versions of up to {max_tokens} tokens after {began} would need a context of "
+                               f"{needed} tokens at once, more than the {engine.ctx.n_ctx} of the chat's own")
+    with BatchContext(engine.model, engine.ctx.params, n, needed) as batch:
         batch.load(engine.ctx.state_read(LIVE, FLAGS_FULL))
         going = list(range(n))
         for step in range(max_tokens):

@@ -10,7 +10,11 @@ Eviction removes first what costs least to re-decode, in the chats used least re
 - Within a sitting, snapshots go first (losing one costs re-decoding from the snapshot
   before it), then the cells of leaves (one range to re-decode), then the cells other
   stored ranges extend (losing those breaks every branch below them); the least recently
-  used first within each.
+  used first within each. Snapshots are thinned evenly: the one nearest the snapshot
+  before it on its branch goes first (losing it costs the least re-decoding, and the
+  spacing of those left grows evenly, to twice, then four times what it was), and those
+  at a message's end (they carry the logits there) only after every snapshot inside a
+  message.
 - Files on the branches the user is on go last, in the same order among themselves.
 
 Ranks live in a heap that is re-ranked lazily: a use or a new child only ever raises a
@@ -38,8 +42,11 @@ if TYPE_CHECKING:
     from .file_format import Header
     from .segment import Segment
 
-Rank = tuple[float, int, float]
-"""(sitting, 0 snapshot | 1 leaf cells | 2 cells others extend, last use): lower goes first."""
+Rank = tuple[float, int, int, float]
+"""(sitting, 0 snapshot | 1 leaf cells | 2 cells others extend, a snapshot's thinning
+order, last use): lower goes first."""
+MESSAGE_END = 1 << 40
+"""Added to the thinning order of a snapshot at a message's end: after every inner one."""
 
 
 @dataclass
@@ -169,8 +176,20 @@ class DiskIndex:
     def eviction_rank(self, key: Key) -> Rank:
         """Where ``key`` stands among the files of the same class (active or not): lower goes first."""
         entry = self._entries[key]
-        cost = 0 if key[2] == "snapshot" else 1 if self.is_leaf(key) else 2
-        return (entry.sitting, cost, entry.last_use)
+        if key[2] == "snapshot":
+            thin = self._gap_below(key, entry) + (MESSAGE_END if entry.has_logits else 0)
+            return (entry.sitting, 0, thin, entry.last_use)
+        return (entry.sitting, 1 if self.is_leaf(key) else 2, 0, entry.last_use)
+
+    def _gap_below(self, key: Key, entry: DiskEntry) -> int:
+        """Tokens from the snapshot before this one on its branch (found down the chain of
+        cells it ends) to this one; from token 0 when there is none, or the chain breaks."""
+        below = self._entries.get((key[0], key[1], "cells"))
+        while below is not None and below.parent is not None:
+            if (key[0], below.parent, "snapshot") in self._entries:
+                return entry.end - below.start
+            below = self._entries.get((key[0], below.parent, "cells"))
+        return entry.end
 
     def pop_victims(self, budget: int, is_active: Callable[[Key], bool]) -> list[tuple[Key, DiskEntry]]:
         """Remove entries, best victim first, until the total fits ``budget``.

@@ -4,7 +4,14 @@ Files are content-addressed (``keys.address``), written atomically by one backgr
 thread, and never trusted: every read checks the whole header against the request and the
 payload against its checksum, and a file that fails is deleted and reported in plain words
 (its tokens are simply recomputed). The index of what is on disk lives in memory, built
-once from the headers alone, so ``has`` and eviction never touch the disk.
+once from the headers alone, so ``has`` and planning never touch the disk.
+
+Several processes (the app, ``ask`` commands, a server) may write into one folder, and
+the budget holds over all of them: each write takes the folder's budget lock
+(``budget_lock``), and under it the folder's real total decides; when the write would
+pass the budget, the index first learns what the others wrote and deleted
+(``_sync_with_folder``), and the eviction after the write chooses among every file. So N
+writers end within the budget, not N times it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import numpy as np
 
 from ..bounded_read import open_regular
 from ..paths import ensure_private_dir
+from ..units import human_size, sizes_apart
 from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
+from .budget_lock import budget_lock
 from .disk_index import DiskEntry, DiskIndex
 from .errors import CorruptCheckpointError
 from .file_format import (
@@ -37,13 +46,22 @@ from .file_format import (
     parse_header,
 )
 from .file_reads import Place, Placed, StateSpan, mark_used, read_in_one, read_payload, read_pieces
-from .keys import Key, Kind, StateCompat, address, address_text, is_model_folder, key_of, parse_address
+from .keys import (
+    Key,
+    Kind,
+    ParsedAddress,
+    StateCompat,
+    address,
+    address_text,
+    is_model_folder,
+    key_of,
+    parse_address,
+)
 from .listing import read_header
 from .segment import Segment, as_view
 from .use_clock import UseClock
 
 log = logging.getLogger(__name__)
-_MB = 1024 * 1024
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 T = TypeVar("T")
 
@@ -188,6 +206,15 @@ class DiskTier:
         chunks = [memoryview(encode_header(segment)), as_view(segment.state)]
         if segment.logits is not None:
             chunks.append(as_view(segment.logits))
+        with budget_lock(self.directory):
+            self._write_within_budget(key, segment, path, chunks, size)
+
+    def _write_within_budget(self, key: Key, segment: Segment, path: Path, chunks, size: int) -> None:
+        """Under the budget lock: write the file, then evict until the folder fits the
+        budget again (the new file is a candidate like any other), having first learnt
+        the files of the other processes when the folder would pass it."""
+        if self._folder_bytes() + size > self.budget:
+            self._sync_with_folder()
         error = self._write(path, chunks)
         if error is not None and error.errno in _DISK_FULL and self._make_room(size):
             error = self._write(path, chunks)  # our own oldest checkpoints made room: try again
@@ -210,6 +237,51 @@ class DiskTier:
             victims = self._pop_victims(self.budget)
         self._delete_evicted(victims)
 
+    def _folder_bytes(self) -> int:
+        """What the folder's checkpoint files take now (one stat per file)."""
+        total = 0
+        try:
+            for folder in os.scandir(self.directory):
+                if is_model_folder(folder.name) and folder.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(folder.path):
+                        if parse_address(folder.name, entry.name) is not None:
+                            try:
+                                total += entry.stat(follow_symlinks=False).st_size
+                            except FileNotFoundError:
+                                continue
+        except OSError:
+            return 0  # a folder that cannot be listed: the index's own count stands
+        return total
+
+    def _sync_with_folder(self) -> None:
+        """List the files other processes wrote, and drop those they deleted, so that
+        eviction chooses among every file of the folder."""
+        found: dict[Key, tuple[Path, ParsedAddress]] = {}
+        try:
+            for folder in os.scandir(self.directory):
+                if is_model_folder(folder.name) and folder.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(folder.path):
+                        parsed = parse_address(folder.name, entry.name)
+                        if parsed is not None:
+                            found[parsed.key] = (Path(entry.path), parsed)
+        except OSError:
+            return
+        with self._lock:
+            assert self._index is not None
+            gone = [key for key in self._index if key not in found and key not in self._leaving]
+            for key in gone:
+                self._index.remove(key)
+            new = [(key, *found[key]) for key in found if key not in self._index]
+        for key, path, parsed in new:
+            try:
+                header, size, mtime = read_header(path)
+                check_header(header, parsed, size)
+            except (OSError, CorruptCheckpointError):
+                continue  # deleted meanwhile, or not whole: the reader that meets it decides
+            with self._lock:
+                if key not in self._index:
+                    self._index.add(key, DiskEntry.of_header(header, path, size, (mtime, mtime)))
+
     def _write(self, path: Path, chunks) -> OSError | None:
         try:
             ensure_private_dir(path.parent)
@@ -230,7 +302,7 @@ class DiskTier:
             freed = sum(entry.size for _key, entry in victims)
             self._report(
                 f"the checkpoint disk is full: {len(victims)} older checkpoints "
-                f"({freed / _MB:.1f} MB) were deleted to make room"
+                f"({human_size(freed)}) were deleted to make room"
             )
         return bool(victims)
 
@@ -245,9 +317,10 @@ class DiskTier:
     def _tell_too_large(self, size: int) -> None:
         if not self._told_too_large:
             self._told_too_large = True
+            shown, budget = sizes_apart(size, self.budget)
             self._report(
-                f"a checkpoint of {size / _MB:.1f} MB does not fit the disk budget of "
-                f"{self.budget / _MB:.1f} MB; checkpoints that large stay in memory only"
+                f"a checkpoint of {shown} is larger than the disk budget of {budget} "
+                "(checkpoints.max_disk); checkpoints that large stay in memory only"
             )
 
     def remove(self, key: Key) -> None:

@@ -18,16 +18,21 @@ def iso_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="seconds")
 
 
+TITLE_WIDTH = 120
+"""Characters of a title printed on a line (``--json`` gives it whole)."""
+
+
 def one_line(text: str, width: int = 60) -> str:
     """The text on one line (whitespace runs collapsed), cut to ``width`` with an ellipsis."""
-    flat = flat_line(text)
+    flat = flat_line(text[: 4 * width + 64])  # the rest is cut anyway: a 5 MB title costs nothing
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
 def title_text(title: str) -> str:
     """A session title for a line of output: titles come from imported files too, so one
-    holding a newline must not print a line of its own (see ``text_safety.one_line``)."""
-    return flat_line(title) or "(untitled)"
+    holding a newline must not print a line of its own (see ``text_safety.one_line``), and
+    one of megabytes is cut to ``TITLE_WIDTH`` characters."""
+    return one_line(title, TITLE_WIDTH) or "(untitled)"
 
 
 def table(rows: list[list[str]]) -> list[str]:

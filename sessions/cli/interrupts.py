@@ -16,7 +16,10 @@ whatever stops it:
   and why, and the status is 1. A signal that comes too (a hang-up sends SIGHUP) wins
   the status.
 
-A second signal ends the process at once, as if nothing was caught.
+A second signal ends the process at once, as if nothing was caught. For ``ask`` one is
+enough: work that does not stop within ``STOP_GRACE`` seconds of it (a read that cannot
+be interrupted, a model still loading) is left, and the process ends there with the
+signal's status and one line saying so; what was saved before is kept, as after a kill.
 
 The command's work runs in a thread of its own, with these signals blocked there (and in
 every thread it starts, llama.cpp's included), so they always reach the main thread,
@@ -35,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -45,6 +49,8 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 SIGPIPE_STATUS = 128 + getattr(signal, "SIGPIPE", 13)
 JOIN_STEP = 0.5
 """Seconds between two looks at the work thread (signals interrupt the wait anyway)."""
+STOP_GRACE = 10.0
+"""Seconds ``ask``'s work has to stop after a signal before the process ends without it."""
 
 
 def silence_stdout() -> None:
@@ -106,8 +112,11 @@ def signals_raise() -> Iterator[None]:
 class Interrupts:
     """What stopped the command, if anything, and the handlers that notice it."""
 
-    def __init__(self, on_stop: Callable[[], None]) -> None:
+    def __init__(self, on_stop: Callable[[], None], *, grace: float | None = None) -> None:
         self._on_stop = on_stop
+        self._grace = grace
+        """Seconds the work has to stop after a signal (None: it is waited for)."""
+        self._signalled_at: float | None = None
         self.signum: int | None = None
         """The first signal received."""
         self.reader_gone = False
@@ -169,6 +178,7 @@ class Interrupts:
             return
         stopped = self.happened
         self.signum = number
+        self._signalled_at = time.monotonic()
         if not stopped:
             self._on_stop()
 
@@ -189,7 +199,24 @@ class Interrupts:
         thread.start()
         while thread.is_alive():
             thread.join(JOIN_STEP)
+            if self._overdue() and thread.is_alive():
+                self._end_without_it()
         finished, value = outcome[0]
         if not finished:
             raise value
         return value
+
+    def _overdue(self) -> bool:
+        return (self._grace is not None and self._signalled_at is not None
+                and time.monotonic() - self._signalled_at > self._grace)
+
+    def _end_without_it(self) -> None:
+        """The work did not stop in time: say so and end, as the signal would have."""
+        assert self.signum is not None
+        name = signal.Signals(self.signum).name
+        try:
+            print(f"llamachat: stopped by {name}: what was running had not stopped {self._grace:g} s later, "
+                  "so llamachat ended there (what was saved before is kept)", file=sys.stderr, flush=True)
+        except (OSError, ValueError, AttributeError):
+            pass
+        os._exit(128 + self.signum)

@@ -18,6 +18,7 @@ from sessions import paths
 from sessions.cli.context import CommandContext, tell
 from sessions.cli.download_line import DownloadLine
 from sessions.cli.errors import CliError
+from sessions.cli.interrupts import signals_raise
 from sessions.cli.launch_options import LaunchOptions
 from sessions.cli.parser import PROG, build_parser
 from sessions.cli.reporting import error_line, reported
@@ -105,7 +106,8 @@ def _fetch_by_name(args: argparse.Namespace, err: TextIO) -> None:
         return
     if getattr(args, "model", None):
         raise CliError("-m and -hf both name a model; give one of them")
-    args.model = str(fetch_model(name, DownloadLine(err)))
+    with signals_raise():  # SIGTERM and SIGHUP delete the partial file as Ctrl+C does
+        args.model = str(fetch_model(name, DownloadLine(err)))
 
 
 def run(argv: list[str] | None = None) -> int | LaunchOptions:
@@ -149,8 +151,8 @@ def _run(argv: list[str] | None, *, app: bool) -> int | LaunchOptions:
             rounded = context_note(ctx.config.n_ctx)
             problems += (rounded,) if rounded else ()
             return LaunchOptions.from_args(args, ctx.config, config_path, problems)
-        rounded = context_note(ctx.config.n_ctx) if args.command == "ask" else None
-        if rounded:  # only ask makes a context; the other commands never load a model
+        rounded = context_note(ctx.config.n_ctx) if args.command in ("ask", "serve") else None
+        if rounded:  # only ask and serve make a context; the other commands never load a model
             tell(err, f"{PROG}: note: {rounded}")
         status: int = args.run(args, ctx)
         if out is not None:  # None when started with stdout closed (``>&-``)

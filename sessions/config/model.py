@@ -40,6 +40,11 @@ class CheckpointConfig:
     interval: int = 2048
     """Inside a long message, also save a checkpoint every this many tokens (sliding-window
     and recurrent models save closer: ``sessions.branching.snapshot_policy.restart_spacing``)."""
+    parked_mb: int = 1024
+    """Most memory, in MiB, of the model's own memory (a GPU's, where its layers run) that the
+    branches left a moment ago may keep there whole, so that going back to one moves
+    nothing through the host (``sessions.branching.live``); 0 turns it off. Used only
+    where layers are offloaded: on the CPU alone the RAM tier does the same."""
     enabled: bool = True
     """Turn checkpoints off to always recompute the prompt (slower, uses no extra memory)."""
 
@@ -104,6 +109,9 @@ class Config:
     """Default sampling settings for new sessions (the ``[sampling]`` table)."""
     theme: str = DEFAULT_THEME
     """Name of the colour theme (built in, or a file in the ``themes`` folder beside this file)."""
+    tree_width: int | None = None
+    """Columns of the tree panel (Ctrl+T); unset: 40% of the window. The app remembers the
+    width its ``<`` and ``>`` keys or a drag of its edge set."""
     keys: dict[str, str] = field(default_factory=dict)
     """Key overrides: action id to key string, e.g. ``regenerate = "ctrl+r"`` (``[keys]``)."""
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -122,6 +130,9 @@ class Config:
     its values win over a table's too."""
     models: dict[str, ModelSettings] = field(default_factory=dict)
     """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
+    presets: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    """Named sampling presets of the user's own, ``[presets.NAME]`` tables of ``[sampling]``
+    keys: the chat settings dialog (Ctrl+S) applies one to a chat, the values it names only."""
 
     def with_(self, **changes: Any) -> Config:
         return replace(self, **changes)

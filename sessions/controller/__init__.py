@@ -20,6 +20,7 @@ from sessions.config.sampling_input import SamplingValueError, parse_sampling_va
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.find import FindHit
 from sessions.controller.model_catalogue import ModelCatalogue
+from sessions.controller.served import PlacedRequest, ServedMessage
 from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.versions import MOST_VERSIONS
@@ -36,18 +37,22 @@ from sessions.errors import (
 from sessions.exchange import ExchangeError, ExportKind, Imported
 from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
 from sessions.llama.context import DecodeCancelled
+from sessions.llama.model import ModelInfo
 from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
 from sessions.sampling import SamplingSettings
+from sessions.sampling_presets import Preset, new_chat_sampling
+from sessions.sampling_presets import sources as sampling_sources
 from sessions.stop_reason import StopReason
 from sessions.store import Deleted, NothingToUndo, SearchHit, Session, SessionSummary, StoreError, title_from_text
 from sessions.templates.chat_template import TemplateError
 from sessions.text_safety import inert, is_inert
-from sessions.tree import ConversationTree, Message, TreeError
+from sessions.tree import SAMPLED_BY_UNKNOWN, ConversationTree, Message, TreeError
 from sessions.units import human_count, human_size
 
 __all__ = [
+    "SAMPLED_BY_UNKNOWN",
     "MOST_VERSIONS",
     "SAMPLING_LABELS",
     "Attachment",
@@ -74,19 +79,23 @@ __all__ = [
     "LlamachatError",
     "MemoryKind",
     "Message",
+    "ModelInfo",
     "ModelCard",
     "ModelCatalogue",
     "ModelFileError",
     "NotRegularFile",
     "NothingToUndo",
+    "PlacedRequest",
     "Plan",
     "PrepareResult",
     "ReasoningSplitter",
     "ReplyNotSaved",
     "ReplyView",
+    "Preset",
     "SamplingSettings",
     "SamplingValueError",
     "SearchHit",
+    "ServedMessage",
     "Session",
     "SessionController",
     "SessionSummary",
@@ -103,7 +112,9 @@ __all__ = [
     "human_size",
     "inert",
     "is_inert",
+    "new_chat_sampling",
     "parse_sampling_value",
+    "sampling_sources",
     "progress_text",
     "read_regular_file",
     "split_reply",

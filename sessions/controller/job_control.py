@@ -14,7 +14,10 @@ interrupts a decode in the middle of a batch.
 
 The stop flag also stops a chat template rendering inside the job (``sandbox.stop_renders_with``):
 a template is untrusted code, and one that runs long (the test render when a model loads, a
-reply's prompt) ends at the stop as a decode does.
+reply's prompt) ends at the stop as a decode does; so does the computing of a whole
+imported chat's tokens (``sessions.branch_tokens``), in a job and in the quick calls a job
+makes (``held``). The quick reads beside jobs (``free``, ``free_until``) stop only when the
+controller closes (``closing``): a stop pressed while nothing ran is for the next job.
 
 The order of events the protocol has to survive: the UI schedules a job, the user
 presses stop, and only then does the worker thread start. That stop must not be lost,
@@ -49,6 +52,8 @@ class JobControl:
         self._reader: int | None = None
         """The ident of the thread holding the engine for a quick read now."""
         self._stop = threading.Event()
+        self._closing = threading.Event()
+        """Set once the controller closes: quick reads stop too."""
         self._thread: int | None = None
         """The ident of the thread running the job now."""
 
@@ -66,6 +71,11 @@ class JobControl:
         engine = self._engine()
         if engine is not None:
             engine.request_abort()
+
+    def closing(self) -> None:
+        """The controller closes: stop the job and every quick read as soon as possible."""
+        self._closing.set()
+        self.cancel()
 
     def stop_render(self) -> bool:
         """Stop the job only if it is rendering a chat template now; whether it was.
@@ -137,7 +147,8 @@ class JobControl:
         self._lock.acquire()
         self._reader = threading.get_ident()
         try:
-            yield
+            with stop_renders_with(self._stop):
+                yield
         finally:
             self._end_read()
 
@@ -157,7 +168,8 @@ class JobControl:
                 self._end_read()
 
         try:
-            yield release
+            with stop_renders_with(self._closing):
+                yield release
         finally:
             release()
 
@@ -170,7 +182,8 @@ class JobControl:
         """
         got = not self._jobs and self._take_for_read()
         try:
-            yield got
+            with stop_renders_with(self._closing):
+                yield got
         finally:
             if got:
                 self._end_read()

@@ -31,13 +31,21 @@ class SessionLibrary:
         """The session with messages changed last: the one a plain start reopens.
 
         Sessions without a message are passed over (older versions saved one for every
-        start, and reopening one of those would hide the last real conversation).
+        start, and reopening one of those would hide the last real conversation), and so
+        are the chats ``llamachat serve`` keeps: a client's last request is not the
+        conversation the user left the app in (they stay in the session list).
         """
-        return next((summary.id for summary in self._store.list_sessions() if summary.message_count), None)
+        return next((summary.id for summary in self._store.list_sessions()
+                     if summary.message_count and not summary.served), None)
 
     def list_sessions(self) -> list[SessionSummary]:
         """Every saved session, newest first."""
         return self._store.list_sessions()
+
+    def title_of(self, session_id: int) -> str:
+        """The session's title as stored now (another window or ``llamachat rename`` may
+        have changed it); a read the store cannot make raises ``StoreError``."""
+        return self._store.get_session(session_id).title
 
     def search_sessions(self, query: str) -> list[SearchHit]:
         """Sessions whose title or messages contain the words of ``query``."""

@@ -76,6 +76,15 @@ def make_live(engine: ChatEngine, branch: BranchTokens, on_progress: ProgressFn,
         raise GenerationCancelled("stopped before the reply started") from None
 
 
+def decode_rates(prep: PrepareResult) -> tuple[float, float]:
+    """What a stored reply keeps of the engine's rates (``GenerationStats.decode_batch_seconds``):
+    the seconds per token in a batch and alone its calls had shown when the reply's prompt
+    was planned, or zeros while none had. The switch estimate of a reopened chat prices
+    its tokens at them (``switch_estimate``)."""
+    cost = prep.plan.cost
+    return (cost.eval_per_token, cost.step_seconds) if cost.measured else (0.0, 0.0)
+
+
 def write_reply(
     engine: ChatEngine,
     branch: BranchTokens,
@@ -125,6 +134,6 @@ def write_reply(
                                              on_text=lambda _version, text: on_text(text), should_stop=should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:
         raise GenerationCancelled("stopped before the reply started")
-    stats = replace(reply_stats(prep, result, t_request, room=room, wanted=wanted),
+    stats = replace(reply_stats(prep, result, t_request, room=room, wanted=wanted, decode_rates=decode_rates(prep)),
                     opened_in_reasoning=opens_in_reasoning, seed=settings.seed, batch=0 if alone else 1)
     return WrittenReply(result, stats, prep)

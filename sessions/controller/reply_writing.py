@@ -52,11 +52,11 @@ class ReplyWriting:
         """The controller's listener of the moment (the app sets its own once it is up)."""
 
     def answer(self, new_chat: SamplingSettings, *, max_tokens: int | None, sampling: SamplingSettings | None,
-               t_request: float) -> Message:
+               t_request: float, after_system: bool = False) -> Message:
         """``SessionController.generate_reply``'s work (``new_chat``: the controller's sampling
         of new chats, under the chat's own)."""
         engine = self._chat.loaded()
-        conversation, head, path, sampling = self._question(new_chat, sampling)
+        conversation, head, path, sampling = self._question(new_chat, sampling, after_system)
         branch = self._chat.tokens(engine, path)  # without the tree lock: it may tokenize a whole chat
         written = write_reply(engine, branch, sampling, t_request=t_request, max_tokens=max_tokens,
                               **self.hooks(engine, path, branch))
@@ -106,13 +106,13 @@ class ReplyWriting:
 
     def answer_versions(self, count: int, new_chat: SamplingSettings, *, max_tokens: int | None,
                         sampling: SamplingSettings | None, t_request: float,
-                        shown: Callable[[], int]) -> list[Message]:
+                        shown: Callable[[], int], after_system: bool = False) -> list[Message]:
         """``SessionController.generate_versions``'s work: ``count`` versions of the reply
         to the user message at the head (``sessions.controller.versions``), stored under
         it; the one ``shown`` names (an index, asked once they are written) is made live
         last and becomes the head."""
         engine = self._chat.loaded()
-        conversation, head, path, sampling = self._question(new_chat, sampling)
+        conversation, head, path, sampling = self._question(new_chat, sampling, after_system)
         if count > 1 and sampling.deterministic:
             raise ControllerError(SAME_VERSIONS)
         branch = self._chat.tokens(engine, path)
@@ -148,14 +148,16 @@ class ReplyWriting:
         self._listener()(ReplyFinished(stored[last], stats, written.versions[last].prep.plan.keep))
         return stored
 
-    def _question(self, new_chat: SamplingSettings, sampling: SamplingSettings | None,
+    def _question(self, new_chat: SamplingSettings, sampling: SamplingSettings | None, after_system: bool = False,
                   ) -> tuple[Conversation, Message, list[Message], SamplingSettings]:
-        """The chat, the user message at its head that a reply answers, the branch ending
-        there, and the sampling of the reply (``sampling``, else the chat's own)."""
+        """The chat, the user message at its head that a reply answers (``after_system``: or
+        a system message, as clients of ``llamachat serve`` end a request with an
+        instruction), the branch ending there, and the sampling of the reply (``sampling``,
+        else the chat's own)."""
         with self._chat.lock:
             conversation = self._chat.conv()
             head = conversation.head
-            if head is None or head.role != "user":
+            if head is None or head.role not in (("user", "system") if after_system else ("user",)):
                 raise ControllerError("a reply needs a user message at the end of the branch")
             path = self._chat.path(head.id)
             return conversation, head, path, sampling or chat_settings.settings_of(conversation, new_chat).sampling

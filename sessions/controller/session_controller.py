@@ -21,12 +21,14 @@ deleted elsewhere, a full disk) is reported lost, with ``ReplyNotSaved`` saying 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessions import attachments
 from sessions.attachments import Attachment
+from sessions.branch_tokens import new_message_tokens
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.branch_routes import BranchRoutes
 from sessions.controller.chat_settings import ChatSettings
@@ -36,12 +38,20 @@ from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.model_loading import adopt_engine, swap_engine
+from sessions.controller.model_sampling import follow_model, preset_of
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_turn import ReplyTurns, take_turn
 from sessions.controller.reply_writing import ReplyWriting
+from sessions.controller.served import (
+    PlacedRequest,
+    ServedMessage,
+    place_prompt,
+    place_request,
+    served_to_clean,
+)
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
-from sessions.controller.undo_deletes import DeletionUndo
+from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
 from sessions.controller.versions import MOST_VERSIONS
 from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
@@ -51,7 +61,9 @@ from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
 from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
-from sessions.store import Deleted, Session, SessionStore
+from sessions.sampling_presets import Preset, new_chat_sampling
+from sessions.store import Deleted, Session, SessionNotFound, SessionStore
+from sessions.templates.chat_template import TemplateError, TemplateStopped
 from sessions.tree import Message
 
 if TYPE_CHECKING:
@@ -78,7 +90,11 @@ class SessionController:
         deletion can be undone (None: until ``close``)."""
         self.settings = settings
         self.sampling = sampling
-        """Sampling settings of new chats (an open chat replies with its own)."""
+        """The config's sampling settings: new chats start with them (an open chat replies
+        with its own), and with the loaded model's recommended ones where these leave the
+        built-in defaults (``new_chat_sampling``)."""
+        self.model_preset: Preset | None = None
+        """The loaded model's recommended sampling (its file's, or its family's), if any."""
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
         self._store = store
@@ -128,6 +144,8 @@ class SessionController:
                 raise error
             assert engine is not None  # loaded, since nothing failed
             adopt_engine(self._chat, engine)
+            before, self.model_preset = self.model_preset, preset_of(self.models, engine.info.path)
+            follow_model(self._chat, self.sampling, before, self.model_preset)
             self.engine = engine  # only now: whoever sees the model sees the chat's record of it
         return engine.info
 
@@ -200,7 +218,7 @@ class SessionController:
         """Stop what runs, wait for it, and close the model (the store is the caller's)."""
         self._deletions.close()  # final now: deleted chats' checkpoint files go
         self._cleanup.wait()
-        self._jobs.cancel()
+        self._jobs.closing()
         with self._jobs.job():
             engine, self.engine = self.engine, None
             if engine is not None:
@@ -215,7 +233,8 @@ class SessionController:
         with self._chat.lock:
             info = self.model_info
             draft = SessionDraft(
-                system_prompt=chat_settings.clean_prompt(system_prompt), sampling=sampling or self.sampling,
+                system_prompt=chat_settings.clean_prompt(system_prompt),
+                sampling=sampling or new_chat_sampling(self.sampling, self.model_preset),
                 model_path=str(info.path) if info else None, model_fingerprint=info.fingerprint if info else None)
             self._chat.conversation = Conversation(self._store, None, draft=draft)
 
@@ -312,26 +331,37 @@ class SessionController:
 
     # -- gestures on the tree (quick, UI thread) -------------------------------------
 
-    def send(self, text: str, *, parent_id: int | None = None) -> Message:
+    def send(self, text: str, *, parent_id: int | None = None, join: bool = True,
+             frozen: bool = False) -> Message:
         """Add a user message at the head (or under ``parent_id``: a fork); returns it.
 
         At a message of the user still waiting for its answer the text is joined to it,
-        as a new version, and the same text again answers it (``sessions.turns``): the
-        message returned then holds more than ``text``, or is the waiting one itself.
+        as a new version (with ``join=False``: put beside it), and the same text again
+        answers it (``sessions.turns``): the message returned then holds more than
+        ``text``, or is the waiting one itself. ``frozen``: the loaded model's tokens of
+        the message are stored with it, in one transaction (on a full disk the question
+        is then stored whole or not at all).
         """
         if not text.strip():
             raise ControllerError("the message is empty")
-        with self._chat.lock:
+        with self._chat.lock, self._lent(frozen) as engine:
             conversation = self._chat.conv()
+            freeze = _freezer(engine) if frozen else None
             with self._turns.asking(conversation.session_id):
-                return conversation.add_user_message(text, parent_id)
+                return conversation.add_user_message(text, parent_id, join=join, freeze=freeze)
 
-    def edit(self, message_id: int, text: str) -> Message:
-        """A new sibling of ``message_id`` with ``text``; the original branch stays."""
-        with self._chat.lock:
+    def edit(self, message_id: int, text: str, *, frozen: bool = False) -> Message:
+        """A new sibling of ``message_id`` with ``text``; the original branch stays.
+        ``frozen``: as ``send``."""
+        with self._chat.lock, self._lent(frozen) as engine:
             conversation = self._chat.conv()
+            freeze = _freezer(engine) if frozen else None
             with self._turns.asking(conversation.session_id, conversation.tree.get(message_id).role == "user"):
-                return conversation.edit(message_id, text)
+                return conversation.edit(message_id, text, freeze=freeze)
+
+    def _lent(self, wanted: bool) -> AbstractContextManager[ChatEngine | None]:
+        """The loaded engine, borrowed for a quick read when ``wanted`` (else None)."""
+        return self._chat.users.borrowed() if wanted else nullcontext()
 
     def select(self, message_id: int) -> Message:
         """Show the branch last seen under ``message_id``; returns the new head."""
@@ -370,16 +400,19 @@ class SessionController:
         """What ``undo_delete`` would bring back (None: nothing)."""
         return self._deletions.latest()
 
-    def undo_delete(self) -> Deleted:
+    def undo_delete(self) -> BroughtBack:
         """Bring back the latest deletion of this run (a chat, or a message with what followed
         it) and show it: a chat's messages come back into the open chat, which shows the
-        branch it showed before; a deleted chat is opened. ``NothingToUndo`` when there is
-        nothing to bring back."""
+        branch it showed before, unless another window went on from where the deletion
+        left the chat (then what it added stays shown, and ``BroughtBack.sentence`` says
+        where the branch came back); a deleted chat is opened. ``NothingToUndo`` when
+        there is nothing to bring back."""
         with self._chat.lock:
-            deleted = self._deletions.undo()
+            brought = self._deletions.undo()
+            deleted = brought.deleted
             if deleted.kind == "session" or deleted.session_id == self.session_id:
                 self.open_session(deleted.session_id)
-            return deleted
+            return brought
 
     def regenerate(self, message_id: int) -> Message:
         """Get ready for a new answer: to the user message a reply answers, or to a user message.
@@ -409,18 +442,22 @@ class SessionController:
             return engine.prepare(branch.tokens, branch.ends, branch.stepped, self._replies.progress,
                                   need_logits=False)
 
-    def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None) -> Message:
+    def generate_reply(self, *, max_tokens: int | None = None, sampling: SamplingSettings | None = None,
+                       after_system: bool = False) -> Message:
         """Answer the user message at the head; the reply is stored and becomes the head.
 
         ``sampling`` (default: the chat's own settings) applies to this reply only.
+        ``after_system``: a system message at the head is answered too (a served request
+        that ends with an instruction).
         """
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
-            return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request)
+            return self._replies.answer(self.sampling, max_tokens=max_tokens, sampling=sampling, t_request=t_request,
+                                        after_system=after_system)
 
     def generate_versions(self, count: int, *, max_tokens: int | None = None,
                           sampling: SamplingSettings | None = None,
-                          shown: Callable[[], int] = lambda: 0) -> list[Message]:
+                          shown: Callable[[], int] = lambda: 0, after_system: bool = False) -> list[Message]:
         """Answer the user message at the head ``count`` times at once; blocking.
 
         The prompt is evaluated once and the versions are sampled in one batch, each
@@ -435,7 +472,7 @@ class SessionController:
         t_request = time.perf_counter()
         with self._jobs.job(), self._turns.replying(self.session_id):
             return self._replies.answer_versions(count, self.sampling, max_tokens=max_tokens, sampling=sampling,
-                                                 t_request=t_request, shown=shown)
+                                                 t_request=t_request, shown=shown, after_system=after_system)
 
     def continue_reply(self, message_id: int | None = None, *, max_tokens: int | None = None,
                        sampling: SamplingSettings | None = None) -> Message:
@@ -463,9 +500,82 @@ class SessionController:
             return self._replies.go_on_from(message_id, chars, self.sampling, max_tokens=max_tokens,
                                             sampling=sampling, t_request=t_request)
 
+    # -- llamachat serve (worker thread, blocking) ------------------------------------
+
+    def place_request(self, messages: Sequence[ServedMessage], *, continue_last: bool = False,
+                      should_stop: Callable[[], bool] = lambda: False) -> PlacedRequest:
+        """Open the served chat a client's conversation belongs to and put the conversation
+        in its tree (``controller.served``): the longest run of it stored is reused, the
+        rest added as a branch, and its last message becomes the head, to be answered
+        (``generate_reply(after_system=True)``) or, with ``continue_last``, gone on from
+        (``continue_reply``). The chat's turn is taken, waiting while another process
+        writes a reply there until ``should_stop`` says to give up (``TurnTaken``)."""
+        with self._jobs.job():
+            engine = self._chat.loaded()
+            self._turns.release()
+            try:
+                return place_request(self._chat, self._turns, engine, messages, continue_last=continue_last,
+                                     wait_turn=should_stop)
+            except TemplateStopped:
+                raise GenerationCancelled("stopped before the reply started") from None
+
+    def place_prompt(self, prompt: str | Sequence[int], *,
+                     should_stop: Callable[[], bool] = lambda: False) -> PlacedRequest:
+        """``place_request`` for a raw prompt of ``/v1/completions``: text (tokenized with
+        the model's BOS) or token ids, cut along the longest run of stored messages that
+        begins it (``controller.served.place_prompt``). ``PlacedRequest.continues`` says
+        whether it ends at a reply to go on from."""
+        with self._jobs.job():
+            engine = self._chat.loaded()
+            self._turns.release()
+            return place_prompt(self._chat, self._turns, engine, prompt, wait_turn=should_stop)
+
+    def clean_served(self, *, keep: int | None, max_age: float | None) -> list[int]:
+        """Delete for good the served chats unchanged for ``max_age`` seconds and the least
+        recently changed beyond the ``keep`` most recent, with the checkpoint files only
+        they reach; a chat another process is answering in is left for next time.
+        Returns the ids deleted."""
+        deleted = []
+        for session_id in served_to_clean(self._store, keep, max_age):
+            if self._turns.holds(session_id) or not self._turns.take(session_id):
+                continue
+            try:
+                with self._chat.lock:
+                    chat = self._cleanup.read(session_id)
+                    self._store.delete_session(session_id)
+                    if self.session_id == session_id:
+                        self.new_session()
+            except SessionNotFound:
+                continue
+            finally:
+                self._turns.release(session_id)
+            deleted.append(session_id)
+            if chat is not None:
+                self._cleanup.start(chat)
+        return deleted
+
     def trim_to_fit(self, leaf_id: int | None = None, *, reserve: int | None = None) -> Message:
         """Continue a branch too long for the context in a new branch without its oldest turns
         (``context_fit``); ``reserve`` (room for the reply) defaults to the chat's reply length
         limit, at most a quarter of the context. Tokenizes without the tree lock. Blocking."""
         with self._jobs.job():
             return trim_branch(self._chat, self._turns, self.sampling, leaf_id, reserve)
+
+
+Freezer = Callable[[list[tuple[str, str]], str, str], "dict[str, list[int]] | None"]
+
+
+def _freezer(engine: ChatEngine | None) -> Freezer | None:
+    """A new message's tokens for ``engine`` (None without a model: they are computed when
+    the branch is first used). A template that refuses the branch stores the message
+    without them: the reply then fails in the template's words, and the message waits."""
+    if engine is None:
+        return None
+
+    def freeze(history: list[tuple[str, str]], role: str, text: str) -> dict[str, list[int]] | None:
+        try:
+            return new_message_tokens(engine, history, role, text)
+        except TemplateError:
+            return None
+
+    return freeze

@@ -21,6 +21,29 @@ LIMIT = 100
 
 
 @dataclass(frozen=True)
+class BroughtBack:
+    """A deletion undone, and whether the chat shows it again."""
+
+    deleted: Deleted
+    shown: bool
+    """False when the head was in it but another window went on from where the deletion
+    left it: that newer work stays shown, and what came back is a branch beside it."""
+
+    def sentence(self) -> str:
+        """What came back, and where, for the user."""
+        deleted = self.deleted
+        if deleted.kind == "session":
+            return "Brought back the chat."
+        what = f"{deleted.count} message{'s' if deleted.count != 1 else ''}"
+        if self.shown or deleted.head not in deleted.message_ids():
+            return f"Brought back {what}."
+        where = f"message {deleted.parent_id}" if deleted.parent_id is not None else "the top of the chat"
+        return (f"Brought back {what}, as a branch beside the one shown: another window went on in this "
+                f"chat since the deletion, and what it added stays shown. They follow {where} "
+                f"(message {deleted.target} is the first).")
+
+
+@dataclass(frozen=True)
 class _Kept:
     deleted: Deleted
     chat: ChatTokens | None
@@ -60,7 +83,7 @@ class DeletionUndo:
         self._let_go(gone)
         return latest
 
-    def undo(self) -> Deleted:
+    def undo(self) -> BroughtBack:
         """Put back the newest deletion; ``NothingToUndo`` when there is none, or when what
         it hung from has gone since (then it is dropped, and the next one is offered)."""
         with self._lock:
@@ -70,11 +93,11 @@ class DeletionUndo:
         if kept is None:
             raise NothingToUndo("nothing deleted in this run can be brought back")
         try:
-            self._store.put_back(kept.deleted)
+            shown = self._store.put_back(kept.deleted)
         except NothingToUndo:
             self._let_go([kept])
             raise
-        return kept.deleted
+        return BroughtBack(kept.deleted, shown)
 
     def close(self) -> None:
         """The run ends: every deletion is final."""

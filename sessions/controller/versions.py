@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sessions.branching.branch_engine import CONTINUABLE
-from sessions.controller.reply import BranchTokens, WrittenReply, make_live
+from sessions.controller.reply import BranchTokens, WrittenReply, decode_rates, make_live
 from sessions.errors import GenerationCancelled
 from sessions.llama.batch_context import BatchUnavailable
 from sessions.llama.context import DecodeCancelled
@@ -105,7 +105,8 @@ def write_versions(
         if not result.tokens and result.stop_reason == StopReason.CANCELLED:
             continue
         indices.append(k)
-        stats = replace(reply_stats(made_live, result, t_request, room=room, wanted=wanted),
+        stats = replace(reply_stats(made_live, result, t_request, room=room, wanted=wanted,
+                                    decode_rates=decode_rates(made_live)),
                         opened_in_reasoning=opens_in_reasoning, seed=one.seed, batch=0 if fell_back else len(settings))
         written.append(WrittenReply(result, stats, made_live))
     if not written:

@@ -34,10 +34,13 @@ from importlib import metadata
 from pathlib import Path
 
 from sessions import paths
+from sessions.bounded_read import read_regular_file
 from sessions.trial_status import REFUSED
 
 PROBE_TIMEOUT = 300.0
 CACHE_NAME = "probed-models.json"
+CACHE_LIMIT = 8 << 20
+"""Bytes of the list of probed files read (a line per model file)."""
 TRIAL = "sessions.llama.trial_load"
 """The module the child process runs (it imports llama.cpp; this one must not)."""
 
@@ -81,7 +84,7 @@ def _cache_file() -> Path:
 def _passed() -> set[str]:
     """Files that loaded before; a damaged or foreign cache only means probing again."""
     try:
-        entries = json.loads(_cache_file().read_text(encoding="utf-8"))
+        entries = json.loads(read_regular_file(_cache_file(), CACHE_LIMIT))  # a FIFO there must not block
     except (OSError, ValueError):
         return set()
     return {entry for entry in entries if isinstance(entry, str)} if isinstance(entries, list) else set()

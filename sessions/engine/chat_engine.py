@@ -45,7 +45,8 @@ class LlamaChatEngine:
     model loads (for good: see ``sessions.rpc.backend``); ``n_gpu_layers`` and
     ``tensor_split`` then place layers on them as llama.cpp does. ``n_gpu_layers`` may
     also be ``"all"`` or ``"auto"``, which is resolved here, with the servers' free
-    memory from their probe (``sessions.llama.offload``).
+    memory from their probe (``sessions.llama.offload``). ``parking``: bytes of the
+    device's memory for branches left a moment ago (``sessions.branching.live``).
     """
 
     def __init__(
@@ -58,6 +59,7 @@ class LlamaChatEngine:
         rpc: Sequence[str] = (),
         checkpoints=None,
         interval: int = 2048,
+        parking: int = 0,
         on_progress: Callable[[float], None] | None = None,
         template_override: TemplateOverride | None = None,
         template_variables: Mapping[str, Any] | None = None,
@@ -110,7 +112,10 @@ class LlamaChatEngine:
                 checkpoints = None
                 self.checkpoint_notice = (f"{info.name} runs without checkpoints: {problem}; replies are written and "
                                           "stored as usual, but every switch and reopen evaluates its branch again")
-        self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval)
+        # Branches are parked whole only in a device's memory (on the CPU alone the RAM tier
+        # holds them at the same cost), and only where checkpoints are kept at all.
+        parked = parking if n_gpu_layers and checkpoints is not None else 0
+        self.branches = BranchEngine(self.model, self.ctx, checkpoints, interval=interval, parking=parked)
         if checkpoints is not None:
             memory.reader().submit(learn_layouts, self.branches)
         self.template = choose_template(

@@ -55,6 +55,7 @@ def _open(request: LoadRequest, channel: _Channel):
             rpc=s.rpc,
             checkpoints=store,
             interval=s.checkpoint_interval,
+            parking=s.parked_mb << 20,
             on_progress=lambda f: channel.send("load_progress", f),
             template_override=s.template_override(Path(request.path)),
             template_variables=s.template_variables(Path(request.path)),

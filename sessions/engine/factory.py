@@ -47,6 +47,7 @@ def llama_engine_factory(
             rpc=settings.rpc,
             checkpoints=checkpoints,
             interval=settings.checkpoint_interval,
+            parking=settings.parked_mb << 20,
             on_progress=on_progress,
             template_override=settings.template_override(path),
             template_variables=settings.template_variables(path),

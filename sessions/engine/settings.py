@@ -46,6 +46,8 @@ class EngineSettings:
     checkpoint_ram_mb: int = _CHECKPOINTS.ram_mb
     """Budgets of the checkpoint store the child process opens (RPC only)."""
     checkpoint_disk_bytes: int = _CHECKPOINTS.max_disk
+    parked_mb: int = _CHECKPOINTS.parked_mb
+    """Memory of the model's own for branches left a moment ago (``CheckpointConfig.parked_mb``)."""
     chat_template_file: Path | None = None
     """A chat template file used for every model instead of its own (``--chat-template-file``)."""
     model_templates: tuple[ModelTemplateRule, ...] = ()
@@ -88,4 +90,5 @@ class EngineSettings:
             tensor_split=tuple(config.tensor_split),
             checkpoint_ram_mb=config.checkpoints.ram_mb,
             checkpoint_disk_bytes=config.checkpoints.max_disk,
+            parked_mb=config.checkpoints.parked_mb,
         )

@@ -36,9 +36,12 @@ def write_export(store: SessionStore, session_id: int, path: Path | str, kind: E
     Raises ``ExchangeError`` when the folder is missing or ``path`` is a folder or any
     other thing that is not a regular file, and ``OSError`` for what the file system
     refuses. The export is renamed over ``path``, so ``-o /dev/stdout`` or a FIFO would be
-    replaced by a file (or, for root, ``/dev/null`` itself): such a target is refused.
+    replaced by a file (or, for root, ``/dev/null`` itself): such a target is refused. A
+    ``path`` that is a symbolic link stays one: the file it leads to is replaced.
     """
-    path = Path(path)
+    given = path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
     if not path.parent.is_dir():
         raise ExchangeError(f"cannot write {path}: folder {path.parent} does not exist")
     if path.is_dir():
@@ -46,4 +49,4 @@ def write_export(store: SessionStore, session_id: int, path: Path | str, kind: E
     if path.exists() and not path.is_file():  # through links too: /dev/stdout is one
         raise ExchangeError(f"cannot write {path}: it is not a regular file")
     write_atomically(path, export_text(store, session_id, kind, whole_tree=whole_tree))
-    return path
+    return given

@@ -28,6 +28,7 @@ from sessions.exchange.builder import (
 )
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
+from sessions.store.values import is_id
 
 FORMAT = "llamachat-session"
 FORMAT_VERSION = 1
@@ -89,6 +90,16 @@ def _field(data: dict[str, Any], name: str, kinds: tuple[type, ...], where: str)
     return value
 
 
+def _id_field(data: dict[str, Any], name: str, where: str, *, optional: bool = False) -> int | None:
+    """An id of the file: a whole number a database row can have (below 2^63), or None
+    where ``optional``; a larger number is no id, whatever else in the file names it."""
+    value = _field(data, name, (int, type(None)) if optional else (int,), where)
+    if value is not None and not is_id(value):
+        raise ExchangeError(f"{where}: '{name}' is {value}, which is not an id (ids are whole numbers "
+                            "from -2^63 to 2^63 - 1)")
+    return value
+
+
 def _message(data: Any, index: int) -> ImportedMessage:
     where = f"message {index + 1}"
     if not isinstance(data, dict):
@@ -96,8 +107,8 @@ def _message(data: Any, index: int) -> ImportedMessage:
     stats = _field(data, "stats", (dict, type(None)), where)
     _field(data, "created_at", (int, float, type(None)), where)
     return ImportedMessage(
-        key=_field(data, "id", (int,), where),
-        parent=_field(data, "parent", (int, type(None)), where),
+        key=_id_field(data, "id", where),
+        parent=_id_field(data, "parent", where, optional=True),
         role=_field(data, "role", (str,), where),
         text=_field(data, "text", (str,), where),
         created_at=fields.number(data.get("created_at"), where, "created_at"),
@@ -121,8 +132,8 @@ def read_json(data: dict[str, Any]) -> ImportedSession:
     for entry in _field(data, "remembered_children", (list, type(None)), "the file") or []:
         if not isinstance(entry, dict):
             raise ExchangeError("the file: 'remembered_children' entries should be objects")
-        remembered[_field(entry, "parent", (int, type(None)), "remembered child")] = _field(
-            entry, "child", (int,), "remembered child"
+        remembered[_id_field(entry, "parent", "remembered child", optional=True)] = _id_field(
+            entry, "child", "remembered child"
         )
     sampling = _field(session, "sampling", (dict, type(None)), "session")
     _field(session, "created_at", (int, float, type(None)), "session")
@@ -130,7 +141,7 @@ def read_json(data: dict[str, Any]) -> ImportedSession:
     return ImportedSession(
         title=_field(session, "title", (str, type(None)), "session") or "",
         messages=[_message(item, i) for i, item in enumerate(raw_messages)],
-        active=_field(data, "active_leaf", (int, type(None)), "the file"),
+        active=_id_field(data, "active_leaf", "the file", optional=True),
         remembered=remembered,
         created_at=created,
         model_path=_field(session, "model_path", (str, type(None)), "session"),

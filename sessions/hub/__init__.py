@@ -1,10 +1,12 @@
 """Models fetched by name from the Hugging Face Hub, as ``llama-cli -hf user/repo[:quant]``.
 
 ``parse_spec`` reads the name, ``model_files`` picks the files as llama.cpp does,
-``fetch_model`` downloads them into the Hugging Face cache through huggingface_hub
-(imported only when a model is fetched or searched) and ``search_models`` searches the
-Hub for GGUF repositories. May import the core's small modules and ``sessions.discovery``
-(the cache folder); never the engine or llama.cpp.
+``fetch_model`` downloads them into the Hugging Face cache (the Hub asked through
+huggingface_hub, imported only when a model is fetched or searched; every name in its
+answer checked, and the cache written here: ``download``, ``names``, ``cache_layout``,
+``transfer``) and ``search_models`` searches the Hub for GGUF repositories. May import
+the core's small modules and ``sessions.discovery`` (the cache folder); never the engine
+or llama.cpp.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 huggingface_hub brings what a user of the Hub already has set up: its cache (shared
 with every other tool that uses it, and searched by ``sessions.discovery``), the token
-from ``HF_TOKEN`` or ``hf auth login``, and the ``HF_ENDPOINT`` mirror. A connection
-that drops mid-file is resumed from the bytes already written (a ``Range`` request).
-The endpoint and the cache folder are read from the environment on every call, not when
+from ``HF_TOKEN`` or ``hf auth login``, and the ``HF_ENDPOINT`` mirror. The file itself
+is written by ``sessions.hub.download``, which checks every name the Hub's answer gives
+before anything is written (huggingface_hub's own download does not). A connection that
+drops mid-file is resumed from the bytes already written (a ``Range`` request). The
+endpoint and the cache folder are read from the environment on every call, not when
 huggingface_hub was first imported, so a variable changed since still counts.
 """
 
@@ -15,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from sessions.discovery.search_paths import huggingface_hub_dir
+from sessions.hub.cache_layout import RepoCache
 from sessions.hub.choice import HubSpec, model_files, parse_spec, quant_tags
+from sessions.hub.download import FileDownload
 from sessions.hub.errors import HubError
-from sessions.hub.progress import ProgressCallback, bar_class
+from sessions.hub.names import check_file_name
+from sessions.hub.progress import ProgressCallback
 from sessions.hub.recent import remember_download
 from sessions.hub.search import HubModel
 
@@ -60,13 +65,11 @@ def repo_files(repo: str) -> list[str]:
 
 
 def cached_files(repo: str) -> list[str]:
-    """The files of ``repo``'s newest snapshot in the cache (``refs/main``)."""
-    folder = cache_folder() / f"models--{repo.replace('/', '--')}"
+    """The files of ``repo``'s newest snapshot in the cache (``refs/main``), those that
+    lead to a regular file inside the cache."""
     try:
-        commit = (folder / "refs" / "main").read_text(encoding="utf-8").strip()
-        snapshot = folder / "snapshots" / commit
-        return sorted(str(path.relative_to(snapshot)) for path in snapshot.rglob("*") if path.is_file())
-    except (OSError, ValueError):
+        return RepoCache(cache_folder(), repo).cached_files()
+    except OSError:
         return []
 
 
@@ -81,13 +84,15 @@ def fetch_model(spec: HubSpec | str, progress: ProgressCallback | None = None) -
         wanted = model_files(files, spec.tag)
     except HubError as error:
         raise HubError(f"{spec.repo}: {error}") from None
+    for name in wanted:
+        check_file_name(name, spec.repo)
     hub = _hub()
     fetched: list[Path] = []
     for part, name in enumerate(wanted, start=1):
-        bar = bar_class(progress, name, part, len(wanted)) if progress is not None else None
+        download = FileDownload(hub, spec.repo, name, root=cache_folder(), endpoint=endpoint(),
+                                progress=progress, part=part, parts=len(wanted))
         try:
-            fetched.append(Path(hub.hf_hub_download(spec.repo, name, cache_dir=cache_folder(),
-                                                    endpoint=endpoint(), tqdm_class=bar)))
+            fetched.append(download.fetch(_unreachable))
         except Exception as error:
             raise _plain(error, spec.repo, name) from error
     tag = spec.tag.upper() or next(iter(quant_tags([wanted[0]])), "")
@@ -124,7 +129,7 @@ def _unreachable(error: BaseException) -> bool:
     hub = _hub()
     if isinstance(error, hub.errors.OfflineModeIsEnabled):
         return True
-    if isinstance(error, hub.errors.HfHubHTTPError):
+    if isinstance(error, hub.errors.HfHubHTTPError) or type(error).__name__ == "TooManyRedirects":
         return False
     return isinstance(error, ConnectionError | TimeoutError) or type(error).__module__.startswith(("httpx", "httpcore"))
 
@@ -150,6 +155,9 @@ def _plain(error: BaseException, repo: str | None, file: str | None = None, *,
         status = getattr(getattr(error, "response", None), "status_code", None)
         return HubError(f"{where} refused {'the download of ' + file if file else 'the request'}"
                         f"{f' (HTTP {status})' if status else ''}: try again later")
+    if type(error).__name__ == "TooManyRedirects":
+        return HubError(f"{where} sent {'the request for ' + file if file else 'the request'} round a loop of "
+                        "redirects: refused; check HF_ENDPOINT or try again later")
     if searching and (isinstance(error, errors.OfflineModeIsEnabled) or _unreachable(error)):
         return HubError(f"could not reach {where} to search it: check the network or HF_ENDPOINT")
     if isinstance(error, errors.LocalEntryNotFoundError | errors.OfflineModeIsEnabled) or _unreachable(error):

@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessions import paths
+from sessions.bounded_read import read_regular_file
 from sessions.durable import write_atomically
 
 FILE_NAME = "recent_downloads.json"
 KEPT = 20
 """Entries kept; older ones are forgotten, not deleted from the cache."""
+LIMIT = 1 << 20
+"""Bytes of the list read: twenty entries take a few KB."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ def recent_file() -> Path:
 def recent_downloads() -> list[RecentDownload]:
     """The models fetched lately, newest first."""
     try:
-        entries = json.loads(recent_file().read_text(encoding="utf-8"))
+        entries = json.loads(read_regular_file(recent_file(), LIMIT))  # a FIFO there must not block
     except (OSError, ValueError):
         return []
     found = []

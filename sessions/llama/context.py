@@ -26,8 +26,8 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sequences import LIVE, SEQUENCES, SPARE
-from sessions.llama.state_blob import FLAGS_FULL, HEADER, Buffer, as_array, pointer
-from sessions.llama.warm_buffers import WarmBuffers
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_ON_DEVICE, HEADER, Buffer, as_array, pointer
+from sessions.llama.warm_buffers import Slabs, WarmBuffers
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
@@ -138,6 +138,8 @@ class LlamaContext:
         self.restore_memory = restore_memory or RestoreMemory()
         """The buffers restores write into, kept between them (prepared early by the
         engine that made this context, see ``restore_memory``)."""
+        self.slabs = Slabs(self.restore_memory.pages)
+        """Touched memory for window pieces read while a decode runs (``state_read(scratch=True)``)."""
         self.warm = WarmBuffers(self.restore_memory.pages)
         """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``),
         touched by the same thread as the restore memory's."""
@@ -234,6 +236,7 @@ class LlamaContext:
 
     def _run(self, want_logits: bool) -> np.ndarray | None:
         self.warm.refill()
+        self.slabs.refill()
         t0, c0 = time.perf_counter(), time.thread_time()
         rc = self._L.llama_decode(self._ctx, self._batch)
         # llama_decode returns before an asynchronous backend (a GPU, RPC servers) has
@@ -288,7 +291,8 @@ class LlamaContext:
         return int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags))
 
     def state_read(
-        self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False, size: int | None = None
+        self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False, size: int | None = None,
+        scratch: bool = False,
     ) -> np.ndarray:
         """The state of ``seq`` in a new buffer (llama.cpp writes straight into it).
 
@@ -297,16 +301,21 @@ class LlamaContext:
         ``size``: the state's size when the caller knows it (a whole window keeps its
         size), which spares llama.cpp a walk over the state to measure it; should the
         state be larger, llama.cpp logs that it did not fit, and it is measured and
-        read again.
+        read again. ``scratch``: for reads a decode waits for whose sizes vary (window
+        pieces), into touched slabs (``Slabs``) that the caller copies out of before
+        ``slabs.reuse``.
         """
         if size is not None:
-            blob = self._read_into(seq, flags, size, warm)
+            blob = self._read_into(seq, flags, size, warm, scratch)
             if len(blob):
                 return blob
-        return self._read_into(seq, flags, self.state_size(seq, flags), warm)
+        return self._read_into(seq, flags, self.state_size(seq, flags), warm, scratch)
 
-    def _read_into(self, seq: int, flags: int, size: int, warm: bool) -> np.ndarray:
-        buf = self.warm.take(size) if warm else np.empty(size, dtype=np.uint8)
+    def _read_into(self, seq: int, flags: int, size: int, warm: bool, scratch: bool = False) -> np.ndarray:
+        if scratch:
+            buf = self.slabs.take(size)
+        else:
+            buf = self.warm.take(size) if warm else np.empty(size, dtype=np.uint8)
         t0 = time.perf_counter()
         n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
         self.state_seconds += time.perf_counter() - t0
@@ -324,6 +333,34 @@ class LlamaContext:
         data = as_array(blob)
         t0 = time.perf_counter()
         n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq, flags)
+        self.state_seconds += time.perf_counter() - t0
+        self.bytes_written += len(data) if n else 0
+        return n != 0
+
+    def keep_on_device(self, seq: int) -> np.ndarray:
+        """Keep a copy of ``seq``'s whole state in the context's own memory (on the GPU where
+        the layers run), under ``seq``'s id; returns what stays on the host: its fields and
+        cells, a few KB, which ``put_back_from_device`` takes. A later copy under the same
+        id replaces it."""
+        size = int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, FLAGS_FULL | FLAGS_ON_DEVICE))
+        buf = np.empty(size, dtype=np.uint8)
+        t0 = time.perf_counter()
+        n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, FLAGS_FULL | FLAGS_ON_DEVICE)
+        self.state_seconds += time.perf_counter() - t0
+        self.bytes_read += n
+        return buf[:n]
+
+    def put_back_from_device(self, kept: Buffer, seq: int) -> bool:
+        """Restore into ``seq`` (emptied first) a state kept by ``keep_on_device`` in this
+        very context, its data copied within the model's memory. Only ever with a blob
+        this context made, whose copy is still the latest under its id: llama.cpp ends the
+        process on one it does not hold."""
+        if not 0 <= seq < self.n_seq_max:
+            raise ValueError("sequence id out of range")
+        data = as_array(kept)
+        t0 = time.perf_counter()
+        n = self._L.llama_state_seq_set_data_ext(self._ctx, pointer(data), len(data), seq,
+                                                 FLAGS_FULL | FLAGS_ON_DEVICE)
         self.state_seconds += time.perf_counter() - t0
         self.bytes_written += len(data) if n else 0
         return n != 0
@@ -429,6 +466,7 @@ class LlamaContext:
         itself for good. Told to stop, the helpers end on their own.
         """
         self.warm.close(wait)
+        self.slabs.close()
         self.restore_memory.close(wait)
         free_native(self._L, self._ctx, self._batch)
         self._ctx = self._batch = None

@@ -52,6 +52,9 @@ HEADER = struct.Struct("<Ii")
 FLAGS_FULL = 0
 FLAGS_PARTIAL = 1
 """``LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY``: only the window (iSWA) or the recurrent state (hybrid)."""
+FLAGS_ON_DEVICE = 2
+"""``LLAMA_STATE_SEQ_FLAGS_ON_DEVICE``: the state's data stays in the model's own memory (a
+copy kept by the context, one per sequence id), the blob holds only its fields and cells."""
 CELL_EXT_BYTES = 12
 """``sizeof(llama_kv_cell_ext)`` in the pinned llama.cpp: ``x``, ``y`` and ``tok``, three int32."""
 

@@ -119,3 +119,69 @@ def _serves(buffer: int, size: int) -> bool:
     """Whether a buffer of ``buffer`` bytes may be handed out for ``size``: large enough,
     and less than twice that (the slice handed out keeps the whole buffer alive)."""
     return size <= buffer < 2 * size
+
+
+SLAB = 32 << 20
+"""Bytes of one slab of ``Slabs``: a few window pieces of a large model, many of a small one."""
+
+
+class Slabs:
+    """Touched memory for reads of many sizes a decode cannot put off (window pieces).
+
+    ``WarmBuffers`` keeps buffers of one size; a sliding window's pieces are as long as
+    their segments, so each would meet new memory and its page faults. Here they are cut
+    one after another out of a slab whose pages were touched ahead (a piece larger than
+    half a slab gets memory of its own). Whoever keeps a piece past ``reuse`` copies it out
+    first: after it, the slabs are written again.
+    """
+
+    def __init__(self, pages: PageToucher) -> None:
+        self._pages = pages
+        self._slabs: list[np.ndarray] = []
+        """Touched slabs, in the order they are cut."""
+        self._current = 0
+        self._used = 0
+        self._cond = threading.Condition()
+        self._filling = False
+        self._closed = False
+        self.misses = 0
+
+    def take(self, size: int) -> np.ndarray:
+        """``size`` bytes of touched memory (new memory for a large one, or when none is ready)."""
+        if size > SLAB // 2:
+            self.misses += 1
+            return np.empty(size, dtype=np.uint8)
+        with self._cond:
+            if self._current < len(self._slabs) and self._used + size > SLAB:
+                self._current, self._used = self._current + 1, 0
+            if self._current >= len(self._slabs):
+                self.misses += 1
+                self._slabs.append(np.empty(SLAB, dtype=np.uint8))  # untouched: faults as it is written
+            slab = self._slabs[self._current]
+            out = slab[self._used : self._used + size]
+            self._used += -(-size // 64) * 64
+        return out
+
+    def refill(self) -> None:
+        """Touch one slab ahead of the one being cut (cheap when one is ready)."""
+        with self._cond:
+            if self._closed or self._filling or len(self._slabs) > self._current + 1 or not self._slabs:
+                return
+            self._filling = self._pages.submit(self._fill)
+
+    def _fill(self) -> None:
+        slab = touched(SLAB)
+        with self._cond:
+            if not self._closed:
+                self._slabs.append(slab)
+            self._filling = False
+
+    def reuse(self) -> None:
+        """Every piece cut so far was copied out: cut from the first slab again."""
+        with self._cond:
+            self._current = self._used = 0
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._slabs.clear()

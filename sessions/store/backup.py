@@ -43,6 +43,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from sessions.bounded_read import read_regular_file
 from sessions.durable import fsync_file, fsync_folder, replacing, write_atomically
 from sessions.store import replay
 from sessions.store.errors import DatabaseDamaged, StoreError
@@ -243,10 +244,15 @@ def finish_swap(db: Path) -> None:
     fsync_folder(db.parent)
 
 
+NOTICE_LIMIT = 1 << 20
+"""Bytes of a recovery notice read: a few sentences (a FIFO or a device there is not read)."""
+
+
 def pending_notice(db: Path) -> str | None:
-    """The notice of a recovery not yet shown (None when there is none or it is unreadable)."""
+    """The notice of a recovery not yet shown (None when there is none, or it is unreadable:
+    too large, not UTF-8, or not a regular file, which would block the read for ever)."""
     try:
-        return notice_path(db).read_text(encoding="utf-8") or None
+        return read_regular_file(notice_path(db), NOTICE_LIMIT).decode("utf-8") or None
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -286,13 +292,14 @@ def recovery_notice(reason: str, taken: float, aside: Path, salvage: Salvage,
         if salvage.messages_lost:
             parts.append(f"{salvage.messages_lost} message(s) written after the backup could "
                          "not be recovered.")
-        elif not recovered and not salvage.sessions_recovered:
+        elif not recovered and not salvage.sessions_recovered and not (
+                salvage.undone.messages or salvage.undone.session_ids):
             parts.append("Nothing newer than the backup was found in the damaged file.")
         if salvage.error is not None:
             parts.append(f"Part of the damaged file could not be read ({salvage.error}).")
         if salvage.skipped:
             parts.append(f"{salvage.skipped} damaged row(s) could not be used and were left out.")
-    parts.extend(replay.describe(salvage.deletions, salvage.heads, when))
+    parts.extend(replay.describe(salvage.deletions, salvage.heads, when, salvage.undone))
     return " ".join(parts)
 
 

@@ -68,6 +68,8 @@ class DatabaseFull(StoreError):
     def __init__(self, path: Path, detail: str) -> None:
         super().__init__(f"the disk holding the session database {path} is full ({detail}); nothing "
                          "was saved and nothing was lost: free some space and try again.")
+        self.path = path
+        self.detail = detail
 
 
 class DatabaseReplaced(StoreError):

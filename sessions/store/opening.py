@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 from sessions.errors import LlamachatError
@@ -119,6 +120,7 @@ def _refuse(path: Path, why: str, *, damaged: bool = False) -> StoreError:
 
 def _check_file(path: Path) -> bool:
     """Refuse anything but a missing file, an empty file or an SQLite file; True if new."""
+    _check_companions(path)
     if not path.exists():
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -144,6 +146,20 @@ def _check_file(path: Path) -> bool:
     if not header and backup.backup_path(path).is_file() and not _has_wal(path):
         raise _refuse(path, "it is empty", damaged=True)  # truncated to nothing
     return False
+
+
+def _check_companions(path: Path) -> None:
+    """SQLite reads the ``-wal`` and ``-shm`` beside the database: a FIFO or a device there
+    would block it or fail as a raw "disk I/O error"; refused in one sentence instead."""
+    for side in ("-wal", "-shm"):
+        companion = path.with_name(path.name + side)
+        try:
+            mode = os.stat(companion).st_mode
+        except OSError:
+            continue  # missing (the usual case), or unreadable: SQLite says so
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"cannot open the session database {path}: {companion} beside it is not a "
+                             "regular file (a pipe or a device); remove it, then try again")
 
 
 def _has_wal(path: Path) -> bool:

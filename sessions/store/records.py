@@ -35,6 +35,8 @@ class Session:
     system_prompt: str | None
     sampling: SamplingSettings
     active_leaf_id: int | None
+    served: bool = False
+    """Kept by ``llamachat serve`` for a conversation its clients send (``sessions.serve``)."""
 
     @property
     def model_to_reopen(self) -> str | None:
@@ -69,6 +71,8 @@ class SessionSummary:
     title: str
     updated_at: float
     message_count: int
+    served: bool = False
+    """A chat ``llamachat serve`` keeps for its clients."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ def session_from_row(row: sqlite3.Row) -> Session:
         sampling=_decoded(row["sampling"] or "{}", SamplingSettings.from_dict,
                           f"the sampling settings of session {row['id']}"),
         active_leaf_id=row["active_leaf_id"],
+        served=bool(row["served"]) if "served" in row.keys() else False,  # a read-only file of an older schema
     )
 
 

@@ -31,6 +31,18 @@ class Deletions:
 
 
 @dataclass
+class Undone:
+    """What deletions undone after the backup had removed, brought back from the damaged file."""
+
+    messages: int = 0
+    session_ids: list[int] = field(default_factory=list)
+    lost: int = 0
+    """Their messages that the damaged file still names but that could not go back in."""
+    unknown: bool = False
+    """Some could not be read: an undone deletion may have stayed done."""
+
+
+@dataclass
 class Heads:
     """Sessions whose current message could not be restored exactly."""
 
@@ -100,9 +112,18 @@ def _set_head(dst: sqlite3.Connection, session_id: int, message_id: int | None) 
     dst.execute("UPDATE sessions SET active_leaf_id = ? WHERE id = ?", (message_id, session_id))
 
 
-def describe(deletions: Deletions, heads: Heads, when: str) -> list[str]:
-    """Sentences for the recovery notice about deletions and heads."""
+def describe(deletions: Deletions, heads: Heads, when: str, undone: Undone | None = None) -> list[str]:
+    """Sentences for the recovery notice about deletions, undos and heads."""
     parts: list[str] = []
+    if undone is not None and (undone.messages or undone.session_ids):
+        parts.append(f"Deletions undone after the backup stay undone ({len(undone.session_ids)} session(s), "
+                     f"{undone.messages} message(s) brought back from the damaged file).")
+    if undone is not None and undone.lost:
+        parts.append(f"{undone.lost} message(s) brought back by an undo after the backup could not be "
+                     "recovered.")
+    if undone is not None and undone.unknown:
+        parts.append(f"Some deletions undone after {when} could not be read from the damaged file: "
+                     "what you brought back since then may be missing.")
     if deletions.sessions or deletions.messages:
         parts.append(f"Deletions made after the backup were done again ({deletions.sessions} session(s), "
                      f"{deletions.messages} message(s)).")

@@ -5,7 +5,10 @@ Damage is usually local (a torn or overwritten page), so most rows can still be 
 This reads the sessions, messages and deletions newer than the backup one id at a time
 (a lookup walks from the root, so one bad leaf page loses only the rows on it), inserts
 the sessions and messages whose session and parent exist, with their frozen tokens, and
-repeats the deletions (``replay``), so nothing the user deleted comes back. Then each
+repeats the deletions (``replay``), so nothing the user deleted comes back. A deletion
+the backup recorded but the damaged file no longer does was undone since (undoing takes
+the deletion off the record): what it removed comes back from the damaged file, so an
+undo is not lost either. Then each
 session's title and head are brought up to date, remembered branches copied. Everything
 goes in one transaction of the restored file; the damaged file is only ever read.
 """
@@ -40,6 +43,7 @@ class Salvage:
     heads: replay.Heads = field(default_factory=replay.Heads)
     skipped: int = 0
     """Rows read but not usable (a damaged value): left out, and counted here."""
+    undone: replay.Undone = field(default_factory=replay.Undone)
 
 
 def salvage_newer(damaged: Path, restored: Path) -> Salvage:
@@ -98,17 +102,19 @@ class _Copier:
 
     def run(self) -> Salvage:
         old_sessions = sorted(self.sessions)
+        newest_message = max(self.messages, default=0)
         new_sessions = self._copy_rows("sessions", max(self.sessions, default=0), self._add_session)[1]
-        found, recovered = self._copy_rows("messages", max(self.messages, default=0), self._add_message)
+        undone = self._bring_back_undone(newest_message)  # first: newer messages may hang under them
+        found, recovered = self._copy_rows("messages", newest_message, self._add_message)
         deletions = self._replay_deletions()
         heads = replay.Heads()
-        for session_id in old_sessions + new_sessions:
+        for session_id in old_sessions + undone.session_ids + new_sessions:
             if session_id in self.sessions:
                 self._guarded(self._update_session, {"id": session_id, "recovered": set(recovered),
                                                      "heads": heads})
         lost = (found - len(recovered)) if found is not None else 0
         return Salvage(found, len(recovered), lost, len(new_sessions), self.error, deletions, heads,
-                       self.skipped)
+                       self.skipped, undone)
 
     def note(self, error: Exception) -> None:
         if self.error is None:
@@ -215,6 +221,78 @@ class _Copier:
                                             "tokens": blob}, "INSERT OR REPLACE")
         self.messages.add(row["id"])  # last: a row undone by ``_guarded`` must not count as here
         return True
+
+    def _bring_back_undone(self, upto: int) -> replay.Undone:
+        """Put back what deletions undone after the backup removed, as the damaged file
+        holds it: the session row and its messages, or the subtree's messages (those up to
+        ``upto``; newer ones are copied with the other newer messages). Each row is read on
+        its own, so one bad page loses only the rows on it."""
+        undone = replay.Undone()
+        if set(self._columns("deletions")) != {"id", "kind", "target", "deleted_at"}:
+            undone.unknown = bool(self.dst.execute("SELECT 1 FROM deletions LIMIT 1").fetchone())
+            return undone
+        for deletion_id, kind, target in self.dst.execute(
+                "SELECT id, kind, target FROM deletions ORDER BY id").fetchall():
+            try:
+                if self.src.execute("SELECT 1 FROM deletions WHERE id = ?", (deletion_id,)).fetchone():
+                    continue  # still deleted
+                if kind == "session" and not self._bring_back_session(target, undone):
+                    continue
+                ids = self._removed_message_ids(kind, target, upto)
+            except sqlite3.DatabaseError as error:
+                self.note(error)
+                undone.unknown = True
+                continue
+            for row in self._rows_by_id("messages", ids):
+                if isinstance(row, int):
+                    undone.lost += 1
+                elif row["id"] not in self.messages:
+                    if self._guarded(self._add_message, row):
+                        undone.messages += 1
+                    else:
+                        undone.lost += 1
+            self.dst.execute("DELETE FROM deletions WHERE id = ?", (deletion_id,))  # undone: never replayed
+        return undone
+
+    def _bring_back_session(self, session_id: int, undone: replay.Undone) -> bool:
+        """The session row of an undone chat deletion; False when the damaged file has none."""
+        if session_id in self.sessions:
+            return True
+        for row in self._rows_by_id("sessions", [session_id]):
+            if isinstance(row, int):
+                raise sqlite3.DatabaseError(self.error or "the chat's row could not be read")
+            if self._guarded(self._add_session, row):
+                undone.session_ids.append(session_id)
+                return True
+        return False
+
+    def _removed_message_ids(self, kind: str, target: int, upto: int) -> list[int]:
+        """The ids of the messages an undone deletion had removed, read from the indexes
+        (no message's own page), parents first."""
+        if kind == "session":
+            ids = [row[0] for row in self.src.execute("SELECT id FROM messages WHERE session_id = ?", (target,))]
+        else:
+            ids, level = [], [target]
+            while level:
+                ids += level
+                marks = ",".join("?" * len(level))
+                level = [row[0] for row in self.src.execute(
+                    f"SELECT id FROM messages WHERE parent_id IN ({marks})", tuple(level))]
+        return sorted(message_id for message_id in ids if message_id <= upto)
+
+    def _rows_by_id(self, table: str, ids: list[int]) -> Iterator[dict | int]:
+        """Each row of ``ids`` as a dict, or its id when it could not be read."""
+        columns = self._columns(table)
+        select = f"SELECT {', '.join(columns)} FROM {table} WHERE id = ?"
+        for row_id in ids:
+            try:
+                row = self.src.execute(select, (row_id,)).fetchone()
+            except sqlite3.DatabaseError as error:
+                self.note(error)
+                yield row_id
+                continue
+            if row is not None:
+                yield dict(zip(columns, row, strict=True))
 
     def _replay_deletions(self) -> replay.Deletions:
         """Repeat what was deleted after the backup; ``unknown`` when that cannot be read."""

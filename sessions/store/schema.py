@@ -131,11 +131,20 @@ _DELETIONS = _run(
 )
 
 
+# The chats ``llamachat serve`` keeps, one per conversation root: marked so that a request
+# looks for its chat among them alone, and so that their own budget and age clean them.
+_SERVED = _run(
+    "ALTER TABLE sessions ADD COLUMN served INTEGER NOT NULL DEFAULT 0",
+    "CREATE INDEX sessions_served ON sessions(served, updated_at)",
+)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "core tables: sessions, messages, remembered branches", _CORE),
     Migration(2, "generation stats and frozen tokens per model", _STATS_AND_TOKENS),
     Migration(3, "full-text search over messages and titles", _full_text_search),
     Migration(4, "deletions, so a recovery from the backup keeps them deleted", _DELETIONS),
+    Migration(5, "served chats: the sessions llamachat serve keeps", _SERVED),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -46,6 +46,7 @@ from sessions.store.records import (
     message_from_row,
     stats_to_json,
 )
+from sessions.store.served import ServedChats
 from sessions.store.token_store import FrozenTokens
 from sessions.store.undo import Deleted
 from sessions.store.values import check_text, check_time, is_id
@@ -53,13 +54,13 @@ from sessions.tree import ConversationTree, GenerationStats, Message
 
 _UNSET: Any = object()
 _SUMMARY_QUERY = (
-    "SELECT s.id, s.title, s.updated_at,"
+    "SELECT s.*,"
     " (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS message_count"
     " FROM sessions s ORDER BY s.updated_at DESC, s.id DESC"
 )
 
 
-class SessionStore(FrozenTokens):
+class SessionStore(FrozenTokens, ServedChats):
     """All persistent chat data, behind methods that validate and commit."""
 
     def __init__(self, database: Database) -> None:
@@ -112,7 +113,9 @@ class SessionStore(FrozenTokens):
         system_prompt: str | None = None,
         sampling: SamplingSettings | None = None,
         created_at: float | None = None,
+        served: bool = False,
     ) -> Session:
+        """``served``: a chat ``llamachat serve`` keeps (``Session.served``)."""
         now = time.time()
         settings = sampling or SamplingSettings()
         check_text(title, "the title")
@@ -123,7 +126,8 @@ class SessionStore(FrozenTokens):
         with self._db.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO sessions(title, created_at, updated_at, model_path,"
-                " model_fingerprint, system_prompt, sampling) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " model_fingerprint, system_prompt, sampling" + (", served" if served else "") + ")"
+                " VALUES (?, ?, ?, ?, ?, ?, ?" + (", 1" if served else "") + ")",
                 # A session made at a given time (an import) was last changed then, not now:
                 # its messages' times move it on (``add_messages``).
                 (title, created_at if created_at is not None else now,
@@ -142,7 +146,8 @@ class SessionStore(FrozenTokens):
         with self._db.read() as conn:
             wanted = search_queries.matching_session_ids(conn, search or "")
             return [
-                SessionSummary(row["id"], row["title"], row["updated_at"], row["message_count"])
+                SessionSummary(row["id"], row["title"], row["updated_at"], row["message_count"],
+                               bool(row["served"]) if "served" in row.keys() else False)
                 for row in conn.execute(_SUMMARY_QUERY)
                 if wanted is None or row["id"] in wanted
             ]
@@ -172,7 +177,11 @@ class SessionStore(FrozenTokens):
         system_prompt: str | None = _UNSET,
         sampling: SamplingSettings = _UNSET,
     ) -> Session:
-        """Change only the fields given (``None`` clears a field)."""
+        """Change only the fields given (``None`` clears a field).
+
+        The session is re-dated only when what its replies are written with changes (its
+        system prompt, its sampling): recording the model a chat is opened or goes on with
+        is not a change to the chat, and must not move it to the top of the list."""
         changes: dict[str, Any] = {}
         for name, value in (("model_path", model_path), ("model_fingerprint", model_fingerprint),
                             ("system_prompt", system_prompt)):
@@ -181,12 +190,13 @@ class SessionStore(FrozenTokens):
         if sampling is not _UNSET:
             changes["sampling"] = json.dumps((sampling or SamplingSettings()).to_dict())
         with self._db.transaction() as conn:
-            lookups.session(conn, session_id)
+            before = lookups.session(conn, session_id)
             for column, value in changes.items():
                 conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
-            if changes:
+            after = lookups.session(conn, session_id)
+            if (before.system_prompt, before.sampling) != (after.system_prompt, after.sampling):
                 lookups.touch(conn, session_id)
-            return lookups.session(conn, session_id)
+            return after
 
     def delete_session(self, session_id: int) -> None:
         """Delete a session; one whose stored settings are damaged (``DatabaseDamaged`` on
@@ -383,11 +393,11 @@ class SessionStore(FrozenTokens):
                 raise SessionNotFound(session_id)
             return undo.delete_session(conn, session_id)
 
-    def put_back(self, deleted: Deleted) -> None:
+    def put_back(self, deleted: Deleted) -> bool:
         """Undo a deletion made by this store (``NothingToUndo`` when what it hung from is
-        gone too; then nothing changes)."""
+        gone too; then nothing changes); whether the chat's head came back with it."""
         with self._db.transaction() as conn:
-            undo.put_back(conn, deleted)
+            return undo.put_back(conn, deleted)
 
     # -- search ----------------------------------------------------------------------
 

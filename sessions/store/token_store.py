@@ -25,6 +25,19 @@ class FrozenTokens:
             lookups.message(conn, message_id)
             lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
 
+    def set_tokens_many(self, model_fingerprint: str, lists: Sequence[tuple[int, Sequence[int]]]) -> int:
+        """Store many messages' lists for one model in one transaction (a whole imported
+        chat's, a batch at a time); messages deleted meanwhile are skipped. Returns how
+        many were stored."""
+        with self._db.transaction() as conn:
+            stored = 0
+            for message_id, tokens in lists:
+                if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone() is None:
+                    continue
+                lookups.put_tokens(conn, message_id, model_fingerprint, tokens)
+                stored += 1
+            return stored
+
     def get_tokens(self, message_id: int, model_fingerprint: str) -> list[int] | None:
         """One message's list for one model (None: none stored). The engine reads a
         session's lists at once (``session_tokens``); this single read lets tests and

@@ -4,8 +4,9 @@ A deletion commits at once (another process, a crash or a recovery from the back
 see it), and the rows it removed are read first, in the same transaction, into a
 ``Deleted``. Putting them back inserts the same rows with their own ids (ids are never
 handed out again, so none can be taken meanwhile), gives the chat its head back if it
-still stands where the deletion moved it, and takes the deletion off the record a
-recovery replays. Nothing is written anywhere else: after the app closes a deletion is
+still stands where the deletion moved it (another window may have gone on from there:
+its newer work stays shown, and the branch comes back beside it), and takes the
+deletion off the record a recovery replays. Nothing is written anywhere else: after the app closes a deletion is
 final, as before.
 """
 
@@ -39,6 +40,8 @@ class Deleted:
     """What the subtree hung from (None: the chat's first message, or a whole session)."""
     deletion_id: int
     """The row that records the deletion for a recovery's replay."""
+    left_at: int | None = None
+    """The chat's head right after the deletion: undoing moves the head back only from there."""
 
     def message_ids(self) -> set[int]:
         """The messages it removed."""
@@ -64,7 +67,8 @@ def delete_subtree(conn: sqlite3.Connection, session_id: int, message_id: int, p
                                        ("remembered_children", "child_id")))
     count = lookups.delete_subtree(conn, session_id, message_id, parent_id)
     deletion = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-    return Deleted("subtree", session_id, message_id, count, rows, head, parent_id, int(deletion))
+    left_at = conn.execute("SELECT active_leaf_id FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
+    return Deleted("subtree", session_id, message_id, count, rows, head, parent_id, int(deletion), left_at)
 
 
 def delete_session(conn: sqlite3.Connection, session_id: int) -> Deleted:
@@ -79,8 +83,9 @@ def delete_session(conn: sqlite3.Connection, session_id: int) -> Deleted:
     return Deleted("session", session_id, session_id, count, rows, head, None, int(deletion))
 
 
-def put_back(conn: sqlite3.Connection, deleted: Deleted) -> None:
-    """Insert ``deleted``'s rows again (inside the caller's transaction)."""
+def put_back(conn: sqlite3.Connection, deleted: Deleted) -> bool:
+    """Insert ``deleted``'s rows again (inside the caller's transaction); whether the head
+    came back with them (False: it was elsewhere, or it moved on since the deletion)."""
     if deleted.kind == "subtree":
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (deleted.session_id,)).fetchone() is None:
             raise NothingToUndo(f"the chat those messages were in (session {deleted.session_id}) is deleted too")
@@ -98,8 +103,11 @@ def put_back(conn: sqlite3.Connection, deleted: Deleted) -> None:
             rows = tuple(tuple(None if c == "active_leaf_id" else v for c, v in zip(columns, row, strict=True))
                          for row in rows)
         conn.executemany(f"{verb} INTO {table}({names}) VALUES ({marks})", rows)
-    if deleted.kind == "session" or deleted.head in deleted.message_ids():
-        # The head was in what went: it comes back with it, as the branch shown.
+    now = conn.execute("SELECT active_leaf_id FROM sessions WHERE id = ?", (deleted.session_id,)).fetchone()[0]
+    back = deleted.kind == "session" or (deleted.head in deleted.message_ids() and now == deleted.left_at)
+    if back:
+        # The head was in what went and nobody moved it since: it comes back with it, as the branch shown.
         conn.execute("UPDATE sessions SET active_leaf_id = ? WHERE id = ?", (deleted.head, deleted.session_id))
     conn.execute("DELETE FROM deletions WHERE id = ?", (deleted.deletion_id,))
     lookups.touch(conn, deleted.session_id)
+    return back

@@ -23,13 +23,14 @@ from .archs import ModelSpec, hashed_fields, model_spec
 from .errors import SynthError
 from .metadata import metadata
 from .vocab import build_vocab, marker_style
-from .weights import fill
+from .weights import fill, weights_revision
 
 if TYPE_CHECKING:
     import gguf
 
 FORMAT_REVISION = 4
-"""Bump whenever the bytes the maker writes for the same parameters change."""
+"""Bump whenever the bytes the maker writes for the same parameters change (a change to one
+architecture's weights alone can go in ``weights.WEIGHTS_REVISIONS`` instead)."""
 
 ABANDONED_AFTER_SECONDS = 3600
 """A temporary file this old belongs to a maker that died (a bench model takes seconds)."""
@@ -87,6 +88,8 @@ def model_hash(spec: ModelSpec, seed: int, chat_template: str | None = None,
     """A short digest of everything that decides the file's bytes."""
     fields: dict[str, object] = {"revision": FORMAT_REVISION, "seed": seed, "spec": hashed_fields(spec)}
     # Each of these is absent at its default, so the names of earlier files stay valid.
+    if revision := weights_revision(spec.arch):
+        fields["weights_revision"] = revision
     if chat_template is not None:
         fields["chat_template"] = chat_template
     if chat_template == "":  # an empty template once meant an empty key; now no key at all
@@ -137,9 +140,9 @@ def _write(spec: ModelSpec, seed: int, path: Path, chat_template: str | None = N
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
     rng = np.random.Generator(np.random.PCG64(seed))
-    silenced = vocab.never_predicted()
+    silenced, chat_markers = vocab.never_predicted(), vocab.chat_markers()
     for tensor in plan:
-        writer.write_tensor_data(fill(tensor, spec, silenced, rng))
+        writer.write_tensor_data(fill(tensor, spec, silenced, chat_markers, rng))
     writer.close()
 
 

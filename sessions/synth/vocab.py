@@ -105,6 +105,10 @@ class Vocab:
         odd_bytes = [b for b in range(256) if not (32 <= b < 127 or b == 10)]
         return odd_bytes + list(range(self.n_real, len(self.tokens)))
 
+    def chat_markers(self) -> list[int]:
+        """Ids of the style's control tokens (turn markers, begin and end of text)."""
+        return [i for i, kind in enumerate(self.token_types) if kind == TOKEN_CONTROL]
+
 
 @cache
 def byte_to_unicode() -> dict[int, str]:

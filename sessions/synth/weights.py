@@ -14,6 +14,11 @@ plain noise is not enough for that:
   holds a constant, no layer ever writes into that channel, so after the final norm it is
   a positive number for every position. The output rows of never-predicted tokens read
   only that channel, with a large negative weight; all other rows ignore it.
+- A made model cannot know where a reply ends, so its chat markers (``<|im_end|>``...)
+  would be as likely as any word, and since the state the generation prompt leaves hardly
+  depends on the question, one unlucky draw makes a model end nearly every reply before
+  its first word. Real models never do; here the markers' output rows read the bias
+  channel with a small negative weight (``MARKER_LEAN``), so that takes a far rarer draw.
 - Mamba's state matrix ``A`` is stored as ``-exp(A_log)`` (negative, so the state decays)
   and its time-step bias as the inverse softplus of small steps, as in the reference
   initialisation. Mamba-2 and DeltaNet have one ``A`` per head, drawn as their reference
@@ -38,7 +43,7 @@ BIAS_CHANNEL_VALUE = 4.0
 
 SILENCE_WEIGHT = 4.0
 """Weight of the bias channel in never-predicted tokens' output rows, per unit of residual
-scale (see ``_silence_weight``): their logits end up far below every real token's."""
+scale (see ``_bias_row_weight``): their logits end up far below every real token's."""
 
 _GEMMAS = frozenset({"gemma3", "gemma4"})
 _DELTA_NET = frozenset({"qwen35", "qwen3next"})
@@ -46,11 +51,29 @@ _DELTA_NET = frozenset({"qwen35", "qwen3next"})
 LOGIT_STD = 2.0
 """Typical spread of real tokens' logits: peaked enough to sample words, never one-hot."""
 
+MARKER_LEAN = 2 * LOGIT_STD / BIAS_CHANNEL_VALUE
+"""Weight of the bias channel in chat markers' output rows, per unit of residual scale: their
+logits sit about two ``LOGIT_STD`` below a word's. The best of some hundred words is about
+three spreads above their mean, so a marker tops it only by a five-spread draw instead of a
+three-spread one. A made reply still ends by its length far more often than by a marker."""
 
-def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+WEIGHTS_REVISIONS = {"qwen35": 1}
+"""Changes to an architecture's weights since ``maker.FORMAT_REVISION`` was last raised, which
+the cache key adds for the architectures listed, so that every other file keeps its name and
+bytes. 1: chat markers lean (``MARKER_LEAN``). Raising ``FORMAT_REVISION`` folds them into
+every architecture and empties this."""
+
+
+def weights_revision(arch: str) -> int:
+    return WEIGHTS_REVISIONS.get(arch, 0)
+
+
+def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], markers: Sequence[int],
+         rng: np.random.Generator) -> np.ndarray:
     """The values of one tensor, as float32 or float16 according to the plan.
 
-    ``silenced`` lists the token ids the model must (almost) never predict.
+    ``silenced`` lists the token ids the model must (almost) never predict, ``markers`` the
+    chat control tokens.
     """
     # Deferred: numpy loads only when a model is written.
     import numpy as np
@@ -85,7 +108,9 @@ def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.ran
         values = rng.standard_normal(shape, dtype=np.float32) * np.float32(LOGIT_STD / spec.n_embd**0.5)
         values[:, 0] = 0.0
         values[silenced, :] = 0.0
-        values[silenced, 0] = -_silence_weight(spec)
+        values[silenced, 0] = -_bias_row_weight(spec, SILENCE_WEIGHT)
+        if weights_revision(spec.arch) >= 1:
+            values[markers, 0] = -_bias_row_weight(spec, MARKER_LEAN)
     else:  # MATRIX, WRITER, CONV: unit gain over the last (input) axis
         values = rng.standard_normal(shape, dtype=np.float32) * np.float32(shape[-1] ** -0.5)
         if init is Init.WRITER:  # output channel 0 (the second-to-last axis) stays zero
@@ -93,11 +118,11 @@ def fill(plan: TensorPlan, spec: ModelSpec, silenced: Sequence[int], rng: np.ran
     return values.astype(np.float16) if plan.f16 else values
 
 
-def _silence_weight(spec: ModelSpec) -> float:
-    """The final norm divides the bias channel by the residual's RMS, which grows with depth:
-    Gemma adds two unit-RMS (post-normed) vectors per layer (Gemma 4 a third with per-layer
-    embeddings), the others about one."""
+def _bias_row_weight(spec: ModelSpec, weight: float) -> float:
+    """``weight`` per unit of residual scale, for this model. The final norm divides the bias
+    channel by the residual's RMS, which grows with depth: Gemma adds two unit-RMS (post-normed)
+    vectors per layer (Gemma 4 a third with per-layer embeddings), the others about one."""
     growth = 1
     if spec.arch in _GEMMAS:
         growth = 3 if spec.n_embd_per_layer else 2
-    return SILENCE_WEIGHT * (1 + growth * spec.n_layer) ** 0.5
+    return weight * (1 + growth * spec.n_layer) ** 0.5

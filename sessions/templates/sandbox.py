@@ -108,6 +108,13 @@ def stop_renders_with(event: threading.Event | None) -> Iterator[None]:
         _state.stop = previous
 
 
+def stop_requested() -> bool:
+    """Whether the stop ``stop_renders_with`` set for this thread is set: long work between
+    renders (a whole chat's tokens) looks at it too."""
+    event = getattr(_state, "stop", None)
+    return event is not None and event.is_set()
+
+
 def rendering_in(thread_ident: int | None) -> bool:
     """Whether the thread with this ident is rendering a template now."""
     return thread_ident in _rendering

@@ -64,8 +64,8 @@ def exactness(steps: dict) -> dict:
 
 
 def goals(steps: dict) -> dict:
-    """Issue #32's goals on the GPU (ratios from one run), per model of the benchmarks, and
-    #37's (several versions at once)."""
+    """Issue #32's goals on the GPU (ratios from one run), per model of the benchmarks,
+    #37's (several versions at once) and #46's (a prefill with checkpoints)."""
     found: dict[tuple[str, str, str], dict] = {}
     for step in BENCH_STEPS:
         for r in records(steps, step):
@@ -85,6 +85,10 @@ def goals(steps: dict) -> dict:
                                                    "branching: reopen: regenerate last reply"),
             "generation_vs_bare_decode": goal(turn.get("generation_vs_bare"), 0.95, True, "branching: turn overhead"),
         }
+        prefill = [r for r in prefills(steps) if r["model"] == model and r["step"] == "branching"]
+        if prefill:  # issue #46: checkpoints taken during a prefill cost at most a tenth of it
+            out[model]["prefill_with_over_without"] = goal(prefill[0]["with_over_without"], 1.10, False,
+                                                           "branching: prefill with and without checkpoints")
         versions = found.get(("batched_versions", model, "several versions"))
         if versions is not None:  # issue #37: 4 versions at once, through the app, at most 1.2 times one
             out[model]["versions_batch_over_one"] = goal(versions.get("app_batch_over_one"), 1.2, False,

@@ -221,7 +221,8 @@ def test_segment_larger_than_the_disk_budget_stays_in_ram(tmp_path, problems) ->
         assert store.flush(WAIT)
         assert store.where(COMPAT, big.prefix) == "ram"
         assert store.stats().disk_count == 1
-    assert len(problems) == 1 and "does not fit the disk budget" in problems[0]
+    assert problems == ["a checkpoint of 5.2 KB is larger than the disk budget of 4.0 KB (checkpoints.max_disk); "
+                        "checkpoints that large stay in memory only"]
 
 
 def test_a_failing_problem_handler_does_not_stop_the_writer(tmp_path) -> None:
@@ -332,3 +333,28 @@ def test_a_drop_queued_behind_its_write_leaves_no_file(tmp_path, monkeypatch) ->
         disk.release.set()
         assert store.flush(WAIT)
         assert not list(tmp_path.glob("*/*.snap"))
+
+
+def test_a_checkpoint_just_over_the_budget_is_told_in_bytes(tmp_path, problems) -> None:
+    """Sizes that round alike used to read "a checkpoint of 0.0 MB does not fit the disk
+    budget of 0.0 MB"."""
+    (seg,) = chain([0, 10], size=2000)
+    with CheckpointStore(tmp_path / "roomy", ram_bytes=1 << 20, disk_bytes=1 << 20) as store:
+        store.put(seg)
+        assert store.flush(WAIT)
+    (written,) = [p for p in (tmp_path / "roomy").rglob("*.ckpt")]
+    size = written.stat().st_size
+    with CheckpointStore(tmp_path / "tight", ram_bytes=1 << 20, disk_bytes=size - 1,
+                         on_problem=problems.append) as store:
+        store.put(seg)
+        assert store.flush(WAIT)
+    assert problems == [f"a checkpoint of {size:,} bytes is larger than the disk budget of {size - 1:,} bytes "
+                        "(checkpoints.max_disk); checkpoints that large stay in memory only"]
+
+
+def test_sizes_that_round_alike_are_told_in_bytes() -> None:
+    from sessions.units import sizes_apart
+
+    assert sizes_apart(2_000_001, 2_000_000) == ("2,000,001 bytes", "2,000,000 bytes")
+    assert sizes_apart(5_200, 4_000) == ("5.2 KB", "4.0 KB")
+    assert sizes_apart(20, 0) == ("20 B", "0 B")

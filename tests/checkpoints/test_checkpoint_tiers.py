@@ -136,14 +136,16 @@ def test_the_chat_used_longest_ago_goes_first_snapshots_then_leaves_then_inner_c
     names = {key: f"{chat_name}.{what}" for chat_name, keys in (("old", old), ("new", new))
              for what, key in keys.items()}
     index = found_again(index)
+    # Snapshots by the re-decoding their loss costs (snap0 stands for 10 tokens, snap2 for
+    # the 20 after snap0), not by their last use; then the cells, leaves first.
     assert [names[k] for k, _e in found_again(index).pop_victims(0, lambda key: False)] == [
-        "old.snap2", "old.snap0", "old.cells2", "old.cells1", "old.cells0",  # not LRU: snap2, cells0, snap0...
-        "new.snap2", "new.snap0", "new.cells2", "new.cells1", "new.cells0",
+        "old.snap0", "old.snap2", "old.cells2", "old.cells1", "old.cells0",  # not LRU: snap2, cells0, snap0...
+        "new.snap0", "new.snap2", "new.cells2", "new.cells1", "new.cells0",
     ]
     index.touch(old["cells2"], (8 * HOUR, 8 * HOUR))  # the old branch restored this evening...
     assert [names[k] for k, _e in index.pop_victims(0, lambda key: False)] == [
-        "old.snap2", "old.snap0",  # ...without its snapshots
-        "new.snap2", "new.snap0", "new.cells2", "new.cells1", "new.cells0",
+        "old.snap0", "old.snap2",  # ...without its snapshots
+        "new.snap0", "new.snap2", "new.cells2", "new.cells1", "new.cells0",
         "old.cells2", "old.cells1", "old.cells0",  # the cells it builds on were used with it
     ]
 

@@ -81,3 +81,15 @@ def test_file_goes_with_a_message_only(model, tmp_path):
     (tmp_path / "a.txt").write_text("a")
     done = ask("-m", model, "--session", "1", "--regenerate", "2", "--file", str(tmp_path / "a.txt"))
     assert_one_line_error(done.returncode, done.stdout, done.stderr, "takes no TEXT and no --file")
+
+
+def test_a_file_just_over_the_limit_is_told_in_bytes(tmp_path):
+    """2,000,001 bytes used to read "larger than the 2.0 MB (2.0 MB)"."""
+    from sessions.attachments import MAX_ATTACHMENT_BYTES, AttachmentError, read_attachment
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"a" * (MAX_ATTACHMENT_BYTES + 1))
+    with pytest.raises(AttachmentError) as refused:
+        read_attachment(path)
+    assert str(refused.value) == (f"cannot attach notes.txt: it is {MAX_ATTACHMENT_BYTES + 1:,} bytes, more than "
+                                  f"the {MAX_ATTACHMENT_BYTES:,} bytes an attachment may be")

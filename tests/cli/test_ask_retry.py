@@ -71,18 +71,20 @@ def test_a_failed_ask_retried_stores_its_question_once_and_trim_answers_it(gemma
     assert user_messages(long_session).count("short") == 2  # once waiting in the long branch, once trimmed
 
 
-def test_another_question_after_a_failed_ask_joins_the_waiting_one(gemma_model, long_session):
+def test_another_question_after_a_failed_ask_goes_beside_the_waiting_one(gemma_model, long_session):
+    """A retry never merges two questions: the new one is a version of its own."""
     s = str(long_session)
     ask("-m", gemma_model, "-c", "1024", "--session", s, "short", ok=False)
     ask("-m", gemma_model, "-c", "1024", "--session", s, "and another thing", ok=False)
     path = branch(long_session)
-    assert path[-1] == ("user", "short\n\nand another thing") and alternates(path)
-    assert "short" in user_messages(long_session)  # the first version stays
+    assert path[-1] == ("user", "and another thing") and alternates(path)
+    assert "short" in user_messages(long_session)  # the first stays, as the earlier version
+    assert not any("short" in text and "another" in text for text in user_messages(long_session))
 
     done = ask("-m", gemma_model, "-c", "1024", "--session", s, "--trim")  # answers what waits
     assert done.stdout.strip() and "roles must alternate" not in done.stderr
     path = branch(long_session)
-    assert path[-2] == ("user", "short\n\nand another thing") and alternates(path)
+    assert path[-2] == ("user", "and another thing") and alternates(path)
 
 
 def test_a_model_that_cannot_load_stores_nothing(long_session, tmp_path):

@@ -88,4 +88,7 @@ def test_a_signal_while_the_versions_are_written_keeps_each_as_stopped():
     assert len(versions) == 3 and all(v.stats.batch == 3 for v in versions)
     assert all(v.stats.stop_reason == StopReason.CANCELLED and v.text for v in versions)  # each kept as stopped
     assert process.out.decode().split("\n\n")[0].strip() == versions[0].text.strip()
-    assert f"message {versions[-1].id}" in process.stderr
+    ids = ", ".join(str(v.id) for v in versions)
+    assert process.stderr_lines()[-1] == (
+        f"llamachat: stopped by SIGINT: the 3 versions so far are saved as stopped (messages {ids}; "
+        f"`llamachat ask --session {asked['session']} --continue MSG` writes more of one)")

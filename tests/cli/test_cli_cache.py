@@ -9,6 +9,7 @@ exactly as it is for a chat the engine wrote.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from sessions import paths
 from sessions.checkpoints import CheckpointStore, Segment, StateCompat, prefix_hash
 from sessions.checkpoints.file_format import HEADER_SIZE
 from sessions.checkpoints.keys import model_folder
+from sessions.units import human_size
 from tests.cli_support import assert_one_line_error, run
 
 MODEL = "sha256:" + "ab" * 32
@@ -115,10 +117,16 @@ def test_show_gives_the_folder_the_use_against_the_budget_and_the_files_per_mode
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == f"checkpoint folder: {paths.checkpoints_dir()}"
-    assert lines[1] == f"used: {10 * FILE / 1000:.1f} KB of 2GiB (checkpoints.max_disk), 10 checkpoint files"
-    assert lines[2].split() == ["MODEL", "FILES", "SIZE", "FOLDER"]
-    assert lines[3].split() == ["alpha.gguf", "9", f"{9 * FILE / 1000:.1f}", "KB", model_folder(MODEL)]
-    assert lines[4].split() == ["(unknown", "model)", "1", f"{FILE / 1000:.1f}", "KB", model_folder(OTHER_MODEL)]
+    blocks = {name: os.stat(path).st_blocks * 512 for name, path in chats.files.items()}
+    assert all(taken > FILE for taken in blocks.values())  # what a full disk counts: whole blocks
+    other = blocks["a.other_model"]
+    assert lines[1] == (f"used: {human_size(sum(blocks.values()))} on disk ({10 * FILE / 1000:.1f} KB in the "
+                        'files) of 2.1 GB (checkpoints.max_disk = "2GiB"), 10 checkpoint files')
+    assert lines[2] == "parked branches: up to 1GiB of a GPU's memory (checkpoints.parked_mb)"
+    assert lines[3].split() == ["MODEL", "FILES", "ON", "DISK", "FOLDER"]
+    assert lines[4].split() == ["alpha.gguf", "9", *human_size(sum(blocks.values()) - other).split(),
+                                model_folder(MODEL)]
+    assert lines[5].split() == ["(unknown", "model)", "1", *human_size(other).split(), model_folder(OTHER_MODEL)]
     assert run(capsys, "cache", "show") == (code, out, err)
 
 
@@ -175,7 +183,8 @@ def test_bad_requests_are_one_line_and_delete_nothing(capsys, chats, argv, words
 def test_an_empty_or_missing_folder_shows_nothing_used(capsys) -> None:
     code, out, _ = run(capsys, "cache")
     assert code == 0
-    assert out.splitlines()[1] == "used: 0 B of 20GiB (checkpoints.max_disk), 0 checkpoint files"
+    assert out.splitlines()[1] == ('used: 0 B on disk (0 B in the files) of 21.5 GB (checkpoints.max_disk = "20GiB"), '
+                                   "0 checkpoint files")
     assert not paths.database_file().exists()  # showing the cache makes no database
 
 
@@ -221,5 +230,21 @@ def test_models_says_how_much_the_checkpoints_take(capsys, chats, tmp_path, monk
         monkeypatch.delenv(name, raising=False)
     code, _out, err = run(capsys, "models")
     assert code == 0
-    assert (f"llamachat: checkpoints: {10 * FILE / 1000:.1f} KB in 10 files of 20GiB (checkpoints.max_disk); "
-            "`llamachat cache` shows them\n") in err
+    on_disk = sum(os.stat(path).st_blocks * 512 for path in chats.files.values())
+    assert (f"llamachat: checkpoints: {human_size(on_disk)} on disk in 10 files of 21.5 GB "
+            '(checkpoints.max_disk = "20GiB"); `llamachat cache` shows them\n') in err
+    assert "the demo model is there all the same: `llamachat --demo` makes it" in err  # as the picker lists it
+
+
+def test_clear_all_on_a_read_only_disk_says_what_it_could_not_delete(capsys, store, small_disk, monkeypatch) -> None:
+    """It used to say "0 checkpoint files deleted, all there were", then fail."""
+    small_disk.need_mount()
+    monkeypatch.setenv("LLAMACHAT_CACHE_DIR", str(small_disk.folder / "cache"))
+    chats = Chats(store)
+    small_disk.make_read_only()
+    code, out, err = run(capsys, "cache", "clear", "--all")
+    assert code == 1
+    assert out == "freed 0 B: 0 of 10 checkpoint files deleted, 10 could not be\n"
+    assert err.startswith("llamachat: error: could not delete ") and err.endswith(
+        ": Read-only file system (and 9 more)\n")
+    assert len(chats.present()) == 10

@@ -37,9 +37,9 @@ def test_sessions_json(capsys, store, chat):
     code, out, _ = run(capsys, "sessions", "--json")
     assert code == 0
     [entry] = json.loads(out)
-    assert set(entry) == {"id", "title", "updated_at", "message_count"}
+    assert set(entry) == {"id", "title", "updated_at", "message_count", "served"}
     assert entry["id"] == chat.id and entry["title"] == chat.title
-    assert entry["message_count"] == 4
+    assert entry["message_count"] == 4 and entry["served"] is False
     when = datetime.fromisoformat(entry["updated_at"]).timestamp()
     assert when == pytest.approx(store.get_session(chat.id).updated_at, abs=1)
 

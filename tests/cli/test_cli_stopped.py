@@ -140,3 +140,24 @@ def test_a_delete_stopped_before_its_commit_says_nothing_was_deleted(store, sign
     assert err == [f"llamachat: stopped by {signal.Signals(signum).name} before the deletion was saved: "
                    "nothing was deleted"]
     assert sorted(s.id for s in store.list_sessions()) == ids
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_one_signal_ends_ask_even_when_its_work_cannot_stop(tmp_path, monkeypatch, signum):
+    """A read that a signal cannot interrupt (a FIFO where a file was expected, a model
+    loading from a slow disk) used to keep ask running after Ctrl+C until a second one."""
+    from sessions.synth import make_model
+
+    monkeypatch.setenv("PAUSED_CLI_STOP_GRACE", "1")
+    model = str(make_model("llama", "tiny"))
+    child = paused("sessions.controller.session_controller:SessionController.load_model", "before",
+                   "ask", "-m", model, "hello")  # the work waits on its stdin, which never comes
+    os.kill(child.pid, signum)
+    status = child.wait(timeout=60)
+    err = child.stderr.read().decode().splitlines()
+    child.stdin.close()
+    assert status == 128 + signum, err
+    name = signal.Signals(signum).name
+    assert err[-1] == (f"llamachat: stopped by {name}: what was running had not stopped 1 s later, so llamachat "
+                       "ended there (what was saved before is kept)")

@@ -94,3 +94,16 @@ def test_delete_failing_part_way_deletes_nothing(capsys, store, monkeypatch, fai
     code, out, err = run(capsys, "delete", *map(str, ids))
     assert code == 0 and out.count("deleted session") == 3, err
     assert store.list_sessions() == []
+
+
+def test_a_title_of_megabytes_is_cut_on_a_line_and_whole_in_json(store, capsys):
+    """A 5 MB title used to be printed whole by `llamachat sessions`."""
+    from sessions.cli.formatting import TITLE_WIDTH
+
+    huge = "long " * 1_000_000
+    store.create_session(title=huge)
+    code, out, _err = run(capsys, "sessions")
+    assert code == 0 and len(out) < 400
+    assert out.rstrip("\n").endswith("…") and len(out.split("  ")[-1].strip()) == TITLE_WIDTH
+    code, out, _err = run(capsys, "sessions", "--json")
+    assert json.loads(out)[0]["title"] == huge

@@ -84,8 +84,10 @@ def test_a_file_over_the_limit_is_refused_unread(tmp_path):
     big = tmp_path / "big.log"
     big.write_text("x" * 2001)
     assert _refusal(big, limit=2000) == (
-        "cannot attach big.log: it is larger than the 2.0 KB an attachment may be (2.0 KB)")
+        "cannot attach big.log: it is 2,001 bytes, more than the 2,000 bytes an attachment may be")
     assert read_attachment(big, limit=2001).text == "x" * 2001
+    big.write_text("x" * 3500)
+    assert _refusal(big, limit=2000) == "cannot attach big.log: it is 3.5 KB, more than the 2.0 KB an attachment may be"
     assert MAX_ATTACHMENT_BYTES >= 1_000_000  # a long source file or a paper fits
 
 

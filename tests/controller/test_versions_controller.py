@@ -115,3 +115,31 @@ def test_versions_at_temperature_0_are_refused_in_a_sentence(tmp_path, store):
             with pytest.raises(ControllerError, match="every version would be the same reply"):
                 controller.generate_versions(3, sampling=same)
         assert controller.snapshot().tree.children(question.id) == []
+
+
+def test_versions_that_would_need_more_than_the_chats_context_are_written_one_after_another(
+        tmp_path, store, monkeypatch):
+    """N versions of a long limit at once would need N times the limit in one context (a
+    128k-context model: tens of GB): past the chat's own context they are written in turn
+    in it, with a sentence, and no larger context is ever made."""
+    from sessions.events import NoticeRaised
+    from sessions.llama.batch_context import BatchContext
+
+    made: list[int] = []
+    real_init = BatchContext.__init__
+    monkeypatch.setattr(BatchContext, "__init__", lambda self, model, params, n_seq, n_ctx: (
+        made.append(n_ctx), real_init(self, model, params, n_seq, n_ctx))[1])
+    notices: list[str] = []
+    with real_controller(tmp_path, store, n_batch=32, max_tokens=8) as controller:  # a 512-token context
+        controller.listener = lambda event: notices.append(event.text) if isinstance(event, NoticeRaised) else None
+        controller.load_model(model_of("llama"))
+        controller.new_session()
+        question = controller.send("Tell me about the sea.")
+        controller.generate_versions(3, sampling=VERSIONS.with_(max_tokens=400))
+        versions = controller.snapshot().tree.children(question.id)
+        assert made == []  # three times 400 tokens after the question: more than 512, never made
+        assert len(versions) == 3 and not any(v.stats.batch for v in versions)
+        assert any("one after another" in text and "more than the 512" in text for text in notices)
+        controller.send("Again.")
+        controller.generate_versions(2, sampling=VERSIONS)  # 2 x 12 tokens fit: one batch
+        assert made and all(n <= 512 for n in made)

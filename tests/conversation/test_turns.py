@@ -125,3 +125,28 @@ def test_a_new_chat_is_saved_with_its_first_message(store, tmp_path):
     assert [(m.role, m.text) for m in controller.snapshot().path] == [("system", "Be brief."), ("user", "hello")]
     assert question.parent_id == controller.snapshot().path[0].id
     assert [s.id for s in store.list_sessions()] == [controller.session_id]
+
+
+def test_without_joining_a_new_text_goes_beside_the_waiting_question():
+    tree = tree_of((1, None, "user", "hi"), (2, 1, "assistant", "hello"), (3, 2, "user", "are you there?"))
+    beside = place_user_message(tree, 3, "something else", join=False)
+    assert (beside.parent_id, beside.text, beside.joined, beside.again) == (2, "something else", None, None)
+    again = place_user_message(tree, 3, "are you there?", join=False)
+    assert again.again is not None and again.again.id == 3
+
+
+@pytest.mark.parametrize("prompt", [None, "Be brief."])
+def test_a_frozen_send_stores_the_tokens_the_branch_would_compute(controller, tmp_path, store, prompt):
+    from sessions.branch_tokens import freeze_all
+
+    controller.load_model(tmp_path / "model.gguf")
+    controller.new_session(system_prompt=prompt)
+    first = controller.send("hi", frozen=True)  # the draft is saved with it
+    controller.generate_reply()
+    second = controller.send("and a second question", frozen=True)
+    fingerprint = controller.engine.info.fingerprint
+    path = controller.snapshot().path
+    computed = freeze_all(controller.engine, path)
+    assert [m.id for m in path][-3::2] == [first.id, second.id]
+    assert store.get_tokens(first.id, fingerprint) == computed[-3]
+    assert store.get_tokens(second.id, fingerprint) == computed[-1]

@@ -352,8 +352,8 @@ def test_windows_out_of_ring_order_are_read_unchecked_but_never_saved(gemma3, tm
         read = engine.ring.piece
         read_parts = engine.ctx.read_range_parts
 
-        def out_of_order(start: int, end: int, *, checked: bool = True) -> np.ndarray | None:
-            window = read(start, end, checked=checked)
+        def out_of_order(start: int, end: int, **how) -> np.ndarray | None:
+            window = read(start, end, **how)
             return None if window is None else reversed_cells(window)
 
         def parts_out_of_order(start: int, end: int):

@@ -184,3 +184,36 @@ def test_a_webui_message_id_that_appears_twice_is_refused(store):
     with pytest.raises(ExchangeError, match=f"message id {first['id']!r} appears twice"):
         import_data(store, data)
     assert store.list_sessions() == []
+
+
+@pytest.mark.parametrize("field", ["id", "parent"])
+def test_an_id_no_row_can_have_is_refused_as_such(store, tmp_path, field):
+    """An id of 2^70 used to be told as a parent missing from the file."""
+    messages = [{"id": 1, "parent": None, "role": "user", "text": "hi"},
+                {"id": 2, "parent": 1, "role": "assistant", "text": "hello"}]
+    messages[1][field] = 2**70
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"format": "llamachat-session", "format_version": 1, "session": {"title": "x"},
+                                "messages": messages, "active_leaf": None}))
+    with pytest.raises(ExchangeError) as refused:
+        import_file(store, path)
+    assert str(refused.value).endswith(f"message 2: '{field}' is {2**70}, which is not an id (ids are whole "
+                                       "numbers from -2^63 to 2^63 - 1)")
+    assert store.list_sessions() == []
+
+
+def test_an_export_onto_a_symbolic_link_writes_the_file_it_leads_to(store, tmp_path):
+    """The link used to be replaced by a file."""
+    from sessions.exchange import write_export
+
+    session = store.create_session(title="kept")
+    store.add_message(session.id, None, "user", "What is a llama?")
+    target = tmp_path / "dotfiles" / "chat.md"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "chat.md"
+    link.symlink_to(target)
+    assert write_export(store, session.id, link, "markdown") == link
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert "What is a llama?" in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -92,3 +94,23 @@ def test_on_a_terminal_the_line_is_redrawn_in_place_and_ends_with_the_file():
     line(DownloadProgress("m.gguf", 2_000_000, 2_000_000, 4e6, finished=True))
     assert screen.getvalue() == ("\r\x1b[2Kllamachat: m.gguf: 0 B of 2.0 MB (0%), 0 B/s"
                                  "\r\x1b[2Kllamachat: m.gguf: 2.0 MB of 2.0 MB (100%), 4.0 MB/s\n")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_pull_deletes_the_partial_file_as_ctrl_c_does(served, tiny, tmp_path, signum):
+    """SIGTERM used to end ``pull`` on the spot, leaving the partial file in the cache."""
+    size = tiny.stat().st_size
+    served.lie("tiny-Q4_K_M.gguf", hang_at=size // 2)
+    child = subprocess.Popen([sys.executable, "-m", "sessions.cli", "pull", REPO], env=os.environ.copy(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    blobs = tmp_path / "hf-home" / "hub" / "models--org--tiny-GGUF" / "blobs"
+    deadline = time.monotonic() + 60
+    while not any(path.stat().st_size == size // 2 for path in blobs.glob("*.incomplete")):
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.01)  # polls the condition: half the file written, the rest held by the server
+    child.send_signal(signum)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 128 + signum, err
+    name = signal.Signals(signum).name
+    assert err.splitlines()[-1] == f"llamachat: stopped by {name} before `llamachat pull` finished"
+    assert out == "" and list(blobs.iterdir()) == []

@@ -11,9 +11,11 @@ restored database holds.
 from __future__ import annotations
 
 import random
+import sqlite3
+import time
 from pathlib import Path
 
-from sessions.store import SessionStore
+from sessions.store import SessionStore, backup
 from sessions.store.backup import backup_path
 
 PAGE = 4096
@@ -145,3 +147,64 @@ def test_heads_and_titles_come_back_after_the_clock_was_set_back(tmp_path, monke
         assert store.get_session(ids["beta"]).title == "renamed"
     _, _, heads = rows(db)
     assert heads[ids["alpha"]] == ids["alpha1"] and heads[ids["gamma"]] == turn
+
+
+def backed_up_now(db: Path) -> None:
+    """Another process opens the database while the backup is due (the backup says it was
+    made a backup period ago): the backup is rewritten."""
+    with sqlite3.connect(backup_path(db)) as copy:
+        copy.execute(f"UPDATE {backup.BACKUP_TABLE} SET made_at = ?", (time.time() - backup.BACKUP_EVERY_SECONDS - 60,))
+    copy.close()
+    stamp = backup_path(db).stat().st_mtime_ns
+    SessionStore.open(db).close()
+    assert backup_path(db).stat().st_mtime_ns != stamp
+
+
+def test_a_deletion_undone_after_the_backup_stays_undone_through_a_recovery(tmp_path):
+    """Recovery used to restore the backup (which recorded the deletion) plus newer rows
+    only, so the branch brought back was lost again, and the notice said nothing was found."""
+    db = tmp_path / "sessions.sqlite3"
+    ids = build(db)
+    branch = {ids[f"alpha{i}"] for i in range(3, 6)}
+    with SessionStore.open(db) as app:
+        deleted = app.delete_subtree_kept(ids["alpha3"], expected_ids=branch)
+        backed_up_now(db)
+        gone_chat = app.delete_session_kept(ids["beta"])
+        backed_up_now(db)
+        app.put_back(deleted)
+        app.put_back(gone_chat)
+        added = app.append_message(ids["alpha"], ids["alpha5"], "user", "after the undo " + "more " * 600,
+                                   expected_head=ids["alpha5"]).id
+    before = rows(db)
+    overwrite_page_holding(db, page_apart(db, b"gamma turn ", [b"alpha turn ", b"beta turn ", b"OLDEST beta",
+                                                               b"after the undo"]))
+    with SessionStore.open(db) as store:
+        notice = store.recovery_notice
+    assert "replaced by its backup" in notice
+    assert rows(db) == before and branch | {added, ids["beta5"]} <= before[1]
+    assert "Deletions undone after the backup stay undone (1 session(s), 9 message(s) brought back" in notice
+    assert "Nothing newer than the backup" not in notice
+    assert deletion_records(db) == []  # a later recovery will not delete them again either
+
+
+def page_apart(db: Path, wanted: bytes, others: list[bytes]) -> bytes:
+    """The text of a message starting with ``wanted`` that shares no page with any message
+    starting with one of ``others``: damage there loses nothing that came back."""
+    data = db.read_bytes()
+
+    def pages(prefix: bytes) -> dict[int, bytes]:
+        found, at = {}, data.find(prefix)
+        while at >= 0:
+            found[at // PAGE] = data[at:at + len(prefix) + 2]
+            at = data.find(prefix, at + 1)
+        return found
+
+    taken = {page for prefix in others for page in pages(prefix)}
+    free = [text for page, text in pages(wanted).items() if page not in taken]
+    assert free, "every page of those messages holds one of the others too"
+    return free[0]
+
+
+def deletion_records(db: Path) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT kind, target FROM deletions").fetchall()

@@ -85,7 +85,7 @@ def test_undo_takes_back_the_newest_first_and_says_when_nothing_is_left(store):
     undo.keep(store.delete_subtree_kept(ids["leaf"]))
     undo.keep(store.delete_subtree_kept(ids["b"]))
     assert undo.latest().target == ids["b"]
-    assert undo.undo().target == ids["b"] and undo.undo().target == ids["leaf"]
+    assert undo.undo().deleted.target == ids["b"] and undo.undo().deleted.target == ids["leaf"]
     assert ids["leaf"] in store.load_tree(session_id) and ids["b"] in store.load_tree(session_id)
     with pytest.raises(NothingToUndo):
         undo.undo()
@@ -167,3 +167,43 @@ def test_a_controller_told_to_keep_nothing_says_deletions_cannot_be_undone(store
     finally:
         kept.close()
         final.close()
+
+
+def test_undo_leaves_the_head_where_another_process_moved_it(store):
+    """``undo.py`` said the head comes back only from where the deletion left it; it came
+    back whatever another window had added there since."""
+    from tests.store_child import StoreProcess
+
+    session_id, ids = chat(store)
+    ctl = SessionController(store, engine_factory=FakeEngineFactory())
+    try:
+        ctl.open_session(session_id)
+        assert ctl.delete_subtree(ids["leaf"]) == 1  # F8 on the last reply: the head goes to its question
+        with StoreProcess(store.path) as other:
+            other("open")
+            reply = other("append", session=session_id, parent=ids["more"], role="assistant", text="Elsewhere.",
+                          expected_head=ids["more"])["id"]
+            newest = other("append", session=session_id, parent=reply, role="user", text="And then?",
+                           expected_head=reply)["id"]
+            other("close")
+        brought = ctl.undo_delete()
+        assert not brought.shown
+        assert store.get_session(session_id).active_leaf_id == newest
+        assert ctl.snapshot().head.id == newest
+        assert ids["leaf"] in ctl.snapshot().tree  # back, beside the branch shown
+        assert brought.sentence() == (
+            f"Brought back 1 message, as a branch beside the one shown: another window went on in this chat "
+            f"since the deletion, and what it added stays shown. They follow message {ids['more']} "
+            f"(message {ids['leaf']} is the first).")
+    finally:
+        ctl.close()
+
+
+def test_undo_moves_the_head_back_when_nothing_moved_it(store):
+    session_id, ids = chat(store)
+    deleted = store.delete_subtree_kept(ids["a"])
+    assert store.put_back(deleted) is True
+    assert store.get_session(session_id).active_leaf_id == ids["leaf"]
+    deleted = store.delete_subtree_kept(ids["b"])  # not on the branch shown: the head never moved
+    assert store.put_back(deleted) is False
+    assert store.get_session(session_id).active_leaf_id == ids["leaf"]

@@ -6,9 +6,10 @@
 It runs the crash trials (``tests.trials.crash``), the corruption trials
 (``tests.trials.corruption``), the concurrency trials (``tests.trials.concurrency``:
 store-level processes, then ``llamachat ask`` processes and the app in
-``tests.trials.concurrency_app``) and the fault trials (``tests.trials.faults``: hang-ups,
-failed stdout, signals, clock jumps, FIFOs), prints each report, then one line of
-totals; exit status 1 when any check failed.
+``tests.trials.concurrency_app``), the budget trial (``tests.trials.budget_trial``: ``ask``
+processes writing checkpoints into one folder at once) and the fault trials
+(``tests.trials.faults``: hang-ups, failed stdout, signals, clock jumps, FIFOs), prints each
+report, then one line of totals; exit status 1 when any check failed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from . import crash_plan
+from .budget_trial import run_budget_trial
 from .concurrency import run_concurrency_trial
 from .concurrency_app import run_app_trial
 from .corruption import run_corruption_trials, summary
@@ -51,13 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         front_ends = run_app_trial(work / "front-ends", asks=asks, rounds=ask_rounds, app_rounds=ask_rounds,
                                    seed=args.seed)
         print(front_ends.summary())
+        (work / "budget").mkdir()
+        budget = run_budget_trial(work / "budget", asks=4, rounds=2 if args.short else 10)
+        print(budget.summary())
         (work / "faults").mkdir()
         faults = run_fault_trials(work / "faults", len(CLASSES) if args.short else 200, seed=args.seed)
         print(faults.summary())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     failures = (crash_report.failures + corruption["failures"] + (0 if concurrency.ok else 1)
-                + (0 if front_ends.ok else 1) + len(faults.failures))
+                + (0 if front_ends.ok else 1) + (0 if budget.ok else 1) + len(faults.failures))
     print(f"trials: {crash_report.trials} crash trials, {crash_report.kills} kills, "
           f"{corruption['corruptions']} corruptions, {concurrency.sent} messages from {workers} processes "
           f"and {front_ends.sent} from {asks} ask slots and the app, {sum(faults.rounds.values())} fault rounds "

@@ -15,8 +15,13 @@ A seeded random sequence of rounds, one fault each, on one session per tiny made
   is asked, and after the next open the backup must hold it; then one more reply, the
   page of the oldest message is overwritten and ``llamachat sessions`` recovers: every
   row the backup held or the damaged file could still read must come back;
-- FIFOs where files are read: ``config.toml``, a theme, checkpoint files. The process must
-  end before a deadline (a hang is a failure) with one sentence, or go on without them.
+- FIFOs where files are read: ``config.toml``, a theme, checkpoint files, and each other
+  file of llamachat's own (``fault_own_files``: the recovery notice, the database's
+  ``-wal`` and ``-shm``, the lists of recent downloads and probed models, the config for
+  ``llamachat config``, the Hugging Face cache read offline). The process must end before
+  a deadline (a hang is a failure) with one sentence, or go on without them;
+- an undo a recovery must keep (delete, a backup taken by another process, undo, damage,
+  recover) and a nearly full data disk (``fault_own_files``).
 
 After each round: the database opens without repair; the question is stored under the
 head the session had; its reply is under it, kept as stopped (or complete, when the
@@ -51,7 +56,8 @@ from .fault_inject import ASK_FAULTS, STATUS, FaultRun, run_with_fault
 from .fault_rounds import FileRounds
 
 MODELS = ("llama", "mamba")
-FILE_CLASSES = ("clock-future-stamp", "clock-set-back", "fifo-config", "fifo-theme", "fifo-checkpoint")
+FILE_CLASSES = ("clock-future-stamp", "clock-set-back", "fifo-config", "fifo-theme", "fifo-checkpoint",
+                "undo-recovery", "full-data-disk", "fifo-own-files")
 CLASSES = (*ASK_FAULTS, *FILE_CLASSES)
 CONFIG = "n_ctx = 8192\nthreads = 1\n"
 """One thread: the trial shares its machine; the faults, not the speed, are tested."""
@@ -78,6 +84,12 @@ class FaultReport:
     taken_by_damage: int = 0
     """Messages newer than the backup whose row, session or parent the damage destroyed
     (not ours to bring back; the recovery notice must count them)."""
+    full_disk: Counter = field(default_factory=Counter)
+    """Asks on a nearly full data disk whose question was stored (with its tokens) or refused."""
+    fifos: Counter = field(default_factory=Counter)
+    """Rounds per file of llamachat's own a FIFO took the place of."""
+    skipped: Counter = field(default_factory=Counter)
+    """Rounds that could not be played here (a small file system needs mount, as root)."""
     lost: int = 0
     misplaced: int = 0
     failures: list[str] = field(default_factory=list)
@@ -92,8 +104,12 @@ class FaultReport:
                                                                  else "") for name in CLASSES)
         return (f"faults (seed {self.seed}): {sum(self.rounds.values())} rounds ({per_class}); "
                 f"{self.stopped} replies stopped and kept, {self.complete} complete, {self.recoveries} "
-                f"recoveries after a clock jump ({self.taken_by_damage} newer messages taken by the damage itself, "
-                f"each counted in the notice); {self.lost} lost, {self.misplaced} misplaced, "
+                f"recoveries after a clock jump or an undo ({self.taken_by_damage} newer messages taken by the "
+                f"damage itself, each counted in the notice); full data disk: {self.full_disk['stored']} questions "
+                f"stored whole, {self.full_disk['refused']} refused whole; FIFOs of own files: "
+                f"{', '.join(f'{k} {v}' for k, v in sorted(self.fifos.items())) or 'none'}"
+                + (f"; skipped: {dict(self.skipped)}" if self.skipped else "")
+                + f"; {self.lost} lost, {self.misplaced} misplaced, "
                 f"{len(self.failures)} failures ({self.seconds:.1f} s)"
                 + "".join(f"\n  {failure}" for failure in self.failures[:8]))
 

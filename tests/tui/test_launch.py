@@ -144,7 +144,7 @@ def test_checkpoints_follow_the_config():
         assert [store.where(compat, each.prefix) for each in (small, middle, large)] == ["ram", "disk", None]
     finally:
         store.close()
-    assert len(problems) == 1 and "does not fit the disk budget" in problems[0]
+    assert len(problems) == 1 and "is larger than the disk budget" in problems[0]
 
 
 def test_engine_settings_come_from_the_config():

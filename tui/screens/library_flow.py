@@ -98,7 +98,7 @@ def delete_chat(screen: ChatHost) -> None:
 
     question = (f"Delete the chat “{title}” and its {chat_rules.plural(summary.message_count, 'message')}, "
                 f"on every branch? {undo_hint(screen)}")
-    screen.app.push_screen(ConfirmScreen(question), confirmed)
+    screen.app.push_screen(ConfirmScreen(question, enter_confirms=screen.controller.deletions_undoable), confirmed)
 
 
 def import_chats(screen: ChatHost) -> None:
@@ -153,7 +153,7 @@ def undo_delete(screen: ChatHost) -> None:
 
     async def put_back() -> None:
         try:
-            screen.controller.undo_delete()
+            brought = screen.controller.undo_delete()
         except NothingToUndo as error:
             screen.notify(f"Could not bring it back: {error}.", severity="warning", markup=False)
             return
@@ -162,8 +162,6 @@ def undo_delete(screen: ChatHost) -> None:
             return
         await screen.show_head()
         screen.refresh_panels()
-        what = ("the chat" if deleted.kind == "session"
-                else chat_rules.plural(deleted.count, "message"))
-        screen.notify(f"Brought back {what}.")
+        screen.notify(brought.sentence(), markup=False)
 
     screen.run_worker(screen.jobs.when_idle(put_back), group="undo-delete")

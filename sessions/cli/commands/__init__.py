@@ -22,11 +22,13 @@ from sessions.cli.commands import (
     pull,
     rename,
     rpc_server,
+    serve,
     show,
 )
 
 COMMANDS: list[ModuleType] = [
     ask,
+    serve,
     list_sessions,
     show,
     export,

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sessions.attachments import compose_message
+from sessions.cli import interrupts
 from sessions.cli.arguments import session_id
 from sessions.cli.ask_input import add_sampling_flags, attached_files, message_text, sampling_overrides
 from sessions.cli.context import CommandContext, tell
@@ -33,7 +34,7 @@ from sessions.errors import ContextOverflow, GenerationCancelled, LlamachatError
 from sessions.events import Event, NoticeRaised, TextStreamed
 from sessions.sampling import MOST_VERSIONS
 from sessions.stop_reason import StopReason
-from sessions.store import HeadMoved
+from sessions.store import DatabaseFull, HeadMoved
 from sessions.text_safety import InertStream
 from sessions.tree import TreeError
 
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             ctx.note(f"warning: {notice}")
         controller = runtime.controller
         session = runtime.store.get_session(session_arg) if session_arg is not None else None
-        stops = out.interrupts = Interrupts(controller.cancel)
+        stops = out.interrupts = Interrupts(controller.cancel, grace=interrupts.STOP_GRACE)
         written: list[Message] = []
         """Versions written before the last one (``--versions``)."""
 
@@ -208,6 +209,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     raise
                 kept = f"your message is saved (message {question.id})" if question else "nothing was saved"
                 raise _Stopped(f"before the reply started: {kept}") from None
+            except DatabaseFull as full:
+                if question is None:
+                    raise
+                raise CliError(f"the disk holding the session database {full.path} is full ({full.detail}): your "
+                               f"question is saved (message {question.id}) with its tokens, but no reply was "
+                               "written; free some space, then ask the same again to have it answered") from None
 
         try:
             with stops:
@@ -236,7 +243,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             if version.stats is not None:
                 tell(ctx.err, json.dumps({**_stats_line(version), "checkpoints": checkpoints}))
     if stops.happened:
-        ctx.note(_stopped_words(stops.cause, reply))
+        ctx.note(_stopped_words(stops.cause, reply) if not written else _stopped_versions(stops.cause,
+                                                                                          [*written, reply]))
         return stops.status
     return 0
 
@@ -310,6 +318,19 @@ def _stopped_words(cause: str, reply: Message) -> str:
     return f"{cause} after the reply was saved whole (message {reply.id})"
 
 
+def _stopped_versions(cause: str, versions: list[Message]) -> str:
+    """Every version a stop left stored, not only the last (``--versions``)."""
+    ids = ", ".join(str(version.id) for version in versions)
+    stopped = [v for v in versions if v.stats is not None and v.stats.stop_reason == StopReason.CANCELLED]
+    if not stopped:
+        return f"{cause} after the {len(versions)} versions were saved whole (messages {ids})"
+    whole = len(versions) - len(stopped)
+    state = "saved as stopped" if not whole else f"saved, {len(stopped)} of them as stopped"
+    first = stopped[0]
+    return (f"{cause}: the {len(versions)} versions so far are {state} (messages {ids}; `llamachat ask --session "
+            f"{first.session_id} --continue MSG` writes more of one)")
+
+
 def _answer(controller: SessionController, args: argparse.Namespace, sampling: SamplingSettings,
             stopped: Callable[[], bool]) -> Message:
     """Answer the message at the head; with ``--trim`` a branch too long goes on without its oldest turns.
@@ -368,9 +389,12 @@ def _place_once(controller: SessionController, args: argparse.Namespace, text: s
         edited = snapshot.message(args.edit) if snapshot is not None else None
         if edited is not None and edited.role != "user":
             raise CliError(f"message {args.edit} is not a user message")
-        controller.edit(args.edit, text)
+        controller.edit(args.edit, text, frozen=True)
     else:
-        controller.send(text, parent_id=args.at)
+        # The question and its tokens in one transaction: a full disk stores both or
+        # neither. A new text at a question left waiting by a failed ask goes beside it,
+        # never joined to it (the app's send while a reply is written does join).
+        controller.send(text, parent_id=args.at, join=False, frozen=True)
 
 
 def _stats_line(reply: Message) -> dict[str, object]:

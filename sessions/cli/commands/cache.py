@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.cli.cache_usage import folder_usage, model_names
+    from sessions.cli.cache_usage import budget_words, folder_usage, model_names
 
     usage = folder_usage(folder)
     names = model_names(ctx) if usage.by_model else {}
@@ -60,9 +60,10 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
     share = _session_share(ctx, folder, session_id) if session_id is not None else None
     if as_json:
         value: dict = {
-            "folder": str(folder), "bytes": usage.nbytes, "files": usage.count, "budget": budget,
-            "models": [{"folder": name, "model": names.get(name), "files": count, "bytes": nbytes}
-                       for name, (count, nbytes) in usage.by_model.items()],
+            "folder": str(folder), "bytes": usage.nbytes, "disk_bytes": usage.on_disk, "files": usage.count,
+            "budget": budget, "parked_budget": ctx.config.checkpoints.parked_mb << 20,
+            "models": [{"folder": name, "model": names.get(name), "files": count, "disk_bytes": on_disk}
+                       for name, (count, on_disk) in usage.by_model.items()],
         }
         if share is not None:
             value["session"] = {"id": session_id, "own_files": len(share.own), "own_bytes": share.own_bytes,
@@ -70,10 +71,13 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
         ctx.print_json(value)
         return 0
     ctx.print(f"checkpoint folder: {folder}")
-    ctx.print(f"used: {human_size(usage.nbytes)} of {size_text(budget)} (checkpoints.max_disk), "
-              f"{_files(usage.count)}")
+    ctx.print(f"used: {human_size(usage.on_disk)} on disk ({human_size(usage.nbytes)} in the files) of "
+              f"{budget_words(budget)}, {_files(usage.count)}")
+    parked = ctx.config.checkpoints.parked_mb
+    ctx.print(f"parked branches: up to {size_text(parked << 20)} of a GPU's memory (checkpoints.parked_mb)"
+              if parked else "parked branches: off (checkpoints.parked_mb = 0)")
     if usage.by_model:
-        rows = [["MODEL", "FILES", "SIZE", "FOLDER"]]
+        rows = [["MODEL", "FILES", "ON DISK", "FOLDER"]]
         for name, (count, nbytes) in usage.by_model.items():
             rows.append([Path(names[name]).name if name in names else "(unknown model)", str(count),
                          human_size(nbytes), name])
@@ -111,8 +115,13 @@ def _clear_all(ctx: CommandContext, folder: Path) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.checkpoints import list_files, remove_files
 
-    removed = remove_files(list_files(folder, headers=False))
-    ctx.print(f"freed {human_size(removed.nbytes)}: {_files(removed.count)} deleted, all there were")
+    files = list_files(folder, headers=False)
+    removed = remove_files(files)
+    if removed.failures:  # a read-only disk, say: not all there were
+        ctx.print(f"freed {human_size(removed.nbytes)}: {removed.count} of {_files(len(files))} deleted, "
+                  f"{len(removed.failures)} could not be")
+    else:
+        ctx.print(f"freed {human_size(removed.nbytes)}: {_files(removed.count)} deleted, all there were")
     return _failures(ctx, removed.failures)
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from sessions.bounded_read import read_regular_file
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
 from sessions.config import config_template
-from sessions.config.files import write_config_text
+from sessions.config.files import MAX_CONFIG_BYTES, write_config_text
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -46,8 +47,9 @@ def show(ctx: CommandContext) -> None:
                   "`llamachat config --init` writes a commented one to edit.")
         return
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")  # a FIFO there must not block
     except (OSError, UnicodeDecodeError) as error:
-        raise CliError(f"could not read the config file {path}: {error}") from error
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise CliError(f"could not read the config file {path}: {why}") from error
     ctx.print(f"# {path} (settings not written here have their defaults)")
     ctx.print(text.rstrip("\n"))

@@ -18,9 +18,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sessions.cli.context import CommandContext
+from sessions.cli.formatting import title_text
 from sessions.cli.interrupts import Interrupts
 from sessions.exchange import ImportStopped, import_file
-from sessions.text_safety import inert
 
 if TYPE_CHECKING:
     from sessions.store import SessionStore
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "import", help="import sessions from a JSON export",
+        "import", help="import chats: a llamachat JSON export, a llama.cpp web UI export, ChatGPT's",
         description="Import sessions from a llamachat JSON export, a llama.cpp web UI export "
                     "or a ChatGPT conversations.json. Says which sessions it made, one a line; a "
                     "conversation that cannot be read is skipped, said so, and the status is 1.")
@@ -66,4 +66,4 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 def made_line(store: SessionStore, session_id: int) -> str:
     """``Imported session 7: “Title”.``: the id to reopen it with, and which chat it is."""
-    return f"Imported session {session_id}: “{inert(store.get_session(session_id).title)}”."
+    return f"Imported session {session_id}: “{title_text(store.get_session(session_id).title)}”."

@@ -1,4 +1,5 @@
-"""``llamachat sessions``: one line per saved session, newest first."""
+"""``llamachat sessions``: one line per saved session, newest first; a chat that
+``llamachat serve`` keeps for its clients says so."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.json:
         ctx.print_json([
             {"id": s.id, "title": s.title, "updated_at": iso_time(s.updated_at),
-             "message_count": s.message_count}
+             "message_count": s.message_count, "served": s.served}
             for s in summaries
         ])
         return 0
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
     rows = [[str(s.id), local_time(s.updated_at),
              f"{s.message_count} message{'' if s.message_count == 1 else 's'}",
-             title_text(s.title)]
+             title_text(s.title) + ("  (served)" if s.served else "")]
             for s in summaries]
     for line in table(rows):
         ctx.print(line)

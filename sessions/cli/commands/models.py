@@ -27,6 +27,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+DEMO_NOTE = ("the demo model is there all the same: `llamachat --demo` makes it (random weights, its replies "
+             "are random text), and the model picker (F5) lists it first")
+
+
 def card_dict(card) -> dict:
     return {
         "path": str(card.path), "name": card.name, "architecture": card.architecture,
@@ -51,6 +55,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not cards:
         searched = ", ".join(str(root.path) for root in search_roots(ctx.config.model_dirs))
         ctx.note(f"no models found; searched {searched} (add folders to model_dirs in config.toml)")
+        ctx.note(DEMO_NOTE)
         ctx.note(usage_line(ctx))
         _print_devices(ctx)
         return 0

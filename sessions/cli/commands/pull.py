@@ -1,7 +1,8 @@
 """``llamachat pull user/repo[:quant]``: fetch a model by name, as ``llama-cli -hf`` does.
 
 The file goes to the Hugging Face cache (where the model list finds it); its path is
-printed on stdout, the progress on stderr.
+printed on stdout, the progress on stderr. SIGTERM and SIGHUP stop it as Ctrl+C does:
+the partial file is deleted and one line says so.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 
 from sessions.cli.context import CommandContext
 from sessions.cli.download_line import DownloadLine
+from sessions.cli.interrupts import signals_raise
 from sessions.hub import fetch_model
 
 
@@ -24,6 +26,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    path = fetch_model(args.name, DownloadLine(ctx.err))
+    with signals_raise():
+        path = fetch_model(args.name, DownloadLine(ctx.err))
     ctx.print(path)
     return 0
