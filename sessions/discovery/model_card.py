@@ -89,6 +89,9 @@ class ModelCard:
     """Where it was found: ``config``, ``huggingface``, ``lmstudio``, ``llama.cpp``..."""
     error: str | None = None
     """Why the file cannot be used; None for a usable model."""
+    checkpoint_problem: str | None = None
+    """Why its last load ran it without checkpoints (``layout_checks``); None when it had
+    them or was not loaded as it is now."""
 
     @property
     def readable(self) -> bool:

@@ -19,6 +19,7 @@ from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot
 from sessions.branching.versions import sample_versions
 from sessions.branching.warm_ahead import WarmedAhead
 from sessions.checkpoints import Tier
+from sessions.discovery.layout_checks import record_check
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.llama.attention_check import flash_attention_verdict
 from sessions.llama.cache_types import bytes_per_value
@@ -108,6 +109,7 @@ class LlamaChatEngine:
         """Why this model runs without checkpoints although they are on (None: it has them)."""
         if checkpoints is not None:
             problem = layout_problem(self.ctx, info.kind)
+            record_check(model_path, problem)  # for `llamachat models`, which loads nothing
             if problem is not None:
                 checkpoints = None
                 self.checkpoint_notice = (f"{info.name} runs without checkpoints: {problem}; replies are written and "
