@@ -47,15 +47,20 @@ def script() -> FakeScript:
 
 @pytest.fixture
 def make_app(fake_model, script):
-    """``make_app(startup=..., config=...)``: an app over a fresh controller and store."""
+    """``make_app(startup=..., config=...)``: an app over a fresh controller and store.
+
+    ``notices``: what the app is told at start, as ``llamachat`` passes the config's problems
+    and a recovered database's notice; ``undo_seconds``: the controller's, as ``undo_minutes``
+    sets it (0: deletions cannot be undone)."""
     stores: list[SessionStore] = []
 
-    def make(*, startup: StartupRequest | None = None, config: Config | None = None) -> LlamaChatApp:
+    def make(*, startup: StartupRequest | None = None, config: Config | None = None,
+             notices: list[str] | None = None, undo_seconds: float | None = None) -> LlamaChatApp:
         store = SessionStore.open()
         stores.append(store)
         controller = SessionController(store, engine_factory=FakeEngineFactory(script),
-                                       sampling=SamplingSettings(temperature=0.0))
-        return LlamaChatApp(controller, config=config or Config(),
+                                       sampling=SamplingSettings(temperature=0.0), undo_seconds=undo_seconds)
+        return LlamaChatApp(controller, config=config or Config(), notices=notices,
                             startup=startup if startup is not None else StartupRequest(model_path=fake_model))
 
     yield make
