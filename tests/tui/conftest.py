@@ -31,6 +31,25 @@ def utc(monkeypatch):
     time.tzset()
 
 
+STORE_NOW = 60.0
+"""What the store takes for now under ``store_clock``: a minute after the fixed times the
+snapshot chats are written at, so a message written in the app is dated as they are."""
+
+
+@pytest.fixture
+def store_clock(monkeypatch) -> float:
+    """Messages written in the app, and the time their chat last changed, stamped at
+    ``STORE_NOW`` instead of when the test runs (a snapshot would show the time of day).
+    Only the store's clock is fixed: Textual's timers and the notifications' timeouts keep
+    the real one."""
+    from types import SimpleNamespace
+
+    from sessions.store import lookups
+
+    monkeypatch.setattr(lookups, "time", SimpleNamespace(time=lambda: STORE_NOW))
+    return STORE_NOW
+
+
 @pytest.fixture
 def fake_model(tmp_path) -> Path:
     """A file that stands for a model (the fake engine never reads it)."""
