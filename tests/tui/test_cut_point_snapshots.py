@@ -61,8 +61,8 @@ def test_the_end_of_the_reply_is_refused(snap_compare, make_app, fake_model):
     async def at_the_end(pilot):
         dialog = await open_cut_point(pilot)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "Put the cursor inside" in str(dialog.query_one("#dialog-error", Static).render()),
-                       "the refusal")
+        error = dialog.query_one("#dialog-error", Static)
+        await wait_for(pilot, lambda: "Put the cursor inside" in str(error.render()), "the refusal")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=at_the_end)
 
