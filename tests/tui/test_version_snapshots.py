@@ -1,6 +1,7 @@
 """Snapshots of a reply's versions and of a reply being written: the second of three
 stored versions paged to (``‹ 2/3 ›``), the question asking how many versions to write at
-once, a reply half written, and the refusal of several versions at temperature 0.
+once, a reply half written and one stopped half way, and the refusal of several versions at
+temperature 0.
 (Several versions being written are ``test_what_you_see_snapshots``'.)
 
 The chats are written straight into the store (fixed texts and times), at the size of
@@ -77,3 +78,23 @@ def test_a_reply_being_written(snap_compare, make_app, fake_model, script):
         pilot.app.clear_notifications()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=half_written)
+
+
+def test_a_reply_stopped_half_way(snap_compare, make_app, fake_model, script, store_clock):
+    app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, VERSIONS[0], question="Write a haiku")))
+
+    async def stopped(pilot):
+        await quiet(pilot)
+        screen = pilot.app.screen
+        script.replies = ["An old silent pond, a frog jumps into the pond, splash! Silence again."]
+        script.hold_after = 6
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: reply_text(screen).strip() == "An old silent pond, a frog", "six words")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: screen.controller.snapshot().head.text == "An old silent pond, a frog ",
+                       "the words written kept as a version")
+        await settle(pilot)
+        screen.status.set_speed(None)  # a speed measured on the fake's clock
+        pilot.app.clear_notifications()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=stopped)
