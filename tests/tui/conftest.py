@@ -51,6 +51,16 @@ def store_clock(monkeypatch) -> float:
 
 
 @pytest.fixture
+def every_streamed_figure_drawn(monkeypatch) -> None:
+    """The status bar draws the context meter of a reply being written at every piece, not
+    a few times a second: a picture taken while a reply is held then shows the meter of the
+    last piece, not that of whichever piece was due when (it depends on the machine's load)."""
+    from tui.widgets import status_bar
+
+    monkeypatch.setattr(status_bar, "STREAMING_EVERY", 0.0)
+
+
+@pytest.fixture
 def fake_model(tmp_path) -> Path:
     """A file that stands for a model (the fake engine never reads it)."""
     path = tmp_path / "models" / "fake-model.gguf"

@@ -67,7 +67,8 @@ def test_the_end_of_the_reply_is_refused(snap_compare, make_app, fake_model):
     assert snap_compare(app, terminal_size=SIZE, run_before=at_the_end)
 
 
-def test_the_new_version_goes_on_from_the_place(snap_compare, make_app, fake_model, script):
+def test_the_new_version_goes_on_from_the_place(snap_compare, make_app, fake_model, script,
+                                                every_streamed_figure_drawn):
     app = make_app(startup=StartupRequest(session_id=chat(fake_model)))
 
     async def going_on(pilot):

@@ -64,7 +64,7 @@ def test_several_versions_at_temperature_zero_are_refused(snap_compare, make_app
     assert snap_compare(app, terminal_size=SIZE, run_before=refused)
 
 
-def test_a_reply_being_written(snap_compare, make_app, fake_model, script):
+def test_a_reply_being_written(snap_compare, make_app, fake_model, script, every_streamed_figure_drawn):
     app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, VERSIONS[0], question="Write a haiku")))
 
     async def half_written(pilot):
