@@ -80,11 +80,12 @@ class Lab:
             folder = self.root / f"store-{self.stores}"
         return CheckpointStore(folder, ram_bytes=RAM_BYTES, disk_bytes=DISK_BYTES)
 
-    def branch_engine(self, store, interval: int = 2048):
+    def branch_engine(self, store, interval: int = 2048, policy=None):
         from sessions.branching.branch_engine import BranchEngine
         from sessions.llama.context import LlamaContext
 
-        return BranchEngine(self.model, LlamaContext(self.model, self.params), store, interval=interval)
+        return BranchEngine(self.model, LlamaContext(self.model, self.params), store, interval=interval,
+                            policy=policy)
 
     def close(self) -> None:
         self.engine.close()

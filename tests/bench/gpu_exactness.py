@@ -114,8 +114,12 @@ def new_process(lab: Lab):
 
 
 def inside_long_message(lab: Lab):
+    from sessions.branching.snapshot_policy import SnapshotPolicy
+
     with lab.store() as store:
-        engine = lab.branch_engine(store, interval=32)
+        # A state at every cut (a hybrid's spacing by cost is 256 tokens or more): the
+        # route that restores one inside the message, the same on any machine.
+        engine = lab.branch_engine(store, interval=32, policy=SnapshotPolicy(every_boundary=True))
         step = engine.interval
         long = lab.long[0]
         engine.prepare(*flat([lab.short[0], long]))
