@@ -111,7 +111,7 @@ async def test_escape_stops_a_download_and_closes_the_screen(served, tiny, tmp_p
         step = screen.query_one("#hub-step", Static)
         await wait_for(pilot, lambda: "(0%)" not in str(step.render()) and "%" in str(step.render()), "bytes")
         await pilot.press("escape")
-        assert "Stopping the download" in status_text(screen)
+        await wait_for(pilot, lambda: "Stopping the download" in status_text(screen), "the stop said")
         release.set()
         await wait_for(pilot, lambda: not isinstance(app.screen, HubDownloadScreen), "the screen to close")
         assert isinstance(app.screen, ModelPicker)
