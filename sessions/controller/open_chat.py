@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import threading
 
-from sessions.branch_tokens import branch_tokens
+from sessions.controller.branch_tokens import branch_tokens
+from sessions.controller.conversation import Conversation
 from sessions.controller.engine_users import EngineUsers
 from sessions.controller.reply import BranchTokens
-from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, GenerationCancelled
 from sessions.store import SessionStore

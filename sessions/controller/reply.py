@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class BranchTokens:
-    """A branch as the engine takes it (see ``sessions.branch_tokens``)."""
+    """A branch as the engine takes it (see ``sessions.controller.branch_tokens``)."""
 
     tokens: list[int]
     ends: list[int]

@@ -22,12 +22,12 @@ from sessions.controller.continuation import (
     whole_reply_first,
     write_continuation,
 )
+from sessions.controller.conversation import Conversation
 from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply import BranchTokens, WrittenReply, streamed_text, write_reply
 from sessions.controller.reply_storing import append_reply
 from sessions.controller.versions import SAME_VERSIONS, settle, version_seeds, write_versions
-from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError
 from sessions.events import Listener, NoticeRaised, PromptProgressed, ReplyFinished

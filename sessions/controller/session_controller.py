@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from sessions import attachments
 from sessions.attachments import Attachment
-from sessions.branch_tokens import new_message_tokens
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.branch_routes import BranchRoutes
+from sessions.controller.branch_tokens import new_message_tokens
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
+from sessions.controller.conversation import Conversation, SessionDraft
 from sessions.controller.find import FindHit, find_in
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
@@ -52,7 +53,6 @@ from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
 from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
 from sessions.controller.versions import MOST_VERSIONS
-from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled

@@ -14,7 +14,7 @@ measures, straight on llama.cpp:
 - ``alone_over_one``: the same N one after another (what the app does now);
 - ``settle_seconds``: each version decoded again as one batch from the question's state
   (restored with ``llama_state_seq_set_data``), as a rebuild decodes a reply that was not
-  sampled one token at a time alone (``stepped`` false in ``sessions.branch_tokens``);
+  sampled one token at a time alone (``stepped`` false in ``sessions.controller.branch_tokens``);
   ``batch_and_settle_over_one``, the batch and that together over one version. Stored as
   such a reply, a batched version's cells are a rebuild's by construction;
 - ``app_*``: the same through the app's engine (``LlamaChatEngine`` over a checkpoint

@@ -101,8 +101,8 @@ class Bench:
 
     def scratch(self, leaf_id: int):
         """A fresh context with no checkpoints evaluating the branch up to ``leaf_id`` from zero."""
-        from sessions.branch_tokens import branch_tokens
         from sessions.branching.branch_engine import BranchEngine
+        from sessions.controller.branch_tokens import branch_tokens
         from sessions.llama.context import LlamaContext
 
         engine = self.ctl.engine
@@ -194,7 +194,7 @@ class Bench:
         return self.event(W1_EVENTS[step], asked, reply)
 
     def build_w1(self) -> dict:
-        from sessions.conversation import Conversation
+        from sessions.controller.conversation import Conversation
 
         ctl = self.ctl
         texts = w1_texts(ctl.engine.tokenize)
@@ -219,7 +219,7 @@ class Bench:
         return {"session": ctl.session_id, "leaf": leaf.id, "users": [u.id for u in users]}
 
     def disk(self) -> dict:
-        from sessions.branch_tokens import branch_tokens
+        from sessions.controller.branch_tokens import branch_tokens
 
         tree = self.ctl.snapshot().tree
         frozen = self.store.session_tokens(self.ctl.session_id)
@@ -283,10 +283,10 @@ def w1_event_child(args: argparse.Namespace) -> int:
 
 def files_read(bench: Bench, leaf_id: int, plan) -> list[Path]:
     """The checkpoint files a restore of the branch up to ``leaf_id`` reads, per its plan."""
-    from sessions.branch_tokens import branch_tokens
     from sessions.branching.captures import prefix_hashes
     from sessions.branching.segments import segment_boundaries
     from sessions.checkpoints.keys import address
+    from sessions.controller.branch_tokens import branch_tokens
 
     engine = bench.branches
     tokens, ends, _ = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
@@ -302,8 +302,8 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
     """Logits of the branch restored from disk against a fresh context's, bit for bit."""
     import numpy as np
 
-    from sessions.branch_tokens import branch_tokens
     from sessions.branching.branch_engine import BranchEngine
+    from sessions.controller.branch_tokens import branch_tokens
     from sessions.llama.context import LlamaContext
 
     engine = bench.ctl.engine

@@ -52,7 +52,7 @@ RECORDS: list[dict] = []
 def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
     from dataclasses import asdict
 
-    from sessions.branch_tokens import branch_tokens
+    from sessions.controller.branch_tokens import branch_tokens
 
     plan = ctl.routes.plan_for(leaf_id)
     _, ends, stepped = branch_tokens(ctl._store, ctl.engine, ctl.snapshot().tree.path_to(leaf_id))

@@ -82,8 +82,8 @@ def test_what_cannot_be_continued_is_refused_in_plain_words(controller):
 
 
 def test_a_reply_edited_by_hand_goes_on_from_its_text_exactly(controller):
-    from sessions.branch_tokens import branch_tokens
     from sessions.branching.branch_engine import BranchEngine
+    from sessions.controller.branch_tokens import branch_tokens
     from sessions.llama.context import LlamaContext
 
     controller.new_session(system_prompt="Be brief.")

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from sessions.controller import ReplyNotSaved, SessionController, TurnTaken
-from sessions.conversation import Conversation
+from sessions.controller.conversation import Conversation
 from sessions.events import TextStreamed
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason

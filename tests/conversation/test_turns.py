@@ -137,7 +137,7 @@ def test_without_joining_a_new_text_goes_beside_the_waiting_question():
 
 @pytest.mark.parametrize("prompt", [None, "Be brief."])
 def test_a_frozen_send_stores_the_tokens_the_branch_would_compute(controller, tmp_path, store, prompt):
-    from sessions.branch_tokens import freeze_all
+    from sessions.controller.branch_tokens import freeze_all
 
     controller.load_model(tmp_path / "model.gguf")
     controller.new_session(system_prompt=prompt)

@@ -53,9 +53,9 @@ class ExactnessProbe:
 
     def compare(self, arch: str, db: Path, session_id: int, checkpoints: Path, work: Path) -> ProbeResult:
         """Restore ``session_id``'s head branch from ``checkpoints`` and from nothing."""
-        from sessions.branch_tokens import branch_tokens
         from sessions.checkpoints import CheckpointStore
-        from sessions.conversation import Conversation
+        from sessions.controller.branch_tokens import branch_tokens
+        from sessions.controller.conversation import Conversation
         from sessions.store import SessionStore
 
         engine = self.engines[arch]

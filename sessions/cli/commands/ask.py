@@ -140,7 +140,7 @@ def _check(args: argparse.Namespace, text: str) -> bool:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     # Deferred: the runtime loads numpy and the engine, which the other commands do not.
-    from sessions.runtime import open_runtime
+    from sessions.api.runtime import open_runtime
 
     text = message_text(args.text, wanted=not _takes_no_text(args))
     if args.system:

@@ -23,7 +23,7 @@ from sessions.store import SessionNotFound
 from sessions.units import human_size
 
 if TYPE_CHECKING:
-    from sessions.checkpoint_owners import Ownership
+    from sessions.checkpoints.owners import Ownership
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -91,7 +91,7 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
 
 def _session_share(ctx: CommandContext, folder: Path, session_id: int) -> Ownership:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoint_owners import ChatTokens, ownership_on_disk
+    from sessions.checkpoints.owners import ChatTokens, ownership_on_disk
 
     store = ctx.store()
     if not any(summary.id == session_id for summary in store.list_sessions()):

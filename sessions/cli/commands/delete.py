@@ -15,7 +15,7 @@ from sessions.store import SessionNotFound
 from sessions.units import human_size
 
 if TYPE_CHECKING:
-    from sessions.checkpoint_owners import ChatTokens
+    from sessions.checkpoints.owners import ChatTokens
     from sessions.store import SessionSummary
 
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     which of the two happened.
     """
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoint_owners import ChatTokens
+    from sessions.checkpoints.owners import ChatTokens
 
     store = ctx.store()
     ids = list(dict.fromkeys(args.ids))
@@ -86,8 +86,8 @@ def _remove_checkpoints(ctx: CommandContext, chats: list[ChatTokens]) -> None:
     """Delete the checkpoint files only the deleted sessions reached. The sessions are
     gone already, so whatever fails here is a warning: the files are evicted in time."""
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoint_owners import ownership_on_disk
     from sessions.checkpoints import remove_files
+    from sessions.checkpoints.owners import ownership_on_disk
 
     try:
         removed = remove_files(ownership_on_disk(ctx.store(), chats, paths.checkpoints_dir()).own)

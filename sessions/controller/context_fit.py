@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sessions.branch_tokens import freeze_all
+from sessions.controller.branch_tokens import freeze_all
 from sessions.errors import ContextOverflow, ControllerError, LlamachatError
 from sessions.tree import Message
 
