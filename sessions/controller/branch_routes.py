@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from sessions.branching.planner import Plan
     from sessions.branching.warm_ahead import WarmedAhead
     from sessions.checkpoints import Tier
-    from sessions.controller.reply import BranchTokens
+    from sessions.controller.branch_tokens import BranchTokens
 
 
 class BranchRoutes:

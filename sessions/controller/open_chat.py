@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import threading
 
-from sessions.controller.branch_tokens import branch_tokens
+from sessions.controller.branch_tokens import BranchTokens, branch_tokens
 from sessions.controller.conversation import Conversation
 from sessions.controller.engine_users import EngineUsers
-from sessions.controller.reply import BranchTokens
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, GenerationCancelled
 from sessions.store import SessionStore

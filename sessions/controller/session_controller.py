@@ -40,8 +40,8 @@ from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.model_loading import adopt_engine, swap_engine
 from sessions.controller.open_chat import OpenChat
+from sessions.controller.reply import ReplyWriting
 from sessions.controller.reply_turn import ReplyTurns, take_turn
-from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.served import (
     PlacedRequest,
     ServedMessage,

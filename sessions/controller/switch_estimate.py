@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sessions.branching.planner import STEP_PRIOR, CostModel, restore_seconds
-from sessions.controller.reply import BranchTokens
+from sessions.controller.branch_tokens import BranchTokens
 from sessions.llama.decode_speeds import BATCH_MIN
 from sessions.tree import GenerationStats
 

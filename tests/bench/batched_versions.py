@@ -187,7 +187,7 @@ def through_the_app(path: str, n: int, tokens: int, threads: int, seed: int, gpu
     from pathlib import Path
 
     from sessions.checkpoints import CheckpointStore
-    from sessions.controller.reply import BranchTokens
+    from sessions.controller.branch_tokens import BranchTokens
     from sessions.controller.versions import settle
     from sessions.engine.chat_engine import LlamaChatEngine
     from sessions.llama.batch_context import BatchContext

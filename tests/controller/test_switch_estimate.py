@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sessions.branching.planner import STEP_PRIOR, CostModel, Plan, SegmentInfo, SnapshotInfo, with_speeds
-from sessions.controller.reply import BranchTokens
+from sessions.controller.branch_tokens import BranchTokens
 from sessions.controller.switch_estimate import TokenCounts, priced, stored_rates, token_counts
 from sessions.llama.decode_speeds import BATCH_MIN, SAMPLES, DecodeSpeeds
 from sessions.tree import GenerationStats
