@@ -29,7 +29,7 @@ from sessions.controller import (
 )
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan, PrepareResult, SamplingSettings
+    from sessions.controller import Prepared, RoutePlan, SamplingSettings
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 
@@ -41,7 +41,7 @@ class Warmed:
     """A branch made live: what was estimated before, and what it took."""
 
     estimate_seconds: float
-    result: PrepareResult
+    result: Prepared
 
 
 def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None:
@@ -103,7 +103,7 @@ class EngineWork:
         self._start("generate", "continuing the reply from a place in it",
                     lambda: self._controller.continue_from(message_id, chars))
 
-    def warm(self, leaf_id: int, on_plan: Callable[[Plan], None]) -> None:
+    def warm(self, leaf_id: int, on_plan: Callable[[RoutePlan], None]) -> None:
         """Make the branch ending at ``leaf_id`` live; ``on_plan`` hears its cost first (UI thread).
 
         Planning may tokenize a branch never seen by this model (a long imported chat), so

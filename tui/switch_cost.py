@@ -18,10 +18,10 @@ from sessions.controller import LlamachatError, SessionController, human_size
 from tui.screens.chat_rules import about
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan
+    from sessions.controller import RoutePlan
 
 
-def cost_words(plan: Plan | None, *, live: bool = False) -> str:
+def cost_words(plan: RoutePlan | None, *, live: bool = False) -> str:
     """The cost of going to a message, in a line short enough for a narrow panel."""
     if live:
         return "here: the branch shown now"

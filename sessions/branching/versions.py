@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.branching.branch_engine import BranchEngine, GenerateResult
-from sessions.llama.batch_context import BatchContext, BatchUnavailable
+from sessions.errors import BatchUnavailable
+from sessions.llama.batch_context import BatchContext
 from sessions.llama.context import ContextFull
 from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.sequences import LIVE

@@ -10,10 +10,6 @@ and helper it needs is re-exported below. May import any package of the core but
 
 from sessions.attachments import Attachment, AttachmentError, appended
 from sessions.bounded_read import NotRegularFile, read_regular_file
-from sessions.branching.branch_engine import PrepareResult
-from sessions.branching.planner import Plan
-from sessions.branching.warm_ahead import WarmedAhead
-from sessions.checkpoints import Tier
 from sessions.config import Config, ConfigError, update_config
 from sessions.config.sampling_input import LABELS as SAMPLING_LABELS
 from sessions.config.sampling_input import SamplingValueError, parse_sampling_value
@@ -25,10 +21,12 @@ from sessions.controller.session_controller import SessionController
 from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.versions import MOST_VERSIONS
 from sessions.discovery import ModelCard, ModelFileError
+from sessions.engine.reports import Prepared, RoutePlan, Tier, WarmedAhead
 from sessions.engine.settings import EngineSettings
 from sessions.errors import (
     ContextOverflow,
     ControllerError,
+    DecodeCancelled,
     GenerationCancelled,
     LlamachatError,
     ReplyNotSaved,
@@ -36,7 +34,6 @@ from sessions.errors import (
 )
 from sessions.exchange import ExchangeError, ExportKind, Imported
 from sessions.hub import DownloadProgress, DownloadStopped, HubError, HubModel, progress_text
-from sessions.llama.context import DecodeCancelled
 from sessions.memory_kind import MemoryKind
 from sessions.paths import config_dir
 from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
@@ -81,11 +78,11 @@ __all__ = [
     "NotRegularFile",
     "NothingToUndo",
     "PlacedRequest",
-    "Plan",
-    "PrepareResult",
+    "Prepared",
     "ReasoningSplitter",
     "ReplyNotSaved",
     "ReplyView",
+    "RoutePlan",
     "SamplingSettings",
     "SamplingValueError",
     "SearchHit",

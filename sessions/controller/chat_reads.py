@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from sessions.checkpoints import PrefixHasher, Tier
+from sessions.checkpoints import PrefixHasher
 from sessions.controller.conversation import Conversation
 from sessions.store import SessionStore, StoreError
 from sessions.tree import ConversationTree
 
 if TYPE_CHECKING:
     from sessions.engine.protocol import ChatEngine
+    from sessions.engine.reports import Tier
 
 
 def context_used(conversation: Conversation, store: SessionStore, engine: ChatEngine) -> int | None:

@@ -28,15 +28,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sessions.controller.branch_tokens import BranchTokens
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
-from sessions.llama.context import DecodeCancelled
+from sessions.errors import ContextOverflow, ControllerError, DecodeCancelled, GenerationCancelled
 from sessions.memory_kind import MemoryKind
 from sessions.stop_reason import StopReason
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult
     from sessions.engine.protocol import ChatEngine
+    from sessions.engine.reports import Prepared
 
 CAN_CONTINUE = frozenset({StopReason.LENGTH, StopReason.CANCELLED})
 """Why a reply may have ended for it to be continued."""
@@ -132,7 +131,7 @@ def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int, *, batched: 
     return BranchTokens(branch.tokens[:start + low], [*branch.ends[:-1], start + low], list(branch.stepped))
 
 
-def whole_reply_first(engine: ChatEngine, whole: BranchTokens, cut: BranchTokens) -> PrepareResult | None:
+def whole_reply_first(engine: ChatEngine, whole: BranchTokens, cut: BranchTokens) -> Prepared | None:
     """Before a cut reply is made live: restore the whole reply first, where that is
     cheaper than the cut's own route. Returns what that restore did (None if not done).
 

@@ -25,9 +25,8 @@ from sessions.controller.conversation import Conversation
 from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_storing import append_reply
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
+from sessions.errors import ContextOverflow, ControllerError, DecodeCancelled, GenerationCancelled
 from sessions.events import Listener, NoticeRaised, PromptProgressed, ReplyFinished, TextStreamed
-from sessions.llama.context import DecodeCancelled
 from sessions.reply_stats import reply_stats
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
@@ -36,8 +35,8 @@ from sessions.templates.message_tokens import reply_opens_in_reasoning
 from sessions.tree import GenerationStats, Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
+    from sessions.engine.reports import Generated, Prepared, ProgressFn
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +58,9 @@ class ReplyHooks:
 
 @dataclass(frozen=True)
 class WrittenReply:
-    result: GenerateResult
+    result: Generated
     stats: GenerationStats
-    prep: PrepareResult
+    prep: Prepared
     """How the branch was made live before the reply (what it restored and evaluated)."""
 
 
@@ -108,7 +107,7 @@ def streamed_text(listener: Listener, *, opens_in_reasoning: bool = False,
     return on_text
 
 
-def make_live(engine: ChatEngine, branch: BranchTokens, hooks: ReplyHooks) -> PrepareResult:
+def make_live(engine: ChatEngine, branch: BranchTokens, hooks: ReplyHooks) -> Prepared:
     """The branch a reply answers made live, its checkpoints left to read after the reply;
     ``GenerationCancelled`` when stopped before, ``ContextOverflow`` when it leaves no room."""
     if hooks.should_stop():
@@ -124,7 +123,7 @@ def make_live(engine: ChatEngine, branch: BranchTokens, hooks: ReplyHooks) -> Pr
 
 
 def write_reply(engine: ChatEngine, branch: BranchTokens, settings: SamplingSettings, *, t_request: float,
-                max_tokens: int | None, hooks: ReplyHooks, made_live: PrepareResult | None = None,
+                max_tokens: int | None, hooks: ReplyHooks, made_live: Prepared | None = None,
                 alone: bool = True) -> WrittenReply:
     """Answer the branch; raises ``GenerationCancelled`` when stopped before any token.
 
@@ -166,7 +165,7 @@ def write_reply(engine: ChatEngine, branch: BranchTokens, settings: SamplingSett
 
 def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message, settings: SamplingSettings, *,
                        t_request: float, max_tokens: int | None, hooks: ReplyHooks,
-                       made_live: PrepareResult | None = None) -> Continued:
+                       made_live: Prepared | None = None) -> Continued:
     """More of ``reply``, the last message of ``branch`` (``continuation``); blocking."""
     alone = continuation.goes_on_alone(engine, branch, reply)
     start = branch.ends[-2] if len(branch.ends) > 1 else 0

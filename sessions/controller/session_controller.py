@@ -55,20 +55,18 @@ from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
 from sessions.controller.versions import MOST_VERSIONS
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
+from sessions.errors import ContextOverflow, ControllerError, DecodeCancelled, GenerationCancelled
 from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
-from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.store import Deleted, Session, SessionNotFound, SessionStore
 from sessions.templates.chat_template import TemplateError, TemplateStopped
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult
     from sessions.checkpoints import CheckpointStore
+    from sessions.engine.reports import LoadedModel, Prepared
     from sessions.exchange import ExportKind
-    from sessions.llama.model import ModelInfo
 
 
 class SessionController:
@@ -122,7 +120,7 @@ class SessionController:
 
     # -- the model (worker thread) --------------------------------------------------
 
-    def load_model(self, path: str | Path) -> ModelInfo:
+    def load_model(self, path: str | Path) -> LoadedModel:
         """Load a model (blocking); a model that fails to load leaves the previous one loaded.
 
         A model loaded whose use the store cannot record for the open chat (a read-only or
@@ -142,7 +140,7 @@ class SessionController:
         return engine.info
 
     @property
-    def model_info(self) -> ModelInfo | None:
+    def model_info(self) -> LoadedModel | None:
         return self.engine.info if self.engine is not None else None
 
     @property
@@ -418,7 +416,7 @@ class SessionController:
 
     # -- engine work (worker thread, blocking) ---------------------------------------
 
-    def warm(self, leaf_id: int | None = None) -> PrepareResult:
+    def warm(self, leaf_id: int | None = None) -> Prepared:
         """Make the branch ending at ``leaf_id`` (default: the head) live now, e.g. after a switch."""
         with self._jobs.job():
             engine = self._chat.loaded()

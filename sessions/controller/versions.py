@@ -27,16 +27,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sessions.branching.branch_engine import CONTINUABLE
 from sessions.controller.branch_tokens import BranchTokens
-from sessions.llama.batch_context import BatchUnavailable
-from sessions.llama.context import DecodeCancelled
+from sessions.engine.reports import CONTINUABLE
+from sessions.errors import BatchUnavailable, DecodeCancelled
 from sessions.sampling import BOUNDS, MOST_VERSIONS, SamplingSettings
 from sessions.stop_reason import StopReason
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
+    from sessions.engine.reports import Generated, Prepared, ProgressFn
 
 __all__ = ["MOST_VERSIONS", "SAME_VERSIONS", "SampledVersions", "sample_versions", "settle", "version_seeds"]
 
@@ -59,15 +58,15 @@ def version_seeds(sampling: SamplingSettings, count: int) -> list[int]:
 class SampledVersions:
     """The versions sampled after a live branch, and how each was made live."""
 
-    results: list[GenerateResult]
+    results: list[Generated]
     """One per version asked for, in order, until one was stopped."""
-    preps: list[PrepareResult]
+    preps: list[Prepared]
     """What making the branch live cost each version (``_restored`` for a batch's second on)."""
     fell_back: str = ""
     """Why they were not sampled in one batch, but one after another, alone (empty: they were)."""
 
 
-def sample_versions(engine: ChatEngine, branch: BranchTokens, prep: PrepareResult,
+def sample_versions(engine: ChatEngine, branch: BranchTokens, prep: Prepared,
                     settings: Sequence[SamplingSettings], *, limit: int, on_progress: ProgressFn,
                     on_texts: Sequence[Callable[[str], None]], should_stop: Callable[[], bool]) -> SampledVersions:
     """One reply per ``settings`` after ``branch``, which ``prep`` made live: in one batch,
@@ -84,7 +83,7 @@ def sample_versions(engine: ChatEngine, branch: BranchTokens, prep: PrepareResul
 
 
 def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], stop_reason: StopReason,
-           on_progress: ProgressFn | None = None) -> PrepareResult | None:
+           on_progress: ProgressFn | None = None) -> Prepared | None:
     """Make a version sampled in a batch (its tokens ``version``, after the messages
     ``before``) live as a rebuild does (see the module docstring); its checkpoints are
     taken on the way. None when stopped first: it is stored already, and the next time
@@ -97,21 +96,21 @@ def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], sto
         return None
 
 
-def _restored(prep: PrepareResult, branch: BranchTokens) -> PrepareResult:
+def _restored(prep: Prepared, branch: BranchTokens) -> Prepared:
     """What the versions after the first cost on the way to their first token: the
     question's state, shared with the first (nothing evaluated)."""
     return replace(prep, tokens_restored=len(branch.tokens), tokens_evaluated=0, seconds=0.0, bytes_restored=0,
                    decode_seconds=0.0, state_seconds=0.0)
 
 
-def _one_after_another(engine: ChatEngine, branch: BranchTokens, prep: PrepareResult,
+def _one_after_another(engine: ChatEngine, branch: BranchTokens, prep: Prepared,
                        settings: Sequence[SamplingSettings], limit: int, on_progress: ProgressFn,
                        on_texts: Sequence[Callable[[str], None]], should_stop: Callable[[], bool],
-                       ) -> tuple[list[GenerateResult], list[PrepareResult]]:
+                       ) -> tuple[list[Generated], list[Prepared]]:
     """Each version alone, from the question's state (restored from its checkpoint after
     the first: nothing of the prompt is evaluated again)."""
-    results: list[GenerateResult] = []
-    preps: list[PrepareResult] = []
+    results: list[Generated] = []
+    preps: list[Prepared] = []
     for k, one in enumerate(settings):
         if k:
             if should_stop():

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sessions.errors import LlamachatError
+from sessions.errors import DecodeCancelled, LlamachatError
 from sessions.llama.abort_flag import AbortFlag
 from sessions.llama.batch_fill import BatchFiller, TokenIds
 from sessions.llama.decode_speeds import DecodeSpeeds
@@ -38,10 +38,6 @@ class DecodeError(LlamachatError):
 
 class ContextFull(DecodeError):
     """No room left in the KV cache for the batch (the conversation outgrew n_ctx)."""
-
-
-class DecodeCancelled(LlamachatError):
-    """The user stopped the work; the live sequence no longer matches any token list."""
 
 
 def default_threads(cpus: int | None = None) -> int:

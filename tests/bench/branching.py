@@ -281,15 +281,17 @@ def w1_event_child(args: argparse.Namespace) -> int:
     return 0
 
 
-def files_read(bench: Bench, leaf_id: int, plan) -> list[Path]:
-    """The checkpoint files a restore of the branch up to ``leaf_id`` reads, per its plan."""
+def files_read(bench: Bench, leaf_id: int) -> list[Path]:
+    """The checkpoint files a restore of the branch up to ``leaf_id`` reads, per the branch
+    engine's plan for it."""
     from sessions.branching.captures import prefix_hashes
     from sessions.branching.segments import segment_boundaries
     from sessions.checkpoints.keys import address
     from sessions.controller.branch_tokens import branch_tokens
 
     engine = bench.branches
-    tokens, ends, _ = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
+    tokens, ends, stepped = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
+    plan = engine.plan(tokens, ends, need_logits=False, stepped=stepped)
     prefixes = prefix_hashes(tokens, segment_boundaries(ends, engine.interval))
     folder = bench.root / "checkpoints"
     paths = [folder / address(engine.compat, prefixes[info.end], "cells") for info in plan.restore]
@@ -331,8 +333,7 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     """Open the W1 session in ``bench`` and restore its last branch; the result and files read."""
     ctl = bench.ctl
     ctl.open_session(w1["session"])
-    plan = ctl.routes.plan_for(w1["leaf"])
-    files = files_read(bench, w1["leaf"], plan)
+    files = files_read(bench, w1["leaf"])
     return ctl.warm(w1["leaf"]), files
 
 

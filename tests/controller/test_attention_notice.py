@@ -61,7 +61,8 @@ class PlacedOnGpu(FakeEngineFactory):
 
     def __call__(self, path, settings, on_progress):
         engine = super().__call__(path, settings, on_progress)
-        engine.placement = self.placement  # type: ignore[attr-defined]
+        engine.devices = self.placement.summary()  # as LlamaChatEngine says it from its placement
+        engine.attention_notice = self.placement.attention_notice()
         return engine
 
 

@@ -16,7 +16,7 @@ from sessions.controller.continuation import check_continuable
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan
+    from sessions.controller import RoutePlan
 
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0
@@ -68,7 +68,7 @@ def about(seconds: float) -> str:
     return words if seconds < 1 else f"~{words}"
 
 
-def switch_note(plan: Plan) -> str | None:
+def switch_note(plan: RoutePlan) -> str | None:
     """A note when making a branch live will take noticeable time (None when it will not)."""
     if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
         return None

@@ -19,7 +19,7 @@ from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_host import ChatHost
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan, SamplingSettings
+    from sessions.controller import RoutePlan, SamplingSettings
     from tui.engine_work import Warmed
 
 
@@ -158,7 +158,7 @@ async def after_switch(screen: ChatHost) -> None:
     if not screen.model_ready or head is None or screen.jobs.running():
         return
 
-    def planned(plan: Plan) -> None:
+    def planned(plan: RoutePlan) -> None:
         note = chat_rules.switch_note(plan)
         if note:
             screen.status.set_note(note)
