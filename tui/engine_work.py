@@ -20,16 +20,12 @@ from typing import TYPE_CHECKING, Any
 from textual.dom import DOMNode
 from textual.worker import Worker
 
-from sessions.controller import (
-    ControllerError,
-    DecodeCancelled,
-    GenerationCancelled,
-    LlamachatError,
-    SessionController,
-)
+from sessions.api.chat import SessionController
+from sessions.errors import ControllerError, DecodeCancelled, GenerationCancelled, LlamachatError
 
 if TYPE_CHECKING:
-    from sessions.controller import Prepared, RoutePlan, SamplingSettings
+    from sessions.api.chat import Prepared, RoutePlan
+    from sessions.sampling import SamplingSettings
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 

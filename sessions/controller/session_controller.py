@@ -90,6 +90,7 @@ class SessionController:
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
         self._store = store
+        self._checkpoints_on = checkpoints is not None
         self._factory = engine_factory
         self._chat = OpenChat(store)
         """The open chat, the loaded model, and the tree lock."""
@@ -117,6 +118,13 @@ class SessionController:
     @engine.setter
     def engine(self, engine: ChatEngine | None) -> None:
         self._chat.engine = engine
+
+    @property
+    def keeps_checkpoints(self) -> bool:
+        """Whether the loaded model's states are checkpointed: checkpoints are on, and the
+        model's states are laid out as the engine reads them (``ChatEngine.checkpoint_notice``)."""
+        engine = self._chat.engine
+        return self._checkpoints_on and engine is not None and engine.checkpoint_notice is None
 
     # -- the model (worker thread) --------------------------------------------------
 

@@ -26,11 +26,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sessions.api.chat import SessionController
 from sessions.api.runtime import open_runtime
-from sessions.config import Config
-from sessions.controller import SamplingSettings, SessionController
+from sessions.api.settings import Config
 from sessions.errors import LlamachatError
 from sessions.events import Event, NoticeRaised
+from sessions.sampling import SamplingSettings
 from sessions.serve.app import Api, Limits, ServedModel
 from sessions.serve.engine_thread import SIGNALS, EngineThread
 

@@ -51,8 +51,8 @@ def emit(record: dict) -> None:
 class Bench:
     def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path, rpc=None, ngl=0,
                  cache_type: str = "f16"):
+        from sessions.api.chat import EngineSettings, SessionController
         from sessions.checkpoints import CheckpointStore
-        from sessions.controller import EngineSettings, SessionController
         from sessions.engine.factory import llama_engine_factory
         from sessions.sampling import SamplingSettings
         from sessions.store import SessionStore

@@ -24,8 +24,8 @@ from tests.bench.workload import w1_texts
 def controller(path: Path, root: Path, threads: int, checkpoints: bool) -> Iterator:
     """A controller with the model loaded over the sessions and checkpoints in ``root``;
     everything is closed on the way out, as a quitting app closes it."""
+    from sessions.api.chat import EngineSettings, SessionController
     from sessions.checkpoints import CheckpointStore
-    from sessions.controller import EngineSettings, SessionController
     from sessions.engine.factory import llama_engine_factory
     from sessions.sampling import SamplingSettings
     from sessions.store import SessionStore

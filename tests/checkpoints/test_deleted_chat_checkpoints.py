@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.checkpoints import CheckpointStore, list_files, remove_files
 from sessions.checkpoints.owners import ChatTokens, ownership
-from sessions.controller import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
 from sessions.events import NoticeRaised
 from sessions.sampling import SamplingSettings

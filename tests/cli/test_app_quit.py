@@ -80,7 +80,7 @@ def test_quitting_half_a_second_after_opening_a_freshly_imported_chat_is_prompt(
 
 def check_whole(messages, lists) -> None:
     """Each stored list is the message's whole list, as a fresh computation gives it."""
-    from sessions.controller import SessionController
+    from sessions.api.chat import SessionController
     from sessions.engine.factory import llama_engine_factory
     from sessions.engine.settings import EngineSettings
 

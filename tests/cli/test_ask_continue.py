@@ -15,9 +15,10 @@ import sys
 import numpy as np
 import pytest
 
-from sessions.controller import ControllerError, EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.controller.branch_tokens import branch_tokens
 from sessions.engine.factory import llama_engine_factory
+from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.store import SessionStore

@@ -141,7 +141,7 @@ def test_a_gone_model_without_another_is_said_in_one_line(capsys, factory, model
 
 
 def test_demo_answers_with_the_demo_model_the_app_uses(capsys, factory):
-    from sessions.controller import ModelCatalogue
+    from sessions.api.chat import ModelCatalogue
 
     code, _, err = ask(capsys, "--demo", "hello?")
     assert code == 0, err

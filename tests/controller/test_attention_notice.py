@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.events import ModelLoaded, NoticeRaised
 from sessions.llama.attention_check import AttentionVerdict, VerdictLog
 from sessions.llama.placement import Placement

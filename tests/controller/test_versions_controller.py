@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.controller import ControllerError, SamplingSettings
+from sessions.errors import ControllerError
 from sessions.events import TextStreamed
+from sessions.sampling import SamplingSettings
 from sessions.synth import make_model
 from sessions.tree import Message
 from tests.controller.test_other_models_reply_stays_unstepped import from_scratch

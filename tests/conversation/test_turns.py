@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sessions.controller import ControllerError, SessionController
+from sessions.api.chat import SessionController
+from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
 from sessions.templates.chat_template import ChatMessage, ChatTemplate
 from sessions.tree import ConversationTree, Message

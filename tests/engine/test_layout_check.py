@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from sessions.controller import EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.engine.factory import llama_engine_factory
 from sessions.events import ModelLoaded, NoticeRaised

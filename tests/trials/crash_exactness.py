@@ -37,8 +37,8 @@ class ExactnessProbe:
     """One engine per model, made with the trial's own config, reused for every check."""
 
     def __init__(self, models: dict[str, str], config_path: Path) -> None:
+        from sessions.api.chat import EngineSettings
         from sessions.config import load_config
-        from sessions.controller import EngineSettings
         from sessions.engine.factory import llama_engine_factory
 
         settings = EngineSettings.from_config(load_config(config_path).config)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sessions.controller import ChatSnapshot
+from sessions.api.chat import ChatSnapshot
 from sessions.engine.reports import RoutePlan
 from sessions.errors import ContextOverflow
 from sessions.sampling import SamplingSettings

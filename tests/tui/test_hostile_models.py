@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Static
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.config import Config
-from sessions.controller import EngineSettings, SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.synth import make_model

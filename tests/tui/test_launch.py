@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import sessions.cli
+from sessions.api.chat import EngineSettings
 from sessions.config import CheckpointConfig, Config
-from sessions.controller import EngineSettings
 from sessions.store import StoreError
 from tui import entry as launch
 from tui.app import LlamaChatApp

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.widgets import Input, Static
 from textual.widgets._tooltip import Tooltip
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.templates.chat_template import ChatTemplate

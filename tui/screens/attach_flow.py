@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions.controller import Attachment, LlamachatError, appended
+from sessions.attachments import Attachment, appended
+from sessions.errors import LlamachatError
 from tui.screens.chat_host import ChatHost
 from tui.screens.dialogs import TextPrompt
 

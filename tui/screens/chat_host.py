@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
 
-    from sessions.controller import ChatSnapshot, Config, Message, SessionController
+    from sessions.api.chat import ChatSnapshot, SessionController
+    from sessions.api.settings import Config
+    from sessions.tree import Message
     from tui.engine_work import EngineWork
     from tui.screens.chat_rules import InputMode
     from tui.startup import StartupRequest

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from sessions.controller import ChatSnapshot, ControllerError, Message, Session, title_from_text
-from sessions.controller.continuation import check_continuable
+from sessions.api.chat import ChatSnapshot, check_continuable
+from sessions.api.library import Session, title_from_text
+from sessions.errors import ControllerError
+from sessions.tree import Message
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
-    from sessions.controller import RoutePlan
+    from sessions.api.chat import RoutePlan
 
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0

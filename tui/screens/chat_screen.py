@@ -21,7 +21,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker
 
-from sessions.controller import ChatSnapshot, Config, LlamachatError, Message, SessionController, Tier, WarmedAhead
+from sessions.api.chat import ChatSnapshot, SessionController, Tier, WarmedAhead
+from sessions.api.settings import Config
+from sessions.errors import LlamachatError
+from sessions.tree import Message
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
 from tui.events import CoreEvent

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any, cast
 from textual.worker import Worker, WorkerState
 
 from sessions import events as core
-from sessions.controller import ContextOverflow
+from sessions.errors import ContextOverflow
 from tui.engine_work import describe_failure
 from tui.events import severity
 from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_host import ChatHost
 
 if TYPE_CHECKING:
-    from sessions.controller import RoutePlan, SamplingSettings
+    from sessions.api.chat import RoutePlan
+    from sessions.sampling import SamplingSettings
     from tui.engine_work import Warmed
 
 

@@ -28,12 +28,15 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 from textual.worker import Worker, WorkerState
 
-from sessions.controller import ControllerError, MemoryKind, ModelCard, ModelFileError, human_count, human_size
+from sessions.api.models import ModelCard, ModelFileError
+from sessions.errors import ControllerError
+from sessions.memory_kind import MemoryKind
+from sessions.units import human_count, human_size
 from tui.safe_text import inert
 from tui.screens.hub_download import HubDownloadScreen
 
 if TYPE_CHECKING:
-    from sessions.controller import ModelCatalogue
+    from sessions.api.chat import ModelCatalogue
 
 DEMO_KEY = "demo"
 DEMO_LABEL = "Demo model (random weights, replies are random text)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions.controller import LlamachatError
+from sessions.errors import LlamachatError
 from tui.screens import chat_rules
 from tui.screens.chat_host import ChatHost
 from tui.screens.chat_rules import InputMode

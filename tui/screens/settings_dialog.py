@@ -20,13 +20,9 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from sessions.controller import (
-    SAMPLING_LABELS,
-    ChatSettings,
-    SamplingSettings,
-    SamplingValueError,
-    parse_sampling_value,
-)
+from sessions.api.chat import ChatSettings
+from sessions.api.settings import SAMPLING_LABELS, SamplingValueError, parse_sampling_value
+from sessions.sampling import SamplingSettings
 from tui.safe_text import for_input, inert
 
 FIELDS = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed")

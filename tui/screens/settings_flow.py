@@ -9,7 +9,7 @@ stopping it: nothing here is urgent.
 
 from __future__ import annotations
 
-from sessions.controller import ChatSettings
+from sessions.api.chat import ChatSettings
 from tui.screens.chat_host import ChatHost
 from tui.screens.job_flow import after_switch
 from tui.screens.settings_dialog import ChatSettingsScreen

@@ -13,7 +13,7 @@ stopped.
 
 from __future__ import annotations
 
-from sessions.controller import MOST_VERSIONS
+from sessions.sampling import MOST_VERSIONS
 from tui.screens import job_flow, tree_gestures
 from tui.screens.chat_host import ChatHost
 from tui.screens.dialogs import TextPrompt

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sessions.controller import Message
+from sessions.tree import Message
 from tui.screens import chat_rules, library_flow
 from tui.screens.chat_host import ChatHost
 from tui.screens.chat_rules import InputMode
