@@ -27,7 +27,7 @@ Exactness rules this encodes (see ``shared/notes/llama-cpp-state.md``):
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -234,8 +234,9 @@ def plan_route(
     return replace(best[1], estimate_seconds=best[0][1], cost=cost)
 
 
-def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapshot, need_logits: bool,
-                splittable: Callable[[int], bool]):
+def _candidates(kind: MemoryKind, n_swa: int, live: LiveState, target: Sequence[int], boundaries: Sequence[int],
+                cells: CellsLookup, snapshot: SnapshotLookup, need_logits: bool,
+                splittable: Callable[[int], bool]) -> Iterator[Plan]:
     n_live, n = len(live.tokens), len(target)
     c = common_prefix(live.tokens, target)
     def plan(keep: int, restore: tuple[SegmentInfo, ...], evaluate_from: int, *,
@@ -289,7 +290,8 @@ def _candidates(kind, n_swa, live: LiveState, target, boundaries, cells, snapsho
                 yield finished
 
 
-def _recurrent(keep, live, boundaries, snapshot, plan, need_logits: bool):
+def _recurrent(keep: int, live: LiveState, boundaries: Sequence[int], snapshot: SnapshotLookup,
+               plan: Callable[..., Plan], need_logits: bool) -> Iterator[Plan]:
     """A recurrent state at a boundary stands for everything before it: one restore."""
     candidates = [plan(keep, (), keep)]
     for b in boundaries:

@@ -70,7 +70,7 @@ class EngineProcess:
         self._on_notice = on_notice
         self.stop_grace = stop_grace
         self._send_lock = threading.Lock()
-        self._child: subprocess.Popen | None = None
+        self._child: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._stderr: IO[bytes] | None = None
         self._stop_asked: float | None = None
