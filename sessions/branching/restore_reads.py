@@ -52,19 +52,9 @@ BATCH_BYTES = 2 << 20
 that the first batch is read soon and the reading overlaps the copying."""
 JOIN_BUFFERS = 3
 """Batches in memory at once: the one llama.cpp is copying, the one the helper reads, and
-one more, so that the helper goes on reading while llama.cpp copies the snapshot in.
-
-With the snapshot read by the helper too (the restoring thread used to read it before
-the cells), W1's reopen on the development VM, medians of fifteen new processes taken
-alternately: gemma3 11.4 ms against 13.6, lfm2 14.8 against 14.8 (its 22 MB of cells
-keep the helper busy throughout). A restore there now takes about the sum of its reading
-and its copying done alone (lfm2: 5.3 + 5.8 ms): that machine's two cores copy memory no
-faster side by side than one after the other (8.2 GB/s on one core, 6.9 on two).
-
-The first batch read by the restoring thread itself, which had only waited for it, while
-the helper reads the snapshot: medians of 21-31 new processes taken alternately, gemma3
-10.4, 11.6 and 10.0 ms against 11.4, 12.3 and 10.8; lfm2 13.6 and 14.0 against 13.9 and
-14.4."""
+one more, so that the helper goes on reading while llama.cpp copies the snapshot in. (The
+orders of reading measured before this one: ``docs/benchmarks.md``, "What the engine's
+choices rest on".)"""
 
 
 @dataclass(frozen=True)

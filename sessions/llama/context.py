@@ -430,7 +430,7 @@ class LlamaContext:
         empties a sequence before it writes a state into it, so the spare keeps its copy
         of a batch until the next one's write, and is emptied once, on leaving: each
         emptying scans the whole cache, and a restore of many batches saves two scans a
-        batch (0.07-0.1 ms each on the development VM, for the bench models' 8,192 cells).
+        batch.
         With ``live_empty`` (the caller knows the live sequence holds nothing) the first
         batch goes straight into the live sequence, the very cells it would have taken
         through the spare one, and saves that batch's copy and scan.
