@@ -150,6 +150,11 @@ class EngineWork:
     def loading(self) -> bool:
         return bool(self.running("load"))
 
+    @property
+    def model_ready(self) -> bool:
+        """A model is loaded, and no other is loading."""
+        return self._controller.model_info is not None and not self.loading
+
     # -- gestures that wait ---------------------------------------------------------------
 
     async def when_idle(self, callback: IdleCallback, *, stop: bool = True) -> None:

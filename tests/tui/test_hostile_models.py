@@ -116,7 +116,7 @@ async def test_unusable_files_in_the_model_picker_are_explained_and_nothing_chan
             await wait_for(pilot, lambda w=words, s=status: w in str(s.render()), f"the picker to say {words!r}")
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, ModelPicker), "the picker to close")
-        assert screen.model_ready and shown_texts(screen) == before
+        assert screen.jobs.model_ready and shown_texts(screen) == before
         await send(pilot, "still chatting")
         assert shown_texts(screen)[-2] == ("user", "still chatting")
 

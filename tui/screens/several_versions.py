@@ -43,7 +43,7 @@ async def write(screen: ChatHost, count: int) -> None:
     message = tree_gestures.regenerate_target(screen)
     if message is None:
         return
-    if not screen.model_ready:
+    if not screen.jobs.model_ready:
         screen.notify("No model is loaded: press F5 to choose one.", severity="warning")
         return
     if screen.controller.chat_settings().sampling.deterministic:

@@ -19,6 +19,12 @@ from tui.screens.dialogs import ConfirmScreen
 from tui.screens.job_flow import after_switch, start_reply
 
 
+def target(screen: ChatHost, *roles: str) -> Message | None:
+    """The message a gesture applies to: the one selected, else the last of the branch
+    (with one of ``roles``, when given: ``chat_rules.target``)."""
+    return chat_rules.target(screen.controller.snapshot(), screen.conversation_view.selected_id, *roles)
+
+
 def select_message(screen: ChatHost, delta: int) -> None:
     snapshot = screen.controller.snapshot()
     ids = [m.id for m in snapshot.path] if snapshot else []
@@ -28,7 +34,7 @@ def select_message(screen: ChatHost, delta: int) -> None:
 async def sibling(screen: ChatHost, delta: int) -> None:
     if await screen.conversation_view.page_versions(delta):  # versions still being written
         return
-    message = screen.target()
+    message = target(screen)
     snapshot = screen.controller.snapshot()
     if message is None or snapshot is None:
         return
@@ -49,7 +55,7 @@ async def sibling(screen: ChatHost, delta: int) -> None:
 
 
 def edit(screen: ChatHost) -> None:
-    message = screen.target()
+    message = target(screen)
     if message is None:
         screen.notify("There is no message to edit yet.")
         return
@@ -62,7 +68,7 @@ def edit(screen: ChatHost) -> None:
 
 def regenerate_target(screen: ChatHost) -> Message | None:
     """The message whose question a regenerate answers again (None: said why)."""
-    message = screen.target()
+    message = target(screen)
     if message is None or message.role == "system":
         screen.notify("Select a reply (or the message it answers) to regenerate.")
         return None
@@ -84,9 +90,9 @@ async def regenerate(screen: ChatHost) -> None:
 
 
 async def continue_reply(screen: ChatHost) -> None:
-    message = screen.target("assistant")
+    message = target(screen, "assistant")
     problem = chat_rules.continue_problem(message)
-    if problem is None and not screen.model_ready:
+    if problem is None and not screen.jobs.model_ready:
         problem = "No model is loaded: press F5 to choose one."
     if problem is not None or message is None:
         screen.notify(problem or "There is no reply to continue.", timeout=4)
@@ -103,11 +109,11 @@ async def continue_reply(screen: ChatHost) -> None:
 def continue_from(screen: ChatHost) -> None:
     """Choose a place inside the selected reply, then write a new version that keeps the
     reply up to there and goes on (``SessionController.continue_from``)."""
-    message = screen.target("assistant")
+    message = target(screen, "assistant")
     if message is None or message.role != "assistant":
         screen.notify("Select the reply to go on from first (Ctrl+Up).", timeout=4)
         return
-    if not screen.model_ready:
+    if not screen.jobs.model_ready:
         screen.notify("No model is loaded: press F5 to choose one.", timeout=4)
         return
 
@@ -124,7 +130,7 @@ def continue_from(screen: ChatHost) -> None:
 
 
 def fork(screen: ChatHost) -> None:
-    message = screen.target()
+    message = target(screen)
     if message is None:
         return
     if message.role == "user":
@@ -166,7 +172,7 @@ def ask_delete(screen: ChatHost, chosen: int | None = None) -> None:
     the refusal says so and the chat is shown as it is now (``Conversation``).
     """
     snapshot = screen.controller.snapshot()
-    message: Message | None = screen.target() if chosen is None else snapshot.message(chosen) if snapshot else None
+    message: Message | None = target(screen) if chosen is None else snapshot.message(chosen) if snapshot else None
     if message is None or snapshot is None:
         return
     counted = [message.id, *(m.id for m in snapshot.tree.descendants(message.id))]
@@ -201,7 +207,7 @@ def stop(screen: ChatHost) -> None:
 
 
 def copy_message(screen: ChatHost) -> None:
-    message = screen.target()
+    message = target(screen)
     if message is not None:
         screen.app.copy_to_clipboard(message.text)
         screen.notify("Copied the message.", timeout=2)
