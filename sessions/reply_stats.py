@@ -13,7 +13,10 @@ from sessions.stop_reason import StopReason
 from sessions.tree import GenerationStats
 
 
-def reply_stats(prep, result, t_request: float, *, room: int, wanted: int) -> GenerationStats:
+def reply_stats(prep, result, t_request: float, *, room: int, wanted: int,
+                decode_rates: tuple[float, float] = (0.0, 0.0)) -> GenerationStats:
+    """``decode_rates``: the engine's measured seconds per token in a batch and alone
+    (``GenerationStats.decode_batch_seconds``; 0: not measured)."""
     t_end = time.perf_counter()
     first = result.first_token_at
     n = len(result.tokens)
@@ -28,4 +31,6 @@ def reply_stats(prep, result, t_request: float, *, room: int, wanted: int) -> Ge
         ttft_seconds=(first - t_request) if first else 0.0,
         generation_tps=(n - 1) / (t_end - first) if first and n > 1 and t_end > first else 0.0,
         stop_reason=reason,
+        decode_batch_seconds=decode_rates[0],
+        decode_step_seconds=decode_rates[1],
     )

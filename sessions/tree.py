@@ -61,6 +61,13 @@ class GenerationStats:
     """The generation prompt the reply followed opened a reasoning block (DeepSeek-R1's and
     Qwen3.5's end in ``<think>``): its text begins inside it, with no opening marker of
     its own, and a view tells its reasoning from its answer by this."""
+    decode_batch_seconds: float = 0.0
+    """Seconds a token took in a batched ``llama_decode`` call, as the engine measured its
+    calls when the reply was stored (0: not measured). What a switch after a reopen is
+    priced at: the prompt's seconds also hold restores and fixed costs."""
+    decode_step_seconds: float = 0.0
+    """Seconds a token took decoded alone, likewise (its generation speed also holds the
+    sampling)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

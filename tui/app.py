@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import RenderableType
 from textual import events
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.theme import Theme
 
 from sessions.api.chat import SessionController
@@ -77,6 +79,12 @@ class LlamaChatApp(App[None]):
 
             return TerminalDriver
         return driver
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Of Textual's own commands, only the theme (the choice is remembered): its Keys,
+        Maximize and Screenshot are about Textual, not llamachat (F1 lists every key), and
+        its Quit would stand beside llamachat's."""
+        yield from (command for command in super().get_system_commands(screen) if command.title == "Theme")
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return default_variables()

@@ -20,7 +20,7 @@ from typing import Literal
 
 from textual.binding import Binding, BindingType
 
-Place = Literal["input", "screen", "app"]
+Place = Literal["input", "screen", "app", "tree"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("toggle-reasoning", "f12", "toggle_reasoning", "Show or fold reasoning"),
     KeySpec("find", "alt+s", "find", "Find in the chat"),
     KeySpec("toggle-tree", "ctrl+t", "toggle_tree", "Tree", footer=True),
+    KeySpec("tree-wider", "greater_than_sign", "width(4)", "Widen the tree panel (or drag its edge)", place="tree"),
+    KeySpec("tree-narrower", "less_than_sign", "width(-4)", "Narrow the tree panel", place="tree"),
     KeySpec("toggle-sessions", "ctrl+l", "toggle_sessions", "Sessions"),
     KeySpec("new-session", "ctrl+n", "new_session", "New chat"),
     KeySpec("open-session", "ctrl+o", "open_session", "Open chat"),

@@ -33,8 +33,8 @@ class ActionCommands(Provider):
     def _node(self, spec: KeySpec):
         if spec.place == "app":
             return self.app
-        if spec.place == "input":
-            found = self.screen.query("ChatInput")
+        if spec.place in ("input", "tree"):
+            found = self.screen.query("ChatInput" if spec.place == "input" else "TreePanel")
             return found.first() if found else None
         return self.screen
 

@@ -15,10 +15,17 @@ ending, with its database lock held:
 So output goes through ``TerminalOutput``, which drops what cannot be written once the
 terminal is gone, and a SIGCONT resumes application mode only after this driver
 suspended it (Ctrl+Z).
+
+Its size comes from the terminal itself: Textual asks ``shutil.get_terminal_size``, which
+prefers ``COLUMNS`` and ``LINES`` from the environment, and a shell that exported them at
+one size left the app at that size after every resize (seen in tmux: 140 columns, then
+80, then 50, drawn at 80).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import IO, Any
 
 from textual.drivers.linux_driver import LinuxDriver
@@ -62,6 +69,17 @@ class TerminalDriver(LinuxDriver):
         if self._file is not None:  # None: Python was started without a stderr
             self._file = TerminalOutput(self._file)  # type: ignore[assignment]
         self._suspended = False
+
+    def _get_terminal_size(self) -> tuple[int, int]:
+        """The size the terminal the app draws on reports, else Textual's guess."""
+        for stream in (self._file, sys.__stdin__):
+            try:
+                size = os.get_terminal_size(stream.fileno())  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                continue
+            if size.columns and size.lines:
+                return size.columns, size.lines
+        return super()._get_terminal_size()
 
     def _sigtstp_application(self, *args: Any) -> None:
         self._suspended = True

@@ -24,4 +24,11 @@ def usage_line(ctx: CommandContext) -> str:
     usage = folder_usage(paths.checkpoints_dir())
     files = f"{usage.count} file{'' if usage.count == 1 else 's'}"
     return (f"checkpoints: {human_size(usage.on_disk)} on disk in {files} of "
-            f"{size_text(ctx.config.checkpoints.max_disk)} (checkpoints.max_disk); `llamachat cache` shows them")
+            f"{budget_words(ctx.config.checkpoints.max_disk)}; `llamachat cache` shows them")
+
+
+def budget_words(nbytes: int) -> str:
+    """The checkpoints' disk budget in the units the sizes beside it use (a size in the
+    config's own spelling, "20GiB", read as 20 beside a "4.6 MB" in decimal units), with
+    that spelling after it: ``21.5 GB (checkpoints.max_disk = "20GiB")``."""
+    return f'{human_size(nbytes)} (checkpoints.max_disk = "{size_text(nbytes)}")'

@@ -116,6 +116,9 @@ def to_toml_dict(config: Config, *, everything: bool = False) -> dict[str, Any]:
                      if everything or getattr(value, sub.name) != getattr(default, sub.name)}
             if table:
                 data[f.name] = table
+        elif f.name == "presets":  # [presets.NAME] tables of sampling values
+            if value:
+                data[f.name] = {name: dict(values) for name, values in value.items()}
         elif f.name == "models":  # [models."NAME"] tables of ModelSettings
             tables = {name: {sub.name: getattr(settings, sub.name) for sub in fields(settings)
                              if getattr(settings, sub.name) is not None}
@@ -168,8 +171,8 @@ def _edits(current: Config, changed: Config, names: list[str]) -> list[tuple[tup
                     value = _checked(rules[sub.name], _written(rules[sub.name], value), f"{name}.{sub.name}")
                     is_default = value == getattr(default, sub.name)
                     edits.append(((name, sub.name), None if is_default else _written(rules[sub.name], value)))
-        elif name == "models":
-            raise ConfigError("the [models] tables are edited in the config file itself")
+        elif name in ("models", "presets"):
+            raise ConfigError(f"the [{name}] tables are edited in the config file itself")
         elif name == "keys":
             for action in sorted(set(old) | set(new)):
                 if old.get(action) != new.get(action):

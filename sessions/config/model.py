@@ -109,6 +109,9 @@ class Config:
     """Default sampling settings for new sessions (the ``[sampling]`` table)."""
     theme: str = DEFAULT_THEME
     """Name of the colour theme (built in, or a file in the ``themes`` folder beside this file)."""
+    tree_width: int | None = None
+    """Columns of the tree panel (Ctrl+T); unset: 40% of the window. The app remembers the
+    width its ``<`` and ``>`` keys or a drag of its edge set."""
     keys: dict[str, str] = field(default_factory=dict)
     """Key overrides: action id to key string, e.g. ``regenerate = "ctrl+r"`` (``[keys]``)."""
     checkpoints: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -127,6 +130,9 @@ class Config:
     its values win over a table's too."""
     models: dict[str, ModelSettings] = field(default_factory=dict)
     """Per-model settings: the ``[models."NAME"]`` tables (see ``ModelSettings``)."""
+    presets: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    """Named sampling presets of the user's own, ``[presets.NAME]`` tables of ``[sampling]``
+    keys: the chat settings dialog (Ctrl+S) applies one to a chat, the values it names only."""
 
     def with_(self, **changes: Any) -> Config:
         return replace(self, **changes)

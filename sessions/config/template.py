@@ -67,6 +67,17 @@ def config_template() -> str:
 # Colour theme: a built-in name or a theme file in the themes/ folder beside this file.
 # theme = {_value(c.theme)}
 
+# Columns of the tree panel (unset: 40% of the window); its < and > keys and a drag of
+# its edge set it, and the app writes it here.
+# tree_width = 48
+
+# Sampling presets of your own: a table of sampling keys each, applied to a chat from its
+# settings (Ctrl+S), the values it names only. A model's own recommended settings (from its
+# file, or its family's published ones) are offered there too, and start its new chats.
+#   [presets.precise]
+#   temperature = 0.2
+# presets = {{ precise = {{ temperature = 0.2, top_p = 0.9 }}, loose = {{ temperature = 1.1 }} }}
+
 # Minutes a deleted message or chat can be brought back with Ctrl+Z (unset: until the
 # app closes, 0: never); after that the deletion is final and a chat's checkpoint files go.
 # undo_minutes = 30

@@ -18,6 +18,7 @@ from typing import Any
 from sessions.config import template_kwargs
 from sessions.config.model import CheckpointConfig, Config
 from sessions.config.model_tables import check_models
+from sessions.config.presets import check_presets
 from sessions.config.sizes import parse_size, size_text
 from sessions.config.toml_text import find_key_line
 from sessions.config.type_words import kind_of
@@ -103,6 +104,7 @@ TOP_RULES: dict[str, Rule] = {
     "seed": Rule("int", minimum=-1, maximum=UINT32_MAX),
     "system_prompt": Rule("str", optional=True),
     "theme": Rule("str"),
+    "tree_width": Rule("int", minimum=8, maximum=1000, optional=True),
     "keys": Rule("str_map"),
     "chat_template_file": Rule("str", optional=True),
     "chat_template_kwargs": Rule("template_kwargs"),
@@ -288,7 +290,7 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
     """Build a ``Config`` from parsed TOML, keeping every valid field."""
     checker = _Checker(text)
     defaults = Config()
-    top = {name: value for name, value in data.items() if name not in TABLES and name != "models"}
+    top = {name: value for name, value in data.items() if name not in TABLES and name not in ("models", "presets")}
     values = checker.values(top, TOP_RULES, (), defaults)
     for table, (cls, rules) in TABLES.items():
         if table not in data:
@@ -302,6 +304,8 @@ def build_config(data: dict[str, Any], text: str) -> tuple[Config, list[ConfigPr
         values[table] = cls(**accepted)
     if "models" in data:  # per-model tables, named by the user: see model_tables
         values["models"] = check_models(data["models"], checker.report)
+    if "presets" in data:  # sampling presets, named by the user: see presets
+        values["presets"] = check_presets(data["presets"], checker.report)
     if values.get("model") == "":
         values["model"] = None
     _context_floor(values, checker)
@@ -339,4 +343,4 @@ def rules_cover_every_field() -> bool:
     table_fields = all({f.name for f in fields(cls)} == set(rules) - {old for where, old in LEGACY_KEYS
                                                                       if where == table}
                        for table, (cls, rules) in TABLES.items())
-    return names == set(TOP_RULES) | set(TABLES) | {"models"} and table_fields
+    return names == set(TOP_RULES) | set(TABLES) | {"models", "presets"} and table_fields

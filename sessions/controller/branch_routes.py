@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sessions.controller import chat_reads
 from sessions.controller.job_control import JobControl
 from sessions.controller.open_chat import OpenChat
-from sessions.controller.switch_estimate import priced, stored_rates
+from sessions.controller.switch_estimate import priced, size_prior, stored_rates
 from sessions.engine.protocol import ChatEngine
 from sessions.store import SessionStore
 
@@ -116,5 +116,5 @@ class BranchRoutes:
         if not rates.measured:
             with self._chat.lock:
                 stats = [m.stats for m in self._chat.conv().tree.messages() if m.stats is not None]
-            rates = stored_rates(stats, engine.info.fingerprint, rates)
+            rates = size_prior(stored_rates(stats, engine.info.fingerprint, rates), engine.info.n_params)
         return priced(plan, branch, rates)

@@ -42,6 +42,11 @@ class SessionLibrary:
         """Every saved session, newest first."""
         return self._store.list_sessions()
 
+    def title_of(self, session_id: int) -> str:
+        """The session's title as stored now (another window or ``llamachat rename`` may
+        have changed it); a read the store cannot make raises ``StoreError``."""
+        return self._store.get_session(session_id).title
+
     def search_sessions(self, query: str) -> list[SearchHit]:
         """Sessions whose title or messages contain the words of ``query``."""
         return self._store.search(query)

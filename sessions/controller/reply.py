@@ -122,6 +122,15 @@ def make_live(engine: ChatEngine, branch: BranchTokens, hooks: ReplyHooks) -> Pr
     return prep
 
 
+def decode_rates(prep: Prepared) -> tuple[float, float]:
+    """What a stored reply keeps of the engine's rates (``GenerationStats.decode_batch_seconds``):
+    the seconds per token in a batch and alone its calls had shown when the reply's prompt
+    was planned, or zeros while none had. The switch estimate of a reopened chat prices
+    its tokens at them (``switch_estimate``)."""
+    rates = prep.plan.rates
+    return (rates.eval_per_token, rates.step_seconds) if rates.measured else (0.0, 0.0)
+
+
 def write_reply(engine: ChatEngine, branch: BranchTokens, settings: SamplingSettings, *, t_request: float,
                 max_tokens: int | None, hooks: ReplyHooks, made_live: Prepared | None = None,
                 alone: bool = True) -> WrittenReply:
@@ -158,7 +167,7 @@ def write_reply(engine: ChatEngine, branch: BranchTokens, settings: SamplingSett
                                              should_stop=hooks.should_stop)
     if not result.tokens and result.stop_reason == StopReason.CANCELLED:
         raise GenerationCancelled("stopped before the reply started")
-    stats = replace(reply_stats(prep, result, t_request, room=room, wanted=wanted),
+    stats = replace(reply_stats(prep, result, t_request, room=room, wanted=wanted, decode_rates=decode_rates(prep)),
                     opened_in_reasoning=hooks.opens_in_reasoning, seed=settings.seed, batch=0 if alone else 1)
     return WrittenReply(result, stats, prep)
 
@@ -195,7 +204,7 @@ def write_versions(engine: ChatEngine, branch: BranchTokens, settings: Sequence[
         if not result.tokens and result.stop_reason == StopReason.CANCELLED:
             continue
         indices.append(k)
-        stats = replace(reply_stats(made, result, t_request, room=room, wanted=wanted),
+        stats = replace(reply_stats(made, result, t_request, room=room, wanted=wanted, decode_rates=decode_rates(made)),
                         opened_in_reasoning=hooks.opens_in_reasoning, seed=one.seed, batch=batch)
         written.append(WrittenReply(result, stats, made))
     if not written:

@@ -39,6 +39,7 @@ from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
 from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.model_loading import adopt_engine, swap_engine
+from sessions.controller.model_sampling import follow_model, preset_of
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply import ReplyWriting
 from sessions.controller.reply_turn import ReplyTurns, take_turn
@@ -59,6 +60,7 @@ from sessions.errors import ContextOverflow, ControllerError, DecodeCancelled, G
 from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
 from sessions.sampling import SamplingSettings
+from sessions.sampling_presets import Preset, new_chat_sampling
 from sessions.store import Deleted, Session, SessionNotFound, SessionStore
 from sessions.templates.chat_template import TemplateError, TemplateStopped
 from sessions.tree import Message
@@ -86,7 +88,11 @@ class SessionController:
         deletion can be undone (None: until ``close``)."""
         self.settings = settings
         self.sampling = sampling
-        """Sampling settings of new chats (an open chat replies with its own)."""
+        """The config's sampling settings: new chats start with them (an open chat replies
+        with its own), and with the loaded model's recommended ones where these leave the
+        built-in defaults (``new_chat_sampling``)."""
+        self.model_preset: Preset | None = None
+        """The loaded model's recommended sampling (its file's, or its family's), if any."""
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
         self._store = store
@@ -144,6 +150,8 @@ class SessionController:
                 raise error
             assert engine is not None  # loaded, since nothing failed
             adopt_engine(self._chat, engine)
+            before, self.model_preset = self.model_preset, preset_of(self.models, engine.info.path)
+            follow_model(self._chat, self.sampling, before, self.model_preset)
             self.engine = engine  # only now: whoever sees the model sees the chat's record of it
         return engine.info
 
@@ -231,7 +239,8 @@ class SessionController:
         with self._chat.lock:
             info = self.model_info
             draft = SessionDraft(
-                system_prompt=chat_settings.clean_prompt(system_prompt), sampling=sampling or self.sampling,
+                system_prompt=chat_settings.clean_prompt(system_prompt),
+                sampling=sampling or new_chat_sampling(self.sampling, self.model_preset),
                 model_path=str(info.path) if info else None, model_fingerprint=info.fingerprint if info else None)
             self._chat.conversation = Conversation(self._store, None, draft=draft)
 

@@ -8,8 +8,11 @@ from its own ``llama_decode`` calls and hands them over with the plan (``RoutePl
 here each part of the branch is priced at its own rate.
 
 Before the engine has decoded anything (a reopened chat, restored from disk), the rates
-come from the open chat's stored replies that this model wrote: their prompt's speed and
-their generation speed were measured on this machine when they were made.
+come from the open chat's stored replies that this model wrote: the decode rates the
+engine had measured when each was stored, or for a reply stored before those were kept,
+its prompt's speed and its generation speed. With none of those (a model loaded into a
+chat another model wrote), from the model's size (``size_prior``): the planner's one
+default is a 100M-parameter model's, fifteen times too slow for the tiny demo model.
 """
 
 from __future__ import annotations
@@ -24,6 +27,13 @@ from sessions.tree import GenerationStats
 
 RECENT = 8
 """Stored replies a prior is taken from (the newest: the machine and settings of now)."""
+BATCH_FLOOR, STEP_FLOOR = 3e-4, 5e-4
+"""Seconds a token costs in a batch and alone whatever the model's size: the calls'
+fixed costs (the figures: docs/benchmarks.md, "The switch estimate")."""
+BATCH_PER_PARAMETER, STEP_PER_PARAMETER = 3.5e-11, 3e-10
+"""Seconds per token and per parameter on top, on one thread. Replaced by the engine's
+own measurements once it has decoded, so a GPU or more threads only make the first
+estimate long."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +62,10 @@ def stored_rates(replies: Iterable[GenerationStats], fingerprint: str, rates: Ra
     """``rates`` with decode rates from the newest replies ``fingerprint`` wrote (as stored);
     ``rates`` itself when none says how fast it went."""
     mine = [s for s in replies if s.sampled_by == fingerprint][-RECENT:]
-    steps = [1.0 / s.generation_tps for s in mine if s.generation_tps > 0 and s.tokens_generated >= BATCH_MIN]
-    batches = [s.prompt_seconds / s.tokens_evaluated for s in mine
+    steps = [s.decode_step_seconds for s in mine if s.decode_step_seconds > 0] or \
+            [1.0 / s.generation_tps for s in mine if s.generation_tps > 0 and s.tokens_generated >= BATCH_MIN]
+    batches = [s.decode_batch_seconds for s in mine if s.decode_batch_seconds > 0] or \
+              [s.prompt_seconds / s.tokens_evaluated for s in mine
                if s.tokens_evaluated >= BATCH_MIN and s.prompt_seconds > 0]
     if not steps and not batches:
         return rates
@@ -63,6 +75,15 @@ def stored_rates(replies: Iterable[GenerationStats], fingerprint: str, rates: Ra
         assert step is not None
         batched = step / STEP_PRIOR
     return replace(rates, eval_per_token=batched, step_seconds=step or batched * STEP_PRIOR, measured=True)
+
+
+def size_prior(rates: Rates, parameters: int) -> Rates:
+    """``rates`` with decode rates guessed from the model's ``parameters``, when nothing has
+    measured them (``rates`` itself when something has)."""
+    if rates.measured or parameters <= 0:
+        return rates
+    return replace(rates, eval_per_token=BATCH_FLOOR + BATCH_PER_PARAMETER * parameters,
+                   step_seconds=STEP_FLOOR + STEP_PER_PARAMETER * parameters)
 
 
 def priced(plan: RoutePlan, branch: BranchTokens, rates: Rates | None = None) -> RoutePlan:

@@ -9,9 +9,11 @@ modules; never llama.cpp's bindings (they import this package) or the engine.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
+from sessions.discovery.layout_checks import checkpoint_problem, recorded_problems
 from sessions.discovery.load_check import check_before_load
 from sessions.discovery.model_card import (
     ModelCard,
@@ -73,7 +75,17 @@ def discover_models(config: object | None = None, *, roots: list[SearchRoot] | N
     for folder in folders:
         cards.setdefault(_real_path(folder.path), folder)
     found = [card for card in _fold_split_parts(list(cards.values())) if include_auxiliary or not card.is_auxiliary]
-    return sorted(found, key=lambda card: (card.name.casefold(), str(card.path)))
+    problems = recorded_problems()
+    return sorted((_with_checkpoint_problem(card, problems) for card in found),
+                  key=lambda card: (card.name.casefold(), str(card.path)))
+
+
+def _with_checkpoint_problem(card: ModelCard, problems: dict[str, str]) -> ModelCard:
+    """``card`` with what its last load found about its saved states, when that is a problem."""
+    if card.error or not problems:
+        return card
+    problem = checkpoint_problem(card.path, problems)
+    return card if problem is None else replace(card, checkpoint_problem=problem)
 
 
 def _real_path(path: Path) -> Path:

@@ -19,6 +19,7 @@ from sessions.discovery.ggml_types import file_type_name, tensor_type_name
 from sessions.discovery.gguf_header import GGUFHeader, ModelFileError, read_gguf_header
 from sessions.discovery.memory_words import memory_words
 from sessions.memory_kind import MemoryKind
+from sessions.sampling_presets import from_file
 
 # From llama.cpp's llm_arch_is_recurrent / llm_arch_is_hybrid (src/llama-arch.cpp, 0.3.36).
 RECURRENT_ARCHITECTURES = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
@@ -82,10 +83,15 @@ class ModelCard:
     split_count: int = 1
     missing_parts: tuple[str, ...] = ()
     """File names of the other parts of a split model that are not beside this one."""
+    sampling: tuple[tuple[str, float | int], ...] = ()
+    """The sampling settings the file recommends (``general.sampling.*``), as (setting, value)."""
     source: str = ""
     """Where it was found: ``config``, ``huggingface``, ``lmstudio``, ``llama.cpp``..."""
     error: str | None = None
     """Why the file cannot be used; None for a usable model."""
+    checkpoint_problem: str | None = None
+    """Why its last load ran it without checkpoints (``layout_checks``); None when it had
+    them or was not loaded as it is now."""
 
     @property
     def readable(self) -> bool:
@@ -218,6 +224,7 @@ def card_from_header(path: Path, header: GGUFHeader) -> ModelCard:
         tensor_count=len(header.tensors),
         split_index=_int(meta.get("split.no")) or 0,
         split_count=max(_int(meta.get("split.count")) or 1, 1),
+        sampling=tuple(from_file(meta).items()),
     )
 
 

@@ -21,6 +21,7 @@ from sessions.branching.branch_engine import BranchEngine
 from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
 from sessions.branching.versions import sample_versions
 from sessions.checkpoints import CheckpointStore
+from sessions.discovery.layout_checks import record_check
 from sessions.engine.protocol import ChatEngine as ChatEngine
 from sessions.engine.reports import Generated, LoadedModel, Prepared, ProgressFn, Rates, RoutePlan, Tier, WarmedAhead
 from sessions.llama.attention_check import flash_attention_verdict
@@ -113,6 +114,7 @@ class LlamaChatEngine:
         """Why this model runs without checkpoints although they are on (None: it has them)."""
         if checkpoints is not None:
             problem = layout_problem(self.ctx, info.kind)
+            record_check(model_path, problem)  # for `llamachat models`, which loads nothing
             if problem is not None:
                 checkpoints = None
                 self.checkpoint_notice = (f"{info.name} runs without checkpoints: {problem}; replies are written and "

@@ -1,5 +1,9 @@
 """A session as a Markdown transcript, for reading and sharing rather than re-importing.
 
+A message's single line breaks are written as Markdown's hard breaks (two spaces at the
+end of the line, code blocks left as they are): the app draws them as line breaks, and a
+renderer would otherwise join the lines into one (``hard_breaks``).
+
 By default only the active branch is written, as the conversation reads on screen. With
 ``whole_tree`` every branch is written depth first, and each place where the conversation
 splits gets a marker ("Branch 2 of 3 at message 12") so a reader can follow the forks;
@@ -8,6 +12,7 @@ message headings carry their ids for those markers to point at.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from sessions.sampling import SamplingSettings
@@ -16,6 +21,28 @@ from sessions.store import Session, SessionStore
 from sessions.tree import ConversationTree, GenerationStats, Message
 
 _ROLE_NAMES = {"system": "System", "user": "User", "assistant": "Assistant"}
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def hard_breaks(text: str) -> str:
+    """``text`` with each line break inside a paragraph made a hard break (two spaces
+    before it), outside fenced code blocks; lines that already end in one stay."""
+    lines = text.split("\n")
+    out: list[str] = []
+    fence = ""
+    for index, line in enumerate(lines):
+        opening = _FENCE.match(line)
+        if fence:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = ""
+        elif opening:
+            fence = opening.group(1)
+        else:
+            after = lines[index + 1] if index + 1 < len(lines) else ""
+            if line.strip() and after.strip() and not line.endswith(("  ", "\\")) and not _FENCE.match(after):
+                line += "  "
+        out.append(line)
+    return "\n".join(out)
 
 
 def _when(seconds: float) -> str:
@@ -45,7 +72,7 @@ def _message_block(message: Message, with_id: bool) -> list[str]:
     heading = f"### {_ROLE_NAMES[message.role]}"
     if with_id:
         heading += f" (message {message.id})"
-    lines = [heading, "", message.text.rstrip("\n"), ""]
+    lines = [heading, "", hard_breaks(message.text.rstrip("\n")), ""]
     if message.stats is not None:
         stats = _stats_line(message.stats)
         if stats:
@@ -62,7 +89,7 @@ def _header(session: Session) -> list[str]:
     lines.append(f"- Last change: {_when(session.updated_at)}")
     lines.append("")
     if session.system_prompt:
-        lines += ["## System prompt", "", session.system_prompt.rstrip("\n"), ""]
+        lines += ["## System prompt", "", hard_breaks(session.system_prompt.rstrip("\n")), ""]
     return lines
 
 

@@ -177,7 +177,11 @@ class SessionStore(FrozenTokens, ServedChats):
         system_prompt: str | None = _UNSET,
         sampling: SamplingSettings = _UNSET,
     ) -> Session:
-        """Change only the fields given (``None`` clears a field)."""
+        """Change only the fields given (``None`` clears a field).
+
+        The session is re-dated only when what its replies are written with changes (its
+        system prompt, its sampling): recording the model a chat is opened or goes on with
+        is not a change to the chat, and must not move it to the top of the list."""
         changes: dict[str, Any] = {}
         for name, value in (("model_path", model_path), ("model_fingerprint", model_fingerprint),
                             ("system_prompt", system_prompt)):
@@ -186,12 +190,13 @@ class SessionStore(FrozenTokens, ServedChats):
         if sampling is not _UNSET:
             changes["sampling"] = json.dumps((sampling or SamplingSettings()).to_dict())
         with self._db.transaction() as conn:
-            lookups.session(conn, session_id)
+            before = lookups.session(conn, session_id)
             for column, value in changes.items():
                 conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
-            if changes:
+            after = lookups.session(conn, session_id)
+            if (before.system_prompt, before.sampling) != (after.system_prompt, after.sampling):
                 lookups.touch(conn, session_id)
-            return lookups.session(conn, session_id)
+            return after
 
     def delete_session(self, session_id: int) -> None:
         """Delete a session; one whose stored settings are damaged (``DatabaseDamaged`` on

@@ -37,6 +37,10 @@ def test_help_lists_every_subcommand(capsys):
     for name in ("sessions", "show", "export", "import", "rename", "delete", "models", "cache", "config"):
         assert name in out
     assert "-ngl" in out and "--ctx-size" in out
+    lines = out.splitlines()
+    at = next(index for index, line in enumerate(lines) if line.strip().startswith("import "))
+    import_line = " ".join(lines[at].split() + (lines[at + 1].split() if lines[at + 1].startswith(" " * 8) else []))
+    assert "llama.cpp web UI" in import_line and "ChatGPT" in import_line  # not only "a JSON export"
 
 
 @pytest.mark.parametrize("argv", [

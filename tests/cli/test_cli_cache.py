@@ -121,7 +121,7 @@ def test_show_gives_the_folder_the_use_against_the_budget_and_the_files_per_mode
     assert all(taken > FILE for taken in blocks.values())  # what a full disk counts: whole blocks
     other = blocks["a.other_model"]
     assert lines[1] == (f"used: {human_size(sum(blocks.values()))} on disk ({10 * FILE / 1000:.1f} KB in the "
-                        "files) of 2GiB (checkpoints.max_disk), 10 checkpoint files")
+                        'files) of 2.1 GB (checkpoints.max_disk = "2GiB"), 10 checkpoint files')
     assert lines[2] == "parked branches: up to 1GiB of a GPU's memory (checkpoints.parked_mb)"
     assert lines[3].split() == ["MODEL", "FILES", "ON", "DISK", "FOLDER"]
     assert lines[4].split() == ["alpha.gguf", "9", *human_size(sum(blocks.values()) - other).split(),
@@ -183,7 +183,7 @@ def test_bad_requests_are_one_line_and_delete_nothing(capsys, chats, argv, words
 def test_an_empty_or_missing_folder_shows_nothing_used(capsys) -> None:
     code, out, _ = run(capsys, "cache")
     assert code == 0
-    assert out.splitlines()[1] == ("used: 0 B on disk (0 B in the files) of 20GiB (checkpoints.max_disk), "
+    assert out.splitlines()[1] == ('used: 0 B on disk (0 B in the files) of 21.5 GB (checkpoints.max_disk = "20GiB"), '
                                    "0 checkpoint files")
     assert not paths.database_file().exists()  # showing the cache makes no database
 
@@ -231,8 +231,9 @@ def test_models_says_how_much_the_checkpoints_take(capsys, chats, tmp_path, monk
     code, _out, err = run(capsys, "models")
     assert code == 0
     on_disk = sum(os.stat(path).st_blocks * 512 for path in chats.files.values())
-    assert (f"llamachat: checkpoints: {human_size(on_disk)} on disk in 10 files of 20GiB (checkpoints.max_disk); "
-            "`llamachat cache` shows them\n") in err
+    assert (f"llamachat: checkpoints: {human_size(on_disk)} on disk in 10 files of 21.5 GB "
+            '(checkpoints.max_disk = "20GiB"); `llamachat cache` shows them\n') in err
+    assert "the demo model is there all the same: `llamachat --demo` makes it" in err  # as the picker lists it
 
 
 def test_clear_all_on_a_read_only_disk_says_what_it_could_not_delete(capsys, store, small_disk, monkeypatch) -> None:

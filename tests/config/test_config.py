@@ -312,7 +312,7 @@ def test_template_is_valid_and_documents_every_setting():
     assert loaded.problems == []
     config = loaded.config
     examples = {"model", "model_dirs", "threads", "rpc", "tensor_split", "system_prompt", "keys",
-                "chat_template_file", "chat_template_kwargs", "undo_minutes"}
+                "chat_template_file", "chat_template_kwargs", "undo_minutes", "tree_width", "presets"}
     for f in fields(Config):
         assert re.search(rf"(?m)^(# )?{f.name} = |^\[{f.name}\]", template), f.name
         if f.name not in examples:
@@ -355,3 +355,14 @@ def test_update_keeps_dotted_key_spelling():
     config = update_config(sampling={"top_k": 9})
     assert config.sampling.top_k == 9
     assert path.read_text().startswith("sampling.top_k = 9\n")
+
+
+def test_presets_are_named_tables_of_sampling_keys_each_value_checked():
+    text = ('[presets.precise]\ntemperature = 0.2\ntop_p = 0.9\n'
+            '[presets.loose]\ntemperature = 1.1\ntop_k = 1.5\ntemprature = 2.0\nmin_p = 3.0\n')
+    loaded = load_config_from_text(text)
+    assert loaded.config.presets == {"precise": {"temperature": 0.2, "top_p": 0.9}, "loose": {"temperature": 1.1}}
+    messages = [problem.message for problem in loaded.problems]
+    assert any("presets.loose.top_k must be a whole number" in m for m in messages)
+    assert any("unknown setting 'presets.loose.temprature'" in m and "temperature" in m for m in messages)
+    assert any("presets.loose.min_p is 3.0, outside 0.0..1.0" in m for m in messages)

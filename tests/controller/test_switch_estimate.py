@@ -9,7 +9,7 @@ import pytest
 
 from sessions.branching.planner import STEP_PRIOR, CostModel, Plan, SegmentInfo, SnapshotInfo, with_speeds
 from sessions.controller.branch_tokens import BranchTokens
-from sessions.controller.switch_estimate import TokenCounts, priced, stored_rates, token_counts
+from sessions.controller.switch_estimate import TokenCounts, priced, size_prior, stored_rates, token_counts
 from sessions.engine.chat_engine import route_plan
 from sessions.engine.reports import Rates, RoutePlan
 from sessions.llama.decode_speeds import BATCH_MIN, SAMPLES, DecodeSpeeds
@@ -120,3 +120,30 @@ def test_recorded_switches_took_within_twice_their_estimate(model, switch):
                    branch, Rates(**switch["cost"]))
     actual = switch["actual_s"]
     assert 0.5 <= actual / again.estimate_seconds <= 2.0, (actual, again.estimate_seconds)
+
+
+def test_a_reopened_chat_is_priced_at_the_decode_rates_its_replies_recorded():
+    """A reply's prompt seconds hold its restores and fixed costs, its generation speed the
+    sampling: priced at those, the first switch after a reopen was estimated at 2.5 times
+    what it took. The engine's own rates, stored with the reply, are what a switch decodes at."""
+    slow = GenerationStats(tokens_evaluated=40, prompt_seconds=0.4, tokens_generated=50, generation_tps=20.0,
+                           sampled_by="fp", decode_batch_seconds=0.002, decode_step_seconds=0.02)
+    rates = stored_rates([slow] * 3, "fp", Rates())
+    assert rates.measured
+    assert rates.eval_per_token == pytest.approx(0.002) and rates.step_seconds == pytest.approx(0.02)
+    older = GenerationStats(tokens_evaluated=40, prompt_seconds=0.4, tokens_generated=50, generation_tps=20.0,
+                            sampled_by="fp")  # stored before the rates were kept: its speeds, as before
+    rates = stored_rates([older], "fp", Rates())
+    assert rates.eval_per_token == pytest.approx(0.01) and rates.step_seconds == pytest.approx(0.05)
+
+
+def test_with_nothing_measured_the_rates_follow_the_models_size():
+    """Loading the tiny demo model into a chat another model wrote was estimated at 1.3 s and
+    took 0.1 s: the one default is a 100M-parameter model's rate."""
+    tiny, bench = size_prior(Rates(), 853_120), size_prior(Rates(), 102_940_544)
+    assert not tiny.measured
+    assert tiny.eval_per_token < Rates().eval_per_token / 5 and tiny.step_seconds < Rates().step_seconds / 10
+    assert bench.eval_per_token == pytest.approx(3.9e-3, rel=0.2)
+    assert bench.step_seconds == pytest.approx(0.031, rel=0.2)
+    measured = Rates(eval_per_token=1.0, step_seconds=2.0, measured=True)
+    assert size_prior(measured, 853_120) == measured

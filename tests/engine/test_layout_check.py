@@ -10,9 +10,12 @@ bar's memory kind, ``ask --stats``), and every reply is stored.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 
+from sessions import paths
 from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.engine.factory import llama_engine_factory
@@ -112,3 +115,48 @@ def test_ask_says_it_ran_without_checkpoints(capsys, monkeypatch):
     assert stats["checkpoints"] is False and stats["tokens_generated"] > 0
     code, out, err = run(capsys, "sessions", "--json")
     assert code == 0 and json.loads(out)[0]["message_count"] == 2  # the question and its reply
+
+
+def test_models_shows_the_last_load_ran_without_checkpoints(capsys, monkeypatch, tmp_path):
+    """``llamachat models`` reads headers only; it learns what the load check found from
+    the record each load leaves, for that very file."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    model = home / "models" / "qwen35.gguf"
+    shutil.copy(make_model("qwen35", "tiny"), model)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LMSTUDIO_MODELS_DIR", "LLAMA_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    paths.config_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text('model_dirs = ["~/models"]\n')
+    ask = ("ask", "-m", str(model), "-t", "1", "-c", "512", "--temp", "0", "--max-tokens", "2", "hello")
+
+    def listed() -> tuple[str, str, dict]:
+        code, out, err = run(capsys, "models")
+        assert code == 0, err
+        row = next(line for line in out.splitlines() if line.endswith(str(model)))
+        code, out, _ = run(capsys, "models", "--json")
+        return row, err, next(card for card in json.loads(out) if card["path"] == str(model))
+
+    row, err, card = listed()
+    assert "no checkpoints" not in row and card["checkpoint_problem"] is None  # never loaded
+
+    with monkeypatch.context() as patch:
+        _wrong_layout(patch)
+        assert run(capsys, *ask)[0] == 0
+    row, err, card = listed()
+    assert "hybrid: DeltaNet + attention, no checkpoints" in row
+    assert (f"llamachat: {card['name']} ran without checkpoints when it was last loaded: "
+            "its saved states are laid out") in err
+    assert card["checkpoint_problem"].startswith("its saved states are laid out in a way llamachat does not read")
+
+    assert run(capsys, *ask)[0] == 0  # loaded again, as it should be read
+    row, err, card = listed()
+    assert "no checkpoints" not in row and "ran without checkpoints" not in err and card["checkpoint_problem"] is None
+
+    with monkeypatch.context() as patch:
+        _wrong_layout(patch)
+        assert run(capsys, *ask)[0] == 0
+    model.write_bytes(model.read_bytes())  # the same name, another file (its time changed): not checked yet
+    os.utime(model, ns=(1, 1))
+    assert listed()[2]["checkpoint_problem"] is None

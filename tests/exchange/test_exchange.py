@@ -294,3 +294,17 @@ def test_an_imported_old_chat_keeps_its_date(store, tmp_path):
     [session_id] = import_file(store, path)
     [summary] = [s for s in store.list_sessions() if s.id == session_id]
     assert summary.updated_at == written + 2  # when it was last written, not when it was imported
+
+
+def test_markdown_keeps_single_line_breaks_as_hard_breaks(store):
+    """A poem's lines, read in the app one under the other, joined into one line once the
+    exported file was rendered: each break inside a paragraph is a hard break now."""
+    session = store.create_session(title="poem", system_prompt="Answer\nin verse.")
+    ask = store.add_message(session.id, None, "user", "Roses are red\nviolets are blue")
+    reply = "Sugar is sweet\nand so are you.\n\n```\ncode one\ncode two\n```"
+    store.add_message(session.id, ask.id, "assistant", reply)
+    text = export_markdown(store, session.id)
+    assert "Roses are red  \nviolets are blue\n" in text
+    assert "Sugar is sweet  \nand so are you.\n" in text
+    assert "```\ncode one\ncode two\n```" in text  # a code block's lines stay as they are
+    assert "Answer  \nin verse." in text

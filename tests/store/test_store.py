@@ -112,6 +112,17 @@ def test_update_session_changes_only_given_fields(store):
     assert cleared.system_prompt is None and cleared.model_fingerprint == "fp"
 
 
+def test_recording_a_model_does_not_re_date_the_session(store):
+    """Opening a chat with a model loaded records it: the chat is not changed by that."""
+    session = store.create_session(model_path="/a.gguf", created_at=1000.0)
+    store.update_session(session.id, model_path="/b.gguf", model_fingerprint="fp")
+    assert store.get_session(session.id).updated_at == 1000.0
+    store.update_session(session.id, sampling=SamplingSettings())  # the same settings again
+    assert store.get_session(session.id).updated_at == 1000.0
+    store.update_session(session.id, sampling=SamplingSettings(top_k=3))
+    assert store.get_session(session.id).updated_at > 1000.0
+
+
 def test_message_fields_round_trip(store):
     session = store.create_session()
     stats = GenerationStats(5, 17, 9, 0.5, 0.75, 31.25, "eog")

@@ -27,7 +27,7 @@ from sessions.checkpoints import prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.reports import Generated, LoadedModel, Prepared, ProgressFn, Rates, RoutePlan, Tier, WarmedAhead
 from sessions.engine.settings import EngineSettings
-from sessions.errors import BatchUnavailable
+from sessions.errors import BatchUnavailable, DecodeCancelled
 from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
@@ -57,12 +57,20 @@ class FakeScript:
     n_ctx: int = 4096
     prepare_gate: threading.Event | None = None
     """When set, reading a prompt waits for this event (to see the screen while it runs)."""
+    progress_gate: threading.Event | None = None
+    """When set, reading a prompt reports half its tokens done, then waits for this event or
+    a stop (``DecodeCancelled``, as llama.cpp's abort flag ends a decode): the progress seen."""
     template: ChatTemplate | None = None
     """The chat template of the engines made (default: the ChatML fallback)."""
     warm_gate: threading.Event | None = None
     """When set, a warm-ahead waits for this event or its stop (to see one under way)."""
     versions_unavailable: bool = False
     """When set, several versions at once are refused (no room for the batch)."""
+    tokens_per_second: float | None = None
+    """When set, a reply streams its chunks at this pace, as a GPU writes (the streaming
+    benchmark); ``streamed_at`` then holds when each chunk was handed over."""
+    streamed_at: list[float] = field(default_factory=list)
+    """``time.monotonic()`` as each chunk of a paced reply was streamed, in order."""
     made: int = 0
 
     def next_reply(self) -> str:
@@ -136,6 +144,10 @@ class FakeEngine:
         todo = plan.tokens_to_evaluate
         if on_progress and todo:
             on_progress(todo // 2, todo, 1000.0)
+            gate, waited = self.script.progress_gate, time.monotonic()
+            while gate is not None and not gate.wait(0.01) and time.monotonic() - waited < HOLD_LIMIT_SECONDS:
+                if self._abort.is_set():
+                    raise DecodeCancelled()
             on_progress(todo, todo, 1000.0)
         self.live = list(target)
         for end in ends:
@@ -150,9 +162,12 @@ class FakeEngine:
         parts = chunks(self.script.next_reply())
         written: list[str] = []
         reason = StopReason.EOG
+        pace, began = self.script.tokens_per_second, time.monotonic()
         for index, part in enumerate(parts):
             if self.script.hold_after is not None and index >= self.script.hold_after:
                 self._abort.wait(HOLD_LIMIT_SECONDS)
+            if pace is not None:
+                self._abort.wait(max(0.0, began + index / pace - time.monotonic()))
             if should_stop():
                 reason = StopReason.CANCELLED
                 break
@@ -160,6 +175,8 @@ class FakeEngine:
                 reason = StopReason.LENGTH  # one token per byte: the next word would pass the limit
                 break
             written.append(part)
+            if pace is not None:
+                self.script.streamed_at.append(time.monotonic())
             if on_text:
                 on_text(part)
         text = "".join(written)

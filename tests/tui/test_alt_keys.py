@@ -39,3 +39,22 @@ async def test_an_alt_letter_from_a_terminal_runs_its_action_and_types_nothing(m
         await wait_for(pilot, lambda: ran == [binding_id], f"{key} to run {binding_id}")
         await settle(pilot)
         assert screen.chat_input.text == ""
+
+
+@pytest.mark.parametrize(("binding_id", "key"), alt_letter_keys())
+async def test_an_alt_letter_with_the_tree_focused_runs_its_action_and_types_nothing(make_app, binding_id, key):
+    """Typing with a side panel focused goes to the message box; an Alt key is not typing."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: screen.tree_has_focus(), "the tree focused")
+        ran: list[str] = []
+        spec = next(s for s in KEYS if s.id == binding_id)
+        method = "action_" + spec.action.split("(")[0]
+        owner = app if spec.place == "app" else screen
+        setattr(owner, method, lambda *args: ran.append(binding_id))
+        app.post_message(events.Key(key, key[-1]))
+        await wait_for(pilot, lambda: ran == [binding_id], f"{key} to run {binding_id}")
+        await settle(pilot)
+        assert screen.chat_input.text == ""

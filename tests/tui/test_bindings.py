@@ -7,8 +7,9 @@ from tui.bindings import ALL_IDS, KEYS, PALETTE, bindings_for, check_overrides, 
 from tui.bindings import spec as key_spec
 from tui.screens.chat_screen import ChatScreen
 from tui.widgets.chat_input import ChatInput
+from tui.widgets.tree_panel import TreePanel
 
-OWNERS = {"screen": ChatScreen, "app": LlamaChatApp, "input": ChatInput}
+OWNERS = {"screen": ChatScreen, "app": LlamaChatApp, "input": ChatInput, "tree": TreePanel}
 
 
 def test_ids_are_unique():

@@ -150,7 +150,8 @@ async def test_delete_in_the_tree_acts_on_the_tree_node_and_names_it(make_app):
         await pilot.press("f8")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
         question = str(app.screen.query_one("#dialog-question", Static).render())
-        assert question == "Delete the reply “Reply 2 from the fake model: alpha beta…”? 1 message will be deleted."
+        assert question == ("Delete the reply “Reply 2 from the fake model: alpha beta…”? 1 message will be deleted. "
+                            "^z brings it back.")
         await pilot.press("y")
         await settle(pilot)
         assert last.id not in screen.controller.snapshot().tree
@@ -207,3 +208,24 @@ async def test_after_a_fork_the_status_bar_counts_the_tokens_kept_live(make_app)
         found = re.match(r"restored [\d,]+ tokens, evaluated [\d,]+, kept ([\d,]+)", screen.status.text_of("last"))
         assert found, screen.status.text_of("last")
         assert int(found.group(1).replace(",", "")) > 0  # the first turn was used as it was, live
+
+
+async def test_a_rewind_to_your_message_says_the_next_send_joins_it_and_esc_takes_it_back(make_app):
+    """The walk-through's steps: Ctrl+B on a user message, then text: it was joined to that
+    message without a word, and Esc did not bring the branch back."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        before = shown_texts(screen)
+        await pilot.press("ctrl+up", "ctrl+up")  # "two"
+        await pilot.press("ctrl+b")
+        await settle(pilot)
+        assert shown_texts(screen) == before[:3]
+        assert "joins it as a new version" in screen.chat_input.border_title
+        assert "Esc goes back" in screen.chat_input.border_title
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: shown_texts(screen) == before, "the branch as it was")
+        await settle(pilot)
+        assert screen.mode.kind == "send" and screen.chat_input.border_title is None

@@ -112,3 +112,15 @@ async def test_the_settings_are_in_the_command_palette(make_app):
         await pilot.pause()
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ChatSettingsScreen), "the settings dialog")
+
+
+async def test_the_system_prompt_box_has_its_label(make_app):
+    from textual.widgets import Label
+
+    app = make_app()
+    async with app.run_test(size=(100, 32)) as pilot:
+        await ready(pilot)
+        dialog = await open_settings(pilot)
+        box = dialog.query_one("#settings-system", TextArea)
+        labels = [w for w in dialog.query(Label) if w.region.bottom <= box.region.y]
+        assert any(str(label.render()) == "System prompt" for label in labels)

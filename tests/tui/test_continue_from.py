@@ -43,3 +43,33 @@ async def test_the_end_of_the_reply_is_not_a_place_inside_it(make_app):
         assert "continue it instead" in str(app.screen.query_one("#dialog-error").render())
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, CutPoint), "the dialog to close")
+
+
+async def test_with_no_reply_selected_the_dialog_says_which_reply_it_is_about(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "tell me something")
+        await pilot.press("alt+g")  # nothing selected: the last reply
+        await wait_for(pilot, lambda: isinstance(app.screen, CutPoint), "the place to be chosen")
+        question = str(app.screen.query_one("#dialog-question").render())
+        assert question.startswith("The last reply (select another with ^↑).")
+
+
+async def test_a_reply_written_by_hand_is_refused_with_a_hint_before_the_dialog(make_app):
+    from tests.tui.helpers import type_text
+
+    app = make_app()
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "tell me something")
+        await pilot.press("ctrl+up", "f2", "ctrl+a", "ctrl+k")
+        await type_text(pilot, "Once upon a time")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.controller.snapshot().head.text == "Once upon a time", "the edit")
+        await settle(pilot)
+        await pilot.press("ctrl+up", "alt+g")
+        await wait_for(pilot, lambda: any("written or edited by hand" in n.message for n in app._notifications),
+                       "the hint")
+        assert not isinstance(app.screen, CutPoint)
+        assert any("^g goes on from its end" in n.message for n in app._notifications)

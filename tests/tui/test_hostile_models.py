@@ -23,6 +23,7 @@ from sessions.synth import make_model
 from tests.tui.fake_engine import FakeEngineFactory
 from tests.tui.helpers import main_screen, ready, send, settle, shown_texts, wait_for
 from tui.app import LlamaChatApp
+from tui.screens.dialogs import ChoiceScreen
 from tui.screens.model_picker import ModelPicker
 from tui.startup import StartupRequest
 
@@ -68,7 +69,13 @@ async def pick_path(pilot, path: Path) -> ModelPicker:
     box = picker.query_one("#model-path", Input)
     box.value = str(path)
     box.focus()
+    status = picker.query_one("#picker-status")
     await pilot.press("enter")
+    # A chat with a model of its own asks before it changes: Enter presses "Switch".
+    await wait_for(pilot, lambda: not isinstance(pilot.app.screen, ModelPicker) or status.has_class("-error"),
+                   "the picker closed, or its refusal")
+    if isinstance(pilot.app.screen, ChoiceScreen):
+        await pilot.press("enter")
     return picker
 
 

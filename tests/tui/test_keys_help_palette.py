@@ -73,3 +73,16 @@ async def test_the_palette_key_can_be_rebound_too(make_app):
         await ready(pilot)
         await pilot.press("f12")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+
+
+async def test_the_palette_lists_llamachats_commands_not_textuals_generic_ones(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await wait_for(pilot, lambda: app.screen.query_one(CommandList).option_count > 10, "the commands listed")
+        listed = app.screen.query_one(CommandList)
+        titles = [str(listed.get_option_at_index(i).prompt).split("\n")[0] for i in range(listed.option_count)]
+        assert not {"Keys", "Maximize", "Screenshot"} & {title.strip() for title in titles}
+        assert any("Theme" in title for title in titles) and any("Regenerate" in title for title in titles)

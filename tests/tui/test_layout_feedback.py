@@ -249,3 +249,34 @@ async def test_at_50_columns_the_footer_ends_with_the_palette_key(make_app):
         await ready(pilot)
         footer = screen_text(app)[-1]
         assert footer.rstrip().endswith("^p palette"), footer  # not a letter of a key hidden under it
+
+
+async def test_the_cost_line_leaves_a_message_deleted_from_the_tree(make_app):
+    """F8 in the tree on the message under its cursor: the cost line spoke of it after."""
+    from tui.screens.dialogs import ConfirmScreen
+    from tui.switch_cost import cost_words
+
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+up", "ctrl+up", "ctrl+up", "f2")  # a second version of "one"
+        await type_text(pilot, " more")
+        await pilot.press("enter")
+        await settle(pilot)
+        cost = await open_tree_cost(pilot, screen)
+        await pilot.press("up", "up", "up")  # "two"'s reply, on the other branch
+        gone = screen.tree_panel.cursor_message_id
+        await wait_for(pilot, lambda: cost().startswith("going here:"), "the cost of going there")
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: gone not in screen.controller.snapshot().tree, "the deletion")
+        await settle(pilot)
+        now_on = screen.tree_panel.cursor_message_id
+        assert now_on != gone
+        head = screen.controller.snapshot().head
+        expected = (cost_words(None, live=True) if now_on == head.id
+                    else cost_words(screen.controller.routes.plan_choice(now_on)))
+        await wait_for(pilot, lambda: cost() == expected, "the cost of the message under the cursor now")

@@ -204,7 +204,7 @@ async def test_delete_asks_the_same_question_as_its_key(make_app):
         await select(pilot, second)
         await click(pilot, second, "delete-branch")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
-        assert str(app.screen.query_one("#dialog-question").content) == question
+        assert str(app.screen.query_one("#dialog-question").content) == f"{question} ^z brings it back."
         await pilot.press("escape")  # no: nothing goes
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "the question closed")
         assert len(screen.controller.snapshot().path) == 4

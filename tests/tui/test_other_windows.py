@@ -148,3 +148,17 @@ async def test_a_chat_renamed_elsewhere_shows_its_new_title_once_the_app_has_the
         app.app_focus = True
         await wait_for(pilot, lambda: str(screen.conversation_view.border_title) == "Greetings", "the new title")
         assert "Greetings" in str(screen.session_list.options.get_option_at_index(0).prompt)
+
+
+async def test_a_chat_renamed_in_another_shell_shows_its_new_title_without_a_focus_change(make_app):
+    """The walk-through's steps: `llamachat rename` in another tmux window; the terminal told
+    the app nothing, and the header kept the old title for more than 20 s."""
+    from sessions.cli import main
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "hello there")
+        session_id = screen.controller.session_id
+        assert main(["rename", str(session_id), "Greetings"]) == 0
+        await wait_for(pilot, lambda: str(screen.conversation_view.border_title) == "Greetings", "the new title")

@@ -245,20 +245,25 @@ async def test_model_picker_typed_path_unusable_rows_and_escape(model_dir):
     assert app.results == [model_dir / "mamba.gguf", None]
 
 
-async def test_confirm_screen_needs_an_explicit_yes():
+async def test_confirm_screen_enter_presses_the_focused_answer():
+    """Enter presses the step asked about where it can be undone, Cancel where it cannot."""
     app = HostApp()
     async with app.run_test() as pilot:
-        for keys in (["enter"], ["y"], ["escape"], ["tab", "tab", "enter"]):
-            app.open(ConfirmScreen("Delete this branch (3 messages)?"))
+        for keys in (["enter"], ["y"], ["escape"], ["tab", "enter"], ["tab", "tab", "enter"]):
+            app.open(ConfirmScreen("Delete this branch (3 messages)? Ctrl+Z brings it back."))
             await pilot.pause()
             await pilot.press(*keys)
             await pilot.pause()
-        app.open(ConfirmScreen("Delete?", yes_label="Delete it"))
+        app.open(ConfirmScreen("Delete? This cannot be undone.", yes_label="Delete it", enter_confirms=False))
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        app.open(ConfirmScreen("Delete?", yes_label="Delete it", enter_confirms=False))
         await pilot.pause()
         await pilot.click("#dialog-yes")
         await pilot.pause()
-    # enter lands on Cancel; tab tab wraps back to Cancel as well.
-    assert app.results == [False, True, False, False, True]
+    # enter lands on Delete; tab moves to Cancel, and tab tab wraps back to Delete.
+    assert app.results == [True, True, False, False, True, False, True]
 
 
 async def test_text_prompt_returns_the_text_or_none():
@@ -410,8 +415,47 @@ async def test_model_picker_lists_the_models_of_saved_chats_and_downloads_first(
         table = picker.query_one(DataTable)
         names = [str(table.get_row(str(index))[0]) for index in range(3)]
         assert [name.endswith("(loaded)") for name in names] == [False, True, False]
-        await pilot.press("down", "down")  # the first model, under the demo and download rows
+        assert table.cursor_row == 3  # on the model loaded now: enter changes nothing
+        await pilot.press("up")  # the first model, under the demo and download rows
         detail = str(picker.query_one("#model-detail", Static).render())
         assert str(model_dir / "lfm2.gguf") in detail and "found via a download by name" in detail
         await pilot.press("down")
         assert "found via a saved chat" in str(picker.query_one("#model-detail", Static).render())
+
+
+async def test_model_picker_typing_filters_the_rows_and_enter_chooses_the_row_shown(model_dir):
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
+        app.open(picker)
+        await settle(pilot)
+        await pilot.press(*"mamba")  # no Tab first: the box has the focus
+        assert picker.typed == "mamba"
+        (key,) = picker.shown_keys
+        assert picker.cards[int(key)].path.name == "mamba.gguf"
+        assert "1 row shown" in str(picker.query_one("#picker-status", Static).render())
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.results, "the model chosen")
+    assert app.results == [model_dir / "mamba.gguf"]
+
+
+async def test_model_picker_a_typed_path_is_what_enter_loads_never_the_highlighted_row(model_dir):
+    """The walk-through's steps: F5, type a path, Enter. The demo row was highlighted."""
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
+        app.open(picker)
+        await settle(pilot)
+        assert picker.query_one(DataTable).cursor_row == 0  # the demo row, highlighted
+        await pilot.press(*str(model_dir / "gemma3.gguf"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.results, "the file chosen")
+        assert app.results == [model_dir / "gemma3.gguf"]
+        picker = ModelPicker(ModelCatalogue(), Config(model_dirs=[str(model_dir)]))
+        app.open(picker)
+        await settle(pilot)
+        await pilot.press(*"nothing like it", "enter")
+        status = picker.query_one("#picker-status", Static)
+        assert "Nothing matches" in str(status.render()) and status.has_class("-error")
+        assert app.screen is picker and len(app.results) == 1
+

@@ -175,3 +175,38 @@ async def test_starts_left_unused_save_nothing_and_the_last_real_chat_reopens(ma
         assert screen.controller.session_id == real
         assert shown_texts(screen)[0] == ("user", "a real conversation")
         assert len(screen.controller.library.list_sessions()) == 2  # the real one and the old empty one
+
+
+def old_chat(title: str, at: float) -> int:
+    """A chat last changed at ``at`` (an import keeps its file's times), with no model of its own."""
+    from sessions.store import SessionStore
+    from sessions.store.records import NewMessage
+
+    with SessionStore.open() as store:
+        session = store.create_session(title=title, created_at=at)
+        store.add_messages(session.id, [NewMessage(parent=None, role="user", text="hello from 2023", created_at=at),
+                                        NewMessage(parent=0, role="assistant", text="hi", created_at=at)])
+        return session.id
+
+
+async def test_opening_an_old_chat_with_a_model_loaded_keeps_its_date(make_app, fake_model):
+    """The walk-through's steps: an imported 2023 chat opened with --session, then the other
+    with the session list, a model loaded and nothing sent: neither jumps to "just now"."""
+    from sessions.store import SessionStore
+    from tests.tui.helpers import settle, wait_for
+
+    first, second = old_chat("from 2023", 1_690_000_000.0), old_chat("older still", 1_680_000_000.0)
+    app = make_app(startup=StartupRequest(session_id=first, model_path=fake_model))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = main_screen(pilot)
+        await wait_for(pilot, lambda: screen.jobs.model_ready, "the model")
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        panel = screen.session_list
+        await wait_for(pilot, lambda: panel.has_class("-open"), "the session list")
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: screen.controller.session_id == second, "the other chat")
+        await settle(pilot)
+    with SessionStore.open() as store:
+        assert [(s.id, s.updated_at) for s in store.list_sessions()] == [(first, 1_690_000_000.0),
+                                                                         (second, 1_680_000_000.0)]

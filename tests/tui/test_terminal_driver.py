@@ -61,3 +61,23 @@ def test_output_to_a_live_terminal_passes_through():
 
 def test_the_app_uses_the_driver_on_linux_and_macos():
     assert issubclass(LlamaChatApp.get_driver_class(object.__new__(LlamaChatApp)), TerminalDriver)
+
+
+def test_the_size_is_the_terminals_not_the_environments(monkeypatch):
+    """A shell that exported COLUMNS and LINES at one size: Textual's own driver kept that
+    size through every resize."""
+    import fcntl
+    import struct
+    import termios
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("LINES", "24")
+    window, app_end = os.openpty()
+    fcntl.ioctl(app_end, termios.TIOCSWINSZ, struct.pack("HHHH", 16, 50, 0, 0))
+    with os.fdopen(app_end, "w", buffering=1) as stream:
+        driver = object.__new__(TerminalDriver)
+        driver._file = TerminalOutput(stream)  # type: ignore[assignment]
+        assert driver._get_terminal_size() == (50, 16)
+        fcntl.ioctl(app_end, termios.TIOCSWINSZ, struct.pack("HHHH", 42, 140, 0, 0))  # resized
+        assert driver._get_terminal_size() == (140, 42)
+    os.close(window)

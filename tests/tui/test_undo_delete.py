@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets._toast import Toast
 
+from sessions.config import Config
 from tests.tui.helpers import ready, send, settle, shown_texts, wait_for
 from tui.screens.dialogs import ConfirmScreen
 
@@ -68,3 +69,40 @@ async def test_ctrl_z_undoes_typing_first(make_app):
         assert len(screen.controller.snapshot().tree) == 0
         await pilot.press("ctrl+z")  # now the deletion
         await wait_for(pilot, lambda: len(screen.controller.snapshot().tree) == 2, "the messages back")
+
+
+async def test_enter_in_the_delete_question_deletes_since_undo_brings_it_back(make_app):
+    """F8 then Enter: the focused button is Delete (it cancelled silently before)."""
+    app = make_app()
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        screen = await ready(pilot)
+        await send(pilot, "one")
+        await send(pilot, "two")
+        await pilot.press("ctrl+up", "ctrl+up", "f8")  # "two" and its reply
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
+        assert "^z brings it back" in str(app.screen.query_one("#dialog-question").render())
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(shown_texts(screen)) == 2, "the branch deleted")
+
+
+async def test_with_undo_off_enter_in_the_delete_question_cancels(fake_model, script):
+    from sessions.api.chat import SessionController
+    from sessions.sampling import SamplingSettings
+    from sessions.store import SessionStore
+    from tests.tui.fake_engine import FakeEngineFactory
+    from tui.app import LlamaChatApp
+    from tui.startup import StartupRequest
+
+    with SessionStore.open() as store:
+        controller = SessionController(store, engine_factory=FakeEngineFactory(script), undo_seconds=0,
+                                       sampling=SamplingSettings(temperature=0.0))
+        app = LlamaChatApp(controller, config=Config(undo_minutes=0), startup=StartupRequest(model_path=fake_model))
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            screen = await ready(pilot)
+            await send(pilot, "one")
+            await pilot.press("ctrl+up", "f8")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
+            assert "This cannot be undone." in str(app.screen.query_one("#dialog-question").render())
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "the dialog closed")
+            assert len(shown_texts(screen)) == 2

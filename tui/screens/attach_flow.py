@@ -1,9 +1,12 @@
 """Attaching a text file to the message being written, from a key or the command palette.
 
-A small dialog asks for the file's path; a thread worker reads it and counts its tokens
+A dialog asks for the file (``AttachPicker``: a typed path with Tab completion, beside
+the files of its folder); a thread worker reads it and counts its tokens
 (``SessionController.attach_file``: a file on a slow disk must not freeze the screen),
 then the file's fenced block is added at the end of the draft, where it can still be
 read, edited or removed before sending, and the status bar says how many tokens it adds.
+The cursor lands on a new paragraph after the block, so what is typed next is not inside
+it (the blank lines left at the end are not sent: ``chat_rules.sent_text``).
 A file that cannot be attached (not text, too large, a pipe, longer than the context)
 is a notification of one sentence, and the draft is left as it was.
 """
@@ -14,20 +17,20 @@ from pathlib import Path
 
 from sessions.attachments import Attachment, appended
 from sessions.errors import LlamachatError
+from tui.screens.attach_picker import AttachPicker
 from tui.screens.chat_host import ChatHost
-from tui.screens.dialogs import TextPrompt
 
-TITLE = "Attach a text file to your message (its path)"
+AFTER_BLOCK = "\n\n"
+"""What follows the block in the draft: the cursor starts a paragraph of its own there."""
 
 
 def attach_file(screen: ChatHost) -> None:
-    def chosen(text: str | None) -> None:
-        if text:
-            path = Path(text).expanduser()
+    def chosen(path: Path | None) -> None:
+        if path is not None:
             screen.run_worker(lambda: _read(screen, path), thread=True, group="attach", exit_on_error=False,
                               description="reading a file to attach")
 
-    screen.app.push_screen(TextPrompt(TITLE, "~/"), chosen)
+    screen.app.push_screen(AttachPicker("~/"), chosen)
 
 
 def _read(screen: ChatHost, path: Path) -> None:
@@ -42,7 +45,7 @@ def _read(screen: ChatHost, path: Path) -> None:
 
 
 def _attached(screen: ChatHost, attachment: Attachment) -> None:
-    screen.chat_input.set_draft(appended(screen.chat_input.text, attachment))
+    screen.chat_input.set_draft(appended(screen.chat_input.text, attachment) + AFTER_BLOCK)
     screen.status.set_note(note(attachment, screen.controller.n_ctx))
 
 

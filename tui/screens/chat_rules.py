@@ -8,34 +8,50 @@ no selection at all.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from sessions.api.chat import ChatSnapshot, check_continuable
+from sessions.api.chat import ChatSnapshot, LoadedModel, check_continuable
 from sessions.api.library import Session, title_from_text
 from sessions.errors import ControllerError
-from sessions.tree import Message
+from sessions.tree import SAMPLED_BY_UNKNOWN, Message
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
     from sessions.api.chat import RoutePlan
 
+TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
+
 SLOW_SWITCH_TOKENS = 256
 SLOW_SWITCH_SECONDS = 1.0
+
+
+def sent_text(typed: str) -> str:
+    """What a send stores of the text typed: without the blank lines at its end (the one
+    an attached file's block leaves for the cursor, or an Enter too many). Nothing else
+    changes, not even spaces at the end of a line of text."""
+    return TRAILING_BLANK_LINES.sub("", typed)
 
 
 @dataclass(frozen=True)
 class InputMode:
     """What the next send does: a normal message, a new version of one, or a fork."""
 
-    kind: Literal["send", "edit", "fork"] = "send"
+    kind: Literal["send", "edit", "fork", "rewind"] = "send"
     target_id: int | None = None
+    """The message edited, the reply forked after, or the head a rewind left (Esc goes back there)."""
     draft: str = ""
     """What was typed, unsent, when an edit replaced it in the input: it comes back after."""
+    joins: bool = False
+    """A rewind to a message of the user's: the next send joins it, as a new version."""
 
     @property
     def title(self) -> str | None:
         """The input box's title while the mode is special."""
+        if self.kind == "rewind":
+            return ("Rewound to your message: what you send next joins it as a new version, Esc goes back"
+                    if self.joins else "Rewound: the next message goes on from here, Esc goes back")
         return {"edit": "Editing: Enter saves a new version (the original stays), Esc cancels",
                 "fork": "Forking: the next message starts a new branch here, Esc cancels"}.get(self.kind)
 
@@ -101,6 +117,17 @@ def continue_problem(message: Message | None) -> str | None:
         check_continuable(message)
     except ControllerError as error:
         return str(error)[:1].upper() + str(error)[1:] + "."
+    return None
+
+
+def continue_from_problem(message: Message, model: LoadedModel | None, continue_key: str) -> str | None:
+    """Why Alt+G cannot go on from inside ``message`` (None: it can), said before the place
+    is asked for: only the loaded model's own tokens can be cut between."""
+    if message.stats is None:
+        return f"This reply was written or edited by hand: {continue_key} goes on from its end."
+    if model is not None and message.stats.sampled_by not in (model.fingerprint, SAMPLED_BY_UNKNOWN):
+        return (f"This reply was written by another model: only a reply of the loaded model can be "
+                f"continued from inside it ({continue_key} goes on from its end).")
     return None
 
 

@@ -20,10 +20,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from sessions.api.chat import ChatSnapshot, SessionController, Tier, WarmedAhead
-from sessions.api.settings import Config
+from sessions.api.settings import Config, update_config
 from sessions.errors import LlamachatError
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
@@ -45,6 +45,7 @@ from tui.warm_ahead import WarmAhead
 from tui.widgets.chat_input import ChatInput
 from tui.widgets.conversation_view import ConversationView
 from tui.widgets.find_bar import FindBar
+from tui.widgets.key_footer import KeyFooter
 from tui.widgets.message_actions import MessageActions
 from tui.widgets.message_view import MessageView
 from tui.widgets.prompt_progress import PromptProgress
@@ -55,6 +56,9 @@ from tui.widgets.tree_panel import TreePanel
 ACTION_KEYS = ("copy-message", "edit", "regenerate", "continue-reply", "delete-branch", "sibling-previous",
                "sibling-next")
 """The keys the actions of the selected message name in their tooltips."""
+TITLE_CHECK_SECONDS = 2.0
+"""How often the open chat's title is read again: ``llamachat rename`` in another shell
+changes it, and a terminal does not always tell the app it was left (``app_focus``)."""
 DEMO_NOTE = ("Demo model: its weights are random, so its replies are random text. "
              "It shows how branching works; press F5 to switch to a real model.")
 
@@ -105,15 +109,16 @@ class ChatScreen(Screen[None]):
                 yield self.chat_input
             yield self.tree_panel
         yield self.status
-        yield Footer(compact=True)
+        yield KeyFooter()
 
     def on_mount(self) -> None:
-        keymap = getattr(self.app, "keymap", {})
-        self.conversation_view.keys = {
-            key_id: self.app.get_key_display(Binding(current_key(spec(key_id), keymap).split(",")[0], ""))
-            for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
+        self.conversation_view.keys = {key_id: self.key_of(key_id)
+                                       for key_id in ("continue-reply", "toggle-reasoning", *ACTION_KEYS)}
         self.conversation_view.actions_for = chat_rules.message_actions
         self.watch(self.app, "app_focus", self.app_focus_changed, init=False)
+        self.set_interval(TITLE_CHECK_SECONDS, self.check_title)
+        if self.config.tree_width is not None:
+            self.tree_panel.want_width(self.config.tree_width)
         self.call_after_refresh(opening_flow.start, self)
 
     def on_unmount(self) -> None:
@@ -131,6 +136,33 @@ class ChatScreen(Screen[None]):
             return
         self.conversation_view.show_title(snapshot)
         self.refresh_panels(snapshot)
+
+    def check_title(self) -> None:
+        """Read the open chat's title in a worker; a new one is drawn, and the panels with it."""
+        session_id = self.controller.session_id
+        if session_id is None:
+            return
+
+        def read() -> None:
+            try:
+                title = self.controller.library.title_of(session_id)
+            except LlamachatError:  # unreadable now, or deleted elsewhere: a gesture will say so
+                return
+            self.app.call_from_thread(self.title_read, session_id, title)
+
+        self.run_worker(read, thread=True, exclusive=True, group="title", exit_on_error=False,
+                        description="reading the chat's title")
+
+    def title_read(self, session_id: int, title: str) -> None:
+        view = self.conversation_view
+        if session_id == self.controller.session_id and view.title_shown is not None and title != view.title_shown:
+            view.show_title(self.controller.snapshot(), title)
+            self.refresh_panels()
+
+    def key_of(self, binding_id: str) -> str:
+        """How the footer writes the key of ``binding_id`` now (the user's keymap applied)."""
+        keymap = getattr(self.app, "keymap", {})
+        return self.app.get_key_display(Binding(current_key(spec(binding_id), keymap).split(",")[0], ""))
 
     def in_side_panel(self) -> bool:
         """Whether the tree or the session list has the focus."""
@@ -273,7 +305,8 @@ class ChatScreen(Screen[None]):
 
     @on(ChatInput.Submitted)
     async def submitted(self, event: ChatInput.Submitted) -> None:
-        if not event.text.strip():
+        text = chat_rules.sent_text(event.text)
+        if not text.strip():
             return
         if self.jobs.generating:
             self.notify("A reply is being written: press Esc to stop it, then send.", severity="warning")
@@ -283,16 +316,17 @@ class ChatScreen(Screen[None]):
             if before is None:
                 self.controller.new_session(system_prompt=self.config.system_prompt)
             if self.mode.kind == "edit" and self.mode.target_id is not None:
-                message = self.controller.edit(self.mode.target_id, event.text)
+                message = self.controller.edit(self.mode.target_id, text)
             else:
-                message = self.controller.send(event.text, parent_id=self.mode.target_id)
+                message = self.controller.send(text, parent_id=self.mode.target_id if self.mode.kind == "fork"
+                                               else None)
         except LlamachatError as error:
             self.refused(str(error))
             return
         self.chat_input.clear()
         await self.show_head(InputMode())  # after an edit, the draft it replaced comes back
-        if message.role == "user" and (message.text != event.text or before and message.id in before.tree):
-            self.notify(chat_rules.joined_note(message, event.text), timeout=6)
+        if message.role == "user" and (message.text != text or before and message.id in before.tree):
+            self.notify(chat_rules.joined_note(message, text), timeout=6)
         if message.role == "user":
             await (self.jobs.when_idle(lambda: job_flow.start_reply(self)) if self.jobs.model_ready
                    else job_flow.start_reply(self))
@@ -349,12 +383,39 @@ class ChatScreen(Screen[None]):
         await self.jobs.when_idle(lambda: opening_flow.open_chat(self, message.session_id))
 
     def on_key(self, event: events.Key) -> None:
-        """Text typed while a side panel has the focus goes to the message box, not nowhere."""
-        if event.is_printable and event.character and event.character != " " and self.in_side_panel():
+        """Text typed while a side panel has the focus goes to the message box, not nowhere.
+        An Alt or Ctrl key is not text, though a terminal sends Alt+S with its letter: it
+        goes on to its binding (find, attach...)."""
+        typed = not event.key.startswith(("alt+", "ctrl+")) and not self._panel_key(event.key)
+        if typed and event.is_printable and event.character and event.character != " " and self.in_side_panel():
             event.stop()
             event.prevent_default()
             self.chat_input.focus()
             self.chat_input.insert(event.character)
+
+    def _panel_key(self, key: str) -> bool:
+        """Whether ``key`` is a key of the side panel focused (the tree's ``<`` and ``>``)."""
+        bound = self.active_bindings.get(key)
+        return bound is not None and bound.node in (self.tree_panel, self.session_list)
+
+    @on(TreePanel.WidthChosen)
+    def tree_width_chosen(self, event: TreePanel.WidthChosen) -> None:
+        """Remember the tree's width in the config file, in a worker (a file write)."""
+        self.config = self.config.with_(tree_width=event.columns)
+
+        def save() -> None:
+            try:
+                update_config(tree_width=event.columns)
+            except (LlamachatError, OSError) as error:
+                words = getattr(error, "strerror", None) or str(error)
+                self.app.call_from_thread(self.notify, f"The tree's width was not saved: {words}",
+                                          severity="warning", markup=False)
+
+        self.run_worker(save, thread=True, exclusive=True, group="remember-tree-width", exit_on_error=False,
+                        description="saving the tree's width")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.tree_panel.fit_width(event.size.width)
 
     def toggle_panel(self, panel: TreePanel | SessionList) -> None:
         panel.toggle_class("-open")

@@ -33,16 +33,19 @@ class CutPoint(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="cut.cancel"),
                 Binding("enter", "choose", "Go on from here", id="cut.choose", priority=True)]
     DEFAULT_CSS = """
-    CutPoint #cut-text { height: 16; }
+    CutPoint #dialog { height: 100%; max-height: 28; }  /* whole on a short terminal: the text gives way */
+    CutPoint #cut-text { height: 1fr; }
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, which: str = "") -> None:
+        """``which``: says which reply it is, when the user did not select it."""
         super().__init__()
         self._text = shown(text)
+        self._which = which
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="wide"):
-            yield Label(QUESTION, id="dialog-question")
+            yield Label(self._which + QUESTION, id="dialog-question", markup=False)
             yield TextArea(self._text, id="cut-text", read_only=True, soft_wrap=True, show_line_numbers=False)
             yield Static("", id="dialog-error")
             with Horizontal(classes="dialog-buttons"):

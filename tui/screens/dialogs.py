@@ -2,8 +2,9 @@
 
 Each dialog returns its answer through ``dismiss`` so the caller writes
 ``self.app.push_screen(ConfirmScreen(...), callback)`` (or awaits ``push_screen_wait``
-in a worker) and never reaches into the dialog's widgets. Destructive confirmations
-start with the focus on "Cancel": a stray enter must not delete a branch.
+in a worker) and never reaches into the dialog's widgets. The focused button is the one
+Enter should press: the step asked about, when it can be undone (a deletion Ctrl+Z brings
+back, a model changed back with F5), and "Cancel" when it cannot.
 """
 
 from __future__ import annotations
@@ -45,12 +46,15 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("y", "answer(True)", "Confirm", id="confirm.yes"),
     ]
 
-    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: ButtonVariant = "error") -> None:
+    def __init__(self, question: str, yes_label: str = "Delete", *, yes_variant: ButtonVariant = "error",
+                 enter_confirms: bool = True) -> None:
         super().__init__()
         self._question = question
         self._yes_label = yes_label
         self._yes_variant = yes_variant
         """"error" for a destructive step, "primary" for a choice that loses nothing."""
+        self._enter_confirms = enter_confirms
+        """The yes button has the focus (False: a step that cannot be undone, Cancel has it)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -60,7 +64,7 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button("Cancel", id="dialog-no")
 
     def on_mount(self) -> None:
-        self.query_one("#dialog-no", Button).focus()
+        self.query_one("#dialog-yes" if self._enter_confirms else "#dialog-no", Button).focus()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
@@ -69,6 +73,48 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One button of a ``ChoiceScreen``."""
+
+    id: str
+    label: str
+    variant: ButtonVariant = "default"
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """Ask a question with several answers; dismisses with the id of the one pressed, None
+    on escape. The first choice has the focus: the one Enter presses."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="choice.cancel")]
+
+    def __init__(self, question: str, choices: list[Choice]) -> None:
+        super().__init__()
+        self._question = question
+        self._choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(inert(self._question)), id="dialog-question")
+            with Horizontal(classes="dialog-buttons"):
+                for choice in self._choices:
+                    yield Button(choice.label, variant=choice.variant, id=f"choice-{choice.id}")
+                yield Button("Cancel", id="dialog-no")
+
+    def on_mount(self) -> None:
+        self.query_one(f"#choice-{self._choices[0].id}", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        button = event.button.id or ""
+        self.dismiss(button.removeprefix("choice-") if button.startswith("choice-") else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class TextPrompt(ModalScreen[str | None]):

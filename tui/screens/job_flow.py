@@ -37,7 +37,9 @@ async def core_event(screen: ChatHost, message: CoreEvent) -> None:
             screen.status.set_context(None, n_ctx)
             screen.progress.hide()
         case core.PromptProgressed(done, total) as progress if 0 < total and done < total:
-            screen.progress.show_prompt(done, total, progress.eta_seconds)
+            what = "switching" if screen.jobs.running("warm") else "reading the prompt"
+            screen.progress.show_prompt(done, total, progress.eta_seconds, what=what,
+                                        stop_key=screen.key_of("stop"))
         case core.PromptProgressed():
             screen.progress.hide()
         case core.TextStreamed(text) as streamed:
@@ -48,7 +50,7 @@ async def core_event(screen: ChatHost, message: CoreEvent) -> None:
             if streamed.tokens_per_second and shown:
                 screen.status.set_speed(streamed.tokens_per_second, streaming=True)
             if streamed.context_used and shown:  # the meter follows the reply, not "?" until it is stored
-                screen.status.set_context(streamed.context_used, screen.controller.n_ctx)
+                screen.status.set_context(streamed.context_used, screen.controller.n_ctx, streaming=True)
         case core.ReplyFinished(reply, stats, kept):
             await screen.conversation_view.finish_stream(reply)
             screen.status.set_speed(stats.generation_tps)

@@ -99,7 +99,7 @@ def delete_chat(screen: ChatHost) -> None:
 
     question = (f"Delete the chat “{title}” and its {chat_rules.plural(summary.message_count, 'message')}, "
                 f"on every branch? {undo_hint(screen)}")
-    screen.app.push_screen(ConfirmScreen(question), confirmed)
+    screen.app.push_screen(ConfirmScreen(question, enter_confirms=screen.controller.deletions_undoable), confirmed)
 
 
 def import_chats(screen: ChatHost) -> None:

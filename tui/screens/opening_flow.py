@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessions.errors import LlamachatError
+from sessions.units import human_size
 from tui.screens import chat_rules
 from tui.screens.chat_host import ChatHost
 from tui.screens.chat_rules import InputMode
+from tui.screens.dialogs import Choice, ChoiceScreen
 from tui.screens.job_flow import after_switch
 from tui.screens.model_picker import ModelPicker
 from tui.startup import plan_startup
@@ -77,15 +79,69 @@ async def open_chat(screen: ChatHost, session_id: int, *, model_path: Path | Non
 
 
 def choose_model(screen: ChatHost) -> None:
-    async def chosen(path: Path | None) -> None:
-        if path is not None:
-            await screen.jobs.when_idle(lambda: switch_to_model(screen, Path(path)))
-        elif screen.controller.model_info is None:
-            screen.status.set_note("no model loaded: press F5 to choose one")
-
+    """The model picker (F5); a chat that has a model of its own asks before it changes
+    (``model_change_question``), and can go to a new chat with the model instead."""
     info = screen.controller.model_info
     loaded = Path(info.path) if info is not None else None
+
+    async def change(path: Path, answer: str | None) -> None:
+        if answer == "new":
+            await screen.jobs.when_idle(lambda: new_chat_with(screen, path))
+        elif answer == "switch":
+            await screen.jobs.when_idle(lambda: switch_to_model(screen, path))
+
+    async def chosen(path: Path | None) -> None:
+        if path is None:
+            if screen.controller.model_info is None:
+                screen.status.set_note("no model loaded: press F5 to choose one")
+            return
+        path = Path(path)
+        if loaded is not None and same_file(path, loaded):
+            screen.notify(f"{path.name} is the model loaded now.", timeout=3, markup=False)
+            return
+        question = model_change_question(screen, path)
+        if question is None:
+            await screen.jobs.when_idle(lambda: switch_to_model(screen, path))
+            return
+        choices = [Choice("switch", "Switch", "primary"), Choice("new", "New chat with it")]
+        screen.app.push_screen(ChoiceScreen(question, choices), lambda answer: change(path, answer))
+
     screen.app.push_screen(ModelPicker(screen.controller.models, screen.config, loaded=loaded), chosen)
+
+
+def same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.resolve() == other.resolve()
+    except OSError:  # a path that cannot be resolved names no file both could be
+        return one == other
+
+
+def model_change_question(screen: ChatHost, path: Path) -> str | None:
+    """What changing the open chat's model to ``path`` costs, as a question; None when the
+    chat has no model of its own yet (nothing written, or none loaded or recorded)."""
+    snapshot = screen.controller.snapshot()
+    if snapshot is None or snapshot.session is None or not any(m.role != "system" for m in snapshot.path):
+        return None
+    info = screen.controller.model_info
+    own = info.name if info is not None else snapshot.session.model_to_reopen
+    if own is None:
+        return None
+    try:
+        size = f" ({human_size(path.stat().st_size)})"
+    except OSError:
+        size = ""
+    tokens = screen.controller.context_used()
+    branch = f"the {tokens:,} tokens of this branch" if tokens else "this branch"
+    return (f"Switch this chat from {Path(own).name if info is None else own} to {path.name}{size}? "
+            f"The model loads, then {branch} are read again by it before its next reply: "
+            f"the states saved for the old model do not fit the new one (they stay, for "
+            f"switching back).")
+
+
+async def new_chat_with(screen: ChatHost, path: Path) -> None:
+    """A new chat with the model at ``path``; the chat shown before keeps its own model."""
+    await new_chat(screen)
+    await switch_to_model(screen, path)
 
 
 async def switch_to_model(screen: ChatHost, path: Path) -> None:

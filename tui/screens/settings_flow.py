@@ -10,6 +10,7 @@ stopping it: nothing here is urgent.
 from __future__ import annotations
 
 from sessions.api.chat import ChatSettings
+from sessions.sampling_presets import Preset
 from tui.screens.chat_host import ChatHost
 from tui.screens.job_flow import after_switch
 from tui.screens.settings_dialog import ChatSettingsScreen
@@ -29,7 +30,10 @@ def open_chat_settings(screen: ChatHost) -> None:
         if result is not None:
             await screen.jobs.when_idle(lambda: apply_settings(screen, result), stop=False)
 
-    screen.app.push_screen(ChatSettingsScreen(snapshot.settings, template=controller.template_words), chosen)
+    presets = {name: Preset(name, values) for name, values in screen.config.presets.items()}
+    dialog = ChatSettingsScreen(snapshot.settings, template=controller.template_words, defaults=controller.sampling,
+                                model=controller.model_preset, presets=presets)
+    screen.app.push_screen(dialog, chosen)
 
 
 async def apply_settings(screen: ChatHost, wanted: ChatSettings) -> None:

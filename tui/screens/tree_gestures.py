@@ -18,6 +18,8 @@ from tui.screens.cut_point import CutPoint
 from tui.screens.dialogs import ConfirmScreen
 from tui.screens.job_flow import after_switch, start_reply
 
+SWITCH_STOPPED = "switch stopped: what is left of the branch is read before its next reply"
+
 
 def target(screen: ChatHost, *roles: str) -> Message | None:
     """The message a gesture applies to: the one selected, else the last of the branch
@@ -116,6 +118,12 @@ def continue_from(screen: ChatHost) -> None:
     if not screen.jobs.model_ready:
         screen.notify("No model is loaded: press F5 to choose one.", timeout=4)
         return
+    problem = chat_rules.continue_from_problem(message, screen.controller.model_info, screen.key_of("continue-reply"))
+    if problem is not None:
+        screen.notify(problem, timeout=6)
+        return
+    which = ("" if screen.conversation_view.selected_id == message.id
+             else f"The last reply (select another with {screen.key_of('message-previous')}). ")
 
     async def go_on(chars: int) -> None:
         screen.status.set_speed(None)
@@ -126,7 +134,7 @@ def continue_from(screen: ChatHost) -> None:
         if chars is not None:
             await screen.jobs.when_idle(lambda: go_on(chars))
 
-    screen.app.push_screen(CutPoint(message.text), chosen)
+    screen.app.push_screen(CutPoint(message.text, which=which), chosen)
 
 
 def fork(screen: ChatHost) -> None:
@@ -147,10 +155,26 @@ async def rewind(screen: ChatHost) -> None:
         return
 
     async def back() -> None:
-        await screen.show_head(selected=screen.controller.rewind(selected).id)
-        screen.status.set_note("rewound: the next message continues from here")
+        before = screen.controller.snapshot()
+        left = before.head if before is not None else None
+        head = screen.controller.rewind(selected)
+        mode = InputMode("rewind", left.id, joins=head.role == "user") if left and left.id != head.id else None
+        await screen.show_head(mode, selected=head.id)
+        screen.status.set_note("rewound: the next message joins your message there" if head.role == "user"
+                               else "rewound: the next message continues from here")
 
     await screen.jobs.when_idle(back)
+
+
+async def undo_rewind(screen: ChatHost, head_id: int) -> None:
+    """Esc after a rewind: the branch shown before it, at the head it had."""
+
+    async def again() -> None:
+        screen.controller.select(head_id)
+        await screen.show_head(InputMode())
+        await after_switch(screen)
+
+    await screen.jobs.when_idle(again)
 
 
 async def delete_branch(screen: ChatHost) -> None:
@@ -186,7 +210,8 @@ def ask_delete(screen: ChatHost, chosen: int | None = None) -> None:
         if yes:
             await screen.jobs.when_idle(delete)
 
-    screen.app.push_screen(ConfirmScreen(chat_rules.delete_question(message, len(counted))), confirmed)
+    question = f"{chat_rules.delete_question(message, len(counted))} {library_flow.undo_hint(screen)}"
+    screen.app.push_screen(ConfirmScreen(question, enter_confirms=screen.controller.deletions_undoable), confirmed)
 
 
 def stop(screen: ChatHost) -> None:
@@ -194,11 +219,15 @@ def stop(screen: ChatHost) -> None:
     if from_panel:
         screen.chat_input.focus()
     if screen.jobs.running("generate", "warm"):
+        if screen.jobs.running("warm"):
+            screen.status.set_note(SWITCH_STOPPED)
         screen.controller.cancel()
     elif screen.jobs.loading and screen.controller.stop_template_render():
         return  # the load goes on with a built-in template, and its notice says why
     elif from_panel:
         return
+    elif screen.mode.kind == "rewind" and screen.mode.target_id is not None:
+        screen.call_later(undo_rewind, screen, screen.mode.target_id)
     elif screen.mode.kind != "send":
         screen.set_mode(InputMode())
         screen.status.set_note("")

@@ -101,6 +101,8 @@ class ConversationView(VerticalScroll):
         self._width = 0
         self.marks: FindMarks | None = None
         """What the find open marks (None: no find open)."""
+        self.title_shown: str | None = None
+        """The title drawn over the messages (None: no chat open)."""
 
     def compose(self) -> ComposeResult:
         yield self._above
@@ -141,8 +143,11 @@ class ConversationView(VerticalScroll):
             await self.show(snapshot.path, snapshot.positions())
         self.show_title(snapshot)
 
-    def show_title(self, snapshot: ChatSnapshot | None) -> None:
-        self.border_title = Text("no chat open" if snapshot is None else inert(snapshot.title) or "New chat")
+    def show_title(self, snapshot: ChatSnapshot | None, title: str | None = None) -> None:
+        """The chat's title over the messages (``title``: read since ``snapshot`` was taken)."""
+        self.title_shown = None if snapshot is None else title if title is not None else snapshot.title
+        shown = "no chat open" if self.title_shown is None else inert(self.title_shown) or "New chat"
+        self.border_title = Text(shown)
 
     async def show(self, path: Sequence[Message], positions: Mapping[int, tuple[int, int]]) -> None:
         """Display ``path``; ``positions`` maps message ids to ``(i, n)`` among siblings."""
@@ -182,7 +187,12 @@ class ConversationView(VerticalScroll):
             keep += 1
         gone = [self._mounted.pop(i) for i in sorted(self._mounted) if i >= keep]
         if reply is not None and adopted and keep > len(self._path):
-            self._mounted[len(self._path)] = reply  # the stored reply the view adopted: kept as it is
+            # The stored reply the view adopted: kept as it is, and drawn as the message it now
+            # is. It was mounted after the spacer below (a reply follows every message of the
+            # branch); left there, the messages mounted next (before that spacer) would be
+            # drawn above it.
+            self._mounted[len(self._path)] = reply
+            self.move_child(reply, before=self._below)
         elif reply is not None:
             gone.append(reply)
         measured = min(keep, len(self._heights))

@@ -40,6 +40,8 @@ COLD_MARK = "○"
 """The state after the message is saved nowhere."""
 TIER_MARKS: dict[Tier | None, str] = {"ram": SAVED_MARK, "disk": DISK_MARK, None: COLD_MARK}
 HEAD_MARK = "»"
+CUT_MARK = "…"
+"""Ends a line the panel is too narrow for."""
 MORE_MARK = "⋯"
 RUN_LINE, RUN_LINE_ACTIVE = "│", "┃"
 FORK_ACTIVE = {"├": "┣━", "└": "┗━"}
@@ -129,6 +131,16 @@ class MessageTree(Tree[NodeInfo]):
             event.prevent_default()
             self.cursor_line = line
 
+    compact = False
+    """A narrow panel: no ``‹i/n›`` (the fork's guides show the alternatives) and a one-column
+    gap before a message with nothing to fold, so the text keeps the columns."""
+
+    def set_compact(self, compact: bool) -> None:
+        if compact != self.compact:
+            self.compact = compact
+            self.guide_depth = 2 if compact else 3  # lays the lines out again
+            self.styles.scrollbar_size_vertical = 1 if compact else 2
+
     def render_label(self, node: TreeNode[NodeInfo], base_style: Style, style: Style) -> Text:
         info = node.data
         if info is None:
@@ -154,7 +166,7 @@ class MessageTree(Tree[NodeInfo]):
             line = RUN_LINE_ACTIVE if info.active else RUN_LINE
             prefix = (f"{line} ", base_style + part("message-tree--active" if info.active else "tree--guides"))
         else:
-            prefix = ("  ", base_style)
+            prefix = (" " if self.compact else "  ", base_style)
         label = node.label
         body = label.copy() if isinstance(label, Text) else Text(label)
         if info.active:
@@ -165,7 +177,7 @@ class MessageTree(Tree[NodeInfo]):
             (f"{mark} ", part("message-tree--saved" if info.saved else "message-tree--quiet")),
             (f"{ROLE_ICONS.get(info.role, '?')} ", part("message-tree--quiet")),
             # Before the text, so a narrow panel cuts the text, never the marks.
-            (f"‹{info.branch[0]}/{info.branch[1]}› " if info.branch else "",
+            (f"‹{info.branch[0]}/{info.branch[1]}› " if info.branch and not self.compact else "",
              part("message-tree--active" if info.active else "message-tree--quiet")),
             (f"{HEAD_MARK} " if info.head else "", part("message-tree--head")),
             body,
@@ -181,6 +193,23 @@ class MessageTree(Tree[NodeInfo]):
         return child.role if child is not None else "assistant" if node.data and node.data.role == "user" else "user"
 
     def render_line(self, y: int) -> Strip:
+        """The line as ``_guided_line`` draws it, ending in "…" where the panel cuts it."""
+        strip = self._guided_line(y)
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width  # a vertical scrollbar covers the rest
+        lines = self._tree_lines
+        if width < 2 or not 0 <= y + scroll_y < len(lines):
+            return strip
+        line = lines[y + scroll_y]
+        whole = line._get_guide_width(self.guide_depth, self.show_root) + self.get_label_width(line.node)
+        if whole <= scroll_x + width:
+            return strip
+        kept = strip.crop(0, width - 1)
+        last = list(kept)[-1] if kept.cell_length else None
+        mark = Strip([Segment(CUT_MARK, last.style if last is not None else None)], 1)
+        return Strip.join([kept, mark, strip.crop(width, strip.cell_length)])
+
+    def _guided_line(self, y: int) -> Strip:
         """Textual's line, with the guide of a run's message drawn as the run's line, and the
         guide of the alternative on the branch shown drawn heavy."""
         strip = super().render_line(y)

@@ -1,7 +1,9 @@
-"""Progress of long work before a reply can start: reading the prompt, loading a model.
+"""Progress of long work before a reply can start: reading the prompt, switching to a
+branch whose messages must be decoded, loading a model.
 
-A long prompt on a CPU can take minutes; the bar shows tokens done out of the total and
-an estimate of the time left (``PromptProgressed``). The same widget shows the model
+A long prompt on a CPU can take minutes, and so can a switch to a branch saved nowhere;
+the bar shows tokens done out of the total, an estimate of the time left
+(``PromptProgressed``) and the key that stops it. The same widget shows the model
 load fraction, and an indeterminate bar while the demo model is being made. It hides
 itself when nothing is in progress so it costs no space.
 """
@@ -29,7 +31,8 @@ class PromptProgress(Horizontal):
     PromptProgress { height: 1; display: none; padding: 0 1; }
     PromptProgress.-active { display: block; }
     PromptProgress > ProgressBar { width: auto; }
-    PromptProgress > Label { width: 1fr; padding: 0 1; }
+    PromptProgress > ProgressBar > Bar { width: 16; }  /* the words beside it say more */
+    PromptProgress > Label { width: 1fr; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def compose(self) -> ComposeResult:
@@ -47,11 +50,14 @@ class PromptProgress(Horizontal):
         self.label_text = text
         self.query_one(Label).update(Text(text))
 
-    def show_prompt(self, done: int, total: int, eta_seconds: float) -> None:
-        """Prompt reading: ``done`` of ``total`` tokens evaluated."""
+    def show_prompt(self, done: int, total: int, eta_seconds: float, *, what: str = "reading the prompt",
+                    stop_key: str = "") -> None:
+        """Tokens evaluated: ``done`` of ``total``, for ``what`` (a prompt, a switch of
+        branch); ``stop_key``: the key that stops it, said at the end."""
         self.add_class("-active")
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
-        self._say(f"reading the prompt: {done:,}/{total:,} tokens, {eta_words(eta_seconds)}")
+        stop = f" · {stop_key} stops" if stop_key else ""
+        self._say(f"{what}: {done:,}/{total:,} tokens, {eta_words(eta_seconds)}{stop}")
 
     def show_fraction(self, what: str, fraction: float | None) -> None:
         """Other work: ``fraction`` in 0-1, or None when the amount of work is unknown."""

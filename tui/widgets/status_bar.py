@@ -8,6 +8,8 @@ part is a ``rich.text.Text``: a model name from a GGUF file is untrusted too.
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -26,10 +28,14 @@ def context_text(used: int | None, n_ctx: int | None) -> Text:
     return text
 
 
+STREAMING_EVERY = 0.25
+"""Seconds between two draws of a figure that follows the reply being written."""
 NOTICEABLE_SECONDS = 1.0
 """A switch this long (taken or estimated) also shows its estimate, to compare."""
 
 
+MODEL_LEAST = 8
+"""Columns the model's name keeps at least (``min-width`` of its label)."""
 NARROW = 100
 """Below this many columns the bar drops the reply speed and the word "tokens", so that
 the cost of the last switch stays whole (at 80 columns it was cut to "(0")."""
@@ -58,6 +64,7 @@ class StatusBar(Horizontal):
     StatusBar > Label { padding: 0 0 0 1; text-wrap: nowrap; }
     StatusBar > #status-model { width: 1fr; min-width: 8; text-overflow: ellipsis; }
     StatusBar > #status-note { max-width: 40%; text-overflow: ellipsis; }
+    StatusBar > #status-last { text-overflow: ellipsis; }
     StatusBar.-narrow > #status-speed { display: none; }
     """
 
@@ -71,6 +78,8 @@ class StatusBar(Horizontal):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: dict[str, str] = {}
+        self._drawn_at: dict[str, float] = {}
+        """When a figure of the reply being written was last drawn, by part."""
         self._cost: tuple[int, int, float | None, float | None, int] | None = None
 
     def on_resize(self) -> None:
@@ -79,10 +88,40 @@ class StatusBar(Horizontal):
             self.set_class(narrow, "-narrow")
             if self._cost is not None:
                 self.set_cost(*self._cost)
+        self._fit()
 
     def _set(self, part: str, text: Text) -> None:
+        if self._shown.get(part) == text.plain:
+            return  # unchanged: no layout for nothing
         self._shown[part] = text.plain
         self.query_one(f"#status-{part}", Label).update(text)
+        self._fit()
+
+    def _due(self, part: str, streaming: bool) -> bool:
+        """Whether a figure of the reply being written is to be drawn now: at most every
+        ``STREAMING_EVERY`` (each is a layout of the bar, and a reply streams hundreds of
+        pieces a second); any other figure at once."""
+        if not streaming:
+            self._drawn_at.pop(part, None)
+            return True
+        now = time.monotonic()
+        if now - self._drawn_at.get(part, -STREAMING_EVERY) < STREAMING_EVERY:
+            return False
+        self._drawn_at[part] = now
+        return True
+
+    def _fit(self) -> None:
+        """Give the last switch's cost the columns the other parts leave it, so a narrow bar
+        cuts it with "…" rather than mid-word at the terminal's edge (labels do not shrink)."""
+        width = self.size.width
+        if not width:
+            return
+        used = MODEL_LEAST + 1 + len(self.text_of("context")) + 1
+        if not self.has_class("-narrow"):
+            used += len(self.text_of("speed")) + 1
+        if self.text_of("note"):
+            used += min(len(self.text_of("note")), int(width * 0.4)) + 1
+        self.query_one("#status-last", Label).styles.max_width = max(width - used - 1, 4)
 
     def text_of(self, part: str) -> str:
         """The plain text currently shown in one part (``model``, ``context``...)."""
@@ -99,11 +138,16 @@ class StatusBar(Horizontal):
         # Text, never markup: a GGUF template can set its own fallback reason (``raise_exception``).
         self.query_one("#status-model", Label).tooltip = Text(f"Chat template: {inert(template)}") if template else None
 
-    def set_context(self, used: int | None, n_ctx: int | None) -> None:
-        self._set("context", context_text(used, n_ctx))
+    def set_context(self, used: int | None, n_ctx: int | None, *, streaming: bool = False) -> None:
+        """How full the context is (``streaming``: while a reply grows it, drawn a few times a second)."""
+        if self._due("context", streaming):
+            self._set("context", context_text(used, n_ctx))
 
     def set_speed(self, tokens_per_second: float | None, *, streaming: bool = False) -> None:
-        """The speed of the last reply; with ``streaming``, of the reply being written so far (``…``)."""
+        """The speed of the last reply; with ``streaming``, of the reply being written so far
+        (``…``, drawn a few times a second)."""
+        if not self._due("speed", streaming):
+            return
         shown = "– tok/s" if not tokens_per_second else f"{tokens_per_second:.1f} tok/s"
         self._set("speed", Text(shown + ("…" if streaming and tokens_per_second else "")))
 

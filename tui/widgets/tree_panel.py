@@ -13,6 +13,9 @@ what making the message under the cursor live would cost (the screen computes it
 ``show_cost``); a click only moves the cursor there, Enter or a second click goes there.
 That line keeps its row when it has nothing to say, so the tree never moves under the
 pointer between the two clicks.
+The panel's width is the user's: ``<`` and ``>`` narrow and widen it, and its left edge
+(``PanelHandle``) drags; the width chosen is posted (``WidthChosen``) for the screen to
+remember, and kept within what leaves the chat room whatever the terminal's size.
 The marks come from the controller, read by the screen in a worker: the panel says which
 messages it has built (``NodesBuilt``) and is handed their tiers (``set_tiers``).
 """
@@ -21,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
@@ -32,6 +37,7 @@ from textual.widgets import Static, Tree
 
 from sessions.api.chat import Tier
 from sessions.tree import ConversationTree
+from tui.bindings import bindings_for
 from tui.widgets.message_tree import (
     COLD_MARK,
     DISK_MARK,
@@ -41,9 +47,18 @@ from tui.widgets.message_tree import (
     NodeInfo,
     first_line,
 )
+from tui.widgets.panel_handle import PanelHandle
 from tui.widgets.tree_layout import MAX_FORKS, TreeLayout
 
 __all__ = ["HEAD_MARK", "LEGEND_TOOLTIP", "SAVED_MARK", "NodeInfo", "TreePanel", "first_line"]
+
+NARROWEST = 12
+"""Columns the panel keeps at least: a mark, an icon and a few letters of each message."""
+CHAT_ROOM = 24
+"""Columns the panel leaves the rest of the screen at least, however wide it is asked to be."""
+SHALLOW_BELOW = 32
+"""A panel narrower than this draws its lines compact (``MessageTree.compact``): a deep
+branch keeps room for its text."""
 
 LEGEND_TOOLTIP = (
     f"{SAVED_MARK} the model state after this message is in RAM: going there is instant\n"
@@ -59,6 +74,7 @@ LEGEND_TOOLTIP = (
 class TreePanel(Widget):
     """The conversation tree; enter, or a click on the line under the cursor, posts ``NodeChosen``."""
 
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for("tree")
     DEFAULT_CSS = """
     TreePanel { height: 1fr; }
     TreePanel > #tree-summary { height: auto; padding: 0 0 0 1; color: $stats-foreground; }
@@ -100,6 +116,12 @@ class TreePanel(Widget):
         def control(self) -> TreePanel | None:
             return self.panel
 
+    @dataclass
+    class WidthChosen(Message):
+        """The user set the panel's width (a key, or the end of a drag): to remember."""
+
+        columns: int
+
     def __init__(self, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
@@ -116,8 +138,11 @@ class TreePanel(Widget):
         """True once the children exist (``show`` before that is replayed on mount)."""
         self.branch_count = 0
         """How many branches (leaves) the shown tree has."""
+        self.wanted_width: int | None = None
+        """Columns the user chose (None: the layout's share of the screen)."""
 
     def compose(self) -> ComposeResult:
+        yield PanelHandle()
         yield Static(self._summary(None), id="tree-summary")
         yield Static("", id="tree-cost")
         tree = MessageTree("conversation", id="message-tree")
@@ -135,6 +160,41 @@ class TreePanel(Widget):
     @property
     def message_tree(self) -> MessageTree:
         return self.query_one(MessageTree)
+
+    # -- its width ----------------------------------------------------------------------------
+
+    def want_width(self, columns: int | None) -> int | None:
+        """Be ``columns`` wide (None: the layout's share), within what the screen allows now;
+        returns the width applied."""
+        self.wanted_width = columns
+        return self.fit_width(self.screen.size.width if self.is_attached else 0)
+
+    def fit_width(self, screen_columns: int) -> int | None:
+        """Apply the width wanted within ``screen_columns`` (the terminal was resized)."""
+        if self.wanted_width is None:
+            for rule in ("width", "min_width", "max_width"):
+                setattr(self.styles, rule, None)
+            return None
+        room = max(screen_columns - CHAT_ROOM, NARROWEST) if screen_columns else self.wanted_width
+        columns = max(NARROWEST, min(self.wanted_width, room))
+        self.styles.width, self.styles.min_width, self.styles.max_width = columns, columns, columns
+        return columns
+
+    def action_width(self, delta: int) -> None:
+        applied = self.want_width(max(NARROWEST, self.outer_size.width + delta))
+        if applied is not None:
+            self.post_message(self.WidthChosen(applied))
+
+    @on(PanelHandle.Dragged)
+    def _dragged(self, event: PanelHandle.Dragged) -> None:
+        event.stop()
+        applied = self.want_width(event.columns)
+        if event.done and applied is not None:
+            self.post_message(self.WidthChosen(applied))
+
+    def on_resize(self) -> None:
+        if self._ready:
+            self.message_tree.set_compact(self.size.width < SHALLOW_BELOW)
 
     @property
     def cursor_message_id(self) -> int | None:
@@ -171,6 +231,11 @@ class TreePanel(Widget):
         if target is None and head_id is not None and head_id in tree:
             target = head_id
         self._draw(target)
+        now_on = self.cursor_message_id
+        if was_on is not None and now_on != was_on:  # the cost line spoke of the message left (or deleted)
+            self.show_cost("")
+            if now_on is not None:
+                self.post_message(self.NodeHighlighted(now_on, self))
 
     def _draw(self, target: int | None) -> None:
         """Build the nodes around ``target`` and put the cursor on it."""

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
     from sessions.api.checkpoint_files import chat_share, folder_usage
-    from sessions.cli.cache_usage import model_names
+    from sessions.cli.cache_usage import budget_words, model_names
 
     usage = folder_usage(folder)
     names = model_names(ctx) if usage.by_model else {}
@@ -72,7 +72,7 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
         return 0
     ctx.print(f"checkpoint folder: {folder}")
     ctx.print(f"used: {human_size(usage.on_disk)} on disk ({human_size(usage.nbytes)} in the files) of "
-              f"{size_text(budget)} (checkpoints.max_disk), {_files(usage.count)}")
+              f"{budget_words(budget)}, {_files(usage.count)}")
     parked = ctx.config.checkpoints.parked_mb
     ctx.print(f"parked branches: up to {size_text(parked << 20)} of a GPU's memory (checkpoints.parked_mb)"
               if parked else "parked branches: off (checkpoints.parked_mb = 0)")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "import", help="import sessions from a JSON export",
+        "import", help="import chats: a llamachat JSON export, a llama.cpp web UI export, ChatGPT's",
         description="Import sessions from a llamachat JSON export, a llama.cpp web UI export "
                     "or a ChatGPT conversations.json. Says which sessions it made, one a line; a "
                     "conversation that cannot be read is skipped, said so, and the status is 1.")

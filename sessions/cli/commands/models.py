@@ -26,6 +26,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+DEMO_NOTE = ("the demo model is there all the same: `llamachat --demo` makes it (random weights, its replies "
+             "are random text), and the model picker (F5) lists it first")
+
+
 def card_dict(card) -> dict:
     return {
         "path": str(card.path), "name": card.name, "architecture": card.architecture,
@@ -36,6 +40,7 @@ def card_dict(card) -> dict:
         "sliding_window": card.sliding_window, "has_chat_template": card.has_chat_template,
         "type": card.model_type, "split_count": card.split_count,
         "missing_parts": list(card.missing_parts), "source": card.source, "error": card.error,
+        "checkpoint_problem": card.checkpoint_problem,
     }
 
 
@@ -50,6 +55,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not cards:
         searched = ", ".join(str(root.path) for root in search_roots(ctx.config.model_dirs))
         ctx.note(f"no models found; searched {searched} (add folders to model_dirs in config.toml)")
+        ctx.note(DEMO_NOTE)
         ctx.note(usage_line(ctx))
         _print_devices(ctx)
         return 0
@@ -64,13 +70,21 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             card.name, card.architecture or "?", human_count(card.parameter_count),
             card.quantization or "?", human_size(card.file_size),
             str(card.context_length or "?"),
-            card.memory_label or "?", f"{card.path}{parts}",
+            _memory(card), f"{card.path}{parts}",
         ])
     for line in table(rows):
         ctx.print(line)
+    for card in cards:
+        if card.checkpoint_problem:
+            ctx.note(f"{card.name} ran without checkpoints when it was last loaded: {card.checkpoint_problem}")
     ctx.note(usage_line(ctx))
     _print_devices(ctx)
     return 0
+
+
+def _memory(card) -> str:
+    label = card.memory_label or "?"
+    return f"{label}, no checkpoints" if card.checkpoint_problem else label
 
 
 def _print_devices(ctx: CommandContext) -> None:
