@@ -81,8 +81,6 @@ class Captures:
         self._state_spacing: int | None = None
         """Tokens between recurrent states inside a long message (``state_spacing``), once
         the state's size is known."""
-        self._mark = 0.0
-        """Decode seconds on the context at the last snapshot (the policy's clock)."""
         self._mark_pos = 0
         """Position on the live branch of the last snapshot (or of the state decoding
         started from: a prompt end, a tip, a restore)."""
@@ -143,7 +141,7 @@ class Captures:
 
     def decoding_from(self, start: int) -> None:
         """Decoding starts at ``start``, whose state is a snapshot's (or needs none)."""
-        self._mark, self._mark_pos = self.engine.ctx.decode_seconds, start
+        self._mark_pos = start
 
     def maybe_snapshot(self, start: int, end: int, prefix: str | None, *, until: int | None = None,
                        next_end: int | None = None, logits: np.ndarray | None = None) -> None:
@@ -180,13 +178,12 @@ class Captures:
         self.snapshots.append(_Snapshot(start, end, prefix, state, logits, scratch=now and self.ring is not None))
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
-        """Is a snapshot read on the decode's path worth it at ``end`` (``SnapshotPolicy``)?"""
+        """Does the spacing of states need one at ``end``, inside a message (``SnapshotPolicy``)?"""
+        if self.policy.every_boundary:
+            return True
         spacing = self.spacing
         reach = next_end if next_end is not None else end + spacing
-        if reach - self._mark_pos > spacing:
-            return True  # the restart bound needs it
-        nbytes = self._snapshot_bytes or self.engine.ctx.state_size(LIVE, self._flags())
-        return self.policy.cheap(self.engine.ctx.decode_seconds - self._mark, nbytes)
+        return reach - self._mark_pos > spacing  # the next boundary would be past the bound
 
     def note_end(self, start: int, end: int, prefix: str, logits: np.ndarray | None) -> None:
         """The end of a prompt or of a switch (its last segment ``[start, end)``): a

@@ -27,8 +27,8 @@ comes back tomorrow to a chat re-processes nothing, however many windows it took
 Reading a snapshot stays off the path to the first token wherever it can: a window stays
 in llama.cpp's ring for a while, and is read after the reply (``Captures.flush``) unless
 the rest of the prompt would overwrite it first; only a recurrent state, which the next
-token overwrites, is read as the decode passes it. Those read on the decode's path are
-weighed against the decoding they save (``SnapshotPolicy``).
+token overwrites, is read as the decode passes it, and inside a message only where the
+spacing calls for one.
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ their states: the grid the states a model's costs call for are placed on
 every process cuts at."""
 MOST_STATE_SPACING = 16 * RECURRENT_SPACING
 """The widest spacing of states inside a long message, whatever they cost."""
-READS_PER_REDECODE = 8
+READS_PER_REDECODE = 16
 """A state is worth keeping where re-decoding the span it stands for (its spacing) costs
-at least this many reads of it: on average a restore re-decodes half that span."""
+at least this many reads of it: on average a restore re-decodes half that span, and the
+states read on a prefill's path cost at most a sixteenth of its decoding."""
 
 
 def restart_spacing(kind: MemoryKind, n_swa: int) -> int | None:
@@ -70,30 +71,25 @@ ASSUMED_COPY_BYTES_PER_SECOND = 5e9
 
 @dataclass
 class SnapshotPolicy:
-    """Which boundaries get a snapshot, and which of those may be read on the decode's path.
+    """Which boundaries get a snapshot, and how far apart recurrent states are.
 
     A snapshot that can wait until after the reply (a window still in the ring then) is
-    always taken. One that must be read as the decode passes it (a recurrent state, or a
-    window the rest of a long prompt would overwrite) is taken when it is due by the
-    restart bound (the next boundary would be more than ``restart_spacing`` past the last
-    snapshot), or when reading it costs at most ``overhead`` of the decoding since the
-    last one, at this machine's measured copy speed. On a CPU, which decodes slowly,
-    that is every boundary; on a GPU, which decodes a long imported chat's prefill
-    twenty times faster, every boundary the bound needs and the ones that are cheap.
+    always taken. A recurrent state, read as the decode passes it, is taken at a message's
+    end (every gesture starts at one) and inside a long message where the spacing needs
+    it (the next boundary would be more than ``state_spacing`` past the last snapshot):
+    never more often, whatever the clock says, as the disk it takes is what limits how
+    many chats keep theirs.
     """
 
     boundaries: bool = True
     """Snapshot segment boundaries. Off, only prompt ends and tips get one: tests use that
     to reach the routes that must do without. A sliding window's pieces are taken at every
     boundary all the same: the window at a prompt end or a tip is made of them."""
-    overhead: float = 0.02
-    """A snapshot read on the decode's path costs at most this share of the decoding since
-    the last one (unless the restart bound needs it)."""
     copy_bytes_per_second: float = ASSUMED_COPY_BYTES_PER_SECOND
     """Measured speed of reading a snapshot out of the context (moving average)."""
     every_boundary: bool = False
-    """Read every boundary's snapshot, whatever it costs: tests that count what a route
-    restores must not depend on how fast this machine decoded a tiny model."""
+    """A recurrent state at every boundary, whatever the spacing: tests that count what a
+    route restores must not depend on how fast this machine decoded a tiny model."""
 
     def state_spacing(self, state_bytes: int, kv_bytes_per_token: float, seconds_per_token: float | None) -> int:
         """Tokens between recurrent states inside a long message, on the ``RECURRENT_SPACING``
@@ -110,10 +106,6 @@ class SnapshotPolicy:
 
     def snapshot_seconds(self, nbytes: int) -> float:
         return nbytes / max(self.copy_bytes_per_second, 1.0)
-
-    def cheap(self, decode_seconds_since: float, nbytes: int) -> bool:
-        """Is reading ``nbytes`` now cheap next to the decoding since the last snapshot?"""
-        return self.every_boundary or decode_seconds_since * self.overhead >= self.snapshot_seconds(nbytes)
 
     def timed(self, nbytes: int, seconds: float) -> None:
         """Learn the copy speed from one snapshot read."""

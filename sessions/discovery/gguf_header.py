@@ -216,7 +216,26 @@ def _describe_start(head: bytes) -> str:
         return "it is a Git LFS pointer, not the model itself (run `git lfs pull`)"
     if head.lstrip().lower().startswith((b"<!doctype", b"<html")):
         return "it is an HTML page (a failed download?)"
-    return f"starts with {head[:8]!r}"
+    text = _as_text(head[:48])
+    if text:
+        line = text.strip().splitlines()[0]
+        shown = line if len(line) <= 32 else line[:32].rstrip() + "…"
+        return f'it is text ("{shown}"), where a GGUF model starts with "GGUF"'
+    shown = " ".join(f"{byte:02x}" for byte in head[:4])
+    return f'its first bytes are {shown}, where a GGUF model starts with "GGUF" (47 47 55 46)'
+
+
+def _as_text(head: bytes) -> str | None:
+    """``head`` as text, when it reads as such (UTF-8, a character perhaps cut at its end)."""
+    for cut in range(4):
+        try:
+            text = head[: len(head) - cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text.strip() and all(ch.isprintable() or ch in "\t\r\n" for ch in text):
+            return text
+        return None
+    return None
 
 
 def read_gguf_header(path: Path | str) -> GGUFHeader:

@@ -1,20 +1,24 @@
-"""Benchmark W1: branch events, reopen, the engine's own costs and disk use, as JSON lines.
+"""Benchmark W1: branch events, reopen, the engine's own costs, bytes and disk, as JSON lines.
 
-Run: ``python -m tests.bench.branching [--arch gemma3 lfm2] [--model PATH] [--reply-tokens 32]``.
+Run: ``python -m tests.bench.branching [--arch gemma3 lfm2] [--shape NAME] [--model PATH]
+[--each-event same|objects|process] [--w1-only] [--no-scratch] [--reply-tokens 32]``.
 For each model (bench-size made models, about 100M parameters with gemma3's window at 512
-tokens, or any GGUF given with ``--model``) it:
+tokens; a real model's KV and state shape on a thin body, ``--shape``; or any GGUF given
+with ``--model``) it:
 
 - times identifying the file and reading its header, and loading it (and once, reading
-  the header of a 262,144-token vocabulary);
+  the header of a 262,144-token vocabulary); the context is sized to the workload
+  (``workload.w1_context``: W1's longest branch in this model's tokens, and what the
+  reopen adds to it);
 - builds a 12-turn chat (system ~200 tokens, user turns ~120, replies ~380) in one prefill
   and reports what that prefill cost outside llama_decode (the critical path), what was
-  read out afterwards, and the same prefill with no checkpoints at all;
+  read out afterwards, the bytes copied out of the model's memory, and the same prefill
+  with no checkpoints at all;
 - edits user turns 2, 6 and 11, after each edit switches back to the original branch and
   asks for the next reply, and compares every event's prompt time with a from-scratch
   recompute (a fresh context evaluating the whole prompt, as a front end without
   checkpoints does);
-- reports the disk the tree's checkpoints take against the attention cells of its unique
-  tokens;
+- reports the disk the tree's checkpoints take against the KV of its unique tokens;
 - reopens the session in fresh objects (new model load, empty RAM tier: everything from
   disk, page cache warm) and restores the last branch, five times over, and compares the
   median with reading and copying the same bytes plainly (right after the restore, and
@@ -27,12 +31,42 @@ Figures go to stdout, one JSON object per line; ``budget_*`` fields give the goa
 each) and each event also says how many bytes its restore sent over RPC (``rpc_traffic``);
 without it, ``--ngl N`` offloads N layers to this machine's GPUs (a CUDA or Metal build).
 ``--cache-type q8_0`` (or another of llama.cpp's types) keeps the K and V caches in it.
+The checkpoints keep the app's RAM tier (``--ram-mb``, default ``checkpoints.ram_mb``) and
+a disk tier larger than any tree here, so that what a tree takes is measured.
+
+Bytes (exact on any machine; "KV" is a token's K and V in every layer that keeps cells of
+its own, each token's window KV once, as the context serialises them: ``kv_bytes``):
+
+- ``load``: ``n_ctx``, the context's size; ``ram_mb``, the checkpoints' RAM tier.
+- ``build: ...``: ``critical_ms_per_1000_tokens`` (wall) and ``critical_cpu_ms_per_1000_tokens``
+  (this thread's CPU), the prefill's time outside llama_decode on the path to the first
+  token; ``deferred_ms_per_1000_tokens``, the read-out after it; ``bytes_read``, the state
+  bytes copied out of the model's memory over the prefill and its read-out
+  (``ctx.bytes_read``), of which ``bytes_read_deferred`` by the read-out;
+  ``bytes_read_per_1000_tokens``; ``kv_bytes_of_tokens`` and ``bytes_read_vs_kv`` (goal
+  ``budget_bytes_read_vs_kv``).
+- each W1 event: ``bytes_restored`` (what its route put back), ``bytes_restored_ram`` and
+  ``bytes_restored_disk`` (the checkpoints its plan restored, by the tier each came from,
+  the window or state a cut rewinds to included; a window made of pieces counts as disk
+  when one of them is), ``bytes_written`` (state bytes written into the context,
+  ``ctx.bytes_written``), ``bytes_read`` (copied out: the checkpoints of the
+  ``tokens_decoded``, prompt and reply) and ``bytes_read_vs_kv_of_decoded``. ``W1 summary``
+  sums them over the six events.
+- ``disk``: ``disk_bytes`` (cells plus snapshots: windows' pieces, recurrent states, logits)
+  and ``disk_bytes_per_1000_unique_tokens``; ``kv_bytes_per_token`` (measured on the
+  context), split into ``kv_window_bytes_per_token`` and ``kv_cells_bytes_per_token``, and for
+  a made model ``kv_bytes_per_token_from_shape`` (``sessions.synth.memory_bytes``) and the
+  difference, ``kv_cell_metadata_bytes_per_token`` (a cell's position and sequence ids);
+  ``kv_bytes_per_1000_unique_tokens``; ``disk_vs_kv_of_unique_tokens`` (goal
+  ``budget_disk_vs_kv_of_unique_tokens``); ``snapshots_vs_window_kv_of_unique_tokens``;
+  ``unique_tokens_in_default_disk_budget``, the unique tokens ``checkpoints.max_disk``'s
+  default (``default_disk_budget_bytes``) holds at this model's disk per token;
+  ``longest_branch_tokens``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -41,244 +75,10 @@ from pathlib import Path
 
 from tests.bench import costs
 from tests.bench.overhead import turn_overhead
-from tests.bench.workload import w1_texts
+from tests.bench.w1_bench import Bench, emit, w1_event_child
+from tests.bench.workload import REOPEN_MESSAGE
 
-
-def emit(record: dict) -> None:
-    print(json.dumps(record), flush=True)
-
-
-class Bench:
-    def __init__(self, label: str, path: Path, threads: int, reply_tokens: int, root: Path, rpc=None, ngl=0,
-                 cache_type: str = "f16"):
-        from sessions.api.chat import EngineSettings, SessionController
-        from sessions.checkpoints import CheckpointStore
-        from sessions.engine.factory import llama_engine_factory
-        from sessions.sampling import SamplingSettings
-        from sessions.store import SessionStore
-
-        self.label, self.path, self.root = label, path, root
-        self.threads, self.ngl, self.cache_type = threads, ngl, cache_type
-        split = dict(rpc=rpc.endpoints, tensor_split=(1.0, 1.0)) if rpc else {}
-        self.settings = EngineSettings(n_ctx=8192, n_batch=512, threads=threads, n_gpu_layers=ngl,
-                                       cache_type_k=cache_type, cache_type_v=cache_type, **split)
-        self.traffic = rpc
-        self.events: list[tuple[int, int, dict]] = []
-        """(the message its prompt ends with, the reply, the record) of each event timed, in order."""
-        self.built, self.build_seconds = 0, 0.0
-        """The leaf of W1's chat and the seconds of its one prefill (``run_w1``)."""
-        self.sampling = SamplingSettings(temperature=0.0, max_tokens=reply_tokens)
-        self.reply_tokens = reply_tokens
-        self.checkpoints = CheckpointStore(root / "checkpoints", ram_bytes=8 << 30, disk_bytes=50 << 30)
-        self.store = SessionStore.open(root / "sessions.sqlite3")
-        self.ctl = SessionController(
-            self.store,
-            engine_factory=llama_engine_factory(self.checkpoints, isolate_rpc=False),
-            settings=self.settings,
-            sampling=self.sampling,
-        )
-        t0 = time.perf_counter()
-        self.ctl.load_model(self.path)
-        self.load_seconds = time.perf_counter() - t0
-        self.fingerprint = self.ctl.engine.info.fingerprint
-        self.prepared: list = []
-        """Every ``prepare`` result of the engine, for what the reply stats leave out (bytes)."""
-        prepare = self.branches.prepare
-        self.branches.prepare = lambda *a, **k: self.prepared.append(prepare(*a, **k)) or self.prepared[-1]
-        self._scratch = None
-        self.from_scratch = True
-        """Time each event's prompt from zero too; off where only the chat it leaves is wanted
-        (``reopen_ab``'s build)."""
-        if rpc:
-            rpc.attach(self)
-
-    def traffic_fields(self) -> dict:
-        return self.traffic.fields() if self.traffic else {}
-
-    @property
-    def branches(self):
-        return self.ctl.engine.branches
-
-    def scratch(self, leaf_id: int):
-        """A fresh context with no checkpoints evaluating the branch up to ``leaf_id`` from zero."""
-        from sessions.branching.branch_engine import BranchEngine
-        from sessions.controller.branch_tokens import branch_tokens
-        from sessions.llama.context import LlamaContext
-
-        engine = self.ctl.engine
-        if self._scratch is None:
-            self._scratch = BranchEngine(engine.model, LlamaContext(engine.model, engine.ctx.params), None)
-        tokens, ends, stepped = branch_tokens(self.store, engine, self.ctl.snapshot().tree.path_to(leaf_id))
-        self._scratch._reset()
-        return self._scratch.prepare(tokens, ends, stepped=stepped)
-
-    def tokens_of(self, message_id: int) -> int:
-        return len(self.store.get_tokens(message_id, self.fingerprint) or [])
-
-    def event(self, name: str, new_message, reply) -> dict:
-        stats = reply.stats
-        whole = self.branches.ctx.state_size(0)  # the state the prompt left, before the reply's tokens
-        prepared = self.prepared[-1] if self.prepared else None
-        record = {
-            "model": self.label,
-            "event": name,
-            "new_tokens": self.tokens_of(new_message.id),
-            "tokens_restored": stats.tokens_restored,
-            "tokens_evaluated": stats.tokens_evaluated,
-            "bytes_restored": prepared.bytes_restored if prepared else 0,
-            "whole_state_bytes": whole,
-            "prompt_seconds": round(stats.prompt_seconds, 4),
-            "ttft_seconds": round(stats.ttft_seconds, 4),
-            "prompt_decode_seconds": round(prepared.decode_seconds, 4) if prepared else 0.0,
-            "prompt_state_seconds": round(prepared.state_seconds, 4) if prepared else 0.0,
-            **self.traffic_fields(),
-        }
-        if self.from_scratch:
-            scratch_run = self.scratch(new_message.id)
-            record.update({"scratch_prompt_seconds": round(scratch_run.seconds, 4),
-                           "scratch_decode_seconds": round(scratch_run.decode_seconds, 4),
-                           "speedup": round(scratch_run.seconds / max(stats.prompt_seconds, 1e-6), 1)})
-        emit(record)
-        self.events.append((new_message.id, reply.id, record))
-        return record
-
-    def run_w1(self, each_event: str = "same", args: argparse.Namespace | None = None) -> dict:
-        """W1's chat in one prefill, then its six branch events: here (``same``), or each
-        in fresh objects (``objects``: a new model load, nothing in RAM) or in a new
-        process (``process``), as a user who restarts the app between gestures meets them."""
-        w1 = self.build_w1()
-        events = []
-        for step in range(len(W1_EVENTS)):
-            if each_event == "same":
-                events.append(self.w1_event(step, w1))
-            elif each_event == "objects":
-                bench = Bench(self.label, self.path, self.threads, self.reply_tokens, self.root, None, self.ngl,
-                              self.cache_type)
-                events.append(bench.w1_event(step, w1))
-                bench.close()
-            else:
-                assert args is not None
-                events.append(event_in_new_process(args, self.label, self.path, self.root, step, w1))
-        evaluated = sum(e["tokens_evaluated"] for e in events)
-        new = sum(e["new_tokens"] for e in events)
-        ours = sum(e["prompt_seconds"] for e in events)
-        decode = sum(e["prompt_decode_seconds"] for e in events)
-        summary = {"model": self.label, "event": "W1 summary", "each_event": each_event,
-                   "tokens_evaluated": evaluated, "new_tokens": new, "evaluated_over_new": round(evaluated / new, 3),
-                   "prompt_seconds": round(ours, 3), "prompt_outside_decode_seconds": round(ours - decode, 3),
-                   "prompt_state_seconds": round(sum(e.get("prompt_state_seconds", 0.0) for e in events), 3)}
-        if all("scratch_prompt_seconds" in e for e in events):
-            scratch = sum(e["scratch_prompt_seconds"] for e in events)
-            summary.update({"scratch_prompt_seconds": round(scratch, 3), "prompt_speedup": round(scratch / ours, 1)})
-        emit(summary)
-        self.checkpoints.flush()
-        if each_event != "same":
-            self.ctl.open_session(w1["session"])  # the events' branches, as the store holds them now
-        emit({"model": self.label, "event": "disk", **self.disk()})
-        return {"session": w1["session"], "leaf": w1["leaf"]}
-
-    def w1_event(self, step: int, w1: dict) -> dict:
-        """Event ``step`` of W1 (``W1_EVENTS``); ``w1`` follows the original branch's leaf."""
-        ctl = self.ctl
-        if ctl.session_id != w1["session"]:
-            ctl.open_session(w1["session"])
-        texts = w1_texts(ctl.engine.tokenize)
-        k = W1_EDITS[step // 2]
-        if step % 2 == 0:
-            edited = ctl.edit(w1["users"][k - 1], texts["edits"][k])
-            return self.event(W1_EVENTS[step], edited, ctl.generate_reply())
-        ctl.select(w1["leaf"])
-        asked = ctl.send(texts["follow_ups"][step // 2])
-        reply = ctl.generate_reply()
-        w1["leaf"] = reply.id
-        return self.event(W1_EVENTS[step], asked, reply)
-
-    def build_w1(self) -> dict:
-        from sessions.controller.conversation import Conversation
-
-        ctl = self.ctl
-        texts = w1_texts(ctl.engine.tokenize)
-        session = self.store.create_session(system_prompt=texts["system"], sampling=self.sampling)
-        conv = Conversation(self.store, session.id)  # scripted turns, written straight to the store
-        conv.append("system", texts["system"], parent_id=None)
-        users = []
-        for user, reply in zip(texts["users"], texts["replies"], strict=True):
-            users.append(conv.append("user", user))
-            conv.append("assistant", reply)
-        ctl.open_session(conv.session_id)
-        deferred = self.branches.deferred_seconds
-        build = ctl.warm()
-        deferred = self.branches.deferred_seconds - deferred
-        leaf = ctl.snapshot().head
-        self.built, self.build_seconds = leaf.id, build.seconds
-        bare = self.scratch(leaf.id)
-        emit({"model": self.label, "event": "build: one prefill of the 12-turn chat",
-              **costs.critical_path(build, deferred),
-              "no_checkpoints": costs.critical_path(bare, 0.0)})
-        self.checkpoints.flush()
-        return {"session": ctl.session_id, "leaf": leaf.id, "users": [u.id for u in users]}
-
-    def disk(self) -> dict:
-        from sessions.controller.branch_tokens import branch_tokens
-
-        tree = self.ctl.snapshot().tree
-        frozen = self.store.session_tokens(self.ctl.session_id)
-        unique = sum(len(t.get(self.fingerprint, [])) for t in frozen.values())
-        per_branch = [len(branch_tokens(self.store, self.ctl.engine, tree.path_to(leaf.id))[0])
-                      for leaf in tree.leaves()]
-        live = self.branches
-        whole = live.ctx.state_size(0)
-        kv = costs.kv_bytes_per_token(live.ctx, live.kind, len(live.live))
-        return costs.disk_use(self.root / "checkpoints", unique, sum(per_branch), len(per_branch),
-                              whole, len(live.live), kv)
-
-    def placement_fields(self) -> dict:
-        """Where the layers went: ``-ngl`` as resolved (``auto`` included) and the devices."""
-        from sessions.llama.placement import describe_devices
-
-        engine = self.ctl.engine
-        return {"n_gpu_layers": engine.ctx.params.n_gpu_layers, "devices": describe_devices(engine) or "CPU"}
-
-    def close(self) -> None:
-        if self._scratch is not None:
-            self._scratch.ctx.close()
-        self.ctl.close()
-        self.checkpoints.close()
-        self.store.close()
-
-
-W1_EDITS = (2, 6, 11)
-W1_EVENTS = tuple(name for k in W1_EDITS
-                  for name in (f"edit user turn {k}", f"switch back after edit {k} + next reply"))
-
-
-def event_in_new_process(args: argparse.Namespace, label: str, path: Path, root: Path, step: int, w1: dict) -> dict:
-    """One W1 event in a child process of this module (``--w1-event``); its record."""
-    import subprocess
-
-    state = root / "w1.json"
-    state.write_text(json.dumps(w1))
-    command = [sys.executable, "-m", "tests.bench.branching", "--w1-event", str(step), "--w1-state", str(state),
-               "--model", str(path), "--label", label, "--root", str(root), "--threads", str(args.threads),
-               "--reply-tokens", str(args.reply_tokens), "--ngl", str(args.ngl), "--cache-type", args.cache_type]
-    out = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
-    if out.returncode != 0:
-        raise RuntimeError(f"W1 event {step} failed in its process:\n{out.stderr[-4000:]}")
-    print(out.stdout, end="", flush=True)
-    w1.update(json.loads(state.read_text()))
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def w1_event_child(args: argparse.Namespace) -> int:
-    """``--w1-event``: load the model, run one event on the stored chat, and leave."""
-    state = Path(args.w1_state)
-    w1 = json.loads(state.read_text())
-    bench = Bench(args.label, Path(args.model[0]), args.threads, args.reply_tokens, Path(args.root), None, args.ngl,
-                  args.cache_type)
-    bench.w1_event(args.w1_event, w1)
-    bench.close()
-    state.write_text(json.dumps(w1))
-    return 0
+__all__ = ["Bench", "emit", "main", "models"]
 
 
 def files_read(bench: Bench, leaf_id: int) -> list[Path]:
@@ -398,7 +198,8 @@ def reopen(label: str, path: Path, threads: int, reply_tokens: int, root: Path, 
           "scratch_prompt_seconds": round(scratch, 4),
           "ttft_speedup": round(scratch / max(reply.stats.ttft_seconds, 1e-6), 1), **bench.traffic_fields()})
     emit({"model": label, "event": "reopen: exactness", **exact_after_reopen(bench, leaf.parent_id)})
-    asked = ctl.send("One more question about all of that, please.")
+    bench.mark()
+    asked = ctl.send(REOPEN_MESSAGE)
     bench.event("reopen: continue with a new message", asked, ctl.generate_reply())
     emit({"model": label, "event": "turn overhead", **turn_overhead(bench)})
     bench.close()
@@ -411,6 +212,15 @@ def models(args) -> list[tuple[str, Path]]:
     found = [(arch, make_model(arch, args.size, swa_window=window)) for arch in args.arch]
     found += [(name, make_model(SHAPES[name].arch, name)) for name in getattr(args, "shape", [])]
     return found + [(Path(p).name, Path(p).expanduser().resolve()) for p in args.model]
+
+
+def made_specs(args) -> dict:
+    """The ``ModelSpec`` of each made model ``models`` names, by its label."""
+    from sessions.synth import SHAPES, model_spec
+
+    window = {"tiny": 64, "bench": 512, "gpu": 1024}[args.size]
+    specs = {arch: model_spec(arch, args.size, swa_window=window) for arch in args.arch}
+    return {**specs, **{name: model_spec(SHAPES[name].arch, name) for name in args.shape}}
 
 
 EACH_EVENT = ("same", "objects", "process")
@@ -443,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reopens", type=int, default=REOPENS, help="restores timed after a reopen (median)")
     parser.add_argument("--w1-only", action="store_true",
                         help="only W1's events (the reopen events after it are the same in either --each-event)")
+    parser.add_argument("--no-scratch", action="store_true",
+                        help="leave out the from-scratch prefills (each as long as the chat: hours on a real "
+                             "model's shape on a CPU); bytes and evaluated tokens are measured all the same")
+    parser.add_argument("--ram-mb", type=int, default=None,
+                        help="the checkpoints' RAM tier in MiB (default: the app's, checkpoints.ram_mb)")
     parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
     parser.add_argument("--w1-state", help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
@@ -462,15 +277,19 @@ def main(argv: list[str] | None = None) -> int:
     # Made models are kept where the user's other runs find them; the rest is per run.
     os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
     emit({"event": "header of a 262,144-token vocabulary", **costs.big_vocabulary_headers()})
+    specs = made_specs(args)
     for label, path in models(args):
         emit({"model": label, "event": "identity", **costs.identity(path)})
         with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
             root = Path(tmp)
             os.environ["LLAMACHAT_CACHE_DIR"] = str(root / "cache")
-            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl, args.cache_type)
+            bench = Bench(label, path, args.threads, args.reply_tokens, root, rpc, args.ngl, args.cache_type,
+                          spec=specs.get(label), ram_mb=args.ram_mb)
+            bench.from_scratch = not args.no_scratch
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
                   "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params,
-                  "cache_type": args.cache_type, **bench.placement_fields()})
+                  "cache_type": args.cache_type, "n_ctx": bench.ctl.engine.n_ctx, "ram_mb": bench.ram_mb,
+                  **bench.placement_fields()})
             w1 = bench.run_w1(args.each_event, args)
             bench.close()
             if not args.w1_only:

@@ -6,8 +6,9 @@ Each function returns one JSON-ready dict. Budgets (from the project's performan
 - reopening a branch from disk restores at least 2 GB/s of its whole state, or within 3x
   of a plain read plus memcpy of the same bytes, reading at most 1.5x that state
   (``restore_speed``);
-- a tree's checkpoints take at most 1.5x the attention cells of its unique tokens, plus
-  snapshots at a bounded spacing (``disk_use``);
+- a tree's cells checkpoints take at most 1.5x the attention cells of its unique tokens
+  in the layers that keep every token, plus snapshots at a bounded spacing (``disk_use``;
+  the whole against the KV of every layer: ``kv_bytes``);
 - identifying a model file and reading its header take at most 50 ms each (``identity``),
   a header with a 262,144-token vocabulary included (``big_vocabulary_headers``).
 """
@@ -24,7 +25,7 @@ BUDGET_CRITICAL_MS_PER_1000 = 2.0
 BUDGET_RESTORE_GBPS = 2.0
 BUDGET_RESTORE_VS_MEMCPY = 3.0
 BUDGET_BYTES_READ_VS_STATE = 1.5
-BUDGET_DISK_VS_KV = 1.5
+BUDGET_CELLS_VS_KV = 1.5
 BUDGET_IDENTITY_MS = 50.0
 
 
@@ -139,47 +140,30 @@ def restore_speed(result, whole_state: int, files: list[Path]) -> dict:
     }
 
 
-def kv_bytes_per_token(ctx, kind, tokens: int) -> float:
-    """Attention-cell bytes per token of the live branch, as llama.cpp serialises them.
-
-    The whole state minus the window or recurrent part (which does not grow with the
-    branch), over its tokens: what a cache of attention cells costs per token.
-    """
-    from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL
-    from sessions.memory_kind import MemoryKind
-
-    if kind is MemoryKind.RECURRENT or tokens == 0:
-        return 0.0
-    whole = ctx.state_size(0, FLAGS_FULL)
-    partial = ctx.state_size(0, FLAGS_PARTIAL) if kind is not MemoryKind.PLAIN else 0
-    return (whole - partial) / tokens
-
-
 def disk_use(root: Path, unique_tokens: int, sum_of_branch_tokens: int, branches: int,
-             whole_state: int, live_tokens: int, kv_per_token: float) -> dict:
-    """Checkpoint bytes on disk, by kind, against the attention cells of the unique tokens."""
+             whole_state: int, live_tokens: int, cells_per_token: float) -> dict:
+    """Checkpoint bytes on disk, by kind; the cells against those of the unique tokens in
+    the layers that keep every token (``cells_per_token``: ``kv_bytes.KvBytes``)."""
     files = _checkpoint_files(root)
     cells = [p for p in files if p.suffix == ".ckpt"]
     snaps = [p for p in files if p.suffix == ".snap"]
     cells_bytes = sum(p.stat().st_size for p in cells)
     snap_bytes = sum(p.stat().st_size for p in snaps)
-    kv_unique = unique_tokens * kv_per_token
+    kv_unique = unique_tokens * cells_per_token
     return {
         "unique_tokens": unique_tokens,
         "branches": branches,
         "sum_of_branch_tokens": sum_of_branch_tokens,
-        "kv_bytes_per_token": round(kv_per_token, 1),
-        "kv_of_unique_tokens_bytes": int(kv_unique),
+        "cells_kv_of_unique_tokens_bytes": int(kv_unique),
         "cells_files": len(cells),
         "cells_bytes": cells_bytes,
         "cells_vs_kv_of_unique_tokens": round(cells_bytes / kv_unique, 3) if kv_unique else None,
-        "budget_cells_vs_kv_of_unique_tokens": BUDGET_DISK_VS_KV,
+        "budget_cells_vs_kv_of_unique_tokens": BUDGET_CELLS_VS_KV,
         "snapshot_files": len(snaps),
         "snapshot_bytes": snap_bytes,
         "snapshot_spacing_tokens": round(unique_tokens / max(len(snaps), 1), 1),
         "disk_bytes": cells_bytes + snap_bytes,
         "disk_bytes_per_1000_unique_tokens": int((cells_bytes + snap_bytes) / max(unique_tokens, 1) * 1000),
-        "disk_vs_kv_of_unique_tokens": round((cells_bytes + snap_bytes) / kv_unique, 3) if kv_unique else None,
         "whole_state_bytes_of_live_branch": whole_state,
         "one_whole_state_per_branch_bytes": int(whole_state / max(live_tokens, 1) * sum_of_branch_tokens),
     }

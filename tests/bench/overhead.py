@@ -9,6 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
+TURNS = 3
+REPLY_TOKENS = 64
+QUESTION_TOKENS = 32
+"""At most the tokens of ``turn_overhead``'s question in any vocabulary (ChatML's: about 20)."""
+TOKENS_ADDED = 2 * TURNS * (QUESTION_TOKENS + REPLY_TOKENS)
+"""What ``turn_overhead`` decodes after the branch it starts from: its turns, then as many
+bare loops (the context is sized for it: ``workload.w1_context``)."""
+
 
 def _turn(engine, tokens, ends, stepped, settings, n_gen):
     from sessions.llama.sampler import Sampler
@@ -21,7 +29,7 @@ def _turn(engine, tokens, ends, stepped, settings, n_gen):
     return time.perf_counter() - t0, result, prep.decode_seconds
 
 
-def turn_overhead(bench, turns: int = 3, n_gen: int = 64) -> dict:
+def turn_overhead(bench, turns: int = TURNS, n_gen: int = REPLY_TOKENS) -> dict:
     """Same turns on two contexts, with and without checkpoints, interleaved."""
     from sessions.branching.branch_engine import BranchEngine
     from sessions.checkpoints import CheckpointStore

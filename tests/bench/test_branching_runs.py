@@ -82,8 +82,41 @@ def check_benchmark_records(records: list[dict], *, gpu_layers: int) -> None:
     assert restore["bytes_read_vs_whole_state"] <= restore["budget_bytes_read_vs_whole_state"]
     assert events["reopen: exactness"]["bit_identical_logits"] is True
     assert events["reopen: regenerate last reply"]["tokens_evaluated"] == 0
+    check_bytes(events, w1)
     budgets = [value for record in events.values() for key, value in record.items() if key.startswith("budget_")]
     assert budgets and all(isinstance(value, int | float) for value in budgets)
+
+
+def check_bytes(events: dict[str, dict], w1: list[dict]) -> None:
+    """The byte counts of a run hold together (they are exact on any machine)."""
+    from sessions.config.model import CheckpointConfig
+    from tests.bench.overhead import TOKENS_ADDED
+
+    build, disk, load = events["build: one prefill of the 12-turn chat"], events["disk"], events["load"]
+    kv = disk["kv_bytes_per_token"]
+    assert kv > disk["kv_window_bytes_per_token"] >= 0
+    assert disk["kv_cells_bytes_per_token"] == pytest.approx(kv - disk["kv_window_bytes_per_token"], abs=0.1)
+    # The context's own figure is the shape's plus a cell's position and sequence ids
+    # (12 bytes) in each cache a token has cells in (two for a windowed model).
+    assert 0 < disk["kv_cell_metadata_bytes_per_token"] <= 48
+    assert kv == pytest.approx(disk["kv_bytes_per_token_from_shape"] + disk["kv_cell_metadata_bytes_per_token"])
+    assert shown_quotient(disk["disk_vs_kv_of_unique_tokens"], disk["disk_bytes"], disk["unique_tokens"] * kv,
+                          (0, 0.05 * disk["unique_tokens"], 1e-3))
+    assert disk["unique_tokens_in_default_disk_budget"] == pytest.approx(
+        CheckpointConfig().max_disk * disk["unique_tokens"] / disk["disk_bytes"], rel=1e-6)
+    assert load["n_ctx"] >= disk["longest_branch_tokens"] + TOKENS_ADDED  # sized to the workload
+    assert build["bytes_read"] >= build["bytes_read_deferred"] >= 0 and build["bytes_read"] > 0
+    assert shown_quotient(build["bytes_read_vs_kv"], build["bytes_read"], build["tokens"] * kv,
+                          (0, 0.05 * build["tokens"], 1e-3))
+    for record in w1:
+        # Every event decodes tokens, whose checkpoints are then read out of the context.
+        assert record["bytes_read"] > 0 and record["tokens_decoded"] >= record["tokens_evaluated"], record
+        assert min(record["bytes_restored_ram"], record["bytes_restored_disk"], record["bytes_written"]) >= 0
+        # A route that put bytes back wrote them into the context.
+        assert bool(record["bytes_written"]) == bool(record["bytes_restored_ram"] + record["bytes_restored_disk"])
+    summary = events["W1 summary"]
+    for key in ("bytes_restored_ram", "bytes_restored_disk", "bytes_written", "bytes_read"):
+        assert summary[key] == sum(record[key] for record in w1)
 
 
 @pytest.mark.engine
@@ -108,6 +141,14 @@ def test_each_event_in_a_new_process_evaluates_only_its_new_tokens():
     assert summary["each_event"] == "process" and summary["tokens_evaluated"] <= summary["new_tokens"] + 6 * 64
     disk = next(r for r in records if r["event"] == "disk")
     assert disk["snapshot_files"] > 0 and positive(disk["disk_bytes_per_1000_unique_tokens"])
+    check_bytes({r["event"]: r for r in records}, events)
+    # Nothing is in RAM in a new process: every byte restored comes from disk.
+    assert all(e["bytes_restored_ram"] == 0 < e["bytes_restored"] <= e["bytes_restored_disk"] for e in events)
+    # Each token's window KV is kept once: the tree's files and the prefill's read-out
+    # stay within their goals of the KV of the tokens concerned.
+    assert disk["disk_vs_kv_of_unique_tokens"] <= disk["budget_disk_vs_kv_of_unique_tokens"]
+    build = next(r for r in records if r["event"].startswith("build"))
+    assert build["bytes_read_vs_kv"] <= build["budget_bytes_read_vs_kv"]
 
 
 @pytest.mark.engine

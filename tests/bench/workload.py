@@ -3,11 +3,15 @@
 Texts are pseudo-English made from a fixed word list with a seeded generator, sized in
 tokens of the model under test (system about 200, user turns about 120, replies about
 380), so runs are repeatable and the numbers are comparable across models.
+
+``w1_context`` sizes a context to W1 for a given model: the longest branch W1 and the
+reopen after it build, counted in that model's tokens, with room for its chat template.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 WORDS = (
     "the a of and to in is was that it for on with as his they at be this from have or by one had "
@@ -48,3 +52,55 @@ def w1_texts(tokenize, *, turns: int = 12, extra_turns: int = 3, seed: int = 1) 
         "edits": {k: text_of(tokenize, 120, rng) for k in (2, 6, 11)},
         "follow_ups": [text_of(tokenize, 120, rng) for _ in range(extra_turns)],
     }
+
+
+TEMPLATE_TOKENS_PER_MESSAGE = 16
+"""Room for what a chat template puts around each message (ChatML's is 5 tokens; the
+headers of other templates, gpt-oss's channels say, take up to a dozen)."""
+TEMPLATE_TOKENS_FIXED = 256
+"""Room for what a template adds once (a default system preamble, a generation prompt)."""
+REOPEN_MESSAGE = "One more question about all of that, please."
+"""The message the reopen adds after W1 (``branching.reopen``)."""
+
+
+def w1_longest_branch(tokenize, reply_tokens: int) -> tuple[int, int]:
+    """Tokens of the text of W1's longest branch and its message count: the original chat
+    with its three follow-up questions, their replies, and the reopen's question and reply
+    at its end (an edited branch is shorter: it stops at the edit's reply)."""
+    texts = w1_texts(tokenize)
+    fixed = [texts["system"], *texts["users"], *texts["replies"], *texts["follow_ups"], REOPEN_MESSAGE]
+    replies = len(texts["follow_ups"]) + 1
+    return sum(len(tokenize(text, False)) for text in fixed) + replies * reply_tokens, len(fixed) + replies
+
+
+def w1_context(model: Path, reply_tokens: int, after: int = 0) -> int:
+    """A context size that holds W1's longest branch on ``model`` and ``after`` tokens
+    more (what is measured on top of it: ``overhead.TOKENS_ADDED``), in steps of 256.
+
+    The texts are sized in the model's own tokens (``w1_texts``), so the chat's length
+    differs between models and between made models of other seeds: a fixed 8,192 was
+    one token short on some. The tokenizer comes from a vocabulary-only load (no weights).
+    """
+    from sessions.llama.native import lib
+
+    L = lib()
+    params = L.llama_model_default_params()
+    params.vocab_only = True
+    handle = L.llama_model_load_from_file(str(model).encode(), params)
+    if not handle:
+        raise RuntimeError(f"llama.cpp could not read the vocabulary of {model}")
+    try:
+        vocab = L.llama_model_get_vocab(handle)
+
+        def tokenize(text: str, add_bos: bool) -> list[int]:
+            data = text.encode()
+            out = (L.llama_token * (len(data) + 8))()
+            count = L.llama_tokenize(vocab, data, len(data), out, len(out), add_bos, True)
+            assert count >= 0, "a token for each byte and a few more always fit"
+            return list(out[:count])
+
+        tokens, messages = w1_longest_branch(tokenize, reply_tokens)
+    finally:
+        L.llama_model_free(handle)
+    need = tokens + messages * TEMPLATE_TOKENS_PER_MESSAGE + TEMPLATE_TOKENS_FIXED + after
+    return -(-need // 256) * 256

@@ -157,7 +157,8 @@ def test_missing_file_and_folder(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "words"), [
-    (b"PK\x03\x04rest", r"not a GGUF file: .*starts with b'PK\\x03\\x04"),
+    (b"PK\x03\x04rest", r'not a GGUF file: .*its first bytes are 50 4b 03 04, where a GGUF model starts with "GGUF"'),
+    (b"These are my notes, not a model.\n", r'not a GGUF file: .*it is text \("These are my notes, not a model\."\)'),
     (b"", "not a GGUF file: .*empty"),
     (b"version https://git-lfs.github.com/spec/v1\n", "Git LFS pointer"),
     (b"<!DOCTYPE html><html>", "HTML page"),

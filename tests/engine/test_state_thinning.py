@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.branching.snapshot_policy import RECURRENT_SPACING, SnapshotPolicy
 from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.listing import list_files
 from sessions.llama.context import ContextParams
@@ -72,5 +73,33 @@ def test_a_quarter_of_the_states_keeps_every_edit_within_four_spacings(tmp_path)
                 assert redecoded <= 4 * spacing, (k, redecoded, spacing)
                 assert redecoded < ends[-1] // 2  # never the whole chat again
             engine.ctx.close()
+    finally:
+        model.close()
+
+
+def test_states_inside_a_message_follow_the_spacing_not_the_clock(tmp_path):
+    """A long message keeps a state only where this model's spacing calls for one, however
+    cheap the clock says reading one more would be (a tiny model's are all cheap)."""
+    from sessions.llama.model import LlamaModel
+
+    class Wide(SnapshotPolicy):
+        def state_spacing(self, state_bytes: int, kv_bytes_per_token: float, seconds_per_token: float | None) -> int:
+            return 4 * RECURRENT_SPACING
+
+    model = LlamaModel(make_model("qwen35", "tiny"))
+    try:
+        msgs = [model.tokenize(TEXT * 200, add_bos=True)[:2600], model.tokenize(TEXT, add_bos=False)[:20]]
+        tokens, ends = flat(msgs)
+        with CheckpointStore(tmp_path, ram_bytes=1 << 28, disk_bytes=1 << 32) as store:
+            engine = engine_for(model, store, policy=Wide(), params=PARAMS)
+            engine.prepare(tokens, ends)
+            assert engine.captures.spacing == 4 * RECURRENT_SPACING
+            assert store.flush(60)
+            engine.ctx.close()
+        states = sorted(f.end for f in list_files(tmp_path) if f.key[2] == "snapshot")
+        inner = [end for end in states if end not in ends]
+        assert inner, states  # the bound needs some inside the long message
+        assert all(b - a <= 4 * RECURRENT_SPACING for a, b in zip([0, *states], states, strict=False)), states
+        assert len(inner) <= ends[0] // (4 * RECURRENT_SPACING) + 1, states  # not one at every cut (256)
     finally:
         model.close()

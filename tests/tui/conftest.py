@@ -31,6 +31,35 @@ def utc(monkeypatch):
     time.tzset()
 
 
+STORE_NOW = 60.0
+"""What the store takes for now under ``store_clock``: a minute after the fixed times the
+snapshot chats are written at, so a message written in the app is dated as they are."""
+
+
+@pytest.fixture
+def store_clock(monkeypatch) -> float:
+    """Messages written in the app, and the time their chat last changed, stamped at
+    ``STORE_NOW`` instead of when the test runs (a snapshot would show the time of day).
+    Only the store's clock is fixed: Textual's timers and the notifications' timeouts keep
+    the real one."""
+    from types import SimpleNamespace
+
+    from sessions.store import lookups
+
+    monkeypatch.setattr(lookups, "time", SimpleNamespace(time=lambda: STORE_NOW))
+    return STORE_NOW
+
+
+@pytest.fixture
+def every_streamed_figure_drawn(monkeypatch) -> None:
+    """The status bar draws the context meter of a reply being written at every piece, not
+    a few times a second: a picture taken while a reply is held then shows the meter of the
+    last piece, not that of whichever piece was due when (it depends on the machine's load)."""
+    from tui.widgets import status_bar
+
+    monkeypatch.setattr(status_bar, "STREAMING_EVERY", 0.0)
+
+
 @pytest.fixture
 def fake_model(tmp_path) -> Path:
     """A file that stands for a model (the fake engine never reads it)."""
@@ -47,15 +76,20 @@ def script() -> FakeScript:
 
 @pytest.fixture
 def make_app(fake_model, script):
-    """``make_app(startup=..., config=...)``: an app over a fresh controller and store."""
+    """``make_app(startup=..., config=...)``: an app over a fresh controller and store.
+
+    ``notices``: what the app is told at start, as ``llamachat`` passes the config's problems
+    and a recovered database's notice; ``undo_seconds``: the controller's, as ``undo_minutes``
+    sets it (0: deletions cannot be undone)."""
     stores: list[SessionStore] = []
 
-    def make(*, startup: StartupRequest | None = None, config: Config | None = None) -> LlamaChatApp:
+    def make(*, startup: StartupRequest | None = None, config: Config | None = None,
+             notices: list[str] | None = None, undo_seconds: float | None = None) -> LlamaChatApp:
         store = SessionStore.open()
         stores.append(store)
         controller = SessionController(store, engine_factory=FakeEngineFactory(script),
-                                       sampling=SamplingSettings(temperature=0.0))
-        return LlamaChatApp(controller, config=config or Config(),
+                                       sampling=SamplingSettings(temperature=0.0), undo_seconds=undo_seconds)
+        return LlamaChatApp(controller, config=config or Config(), notices=notices,
                             startup=startup if startup is not None else StartupRequest(model_path=fake_model))
 
     yield make

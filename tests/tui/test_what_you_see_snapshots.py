@@ -9,6 +9,8 @@ The chats are written straight into the store (fixed texts and times), as in
 
 from __future__ import annotations
 
+import pytest
+
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats
 from tests.tui.helpers import wait_for
@@ -36,6 +38,7 @@ def test_single_line_breaks_are_drawn(snap_compare, make_app, fake_model):
     assert snap_compare(app, terminal_size=SIZE, run_before=quiet)
 
 
+@pytest.mark.usefixtures("every_streamed_figure_drawn")  # the meter of the last piece, whatever the load
 def test_versions_written_at_once_page_while_written(snap_compare, make_app, fake_model, script):
     app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, "First answer.")))
 
