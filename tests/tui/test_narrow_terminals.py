@@ -124,3 +124,19 @@ async def test_the_status_bar_and_the_footer_cut_nothing_mid_word(make_app, size
         keys_part = footer.split("▏")[0].rstrip()
         assert keys_part.endswith(shown[-2]), f"a key cut at the footer's end: {footer!r}"
         assert footer.rstrip().endswith("palette")
+
+
+@pytest.mark.parametrize("width", [100, 120])
+async def test_a_note_beside_the_cost_ends_in_an_ellipsis_within_the_bar(make_app, width):
+    """The bar gives the cost the columns its other parts leave, counting the parts as
+    first drawn (the speed's "– tok/s" before any reply): a note beside a cost used to run
+    past the terminal's edge, cut mid-word."""
+    app = make_app()
+    async with app.run_test(size=(width, 24)) as pilot:
+        screen = await ready(pilot)
+        screen.status.set_cost(12_456, 235, 0.8, 8.5)  # no reply yet: the speed as first drawn
+        screen.status.set_note("rewound: the next message continues from here, and Esc takes the rewind back")
+        await pilot.pause()
+        status = screen_text(app)[-2]
+        assert status.rstrip().endswith(CUT_MARK), status
+        assert sum(label.region.width for label in screen.status.children if label.display) <= width

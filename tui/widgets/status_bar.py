@@ -69,15 +69,17 @@ class StatusBar(Horizontal):
     """
 
     def compose(self) -> ComposeResult:
-        yield Label(Text("no model"), id="status-model")
-        yield Label(context_text(None, None), id="status-context")
-        yield Label(Text("– tok/s"), id="status-speed")
-        yield Label(Text(""), id="status-last")
-        yield Label(Text(""), id="status-note").set_styles("display: none;")
+        first = {"model": Text("no model"), "context": context_text(None, None), "speed": Text("– tok/s"),
+                 "last": Text(""), "note": Text("")}
+        self._shown.update((part, text.plain) for part, text in first.items())  # what _fit counts
+        for part, text in first.items():
+            label = Label(text, id=f"status-{part}")
+            yield label.set_styles("display: none;") if part == "note" else label  # no padding while empty
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: dict[str, str] = {}
+        """The plain text of each part as drawn: ``_fit`` gives the cost the columns they leave."""
         self._drawn_at: dict[str, float] = {}
         """When a figure of the reply being written was last drawn, by part."""
         self._cost: tuple[int, int, float | None, float | None, int] | None = None
