@@ -5,12 +5,13 @@ exports, made models) goes through ``replacing``: the bytes go to a private temp
 the same folder, which is fsynced and renamed over the final name, and then the folder
 is fsynced too (a rename is atomic, but not durable until the folder is flushed). The
 temp file is named ``.NAME.PID.RANDOM.tmp`` so that a later start can tell a leftover of
-a dead process from a write still in flight in another one.
+a dead process from a write still in flight in another one (``is_stale_temp``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,6 +22,10 @@ from sessions.crashpoints import crashpoint
 TEMP_SUFFIX = ".tmp"
 PRIVATE = 0o600
 """Mode of every file written here: chats, models' states and settings are the user's alone."""
+STALE_TEMP_SECONDS = 3600.0
+"""A temp file this old is a leftover even if its writer's pid is alive (reused pid)."""
+
+_TEMP_NAME = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
 
 
 def temp_name(final: Path) -> Path:
@@ -97,3 +102,22 @@ def fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def is_stale_temp(path: Path, now: float) -> bool:
+    """A temp file whose writer is gone (dead pid) or that is too old to be in flight."""
+    try:
+        if now - path.stat().st_mtime > STALE_TEMP_SECONDS:
+            return True
+    except OSError:
+        return False
+    match = _TEMP_NAME.fullmatch(path.name)
+    if match is None:
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return False

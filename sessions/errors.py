@@ -1,6 +1,7 @@
-"""The project's one error root, and what the session controller refuses, in plain words.
+"""The project's one error root, what the session controller refuses, and how the engine
+stops or refuses, in plain words.
 
-Separate from the controller so that the app and the command line can catch these
+Separate from the controller and the engine so that the front ends can catch these
 without importing the engine machinery. Every exception class of the project derives
 from ``LlamachatError`` (``tests/layout/test_error_root.py`` walks every module to hold it to
 that), so the app and the command line catch the root, not a list of families.
@@ -53,3 +54,12 @@ class TurnTaken(ControllerError):
 class ReplyNotSaved(ControllerError):
     """A reply was written (and shown as it came) but could not be stored; the words say
     what was lost and what is kept."""
+
+
+class DecodeCancelled(LlamachatError):
+    """The engine's work was stopped (``ChatEngine.request_abort``, a job's stop); the live
+    sequence no longer matches any token list."""
+
+
+class BatchUnavailable(LlamachatError):
+    """No context for several versions at once could be made (memory, most often)."""

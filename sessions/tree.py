@@ -48,7 +48,7 @@ class GenerationStats:
     stop_reason: StopReason = StopReason.UNKNOWN
     sampled_by: str = ""
     """The fingerprint of the model whose sampled tokens were stored with the reply: for
-    that model alone its tokens are replayed one at a time (``branch_tokens``). Empty for
+    that model alone its tokens are replayed one at a time (``controller.branch_tokens``). Empty for
     a reply whose tokens came from no sampler here (an import); ``SAMPLED_BY_UNKNOWN`` for
     one stored before this was recorded."""
     seed: int = -1

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.checkpoints import CheckpointStore
-from sessions.controller import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore

@@ -31,7 +31,8 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
-from sessions.controller import Config, SessionController
+from sessions.api.chat import SessionController
+from sessions.api.settings import Config
 from tui.bindings import PALETTE, bindings_for, check_overrides
 from tui.commands import ActionCommands
 from tui.events import Forwarder

@@ -20,16 +20,12 @@ from typing import TYPE_CHECKING, Any
 from textual.dom import DOMNode
 from textual.worker import Worker
 
-from sessions.controller import (
-    ControllerError,
-    DecodeCancelled,
-    GenerationCancelled,
-    LlamachatError,
-    SessionController,
-)
+from sessions.api.chat import SessionController
+from sessions.errors import ControllerError, DecodeCancelled, GenerationCancelled, LlamachatError
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan, PrepareResult, SamplingSettings
+    from sessions.api.chat import Prepared, RoutePlan
+    from sessions.sampling import SamplingSettings
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
 
@@ -41,7 +37,7 @@ class Warmed:
     """A branch made live: what was estimated before, and what it took."""
 
     estimate_seconds: float
-    result: PrepareResult
+    result: Prepared
 
 
 def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None:
@@ -103,7 +99,7 @@ class EngineWork:
         self._start("generate", "continuing the reply from a place in it",
                     lambda: self._controller.continue_from(message_id, chars))
 
-    def warm(self, leaf_id: int, on_plan: Callable[[Plan], None]) -> None:
+    def warm(self, leaf_id: int, on_plan: Callable[[RoutePlan], None]) -> None:
         """Make the branch ending at ``leaf_id`` live; ``on_plan`` hears its cost first (UI thread).
 
         Planning may tokenize a branch never seen by this model (a long imported chat), so
@@ -153,6 +149,11 @@ class EngineWork:
     @property
     def loading(self) -> bool:
         return bool(self.running("load"))
+
+    @property
+    def model_ready(self) -> bool:
+        """A model is loaded, and no other is loading."""
+        return self._controller.model_info is not None and not self.loading
 
     # -- gestures that wait ---------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 ``sessions.cli.run`` parses the flags and runs a subcommand; given none, it returns the
 ``LaunchOptions`` the app starts with, and the app runs here inside
-``sessions.runtime.open_runtime`` (the same store, checkpoints and controller
+``sessions.api.runtime.open_runtime`` (the same store, checkpoints and controller
 ``llamachat ask`` uses), which closes everything once the app has stopped. A failure of
 the app's start is one line on stderr, as a subcommand's is (``sessions.cli.reported``).
 """
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_app(options: LaunchOptions) -> int:
     """Start the app with what the command line parsed; its exit status."""
     # Deferred: Textual and the engine load only when the app runs, not for a subcommand.
-    from sessions.runtime import open_runtime
+    from sessions.api.runtime import open_runtime
     from tui.app import STOP_SIGNALS, LlamaChatApp
 
     with open_runtime(options.config) as runtime:  # closing waits for a stopped reply to be stored

@@ -11,7 +11,7 @@ own clipboard, a message to edit) goes through ``for_input`` first.
 
 from __future__ import annotations
 
-from sessions.controller import inert, is_inert
+from sessions.text_safety import inert, is_inert
 
 __all__ = ["for_input", "inert", "is_inert"]
 

@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING
 
 from textual.dom import DOMNode
 
-from sessions.controller import LlamachatError, SessionController, human_size
+from sessions.api.chat import SessionController
+from sessions.errors import LlamachatError
+from sessions.units import human_size
 from tui.screens.chat_rules import about
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan
+    from sessions.api.chat import RoutePlan
 
 
-def cost_words(plan: Plan | None, *, live: bool = False) -> str:
+def cost_words(plan: RoutePlan | None, *, live: bool = False) -> str:
     """The cost of going to a message, in a line short enough for a narrow panel."""
     if live:
         return "here: the branch shown now"

@@ -40,14 +40,10 @@ from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import BUILTIN_THEMES, Theme
 
-from sessions.controller import (
-    ConfigError,
-    LlamachatError,
-    NotRegularFile,
-    config_dir,
-    read_regular_file,
-    update_config,
-)
+from sessions.api.settings import ConfigError, update_config
+from sessions.bounded_read import NotRegularFile, read_regular_file
+from sessions.errors import LlamachatError
+from sessions.paths import config_dir
 
 MAX_THEME_BYTES = 1024 * 1024
 """A theme file larger than this is not one; it is refused unread."""

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from textual.dom import DOMNode
 from textual.timer import Timer
 
-from sessions.controller import LlamachatError, SessionController, WarmedAhead
+from sessions.api.chat import SessionController, WarmedAhead
+from sessions.errors import LlamachatError
 
 REST_SECONDS = 0.4
 """How long the cursor stays on a message before its branch is warmed: long enough that

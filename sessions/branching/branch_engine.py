@@ -39,8 +39,9 @@ from sessions.branching.snapshot_policy import SnapshotPolicy, segment_interval
 from sessions.branching.warm_ahead import WarmedAhead, route_parts, warm_parts
 from sessions.checkpoints import CheckpointStore, Kind, StateCompat, Tier
 from sessions.crashpoints import crashpoint
+from sessions.errors import DecodeCancelled
 from sessions.llama.batch_fill import TokenIds
-from sessions.llama.context import ContextFull, DecodeCancelled, LlamaContext
+from sessions.llama.context import ContextFull, LlamaContext
 from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.model import LlamaModel
 from sessions.llama.state_blob import SectionShape

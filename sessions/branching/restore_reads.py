@@ -21,7 +21,7 @@ ranges before it, and the restore stops after it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,24 +44,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ReadAt = Callable[[int, int], bytes]
+"""How a ``place`` reads bytes of the file at an offset (``checkpoints.Place``)."""
+
 BATCH_BYTES = 2 << 20
 """Bytes of cells per llama.cpp call: enough that the per-call costs vanish, few enough
 that the first batch is read soon and the reading overlaps the copying."""
 JOIN_BUFFERS = 3
 """Batches in memory at once: the one llama.cpp is copying, the one the helper reads, and
-one more, so that the helper goes on reading while llama.cpp copies the snapshot in.
-
-With the snapshot read by the helper too (the restoring thread used to read it before
-the cells), W1's reopen on the development VM, medians of fifteen new processes taken
-alternately: gemma3 11.4 ms against 13.6, lfm2 14.8 against 14.8 (its 22 MB of cells
-keep the helper busy throughout). A restore there now takes about the sum of its reading
-and its copying done alone (lfm2: 5.3 + 5.8 ms): that machine's two cores copy memory no
-faster side by side than one after the other (8.2 GB/s on one core, 6.9 on two).
-
-The first batch read by the restoring thread itself, which had only waited for it, while
-the helper reads the snapshot: medians of 21-31 new processes taken alternately, gemma3
-10.4, 11.6 and 10.0 ms against 11.4, 12.3 and 10.8; lfm2 13.6 and 14.0 against 13.9 and
-14.4."""
+one more, so that the helper goes on reading while llama.cpp copies the snapshot in. (The
+orders of reading measured before this one: ``docs/benchmarks.md``, "What the engine's
+choices rest on".)"""
 
 
 @dataclass(frozen=True)
@@ -225,74 +218,18 @@ class RestoreReads:
 
     def _read_batch(self, index: int) -> CellsRead:
         engine = self._engine
-        store, ctx = engine.store, engine.ctx
+        store = engine.store
         assert store is not None
         group = [self._infos[i] for i in self._groups[index]]
-        count = sum(info.end - info.start for info in group)
-        buffer = f"join{index % JOIN_BUFFERS}"
-        joined: JoinedCells | None = None
-        at = nbytes = 0
-
-        def join(shape: SectionShape) -> JoinedCells:
-            nonlocal joined
-            if joined is None:
-                joined = JoinedCells(shape, count, ctx.restore_memory.get(buffer, shape.size(count)))
-            return joined
-
+        placer = CellsPlacer(engine, f"join{index % JOIN_BUFFERS}", sum(info.end - info.start for info in group))
         for i, info in zip(self._groups[index], group, strict=True):
-            cells = info.end - info.start
-            scratch: np.ndarray | None = None
-            probed: SectionShape | None = None
-
-            def place(span: StateSpan, read_at, info=info, cells=cells, at=at) -> list[memoryview] | None:
-                nonlocal scratch, probed
-                scratch = probed = None
-                if (span.start, span.end) != (info.start, info.end):
-                    return None
-                shape = engine.seq.cells_shape
-                if shape is None:  # learnt from this file, kept once the file proves whole
-                    try:
-                        shape, _count = ctx.layout.probe_shape(read_at, span.state_len)
-                    except LayoutError:
-                        return None
-                    if shape.tail != bytes(ctx.cells_tail()):
-                        return None  # the other memory parts hold cells: not a cells-only state
-                    probed = shape
-                if shape.size(cells) != span.state_len:
-                    return None
-                scratch = np.empty(len(shape.fixed(cells)), dtype=np.uint8)
-                return join(shape).pieces(at, cells, scratch)
-
             try:
-                got = store.read_into(engine.compat, self._prefixes[i], "cells", place)
-                if isinstance(got, Placed):
-                    assert joined is not None and scratch is not None
-                    joined.check(cells, scratch)
-                    if probed is not None:
-                        engine.seq.cells_shape = probed
-                elif isinstance(got, Segment):
-                    blob = as_array(got.state)
-                    if engine.seq.cells_shape is None:
-                        engine.seq.cells_shape = ctx.layout.shape_of(blob)
-                    same = (got.start, got.end) == (info.start, info.end)
-                    if not same or join(engine.seq.cells_shape).copy(at, blob) != cells:
-                        got = None
-                if got is None:
+                got = store.read_into(engine.compat, self._prefixes[i], "cells", placer.range(info.start, info.end))
+                if got is None or not placer.took(got):
                     break
             except LayoutError:
                 break
-            at += cells
-            nbytes += got.nbytes
-        start = group[0].start
-        try:
-            if joined is not None:
-                joined.check_cells(at)
-        except LayoutError:
-            at = 0
-        if joined is None or at == 0:
-            return CellsRead(start, start, None, 0, False)
-        blob = joined.blob if at == count else joined.first(at)
-        return CellsRead(start, start + at, blob, nbytes, at == count)
+        return placer.finish(group[0].start)
 
     def _read_snapshot(self, prefix: str) -> SnapshotRead | None:
         """A recurrent state or a plain model's logits, read into the snapshot buffer."""
@@ -300,7 +237,7 @@ class RestoreReads:
         assert engine.store is not None
         buffer: list[np.ndarray] = []
 
-        def place(span: StateSpan, read_at) -> list[memoryview]:
+        def place(span: StateSpan, read_at: ReadAt) -> list[memoryview]:
             buffer.clear()  # asked again when the first read of the file fell through
             buffer.append(engine.ctx.restore_memory.get("snapshot", span.state_len))
             return [buffer[0].data]
@@ -349,6 +286,94 @@ class RestoreReads:
             self._engine.ctx.restore_memory.drop("ring")
 
 
+class CellsPlacer:
+    """Where the ranges of one batch go: into one join buffer, laid out once from the first
+    range's layout (``JoinedCells``), each file straight into its cells, each range held in
+    RAM copied there. A layout learnt from a file (none known yet) is kept once the file
+    proves whole."""
+
+    def __init__(self, engine: Engine, buffer: str, count: int) -> None:
+        self.engine, self.buffer, self.count = engine, buffer, count
+        """``buffer``: the restore memory's join buffer; ``count``: the batch's tokens."""
+        self.joined: JoinedCells | None = None
+        self.at = 0
+        """Tokens placed so far (where the next range goes)."""
+        self.nbytes = 0
+        """Payload bytes read so far."""
+        self._range = (0, 0)
+        self._scratch: np.ndarray | None = None
+        """The fixed fields of the file being read (checked against the buffer's layout)."""
+        self._probed: SectionShape | None = None
+        """A layout learnt from the file being read: kept once it proves whole."""
+
+    def range(self, start: int, end: int) -> Place:
+        """The ``place`` of the store's ``read_into`` for the cells of ``[start, end)``."""
+        self._range = (start, end)
+        self._scratch = self._probed = None
+        return self._place
+
+    def _join(self, shape: SectionShape) -> JoinedCells:
+        if self.joined is None:
+            memory = self.engine.ctx.restore_memory.get(self.buffer, shape.size(self.count))
+            self.joined = JoinedCells(shape, self.count, memory)
+        return self.joined
+
+    def _place(self, span: StateSpan, read_at: ReadAt) -> list[memoryview] | None:
+        self._scratch = self._probed = None  # asked again when the first read of the file fell through
+        start, end = self._range
+        if (span.start, span.end) != (start, end):
+            return None
+        ctx, cells = self.engine.ctx, end - start
+        shape = self.engine.seq.cells_shape
+        if shape is None:  # learnt from this file, kept once the file proves whole
+            try:
+                shape, _count = ctx.layout.probe_shape(read_at, span.state_len)
+            except LayoutError:
+                return None
+            if shape.tail != bytes(ctx.cells_tail()):
+                return None  # the other memory parts hold cells: not a cells-only state
+            self._probed = shape
+        if shape.size(cells) != span.state_len:
+            return None
+        self._scratch = np.empty(len(shape.fixed(cells)), dtype=np.uint8)
+        return self._join(shape).pieces(self.at, cells, self._scratch)
+
+    def took(self, got: Segment | Placed) -> bool:
+        """What the store gave for the range last asked for: read from its file into the
+        buffer (its fixed fields are checked, ``LayoutError``, and a layout learnt from it
+        is kept), or held in RAM (copied in). False when it cannot be used: not the range
+        asked for, or not of the buffer's layout. The next range goes after it."""
+        start, end = self._range
+        if isinstance(got, Placed):
+            assert self.joined is not None and self._scratch is not None
+            self.joined.check(end - start, self._scratch)
+            if self._probed is not None:
+                self.engine.seq.cells_shape = self._probed
+        else:
+            seq, blob = self.engine.seq, as_array(got.state)
+            if seq.cells_shape is None:
+                seq.cells_shape = self.engine.ctx.layout.shape_of(blob)
+            if (got.start, got.end) != (start, end) or self._join(seq.cells_shape).copy(self.at, blob) != end - start:
+                return False
+        self.at += end - start
+        self.nbytes += got.nbytes
+        return True
+
+    def finish(self, start: int) -> CellsRead:
+        """The batch, from the token ``start``: as far as its ranges were placed and the
+        buffer holds whole cells."""
+        at = self.at
+        try:
+            if self.joined is not None:
+                self.joined.check_cells(at)
+        except LayoutError:
+            at = 0
+        if self.joined is None or at == 0:
+            return CellsRead(start, start, None, 0, False)
+        blob = self.joined.blob if at == self.count else self.joined.first(at)
+        return CellsRead(start, start + at, blob, self.nbytes, at == self.count)
+
+
 class WindowPlacer:
     """Where the pieces of one window go: into one ring, laid once from the first piece's
     layout, each file straight into its cells (``SwaRing.piece_into``), each piece held in
@@ -367,7 +392,7 @@ class WindowPlacer:
         self._span, self._target = (start, end), None
         return self._place
 
-    def _place(self, span: StateSpan, read_at) -> list[memoryview] | None:
+    def _place(self, span: StateSpan, read_at: ReadAt) -> list[memoryview] | None:
         self._target = None  # asked again when the first read of the file fell through
         start, end = self._span
         if self.laid is None:

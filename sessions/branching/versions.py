@@ -7,7 +7,7 @@ four versions cost about twice one, on a GPU about one.
 
 Nothing of the batch is kept. A batch gives each version other last bits than decoding
 it alone would, so the versions are stored as replies that were not sampled alone
-(``GenerationStats.batch``; ``stepped`` false in ``sessions.branch_tokens``), which every
+(``GenerationStats.batch``; ``stepped`` false in ``sessions.controller.branch_tokens``), which every
 rebuild decodes as one batch from the question's state; the controller then has the
 app's context decode each of them that way (``prepare``), which leaves a rebuild's
 cells and checkpoints by construction. The app's context is only read here (the
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sessions.branching.branch_engine import BranchEngine, GenerateResult
-from sessions.llama.batch_context import BatchContext, BatchUnavailable
+from sessions.errors import BatchUnavailable
+from sessions.llama.batch_context import BatchContext
 from sessions.llama.context import ContextFull
 from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.sequences import LIVE

@@ -1,8 +1,9 @@
 """The disk tier: checkpoint files that survive a restart, under a byte budget.
 
 Files are content-addressed (``keys.address``), written atomically by one background
-thread, and never trusted: every read checks the whole header against the request and the
-payload against its checksum, and a file that fails is deleted and reported in plain words
+thread (``sessions.durable``: a crash leaves at most a temp file, which a later start
+removes), and never trusted: every read checks the whole header against the request and
+the payload against its checksum, and a file that fails is deleted and reported in plain words
 (its tokens are simply recomputed). The index of what is on disk lives in memory, built
 once from the headers alone, so ``has`` and planning never touch the disk.
 
@@ -28,9 +29,9 @@ from typing import TypeVar
 import numpy as np
 
 from ..bounded_read import open_regular
+from ..durable import TEMP_SUFFIX, is_stale_temp, write_atomically
 from ..paths import ensure_private_dir
 from ..units import human_size, sizes_apart
-from .atomic_file import TEMP_SUFFIX, is_stale_temp, write_atomically
 from .budget_lock import budget_lock
 from .disk_index import DiskEntry, DiskIndex
 from .errors import CorruptCheckpointError
@@ -285,7 +286,8 @@ class DiskTier:
     def _write(self, path: Path, chunks) -> OSError | None:
         try:
             ensure_private_dir(path.parent)
-            write_atomically(path, chunks, sync=False)
+            # No fsync: every read checks the whole file (a power cut costs a recompute).
+            write_atomically(path, chunks, crash_label="checkpoint", sync=False)
         except OSError as error:
             return error
         return None

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from hashlib import blake2b
 
 try:
-    # ISA-L's CRC-32: the same checksum as zlib's, vectorised (on the development VM 50 GB/s
-    # against zlib's 4, where zlib's took a third of a restore's processor time).
+    # ISA-L's CRC-32: the same checksum as zlib's, vectorised (zlib's took a third of a
+    # restore's processor time: docs/benchmarks.md, "What the engine's choices rest on").
     from isal.isal_zlib import crc32 as _crc32
 except ImportError:  # pragma: no cover - a platform with no isal wheel: same values, slower
     from zlib import crc32 as _crc32

@@ -12,11 +12,19 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sessions.config.template_kwargs import problem as template_value_problem
-from sessions.config.validate import INT32_MAX, MAX_CONTEXT, MIN_CONTEXT, UINT32_MAX, max_threads
-from sessions.llama.cache_types import CACHE_TYPES
-from sessions.llama.offload import ALL, AUTO
-from sessions.rpc.endpoints import EndpointError, parse_endpoints
+from sessions.api.settings import (
+    ALL_LAYERS,
+    AUTO_LAYERS,
+    CACHE_TYPES,
+    INT32_MAX,
+    MAX_CONTEXT,
+    MIN_CONTEXT,
+    UINT32_MAX,
+    EndpointError,
+    max_threads,
+    parse_endpoints,
+    template_value_problem,
+)
 
 LARGEST_ID = 2**63 - 1
 """The largest row id SQLite can hold."""
@@ -63,7 +71,7 @@ _layer_count = whole_number(-1, "GPU layers", INT32_MAX)
 def gpu_layers(text: str) -> int | str:
     """``-ngl``: a number of layers (-1: every layer), ``auto`` or ``all``, as llama.cpp takes."""
     word = text.strip().lower()
-    if word in (AUTO, ALL):
+    if word in (AUTO_LAYERS, ALL_LAYERS):
         return word
     if not word.removeprefix("-").isdigit():
         raise argparse.ArgumentTypeError(f'GPU layers must be a number, "auto" or "all", not {text!r}')

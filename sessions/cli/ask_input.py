@@ -16,9 +16,9 @@ import argparse
 import sys
 from typing import Any, BinaryIO
 
+from sessions.api.settings import SamplingValueError, parse_sampling_value
 from sessions.attachments import Attachment, AttachmentError, read_attachment
 from sessions.cli.errors import CliError
-from sessions.config.sampling_input import SamplingValueError, parse_sampling_value
 
 SAMPLING_FLAGS: dict[str, tuple[str, str, str]] = {
     "temperature": ("--temp", "T", "sampling temperature (0: greedy)"),

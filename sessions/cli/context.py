@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from sessions.api.library import SessionStore
+from sessions.api.settings import Config
 from sessions.cli.interrupts import silence_stderr
-from sessions.config import Config
-from sessions.store import SessionStore
 from sessions.text_safety import inert, json_for_terminal
 
 

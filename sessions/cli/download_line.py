@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
+from sessions.api.models import DownloadProgress, progress_text
 from sessions.cli.context import tell
-from sessions.hub import DownloadProgress, progress_text
 from sessions.text_safety import inert
 
 REDRAW_EVERY = 0.2

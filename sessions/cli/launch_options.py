@@ -7,7 +7,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessions.config import Config
+from sessions.api.settings import Config
 
 
 @dataclass(frozen=True)

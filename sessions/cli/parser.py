@@ -12,6 +12,7 @@ import argparse
 from typing import Any, NoReturn
 
 from sessions import __version__
+from sessions.api.models import local_devices_line
 from sessions.cli import commands
 from sessions.cli.arguments import (
     cache_type,
@@ -25,7 +26,6 @@ from sessions.cli.arguments import (
     threads,
 )
 from sessions.cli.errors import UsageError
-from sessions.rpc.report import local_devices_line
 
 PROG = "llamachat"
 

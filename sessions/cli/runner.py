@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from sessions import paths
+from sessions.api.models import check_before_load, fetch_model
+from sessions.api.settings import Config, ModelSettings, load_config
 from sessions.cli.context import CommandContext, tell
 from sessions.cli.download_line import DownloadLine
 from sessions.cli.errors import CliError
@@ -22,10 +24,6 @@ from sessions.cli.interrupts import signals_raise
 from sessions.cli.launch_options import LaunchOptions
 from sessions.cli.parser import PROG, build_parser
 from sessions.cli.reporting import error_line, reported
-from sessions.config import Config, load_config
-from sessions.config.model import ModelSettings
-from sessions.discovery import check_before_load
-from sessions.hub import fetch_model
 from sessions.text_safety import inert
 
 

@@ -19,10 +19,8 @@ from sessions.engine.protocol import ChatEngine
 from sessions.store import SessionStore
 
 if TYPE_CHECKING:
-    from sessions.branching.planner import Plan
-    from sessions.branching.warm_ahead import WarmedAhead
-    from sessions.checkpoints import Tier
-    from sessions.controller.reply import BranchTokens
+    from sessions.controller.branch_tokens import BranchTokens
+    from sessions.engine.reports import RoutePlan, Tier, WarmedAhead
 
 
 class BranchRoutes:
@@ -63,7 +61,7 @@ class BranchRoutes:
                 return dict.fromkeys(tree.ids() if message_ids is None else [i for i in message_ids if i in tree])
             return chat_reads.checkpoint_tiers(session_id, tree, self._store, engine, message_ids)
 
-    def plan_for(self, leaf_id: int | None = None) -> Plan:
+    def plan_for(self, leaf_id: int | None = None) -> RoutePlan:
         """What making the branch that ends at ``leaf_id`` live would cost (no work done);
         waits for a job that holds the engine."""
         with self._jobs.held():
@@ -72,7 +70,7 @@ class BranchRoutes:
             return self._priced(engine, engine.plan(branch.tokens, branch.ends, need_logits=False,
                                                     stepped=branch.stepped), branch)
 
-    def plan_choice(self, message_id: int) -> Plan | None:
+    def plan_choice(self, message_id: int) -> RoutePlan | None:
         """What choosing ``message_id`` (its branch last seen, as ``select``) would cost.
 
         None while a job holds the engine: a plan reads the live state llama.cpp is
@@ -111,12 +109,12 @@ class BranchRoutes:
                 return None  # no switch goes there: it is trimmed first
             return engine.warm_ahead(branch.tokens, branch.ends, should_stop, planned=release)
 
-    def _priced(self, engine: ChatEngine, plan: Plan, branch: BranchTokens) -> Plan:
+    def _priced(self, engine: ChatEngine, plan: RoutePlan, branch: BranchTokens) -> RoutePlan:
         """``plan`` priced part by part, at the engine's measured speeds, or before it has
         decoded anything, at those the open chat's stored replies show (``switch_estimate``)."""
-        cost = plan.cost
-        if not cost.measured:
+        rates = plan.rates
+        if not rates.measured:
             with self._chat.lock:
                 stats = [m.stats for m in self._chat.conv().tree.messages() if m.stats is not None]
-            cost = size_prior(stored_rates(stats, engine.info.fingerprint, cost), engine.info.n_params)
-        return priced(plan, branch, cost)
+            rates = size_prior(stored_rates(stats, engine.info.fingerprint, rates), engine.info.n_params)
+        return priced(plan, branch, rates)

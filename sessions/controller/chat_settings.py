@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sessions.conversation import Conversation
+from sessions.controller.conversation import Conversation
 from sessions.sampling import SamplingSettings
 from sessions.store import Session, SessionStore
 from sessions.tree import Message

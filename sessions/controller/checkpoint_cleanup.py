@@ -3,7 +3,7 @@
 The chat's tokens are read before it is deleted (they go with it). Once the deletion has
 committed, a thread of its own finds, among the files in the chat's model folders, those
 no other chat reaches (it reads the other chats that begin alike:
-``sessions.checkpoint_owners``), deletes them and takes them off the checkpoint store's
+``sessions.checkpoints.owners``), deletes them and takes them off the checkpoint store's
 index. The folder is read rather than the index, which lists only the files this process
 wrote or has read: ``ask`` and an RPC model's engine process write there too. The
 deletion itself never waits for this, and nothing here can fail it: a problem is a
@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sessions.checkpoint_owners import ChatTokens, ownership_on_disk
 from sessions.checkpoints import remove_files
+from sessions.checkpoints.owners import ChatTokens, ownership_on_disk
 from sessions.store import SessionStore, StoreError
 
 if TYPE_CHECKING:

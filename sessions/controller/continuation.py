@@ -15,7 +15,7 @@ A reply not sampled alone (written or edited by hand, or a version sampled in a 
 is decoded as one batch wherever its branch is made live, and its checkpoints, found by
 its tokens, hold that state. A version going on from it must be rebuilt the same way, or
 the same tokens would stand for two states: so it goes on the batch way (the new tokens
-sampled as a batch of one, ``write_reply``'s ``alone``) and is stored as not sampled
+sampled as a batch of one, ``reply.write_reply``'s ``alone``) and is stored as not sampled
 alone, then made live as a rebuild makes it (``versions.settle``).
 
 Only the new tokens are evaluated: the engine keeps the logits after a reply that may be
@@ -25,40 +25,27 @@ branch that ends at the reply live restores it and decodes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sessions.controller.reply import BranchTokens, WrittenReply, write_reply
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
-from sessions.llama.context import DecodeCancelled
+from sessions.controller.branch_tokens import BranchTokens
+from sessions.errors import ContextOverflow, ControllerError, DecodeCancelled, GenerationCancelled
 from sessions.memory_kind import MemoryKind
-from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
+    from sessions.engine.reports import Prepared
 
 CAN_CONTINUE = frozenset({StopReason.LENGTH, StopReason.CANCELLED})
 """Why a reply may have ended for it to be continued."""
-
-
-@dataclass(frozen=True)
-class Continued:
-    """The continuation written, and what to store for the new version of the reply."""
-
-    written: WrittenReply
-    text: str
-    tokens: list[int]
 
 
 def check_continuable(reply: Message) -> None:
     """Refuse, in plain words, a message that cannot be continued.
 
     A reply with no stats was written or edited by hand (or imported): it goes on from its
-    text (``write_continuation``)."""
+    text (``goes_on_alone``)."""
     if reply.role != "assistant":
         raise ControllerError("only a reply can be continued")
     if reply.stats is None:
@@ -70,44 +57,37 @@ def check_continuable(reply: Message) -> None:
         raise ControllerError("only a reply cut at its length limit, or stopped, can be continued")
 
 
-def write_continuation(engine: ChatEngine, branch: BranchTokens, reply: Message, settings: SamplingSettings, *,
-                       t_request: float, max_tokens: int | None, on_progress: ProgressFn,
-                       on_text: Callable[[str], None], should_stop: Callable[[], bool],
-                       resume_decoding: Callable[[], None], opens_in_reasoning: bool = False,
-                       made_live: PrepareResult | None = None) -> Continued:
-    """Generate more of ``reply``, the last message of ``branch``; blocking.
+def goes_on_alone(engine: ChatEngine, branch: BranchTokens, reply: Message) -> bool:
+    """Whether ``reply``, the last message of ``branch``, goes on sampled alone (true) or
+    the batch way (see the module docstring); refused in plain words when it cannot go on.
 
     ``branch.stepped[-1]`` tells whether the reply's tokens are the ones this model
     sampled alone. A reply written or edited by hand (no stats) has its template rendering
     for this model instead, its text as the cache holds it (the turn's closing belongs to
     the next message): the model goes on from that text. It and a version sampled in a
-    batch go on the batch way (see the module docstring); the caller settles the new
-    version. A reply another model sampled is refused: its own tokens are that model's,
-    not text typed for this one.
+    batch go on the batch way; the caller settles the new version. A reply another model
+    sampled is refused: its own tokens are that model's, not text typed for this one.
     """
     sampled = bool(branch.stepped) and branch.stepped[-1]
-    apart = not_sampled_alone(reply)
-    if not sampled and not apart:
+    if not sampled and not not_sampled_alone(reply):
         raise ControllerError("this reply was written by another model: only a reply of the loaded model, "
                               "or one written or edited by hand, can be continued")
     if len(branch.tokens) >= engine.n_ctx:
         raise ContextOverflow("the context is full at the end of this reply: there is no room to continue it",
                               tokens=len(branch.tokens), n_ctx=engine.n_ctx)
-    start = branch.ends[-2] if len(branch.ends) > 1 else 0
-    old = branch.tokens[start:]
-    written = write_reply(engine, branch, settings, t_request=t_request, max_tokens=max_tokens,
-                          on_progress=on_progress, on_text=on_text, should_stop=should_stop,
-                          resume_decoding=resume_decoding, opens_in_reasoning=opens_in_reasoning,
-                          made_live=made_live, alone=sampled)
-    stats = replace(written.stats, tokens_generated=len(old) + written.stats.tokens_generated)
-    tokens = old + list(written.result.tokens)
-    # Not ``reply.text + written.result.text`` for a sampled reply: one cut between the bytes
-    # of a character ends in a replacement character, and the continuation's first bytes
-    # would become another; read as one run, the bytes make the character the model wrote.
-    # A reply's text as typed ends in a whole character, and its tokens may hold what the
-    # template adds around a reply (an empty reasoning block): its own text is kept.
-    text = reply.text + written.result.text if reply.stats is None else engine.detokenize(tokens)
-    return Continued(WrittenReply(written.result, stats, written.prep), text, tokens)
+    return sampled
+
+
+def continued_text(engine: ChatEngine, reply: Message, tokens: list[int], more: str) -> str:
+    """The text of ``reply`` continued by ``more``, its tokens now ``tokens``.
+
+    Not ``reply.text + more`` for a sampled reply: one cut between the bytes of a
+    character ends in a replacement character, and the continuation's first bytes would
+    become another; read as one run, the bytes make the character the model wrote. A
+    reply's text as typed ends in a whole character, and its tokens may hold what the
+    template adds around a reply (an empty reasoning block): its own text is kept.
+    """
+    return reply.text + more if reply.stats is None else engine.detokenize(tokens)
 
 
 def batched_version(reply: Message) -> bool:
@@ -151,7 +131,7 @@ def cut_reply(engine: ChatEngine, branch: BranchTokens, chars: int, *, batched: 
     return BranchTokens(branch.tokens[:start + low], [*branch.ends[:-1], start + low], list(branch.stepped))
 
 
-def whole_reply_first(engine: ChatEngine, whole: BranchTokens, cut: BranchTokens) -> PrepareResult | None:
+def whole_reply_first(engine: ChatEngine, whole: BranchTokens, cut: BranchTokens) -> Prepared | None:
     """Before a cut reply is made live: restore the whole reply first, where that is
     cheaper than the cut's own route. Returns what that restore did (None if not done).
 

@@ -8,7 +8,7 @@ in the message the match is, for the view to mark it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sessions.tree import ConversationTree
@@ -39,7 +39,7 @@ def _spans(text: str, query: str) -> tuple[tuple[int, int], ...]:
     return tuple(found)
 
 
-def _spans_slow(text: str, needle: str):
+def _spans_slow(text: str, needle: str) -> Iterator[tuple[int, int]]:
     """Matches found character by character where case folding changes lengths."""
     prefix_lengths = [0]
     for ch in text:

@@ -15,7 +15,7 @@ interrupts a decode in the middle of a batch.
 The stop flag also stops a chat template rendering inside the job (``sandbox.stop_renders_with``):
 a template is untrusted code, and one that runs long (the test render when a model loads, a
 reply's prompt) ends at the stop as a decode does; so does the computing of a whole
-imported chat's tokens (``sessions.branch_tokens``), in a job and in the quick calls a job
+imported chat's tokens (``sessions.controller.branch_tokens``), in a job and in the quick calls a job
 makes (``held``). The quick reads beside jobs (``free``, ``free_until``) stop only when the
 controller closes (``closing``): a stop pressed while nothing ran is for the next job.
 

@@ -16,11 +16,10 @@ from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
 from sessions.events import Listener, ModelLoaded, ModelLoadProgressed, NoticeRaised
 from sessions.llama.fingerprint import is_legacy, legacy_fingerprint
-from sessions.llama.placement import describe_devices, placement_of
 
 if TYPE_CHECKING:
     from sessions.controller.open_chat import OpenChat
-    from sessions.llama.model import ModelInfo
+    from sessions.engine.reports import LoadedModel
     from sessions.store import SessionStore
 
 
@@ -72,19 +71,16 @@ def adopt_engine(chat: OpenChat, engine: ChatEngine) -> None:
 
 def _announce(engine: ChatEngine, listener: Listener, seconds: float) -> None:
     info = engine.info
-    devices = describe_devices(engine)
-    devices = "" if devices == "CPU" else devices  # only worth saying when not just this CPU
+    devices = "" if engine.devices == "CPU" else engine.devices  # only worth saying when not just this CPU
     kind = info.kind.value if engine.checkpoint_notice is None else f"{info.kind.value}, no checkpoints"
     listener(ModelLoaded(info.name, kind, engine.n_ctx, seconds, devices))
     if engine.checkpoint_notice is not None:
         listener(NoticeRaised(engine.checkpoint_notice, "warning"))
-    placement = placement_of(engine)
-    notice = placement.attention_notice() if placement is not None else None
-    if notice:
-        listener(NoticeRaised(notice))
+    if engine.attention_notice:
+        listener(NoticeRaised(engine.attention_notice))
 
 
-def carry_legacy_tokens(store: SessionStore, info: ModelInfo) -> int:
+def carry_legacy_tokens(store: SessionStore, info: LoadedModel) -> int:
     """Refile the frozen tokens that sessions made by earlier versions keep for this model.
 
     Those carry the model's old identity, a hash of the whole file. Only when a session

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import threading
 
-from sessions.branch_tokens import branch_tokens
+from sessions.controller.branch_tokens import BranchTokens, branch_tokens
+from sessions.controller.conversation import Conversation
 from sessions.controller.engine_users import EngineUsers
-from sessions.controller.reply import BranchTokens
-from sessions.conversation import Conversation
 from sessions.engine.protocol import ChatEngine
 from sessions.errors import ControllerError, GenerationCancelled
 from sessions.store import SessionStore
@@ -60,8 +59,10 @@ class OpenChat:
     def path(self, leaf_id: int | None) -> list[Message]:
         """The messages of the branch ending at ``leaf_id`` (default: the head), root first; hold the tree lock."""
         conversation = self.conv()
-        leaf = leaf_id if leaf_id is not None else (conversation.head.id if conversation.head else None)
-        return conversation.tree.path_to(leaf) if leaf is not None else []
+        if leaf_id is None:
+            head = conversation.head
+            leaf_id = head.id if head is not None else None
+        return conversation.tree.path_to(leaf_id) if leaf_id is not None else []
 
     def branch(self, engine: ChatEngine, leaf_id: int | None) -> BranchTokens:
         """The tokens of the branch ending at ``leaf_id`` (default: the head); call it without the tree lock.

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sessions.conversation import Conversation
+from sessions.controller.conversation import Conversation
 from sessions.errors import ReplyNotSaved
 from sessions.store import ChatChanged, DatabaseFull, HeadMoved, ParentGone, StoreError
 from sessions.tree import GenerationStats, Message

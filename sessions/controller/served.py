@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sessions.controller.continuation import CAN_CONTINUE
+from sessions.controller.conversation import Conversation, SessionDraft
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_turn import ReplyTurns
-from sessions.conversation import Conversation, SessionDraft
 from sessions.errors import ContextOverflow, ControllerError, TurnTaken
 from sessions.store import HeadMoved, SessionStore
 from sessions.templates.chat_template import ChatMessage

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from sessions import attachments
 from sessions.attachments import Attachment
-from sessions.branch_tokens import new_message_tokens
 from sessions.controller import chat_reads, chat_settings
 from sessions.controller.branch_routes import BranchRoutes
+from sessions.controller.branch_tokens import new_message_tokens
 from sessions.controller.chat_settings import ChatSettings
 from sessions.controller.checkpoint_cleanup import CheckpointCleanup
+from sessions.controller.conversation import Conversation, SessionDraft
 from sessions.controller.find import FindHit, find_in
 from sessions.controller.job_control import JobControl
 from sessions.controller.library import SessionLibrary
@@ -40,8 +41,8 @@ from sessions.controller.model_catalogue import ModelCatalogue
 from sessions.controller.model_loading import adopt_engine, swap_engine
 from sessions.controller.model_sampling import follow_model, preset_of
 from sessions.controller.open_chat import OpenChat
+from sessions.controller.reply import ReplyWriting
 from sessions.controller.reply_turn import ReplyTurns, take_turn
-from sessions.controller.reply_writing import ReplyWriting
 from sessions.controller.served import (
     PlacedRequest,
     ServedMessage,
@@ -53,13 +54,11 @@ from sessions.controller.snapshot import ChatSnapshot
 from sessions.controller.trimming import trim_branch
 from sessions.controller.undo_deletes import BroughtBack, DeletionUndo
 from sessions.controller.versions import MOST_VERSIONS
-from sessions.conversation import Conversation, SessionDraft
 from sessions.engine.protocol import ChatEngine, EngineFactory
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError, GenerationCancelled
+from sessions.errors import ContextOverflow, ControllerError, DecodeCancelled, GenerationCancelled
 from sessions.events import Listener, NoticeRaised, ignore
 from sessions.exchange import write_export
-from sessions.llama.context import DecodeCancelled
 from sessions.sampling import SamplingSettings
 from sessions.sampling_presets import Preset, new_chat_sampling
 from sessions.store import Deleted, Session, SessionNotFound, SessionStore
@@ -67,10 +66,9 @@ from sessions.templates.chat_template import TemplateError, TemplateStopped
 from sessions.tree import Message
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import PrepareResult
     from sessions.checkpoints import CheckpointStore
+    from sessions.engine.reports import LoadedModel, Prepared
     from sessions.exchange import ExportKind
-    from sessions.llama.model import ModelInfo
 
 
 class SessionController:
@@ -98,6 +96,7 @@ class SessionController:
         self.listener = listener
         """Hears the core's events (``sessions.events``), from whichever thread works."""
         self._store = store
+        self._checkpoints_on = checkpoints is not None
         self._factory = engine_factory
         self._chat = OpenChat(store)
         """The open chat, the loaded model, and the tree lock."""
@@ -126,9 +125,16 @@ class SessionController:
     def engine(self, engine: ChatEngine | None) -> None:
         self._chat.engine = engine
 
+    @property
+    def keeps_checkpoints(self) -> bool:
+        """Whether the loaded model's states are checkpointed: checkpoints are on, and the
+        model's states are laid out as the engine reads them (``ChatEngine.checkpoint_notice``)."""
+        engine = self._chat.engine
+        return self._checkpoints_on and engine is not None and engine.checkpoint_notice is None
+
     # -- the model (worker thread) --------------------------------------------------
 
-    def load_model(self, path: str | Path) -> ModelInfo:
+    def load_model(self, path: str | Path) -> LoadedModel:
         """Load a model (blocking); a model that fails to load leaves the previous one loaded.
 
         A model loaded whose use the store cannot record for the open chat (a read-only or
@@ -150,7 +156,7 @@ class SessionController:
         return engine.info
 
     @property
-    def model_info(self) -> ModelInfo | None:
+    def model_info(self) -> LoadedModel | None:
         return self.engine.info if self.engine is not None else None
 
     @property
@@ -427,7 +433,7 @@ class SessionController:
 
     # -- engine work (worker thread, blocking) ---------------------------------------
 
-    def warm(self, leaf_id: int | None = None) -> PrepareResult:
+    def warm(self, leaf_id: int | None = None) -> Prepared:
         """Make the branch ending at ``leaf_id`` (default: the head) live now, e.g. after a switch."""
         with self._jobs.job():
             engine = self._chat.loaded()

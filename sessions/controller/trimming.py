@@ -1,10 +1,9 @@
 """The trim job: a branch too long for the context continued in a new branch without its
-oldest turns (the rules are ``sessions.context_fit``'s)."""
+oldest turns (the rules are ``sessions.controller.context_fit``'s)."""
 
 from __future__ import annotations
 
-from sessions import context_fit
-from sessions.controller import chat_settings
+from sessions.controller import chat_settings, context_fit
 from sessions.controller.open_chat import OpenChat
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.errors import ControllerError, GenerationCancelled

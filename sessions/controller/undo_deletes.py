@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sessions.checkpoint_owners import ChatTokens
+from sessions.checkpoints.owners import ChatTokens
 from sessions.store import Deleted, NothingToUndo, SessionStore
 
 LIMIT = 100

@@ -1,9 +1,10 @@
 """Several new versions of a reply in one job: sampled in one batch, then made exact.
 
-``write_versions`` makes the question live once and samples every version after it in
-one batch (``ChatEngine.generate_versions``). Where no context for the batch can be made
-(memory, most often) it writes them one after another instead, each from the question's
-state, and says so. Each version streams under its own index.
+The question is made live once (``sessions.controller.reply.write_versions``), and
+``sample_versions`` samples every version after it in one batch
+(``ChatEngine.generate_versions``). Where no context for the batch can be made (memory,
+most often) it writes them one after another instead, each from the question's state,
+and says so. Each version streams under its own index.
 
 A version sampled in the batch is stored as a reply not sampled alone
 (``GenerationStats.batch``), and ``settle`` then makes it live the way every rebuild
@@ -26,20 +27,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sessions.branching.branch_engine import CONTINUABLE
-from sessions.controller.reply import BranchTokens, WrittenReply, decode_rates, make_live
-from sessions.errors import GenerationCancelled
-from sessions.llama.batch_context import BatchUnavailable
-from sessions.llama.context import DecodeCancelled
-from sessions.reply_stats import reply_stats
+from sessions.controller.branch_tokens import BranchTokens
+from sessions.engine.reports import CONTINUABLE
+from sessions.errors import BatchUnavailable, DecodeCancelled
 from sessions.sampling import BOUNDS, MOST_VERSIONS, SamplingSettings
 from sessions.stop_reason import StopReason
 
 if TYPE_CHECKING:
-    from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
     from sessions.engine.protocol import ChatEngine
+    from sessions.engine.reports import Generated, Prepared, ProgressFn
 
-__all__ = ["MOST_VERSIONS", "SAME_VERSIONS", "WrittenVersions", "settle", "version_seeds", "write_versions"]
+__all__ = ["MOST_VERSIONS", "SAME_VERSIONS", "SampledVersions", "sample_versions", "settle", "version_seeds"]
 
 
 SAME_VERSIONS = ("at temperature 0 (or top-k 1) every version would be the same reply: raise the temperature "
@@ -57,65 +55,35 @@ def version_seeds(sampling: SamplingSettings, count: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class WrittenVersions:
-    versions: list[WrittenReply]
-    """In order; a version stopped before its first token is left out."""
-    indices: list[int]
-    """Each version's index among those asked for (the index its text streamed under)."""
+class SampledVersions:
+    """The versions sampled after a live branch, and how each was made live."""
+
+    results: list[Generated]
+    """One per version asked for, in order, until one was stopped."""
+    preps: list[Prepared]
+    """What making the branch live cost each version (``_restored`` for a batch's second on)."""
     fell_back: str = ""
     """Why they were not sampled in one batch, but one after another, alone (empty: they were)."""
 
-    @property
-    def batched(self) -> bool:
-        return not self.fell_back
 
-
-def write_versions(
-    engine: ChatEngine,
-    branch: BranchTokens,
-    settings: Sequence[SamplingSettings],
-    *,
-    t_request: float,
-    max_tokens: int | None,
-    on_progress: ProgressFn,
-    on_texts: Sequence[Callable[[str], None]],
-    should_stop: Callable[[], bool],
-    resume_decoding: Callable[[], None],
-    opens_in_reasoning: bool = False,
-) -> WrittenVersions:
-    """One version per ``settings`` after ``branch``; ``GenerationCancelled`` when stopped
-    before any token of any version."""
-    prep = make_live(engine, branch, on_progress, should_stop)
-    resume_decoding()
-    wanted = max_tokens or settings[0].max_tokens
-    room = engine.n_ctx - len(branch.tokens)
-    limit = min(wanted, room)
-    fell_back = ""
+def sample_versions(engine: ChatEngine, branch: BranchTokens, prep: Prepared,
+                    settings: Sequence[SamplingSettings], *, limit: int, on_progress: ProgressFn,
+                    on_texts: Sequence[Callable[[str], None]], should_stop: Callable[[], bool]) -> SampledVersions:
+    """One reply per ``settings`` after ``branch``, which ``prep`` made live: in one batch,
+    or one after another where no context for the batch can be made."""
     assert prep.logits is not None  # asked for (need_logits defaults to True)
     try:
         results = engine.generate_versions(prep.logits, settings, max_tokens=limit,
                                            on_text=lambda k, text: on_texts[k](text), should_stop=should_stop)
-        preps = [prep] + [_restored(prep, branch)] * (len(settings) - 1)
     except BatchUnavailable as why:
-        fell_back = str(why)
         results, preps = _one_after_another(engine, branch, prep, settings, limit, on_progress, on_texts,
                                             should_stop)
-    written, indices = [], []
-    for k, (one, result, made_live) in enumerate(zip(settings, results, preps, strict=False)):
-        if not result.tokens and result.stop_reason == StopReason.CANCELLED:
-            continue
-        indices.append(k)
-        stats = replace(reply_stats(made_live, result, t_request, room=room, wanted=wanted,
-                                    decode_rates=decode_rates(made_live)),
-                        opened_in_reasoning=opens_in_reasoning, seed=one.seed, batch=0 if fell_back else len(settings))
-        written.append(WrittenReply(result, stats, made_live))
-    if not written:
-        raise GenerationCancelled("stopped before the reply started")
-    return WrittenVersions(written, indices, fell_back)
+        return SampledVersions(results, preps, str(why))
+    return SampledVersions(results, [prep] + [_restored(prep, branch)] * (len(settings) - 1))
 
 
 def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], stop_reason: StopReason,
-           on_progress: ProgressFn | None = None) -> PrepareResult | None:
+           on_progress: ProgressFn | None = None) -> Prepared | None:
     """Make a version sampled in a batch (its tokens ``version``, after the messages
     ``before``) live as a rebuild does (see the module docstring); its checkpoints are
     taken on the way. None when stopped first: it is stored already, and the next time
@@ -128,21 +96,21 @@ def settle(engine: ChatEngine, before: BranchTokens, version: Sequence[int], sto
         return None
 
 
-def _restored(prep: PrepareResult, branch: BranchTokens) -> PrepareResult:
+def _restored(prep: Prepared, branch: BranchTokens) -> Prepared:
     """What the versions after the first cost on the way to their first token: the
     question's state, shared with the first (nothing evaluated)."""
     return replace(prep, tokens_restored=len(branch.tokens), tokens_evaluated=0, seconds=0.0, bytes_restored=0,
                    decode_seconds=0.0, state_seconds=0.0)
 
 
-def _one_after_another(engine: ChatEngine, branch: BranchTokens, prep: PrepareResult,
+def _one_after_another(engine: ChatEngine, branch: BranchTokens, prep: Prepared,
                        settings: Sequence[SamplingSettings], limit: int, on_progress: ProgressFn,
                        on_texts: Sequence[Callable[[str], None]], should_stop: Callable[[], bool],
-                       ) -> tuple[list[GenerateResult], list[PrepareResult]]:
+                       ) -> tuple[list[Generated], list[Prepared]]:
     """Each version alone, from the question's state (restored from its checkpoint after
     the first: nothing of the prompt is evaluated again)."""
-    results: list[GenerateResult] = []
-    preps: list[PrepareResult] = []
+    results: list[Generated] = []
+    preps: list[Prepared] = []
     for k, one in enumerate(settings):
         if k:
             if should_stop():

@@ -2,7 +2,8 @@
 
 ``ChatEngine`` is the protocol the controller programs against; ``LlamaChatEngine`` is
 the real one over llama.cpp, and the UI tests use a fake with the same shape. Loading
-happens in the constructor, so callers run it in a worker thread.
+happens in the constructor, so callers run it in a worker thread. What the branch
+engine and the bindings answer is handed on in the engine's own words (``reports``).
 """
 
 from __future__ import annotations
@@ -13,27 +14,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sessions.branching.branch_engine import BranchEngine, GenerateResult, PrepareResult, ProgressFn
-from sessions.branching.planner import Plan
+import numpy as np
+
+from sessions.branching import branch_engine, planner, warm_ahead
+from sessions.branching.branch_engine import BranchEngine
 from sessions.branching.restore_reads import disk_sizes, learn_layouts, snapshot_sizes
 from sessions.branching.versions import sample_versions
-from sessions.branching.warm_ahead import WarmedAhead
-from sessions.checkpoints import Tier
+from sessions.checkpoints import CheckpointStore
 from sessions.discovery.layout_checks import record_check
 from sessions.engine.protocol import ChatEngine as ChatEngine
+from sessions.engine.reports import Generated, LoadedModel, Prepared, ProgressFn, Rates, RoutePlan, Tier, WarmedAhead
 from sessions.llama.attention_check import flash_attention_verdict
 from sessions.llama.cache_types import bytes_per_value
 from sessions.llama.context import ContextParams, LlamaContext
 from sessions.llama.detokenizer import Detokenizer
 from sessions.llama.fingerprint import model_fingerprint
 from sessions.llama.layout_check import layout_problem
-from sessions.llama.model import LlamaModel
+from sessions.llama.model import LlamaModel, ModelInfo
 from sessions.llama.offload import GpuLayers, resolve_gpu_layers
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sampler import Sampler
 from sessions.rpc.backend import add_servers
 from sessions.rpc.endpoints import check_offload
 from sessions.rpc.errors import RpcError
+from sessions.sampling import SamplingSettings
 from sessions.templates.choice import choose_template
 from sessions.templates.families import ALL_MARKERS
 from sessions.templates.override import TemplateOverride
@@ -58,13 +62,13 @@ class LlamaChatEngine:
         n_gpu_layers: GpuLayers = 0,
         tensor_split: Sequence[float] = (),
         rpc: Sequence[str] = (),
-        checkpoints=None,
+        checkpoints: CheckpointStore | None = None,
         interval: int = 2048,
         parking: int = 0,
         on_progress: Callable[[float], None] | None = None,
         template_override: TemplateOverride | None = None,
         template_variables: Mapping[str, Any] | None = None,
-    ):
+    ) -> None:
         t0 = time.perf_counter()
         rpc_free: list[int] = []
         if rpc:
@@ -78,13 +82,14 @@ class LlamaChatEngine:
             raise RpcError("the free memory of the RPC servers holds no layer of this model with its context "
                            "(-ngl auto): pass -ngl N to offload N layers anyway, or a smaller context (-c)")
         memory = RestoreMemory()
-        if checkpoints is not None:  # touched while the model loads, for a first restore at once
-            memory.prepare(lambda: disk_sizes(checkpoints, model_fingerprint(model_path)))
+        store = checkpoints
+        if store is not None:  # touched while the model loads, for a first restore at once
+            memory.prepare(lambda: disk_sizes(store, model_fingerprint(model_path)))
         self.model = LlamaModel(model_path, n_gpu_layers=n_gpu_layers, tensor_split=tensor_split,
                                 on_progress=on_progress)
         info = self.model.info
-        if checkpoints is not None:
-            memory.prepare(lambda: snapshot_sizes(checkpoints, info, params))
+        if store is not None:
+            memory.prepare(lambda: snapshot_sizes(store, info, params))
         self.placement = self.model.placement
         if rpc and self.placement is not None and not self.placement.rpc_endpoints:
             self.model.close()
@@ -103,7 +108,7 @@ class LlamaChatEngine:
             self.model.close()
             raise
         self.ctx.stop_between_batches = bool(rpc)
-        self.info = self.model.info
+        self.info = loaded_model(self.model.info)
         self.n_ctx = self.ctx.n_ctx
         self.checkpoint_notice: str | None = None
         """Why this model runs without checkpoints although they are on (None: it has them)."""
@@ -126,6 +131,14 @@ class LlamaChatEngine:
         )
         self.load_seconds = time.perf_counter() - t0
 
+    @property
+    def devices(self) -> str:
+        return self.placement.summary() if self.placement is not None else ""
+
+    @property
+    def attention_notice(self) -> str | None:
+        return self.placement.attention_notice() if self.placement is not None else None
+
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
         return self.model.tokenize(text, add_bos=add_bos, parse_special=True)
 
@@ -137,43 +150,46 @@ class LlamaChatEngine:
         return detok.text
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
-             stepped: Sequence[bool] | None = None) -> Plan:
-        return self.branches.plan(target, ends, need_logits=need_logits, stepped=stepped)
+             stepped: Sequence[bool] | None = None) -> RoutePlan:
+        return route_plan(self.branches.plan(target, ends, need_logits=need_logits, stepped=stepped))
 
     def prepare(
-        self, target, ends, stepped=None, on_progress: ProgressFn | None = None, *, reply_follows: bool = False,
-        need_logits: bool = True,
-    ) -> PrepareResult:
-        return self.branches.prepare(
+        self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
+        on_progress: ProgressFn | None = None, *, reply_follows: bool = False, need_logits: bool = True,
+    ) -> Prepared:
+        return prepared(self.branches.prepare(
             target, ends, stepped=stepped, on_progress=on_progress, reply_follows=reply_follows,
             need_logits=need_logits,
-        )
+        ))
 
-    def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False) -> GenerateResult:
+    def generate(self, logits: np.ndarray, settings: SamplingSettings, *, max_tokens: int,
+                 on_text: Callable[[str], None] | None = None,
+                 should_stop: Callable[[], bool] = lambda: False) -> Generated:
         sampler = Sampler(settings, self.info.n_vocab)
         try:
-            return self.branches.generate(
+            return generated(self.branches.generate(
                 logits, sampler, max_tokens=max_tokens, on_text=on_text, should_stop=should_stop, save=False
-            )
+            ))
         finally:
             sampler.close()
 
     def save_checkpoints(self) -> None:
         self.branches.save_checkpoints()
 
-    def generate_versions(self, logits, settings, *, max_tokens, on_text=None,
-                          should_stop=lambda: False) -> list[GenerateResult]:
+    def generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings], *, max_tokens: int,
+                          on_text: Callable[[int, str], None] | None = None,
+                          should_stop: Callable[[], bool] = lambda: False) -> list[Generated]:
         samplers = [Sampler(one, self.info.n_vocab) for one in settings]
         try:
-            return sample_versions(self.branches, logits, samplers, max_tokens=max_tokens, on_text=on_text,
-                                   should_stop=should_stop)
+            return [generated(one) for one in sample_versions(self.branches, logits, samplers, max_tokens=max_tokens,
+                                                              on_text=on_text, should_stop=should_stop)]
         finally:
             for sampler in samplers:
                 sampler.close()
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:
-        return self.branches.warm_ahead(target, ends, should_stop, planned=planned)
+        return warmed(self.branches.warm_ahead(target, ends, should_stop, planned=planned))
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         """Where the state after each token prefix with these hashes is checkpointed."""
@@ -193,3 +209,40 @@ class LlamaChatEngine:
         finally:
             self.ctx.close()
             self.model.close()
+
+
+# -- the branch engine's and the bindings' answers, in the engine's own words ---------------
+
+
+def loaded_model(info: ModelInfo) -> LoadedModel:
+    return LoadedModel(path=info.path, fingerprint=info.fingerprint, name=info.name, architecture=info.architecture,
+                       n_params=info.n_params, n_vocab=info.n_vocab, n_ctx_train=info.n_ctx_train, n_swa=info.n_swa,
+                       kind=info.kind, chat_template=info.chat_template, bos_text=info.bos_text,
+                       eos_text=info.eos_text, add_bos=info.add_bos, size_bytes=info.size_bytes)
+
+
+def route_plan(plan: planner.Plan) -> RoutePlan:
+    cost = plan.cost
+    parts: list[planner.SegmentInfo | planner.SnapshotInfo] = [*plan.restore]
+    parts += [part for part in (plan.rewind, plan.snapshot) if part is not None]
+    return RoutePlan(keep=plan.keep, evaluate_from=plan.evaluate_from, target_len=plan.target_len,
+                     tokens_restored=plan.tokens_restored,
+                     ram_bytes=sum(part.nbytes for part in parts if part.tier == "ram"),
+                     disk_bytes=sum(part.nbytes for part in parts if part.tier != "ram"),
+                     estimate_seconds=plan.estimate_seconds,
+                     rates=Rates(cost.eval_per_token, cost.step_seconds, cost.ram_seconds_per_byte,
+                                 cost.disk_seconds_per_byte, cost.measured))
+
+
+def prepared(result: branch_engine.PrepareResult) -> Prepared:
+    return Prepared(result.logits, route_plan(result.plan), result.tokens_restored, result.tokens_evaluated,
+                    result.seconds, result.bytes_restored, result.tokens_unparked, result.decode_seconds,
+                    result.overhead_cpu_seconds, result.state_seconds)
+
+
+def generated(result: branch_engine.GenerateResult) -> Generated:
+    return Generated(result.tokens, result.text, result.stop_reason, result.first_token_at, result.seconds)
+
+
+def warmed(result: warm_ahead.WarmedAhead) -> WarmedAhead:
+    return WarmedAhead(result.nbytes, result.segments, result.in_ram, result.left, result.stopped)

@@ -18,28 +18,37 @@ import queue
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import fields
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from sessions.checkpoints import CheckpointStore
 from sessions.engine.chat_engine import LlamaChatEngine
+from sessions.engine.reports import Generated, Prepared, RoutePlan, Tier, WarmedAhead
 from sessions.engine.wire import Loaded, LoadRequest, to_wire
+from sessions.sampling import SamplingSettings
+
+Call = tuple[str, str, tuple[Any, ...]]
+"""``("call", name, args)`` (``wire``)."""
 
 
 class _Channel:
     """Sends from any thread (results, streamed text, the store's notices)."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self._lock = threading.Lock()
 
-    def send(self, *message) -> None:
+    def send(self, *message: Any) -> None:
         with self._lock:
             self.conn.send(message)
 
 
-def _open(request: LoadRequest, channel: _Channel):
+def _open(request: LoadRequest, channel: _Channel) -> tuple[LlamaChatEngine, CheckpointStore | None]:
     s = request.settings
     store = None
     if request.checkpoint_dir is not None:
@@ -68,10 +77,10 @@ def _open(request: LoadRequest, channel: _Channel):
 
 
 class _Worker:
-    def __init__(self, engine, channel: _Channel):
+    def __init__(self, engine: LlamaChatEngine, channel: _Channel) -> None:
         self.engine = engine
         self.channel = channel
-        self.calls: queue.Queue = queue.Queue()
+        self.calls: queue.Queue[Call | None] = queue.Queue()
         self.stop = threading.Event()
 
     def listen(self) -> None:
@@ -111,7 +120,7 @@ class _Worker:
             except OSError:  # the app is gone: nobody to answer
                 return
 
-    def _template(self) -> dict:
+    def _template(self) -> dict[str, Any]:
         """The chat template the engine chose, as the fields that rebuild it.
 
         The parent renders every prompt, so it must use this very template (the user's
@@ -121,36 +130,40 @@ class _Worker:
         template = self.engine.template
         return {f.name: getattr(template, f.name) for f in fields(template) if f.name != "_compiled"}
 
-    def _tokenize(self, text: str, add_bos: bool):
+    def _tokenize(self, text: str, add_bos: bool) -> list[int]:
         return self.engine.tokenize(text, add_bos)
 
-    def _detokenize(self, tokens):
+    def _detokenize(self, tokens: Sequence[int]) -> str:
         return self.engine.detokenize(tokens)
 
-    def _plan(self, target, ends, need_logits=True, stepped=None):
+    def _plan(self, target: Sequence[int], ends: Sequence[int], need_logits: bool = True,
+              stepped: Sequence[bool] | None = None) -> RoutePlan:
         return self.engine.plan(target, ends, need_logits=need_logits, stepped=stepped)
 
-    def _warm_ahead(self, target, ends):
+    def _warm_ahead(self, target: Sequence[int], ends: Sequence[int]) -> WarmedAhead:
         return self.engine.warm_ahead(target, ends, self.stop.is_set)
 
-    def _saved_tiers(self, prefixes):
+    def _saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
         return self.engine.saved_tiers(prefixes)
 
-    def _prepare(self, target, ends, stepped, reply_follows=False, need_logits=True):
-        progress = lambda done, total, rate: self.channel.send("progress", done, total, rate)  # noqa: E731
+    def _prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None,
+                 reply_follows: bool = False, need_logits: bool = True) -> Prepared:
+        def progress(done: int, total: int, rate: float) -> None:
+            self.channel.send("progress", done, total, rate)
+
         return self.engine.prepare(target, ends, stepped, progress, reply_follows=reply_follows,
                                    need_logits=need_logits)
 
-    def _generate(self, logits, settings, max_tokens: int):
+    def _generate(self, logits: np.ndarray, settings: SamplingSettings, max_tokens: int) -> Generated:
         return self.engine.generate(logits, settings, max_tokens=max_tokens,
                                     on_text=lambda text: self.channel.send("text", text),
                                     should_stop=self.stop.is_set)
 
+    def _save_checkpoints(self) -> None:
+        self.engine.save_checkpoints()
 
-    def _save_checkpoints(self):
-        return self.engine.save_checkpoints()
-
-    def _generate_versions(self, logits, settings, max_tokens: int):
+    def _generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings],
+                           max_tokens: int) -> list[Generated]:
         return self.engine.generate_versions(logits, settings, max_tokens=max_tokens,
                                              on_text=lambda k, text: self.channel.send("version_text", k, text),
                                              should_stop=self.stop.is_set)

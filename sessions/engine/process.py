@@ -30,15 +30,16 @@ import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, cast
 
-from sessions.branching.branch_engine import GenerateResult
-from sessions.branching.warm_ahead import WarmedAhead
-from sessions.checkpoints import Tier
+import numpy as np
+
+from sessions.engine.reports import Generated, Prepared, ProgressFn, RoutePlan, Tier, WarmedAhead
 from sessions.engine.settings import EngineSettings
 from sessions.engine.wire import Loaded, LoadRequest, WireError, from_wire
 from sessions.rpc.errors import EngineLost, RpcError
 from sessions.rpc.probe import probe
+from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.templates.chat_template import ChatTemplate
 
@@ -63,13 +64,13 @@ class EngineProcess:
         on_progress: Callable[[float], None] | None = None,
         on_notice: Callable[[str], None] | None = None,
         stop_grace: float = STOP_GRACE,
-    ):
+    ) -> None:
         self._request = LoadRequest(str(path), settings, str(checkpoint_dir) if checkpoint_dir else None)
         self._on_progress = on_progress
         self._on_notice = on_notice
         self.stop_grace = stop_grace
         self._send_lock = threading.Lock()
-        self._child: subprocess.Popen | None = None
+        self._child: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._stderr: IO[bytes] | None = None
         self._stop_asked: float | None = None
@@ -112,7 +113,7 @@ class EngineProcess:
         self.checkpoint_notice = loaded.checkpoint_notice
         self.template = _rebuilt(chosen)
 
-    def _send(self, message: tuple) -> None:
+    def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
             if self._conn is None:
                 return
@@ -121,8 +122,9 @@ class EngineProcess:
             except OSError:
                 pass  # the child is gone; the waiting side reports it
 
-    def _wait(self, *, on_progress=None, on_text=None, on_version_text=None, should_stop=None,
-              stoppable: bool = True):
+    def _wait(self, *, on_progress: ProgressFn | None = None, on_text: Callable[[str], None] | None = None,
+              on_version_text: Callable[[int, str], None] | None = None,
+              should_stop: Callable[[], bool] | None = None, stoppable: bool = True) -> Any:
         """Read messages until the answer; stream what comes before it to the callbacks.
 
         A load is not ``stoppable``: llama.cpp cannot stop one, so a stop request waits.
@@ -203,7 +205,9 @@ class EngineProcess:
         self._stderr.seek(max(0, size - 4096))
         return self._stderr.read().decode("utf-8", "replace")
 
-    def _call(self, name: str, *args, on_progress=None, on_text=None, on_version_text=None, should_stop=None):
+    def _call(self, name: str, *args: Any, on_progress: ProgressFn | None = None,
+              on_text: Callable[[str], None] | None = None, on_version_text: Callable[[int, str], None] | None = None,
+              should_stop: Callable[[], bool] | None = None) -> Any:
         """One call and its answer. Calls come one at a time: the controller's engine lock
         (``sessions.controller.job_control``) is the rule; only ``request_abort`` and
         ``clear_abort`` come from other threads meanwhile, and they only send."""
@@ -220,36 +224,50 @@ class EngineProcess:
 
     # -- the ChatEngine protocol -------------------------------------------------------
 
+    @property
+    def devices(self) -> str:
+        return self.placement.summary() if self.placement is not None else ""
+
+    @property
+    def attention_notice(self) -> str | None:
+        return self.placement.attention_notice() if self.placement is not None else None
+
     def tokenize(self, text: str, add_bos: bool) -> list[int]:
-        return self._call("tokenize", text, add_bos)
+        return cast("list[int]", self._call("tokenize", text, add_bos))
 
     def detokenize(self, tokens: Sequence[int]) -> str:
-        return self._call("detokenize", list(tokens))
+        return cast(str, self._call("detokenize", list(tokens)))
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
-             stepped: Sequence[bool] | None = None):
-        return self._call("plan", list(target), list(ends), need_logits,
-                          list(stepped) if stepped is not None else None)
+             stepped: Sequence[bool] | None = None) -> RoutePlan:
+        return cast(RoutePlan, self._call("plan", list(target), list(ends), need_logits,
+                                          list(stepped) if stepped is not None else None))
 
-    def prepare(self, target, ends, stepped=None, on_progress=None, *, reply_follows: bool = False,
-                need_logits: bool = True):
-        return self._call("prepare", list(target), list(ends), list(stepped) if stepped is not None else None,
-                          reply_follows, need_logits, on_progress=on_progress)
+    def prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
+                on_progress: ProgressFn | None = None, *, reply_follows: bool = False,
+                need_logits: bool = True) -> Prepared:
+        return cast(Prepared, self._call("prepare", list(target), list(ends),
+                                         list(stepped) if stepped is not None else None, reply_follows,
+                                         need_logits, on_progress=on_progress))
 
-    def generate(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
+    def generate(self, logits: np.ndarray, settings: SamplingSettings, *, max_tokens: int,
+                 on_text: Callable[[str], None] | None = None,
+                 should_stop: Callable[[], bool] = lambda: False) -> Generated:
         if should_stop():  # stopped before it began: the child would race the stop to a first token
-
-            return GenerateResult([], "", StopReason.CANCELLED, None, 0.0)
-        return self._call("generate", logits, settings, max_tokens, on_text=on_text, should_stop=should_stop)
+            return Generated([], "", StopReason.CANCELLED, None, 0.0)
+        return cast(Generated, self._call("generate", logits, settings, max_tokens, on_text=on_text,
+                                          should_stop=should_stop))
 
     def save_checkpoints(self) -> None:
         self._call("save_checkpoints")
 
-    def generate_versions(self, logits, settings, *, max_tokens, on_text=None, should_stop=lambda: False):
+    def generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings], *, max_tokens: int,
+                          on_text: Callable[[int, str], None] | None = None,
+                          should_stop: Callable[[], bool] = lambda: False) -> list[Generated]:
         if should_stop():
-            return [GenerateResult([], "", StopReason.CANCELLED, None, 0.0) for _ in settings]
-        return self._call("generate_versions", logits, list(settings), max_tokens, on_version_text=on_text,
-                          should_stop=should_stop)
+            return [Generated([], "", StopReason.CANCELLED, None, 0.0) for _ in settings]
+        return cast("list[Generated]", self._call("generate_versions", logits, list(settings), max_tokens,
+                                                  on_version_text=on_text, should_stop=should_stop))
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,
                    planned: Callable[[], None] | None = None) -> WarmedAhead:
@@ -258,10 +276,10 @@ class EngineProcess:
         called: the reads are one call to the child, which takes calls one at a time."""
         if should_stop():
             return WarmedAhead(stopped=True)
-        return self._call("warm_ahead", list(target), list(ends), should_stop=should_stop)
+        return cast(WarmedAhead, self._call("warm_ahead", list(target), list(ends), should_stop=should_stop))
 
     def saved_tiers(self, prefixes: Sequence[str]) -> list[Tier | None]:
-        return self._call("saved_tiers", list(prefixes))
+        return cast("list[Tier | None]", self._call("saved_tiers", list(prefixes)))
 
     def request_abort(self) -> None:
         """Stop the running prepare between batches (any thread)."""
@@ -288,7 +306,7 @@ class EngineProcess:
             self._stderr = None
 
 
-def _rebuilt(chosen: dict) -> ChatTemplate:
+def _rebuilt(chosen: dict[str, Any]) -> ChatTemplate:
     """The template the child's engine chose (``child._Worker._template``), compiled here.
 
     The child chose it as an engine in this process would (``sessions.templates.choice``: the user's

@@ -1,10 +1,10 @@
 """The engine as the session controller sees it: one model, one context, its checkpoints.
 
-``SessionController`` programs against ``ChatEngine`` only. ``LlamaChatEngine`` is the
-real one over llama.cpp; the UI tests drive the controller with an in-memory fake of the
-same shape (a test compares the two signatures, so the fake cannot drift). Types from the
-engine modules are named for the type checker only: importing this module loads no
-llama.cpp.
+``SessionController`` programs against ``ChatEngine`` only, in the engine's own words
+(``reports``): no type of the branch engine, the llama.cpp bindings or the checkpoint
+store crosses it. ``LlamaChatEngine`` is the real one over llama.cpp; the UI tests drive
+the controller with an in-memory fake of the same shape (a test compares the two
+signatures, so the fake cannot drift). Importing this module loads no llama.cpp.
 """
 
 from __future__ import annotations
@@ -16,24 +16,32 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
-    from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
-    from sessions.branching.planner import Plan
-    from sessions.branching.warm_ahead import WarmedAhead
-    from sessions.checkpoints import Tier
+    from sessions.engine.reports import Generated, LoadedModel, Prepared, ProgressFn, RoutePlan, Tier, WarmedAhead
     from sessions.engine.settings import EngineSettings
-    from sessions.llama.model import ModelInfo
     from sessions.sampling import SamplingSettings
     from sessions.templates.chat_template import ChatTemplate
 
 
 class ChatEngine(Protocol):
-    info: ModelInfo
+    info: LoadedModel
     template: ChatTemplate
     n_ctx: int
     checkpoint_notice: str | None
     """Why this model runs without checkpoints although they are on, in one sentence
     (its saved states are laid out in a way the engine does not read); None when it has
     them, or when they are off by choice."""
+
+    @property
+    def devices(self) -> str:
+        """The devices the model's layers are on, in a few words (``CPU``, ``CPU + CUDA0``,
+        ``CPU + 2 RPC (127.0.0.1:50052, ...)``); empty when the engine cannot say."""
+        ...
+
+    @property
+    def attention_notice(self) -> str | None:
+        """What the user should know when the attention of some layers runs on another
+        device than they are on (no kernel for it there), in plain words; None otherwise."""
+        ...
 
     def tokenize(self, text: str, add_bos: bool) -> list[int]: ...
 
@@ -46,7 +54,7 @@ class ChatEngine(Protocol):
         ...
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
-             stepped: Sequence[bool] | None = None) -> Plan:
+             stepped: Sequence[bool] | None = None) -> RoutePlan:
         """What making ``target`` live would cost (``stepped`` as ``prepare`` takes it; None:
         not known, and the plan may take a route ``prepare`` would not); no work is done."""
         ...
@@ -60,7 +68,7 @@ class ChatEngine(Protocol):
         *,
         reply_follows: bool = False,
         need_logits: bool = True,
-    ) -> PrepareResult:
+    ) -> Prepared:
         """Make ``target`` the live sequence (restore, then decode what is new); blocking.
 
         With ``reply_follows`` the checkpoints of what was decoded are read out after the
@@ -78,7 +86,7 @@ class ChatEngine(Protocol):
         max_tokens: int,
         on_text: Callable[[str], None] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
-    ) -> GenerateResult:
+    ) -> Generated:
         """Sample a reply after the live sequence; blocking. The checkpoints of the prompt
         and the reply are left to read out for ``save_checkpoints``."""
         ...
@@ -99,11 +107,11 @@ class ChatEngine(Protocol):
         max_tokens: int,
         on_text: Callable[[int, str], None] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
-    ) -> list[GenerateResult]:
+    ) -> list[Generated]:
         """One reply per ``settings`` after the live sequence, sampled in one batch, the
-        live sequence left as it was (``sessions.branching.versions``); ``on_text`` gets
-        each version's index with its text; blocking. ``BatchUnavailable`` when no
-        context for the batch can be made.
+        live sequence left as it was; ``on_text`` gets each version's index with its
+        text; blocking. ``sessions.errors.BatchUnavailable`` when no context for the
+        batch can be made.
 
         The replies' last bits are not a reply's sampled alone: they are stored as replies
         not sampled alone (``GenerationStats.batch``), and each is then made live with
@@ -116,7 +124,7 @@ class ChatEngine(Protocol):
         """Read the checkpoints a switch to ``target`` would restore from disk into the
         checkpoint store's RAM tier, root first, until ``should_stop`` says so; never
         touches the live context, and reads no more than fits beside the checkpoints of
-        the branch shown (``sessions.branching.warm_ahead``); blocking.
+        the branch shown; blocking.
 
         It needs the engine as a plan does (it plans against the live state), and the
         reads after the plan touch only the checkpoint store: an engine in this process

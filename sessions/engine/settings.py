@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessions import paths
 from sessions.config.model import CheckpointConfig
@@ -20,6 +20,9 @@ from sessions.templates.override import (
     rules_from_config,
     variables_for,
 )
+
+if TYPE_CHECKING:
+    from sessions.config import Config
 
 _CHECKPOINTS = CheckpointConfig()
 
@@ -73,7 +76,7 @@ class EngineSettings:
                              type_k=type_id(self.cache_type_k), type_v=type_id(self.cache_type_v))
 
     @classmethod
-    def from_config(cls, config) -> EngineSettings:
+    def from_config(cls, config: Config) -> EngineSettings:
         template_file = getattr(config, "chat_template_file", None)
         return cls(
             n_ctx=config.n_ctx,

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sessions.engine.reports import LoadedModel
 from sessions.engine.settings import EngineSettings
-from sessions.errors import ContextOverflow, ControllerError
-from sessions.llama.batch_context import BatchUnavailable
-from sessions.llama.context import ContextFull, DecodeCancelled, DecodeError
-from sessions.llama.model import ModelInfo, ModelLoadError
+from sessions.errors import BatchUnavailable, ContextOverflow, ControllerError, DecodeCancelled
+from sessions.llama.context import ContextFull, DecodeError
+from sessions.llama.model import ModelLoadError
 from sessions.llama.placement import Placement
 from sessions.rpc.errors import RpcError
 
@@ -36,7 +36,7 @@ class LoadRequest:
 
 @dataclass(frozen=True)
 class Loaded:
-    info: ModelInfo
+    info: LoadedModel
     n_ctx: int
     load_seconds: float
     placement: Placement | None

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from sessions.errors import BatchUnavailable
 from sessions.llama.context import ContextFull, ContextParams, DecodeError, free_native, native_params
 from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
@@ -26,10 +27,6 @@ from sessions.llama.state_blob import FLAGS_FULL, Buffer, as_array, pointer
 
 PAD = 256
 """The context's size is rounded up to this many tokens (llama.cpp pads it too)."""
-
-
-class BatchUnavailable(DecodeError):
-    """No context for several versions at once could be made (memory, most often)."""
 
 
 class BatchContext:

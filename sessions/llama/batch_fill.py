@@ -3,12 +3,11 @@
 A prefill's work outside ``llama_decode`` is mostly the few Python calls between two
 batches, and there they run with cold CPU caches: a decode streams the model's weights
 through them, so the first numpy call after it fetches numpy's own code from memory
-again. Measured on the development VM (bench gemma3, batches of 512 tokens), filling a
-batch with four numpy assignments took 90-100 µs; the same bytes moved with three
-``ctypes.memmove`` calls from arrays prepared once took about 22 µs. Every prompt batch
-pays that, so prompt batches are filled from a ``TokenIds`` (the branch's tokens as one
-int32 array, its address taken once) and a table of positions; one generated token is
-written through ctypes directly.
+again: a few ``ctypes.memmove`` calls from arrays prepared once move the same bytes in a
+fraction of the time numpy's assignments take (the figures: ``docs/benchmarks.md``, "What
+the engine's choices rest on"). Every prompt batch pays that, so prompt batches are filled
+from a ``TokenIds`` (the branch's tokens as one int32 array, its address taken once) and a
+table of positions; one generated token is written through ctypes directly.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sessions.errors import LlamachatError
+from sessions.errors import DecodeCancelled, LlamachatError
 from sessions.llama.abort_flag import AbortFlag
 from sessions.llama.batch_fill import BatchFiller, TokenIds
 from sessions.llama.decode_speeds import DecodeSpeeds
@@ -38,10 +38,6 @@ class DecodeError(LlamachatError):
 
 class ContextFull(DecodeError):
     """No room left in the KV cache for the batch (the conversation outgrew n_ctx)."""
-
-
-class DecodeCancelled(LlamachatError):
-    """The user stopped the work; the live sequence no longer matches any token list."""
 
 
 def default_threads(cpus: int | None = None) -> int:
@@ -434,7 +430,7 @@ class LlamaContext:
         empties a sequence before it writes a state into it, so the spare keeps its copy
         of a batch until the next one's write, and is emptied once, on leaving: each
         emptying scans the whole cache, and a restore of many batches saves two scans a
-        batch (0.07-0.1 ms each on the development VM, for the bench models' 8,192 cells).
+        batch.
         With ``live_empty`` (the caller knows the live sequence holds nothing) the first
         batch goes straight into the live sequence, the very cells it would have taken
         through the spare one, and saves that batch's copy and scan.

@@ -3,11 +3,11 @@
 A restore puts checkpoint bytes where llama.cpp reads them from: cells joined into one
 state per batch, a sliding window laid out as a ring. Into new memory, that costs a page
 fault per 4 KB, and on some machines (virtual ones especially) the faults cost more than
-the reads and copies: on the development VM, 0.8 ms per MB against 0.1 ms for a copy into
-memory already touched, so a 15 MB restore spent most of its time mapping pages. These
-buffers are therefore kept (grow-only, up to ``KEEP`` bytes each) and, when an engine
-starts, touched ahead of the first restore (``prepare``), sized from the checkpoints on
-disk: the model loads and the chat opens meanwhile. The touching runs on the page
+the reads and copies, several times a copy into memory already touched
+(``docs/benchmarks.md``, "What the engine's choices rest on"). These buffers are
+therefore kept (grow-only, up to ``KEEP`` bytes each) and, when an engine starts,
+touched ahead of the first restore (``prepare``), sized from the checkpoints on disk:
+the model loads and the chat opens meanwhile. The touching runs on the page
 toucher (``page_touching``) made here, which the context's warm buffers share. The
 helper thread that reads checkpoints beside a restore is kept here too (``reader``).
 """
@@ -29,28 +29,20 @@ KEEP = 256 << 20
 """Largest buffer kept between restores; a larger one is made for one restore and freed.
 
 Kept buffers are memory held for good (join buffers, and a ring or a recurrent
-snapshot: about 17 MB for the bench gemma3). The limit lets the ring of a model of a
-few billion parameters stay: a gemma3 of about 2B with a 1,024-token window has a
-ring of 100-200 MB by its shape, and mapping that much anew took 20-120 ms on the
-development VM, several times the copy into it (12 ms for 128 MB) and more than a
-GPU's prefill of a few thousand tokens. Beyond it (a model whose ring or largest
-cells file alone passes 256 MB), a restore pays the page faults rather than hold
-that much beside the cache for good."""
+snapshot). The limit lets the ring of a model of a few billion parameters stay (a
+gemma3 of about 2B with a 1,024-token window has a ring of 100-200 MB by its shape):
+mapping that much anew costs several times the copy into it, and more than a GPU's
+prefill of a few thousand tokens. Beyond it (a model whose ring or largest cells file
+alone passes 256 MB), a restore pays the page faults rather than hold that much beside
+the cache for good."""
 
 READERS = 1
 """Helper threads reading beside a restore (``reader``). One, so that the reads happen in
 the order they were asked for (the snapshot first). One is enough now that checking a
-file costs little (CRC-32 at 50 GB/s, ``file_format.crc32``): reading a batch then takes
-about as long as llama.cpp's copy of it, and a second helper only competed for the cores
-and the GIL.
-Measured on the 2-core development VM, W1's branch from disk in new processes, median of
-seven: gemma3 10.6 ms with one helper against 13.2 with two, lfm2 10.9 against 12.8
-(with zlib's CRC-32 at 4 GB/s, two had been faster than one). There, reading every
-batch on the restoring thread itself took about as long again: the two cores' copies
-slow each other down about as much as running them side by side gains. So did the
-restoring thread reading ahead a batch the helper had not begun while it waited
-(medians of 21 new processes, alternating: gemma3 10.9 ms against 10.1, lfm2 12.5
-against 12.5)."""
+file costs little (``file_format.crc32``): reading a batch then takes about as long as
+llama.cpp's copy of it, and a second helper only competed for the cores and the GIL (the
+figures, and the other orders tried: ``docs/benchmarks.md``, "What the engine's choices
+rest on")."""
 
 
 class RestoreMemory:
@@ -71,8 +63,7 @@ class RestoreMemory:
 
         Kept from one restore to the next like the buffers, and first asked for by
         ``prepare``, so that its thread starts while the model loads: starting a thread
-        at each restore and joining it at the end cost 0.4-0.5 ms of a 10 ms restore on
-        the development VM."""
+        at each restore and joining it at the end costs a few percent of a restore."""
         with self._cond:
             if self._reader is None:
                 self._reader = ThreadPoolExecutor(READERS, thread_name_prefix="checkpoint-read")

@@ -5,7 +5,7 @@ cells in and out of llama.cpp): a run that decodes from position 0 puts position
 cell ``p mod N`` of a ring of ``N`` cells. A window is at most a lap of the ring
 (``n_swa <= N``, or the context is shorter than both), so it wraps at most once, and its
 order in the ring is one or two ranges of positions: reckoned here rather than sorted,
-because a new process's first restore paid 0.3-0.7 ms for numpy's first argsort and diff.
+because a new process's first restore paid for numpy's first argsort and diff.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ only reads logits from a context, so for those this applies the same sampler cha
 ``llama_token_data_array`` built from a numpy array instead.
 
 Building that array over the whole vocabulary costs more than the chain itself: with a
-262,144-token vocabulary (Gemma 3) about 0.55 ms a token on the development VM, and
-after a decode (caches cold) 1.2 ms, a third of a small model's token on a GPU. Greedy
-sampling with no repeat penalty needs none of it: the chain's greedy sampler takes the
-first largest logit, which is what ``np.argmax`` finds (0.05 ms there). Other sampling,
+large vocabulary, after a decode (caches cold), a good part of a small model's token on a
+GPU (``docs/benchmarks.md``, "What the engine's choices rest on"). Greedy sampling with
+no repeat penalty needs none of it: the chain's greedy sampler takes the first largest
+logit, which is what ``np.argmax`` finds, a tenth of the time. Other sampling,
 when the logits are those of the context's last decode (every generated token after the
 first), lets llama.cpp fill the array itself in C (``llama_sampler_sample``): the same
 array, so the same token, without numpy's three passes.

@@ -1,20 +1,20 @@
 """Memory for the state reads a decode cannot put off, with its pages already mapped.
 
 A new buffer's pages are mapped on first write, one page fault per 4 KB. On some
-machines (virtual ones especially) that costs more than the copy itself: on the
-development VM, reading a 4 MB sliding window took 2.9 ms into new memory and 0.7 ms
-into touched memory. The snapshots a prefill must read while it runs (a window the ring
-is about to overwrite, a recurrent state the next token changes) have one size per
-model, so a helper thread keeps a buffer or two of that size with every page touched,
-and the decode loop takes one instead of allocating.
+machines (virtual ones especially) that costs more than the copy itself, several times a
+read into touched memory (``docs/benchmarks.md``, "What the engine's choices rest on").
+The snapshots a prefill must read while it runs (a window the ring is about to
+overwrite, a recurrent state the next token changes) have one size per model, so a
+helper thread keeps a buffer or two of that size with every page touched, and the decode
+loop takes one instead of allocating.
 
 The helper starts touching when the next ``llama_decode`` starts (``refill``), not when a
 buffer is taken: then the decode loop's own work between two batches has the cores to
 itself. The touching runs on the context's one page-touching thread (``page_touching``,
 shared with the restore memory), in ``ctypes.memset``, which releases the GIL: on a machine
 with free cores (any GPU machine) it costs nothing; on a busy CPU it takes a few
-milliseconds from a decode that lasts a second (measured: 3 ms per 4 MB window here,
-beside a 0.5 s batch; at the lowest priority it only waited longer, for no gain).
+milliseconds from a decode that lasts a second (at the lowest priority it only waited
+longer, for no gain).
 """
 
 from __future__ import annotations

@@ -29,17 +29,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sessions.controller import (
+from sessions.api.chat import TemplateError
+from sessions.api.library import StoreError
+from sessions.errors import (
     ContextOverflow,
     ControllerError,
     GenerationCancelled,
     LlamachatError,
     ReplyNotSaved,
-    SamplingSettings,
-    StoreError,
-    TemplateError,
     TurnTaken,
 )
+from sessions.sampling import SamplingSettings
 from sessions.serve.bodies import chat_request, completion_request
 from sessions.serve.engine_thread import Done, EngineThread, Failed, Job, Report, Started, Text
 from sessions.serve.errors import ApiError

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.events import Event, ignore
 from sessions.serve.errors import ApiError
 

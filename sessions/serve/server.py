@@ -1,6 +1,6 @@
 """``llamachat serve`` running: the runtime opened, the model loaded, uvicorn listening.
 
-The core is opened as the app and ``ask`` open it (``sessions.runtime.open_runtime``), so
+The core is opened as the app and ``ask`` open it (``sessions.api.runtime.open_runtime``), so
 the server shares their database, checkpoints and rules for several processes: the app
 and ``ask`` keep working on the same data dir while it runs, and the chats it keeps open
 in the app. The socket is bound here first, so a port in use is one sentence, and port
@@ -26,11 +26,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sessions.config import Config
-from sessions.controller import SamplingSettings, SessionController
+from sessions.api.chat import SessionController
+from sessions.api.runtime import open_runtime
+from sessions.api.settings import Config
 from sessions.errors import LlamachatError
 from sessions.events import Event, NoticeRaised
-from sessions.runtime import open_runtime
+from sessions.sampling import SamplingSettings
 from sessions.serve.app import Api, Limits, ServedModel
 from sessions.serve.engine_thread import SIGNALS, EngineThread
 

@@ -15,20 +15,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sessions.controller import (
-    GenerationCancelled,
-    Message,
-    PlacedRequest,
-    SamplingSettings,
-    ServedMessage,
-    SessionController,
-    StopReason,
-)
+from sessions.api.chat import PlacedRequest, ServedMessage, SessionController
+from sessions.errors import GenerationCancelled
 from sessions.events import Event, NoticeRaised, TextStreamed
+from sessions.sampling import SamplingSettings
 from sessions.serve.bodies import ChatRequest, CompletionRequest, Sampling
 from sessions.serve.engine_thread import Job, Text
 from sessions.serve.errors import ApiError
 from sessions.serve.stop_words import StopWatch
+from sessions.stop_reason import StopReason
+from sessions.tree import Message
 
 log = logging.getLogger("llamachat.serve")
 

@@ -1,7 +1,7 @@
 """The frozen token lists of messages: the part of the store the engine reads and fills.
 
 Kept apart from ``SessionStore``'s sessions and messages (which it extends) because only
-the engine side uses it: ``branch_tokens`` reads a session's lists and stores the ones
+the engine side uses it: ``controller.branch_tokens`` reads a session's lists and stores the ones
 it computes. Lists come in only from this program's own tokenizer and sampler, never
 from an imported file (see ``sessions.exchange.json_format``).
 """

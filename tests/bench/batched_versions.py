@@ -14,7 +14,7 @@ measures, straight on llama.cpp:
 - ``alone_over_one``: the same N one after another (what the app does now);
 - ``settle_seconds``: each version decoded again as one batch from the question's state
   (restored with ``llama_state_seq_set_data``), as a rebuild decodes a reply that was not
-  sampled one token at a time alone (``stepped`` false in ``sessions.branch_tokens``);
+  sampled one token at a time alone (``stepped`` false in ``sessions.controller.branch_tokens``);
   ``batch_and_settle_over_one``, the batch and that together over one version. Stored as
   such a reply, a batched version's cells are a rebuild's by construction;
 - ``app_*``: the same through the app's engine (``LlamaChatEngine`` over a checkpoint
@@ -187,7 +187,7 @@ def through_the_app(path: str, n: int, tokens: int, threads: int, seed: int, gpu
     from pathlib import Path
 
     from sessions.checkpoints import CheckpointStore
-    from sessions.controller.reply import BranchTokens
+    from sessions.controller.branch_tokens import BranchTokens
     from sessions.controller.versions import settle
     from sessions.engine.chat_engine import LlamaChatEngine
     from sessions.llama.batch_context import BatchContext

@@ -81,15 +81,17 @@ from tests.bench.workload import REOPEN_MESSAGE
 __all__ = ["Bench", "emit", "main", "models"]
 
 
-def files_read(bench: Bench, leaf_id: int, plan) -> list[Path]:
-    """The checkpoint files a restore of the branch up to ``leaf_id`` reads, per its plan."""
-    from sessions.branch_tokens import branch_tokens
+def files_read(bench: Bench, leaf_id: int) -> list[Path]:
+    """The checkpoint files a restore of the branch up to ``leaf_id`` reads, per the branch
+    engine's plan for it."""
     from sessions.branching.captures import prefix_hashes
     from sessions.branching.segments import segment_boundaries
     from sessions.checkpoints.keys import address
+    from sessions.controller.branch_tokens import branch_tokens
 
     engine = bench.branches
-    tokens, ends, _ = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
+    tokens, ends, stepped = branch_tokens(bench.store, bench.ctl.engine, bench.ctl.snapshot().tree.path_to(leaf_id))
+    plan = engine.plan(tokens, ends, need_logits=False, stepped=stepped)
     prefixes = prefix_hashes(tokens, segment_boundaries(ends, engine.interval))
     folder = bench.root / "checkpoints"
     paths = [folder / address(engine.compat, prefixes[info.end], "cells") for info in plan.restore]
@@ -102,8 +104,8 @@ def exact_after_reopen(bench: Bench, leaf_id: int) -> dict:
     """Logits of the branch restored from disk against a fresh context's, bit for bit."""
     import numpy as np
 
-    from sessions.branch_tokens import branch_tokens
     from sessions.branching.branch_engine import BranchEngine
+    from sessions.controller.branch_tokens import branch_tokens
     from sessions.llama.context import LlamaContext
 
     engine = bench.ctl.engine
@@ -131,8 +133,7 @@ def restore_last_branch(bench: Bench, w1: dict) -> tuple[object, list[Path]]:
     """Open the W1 session in ``bench`` and restore its last branch; the result and files read."""
     ctl = bench.ctl
     ctl.open_session(w1["session"])
-    plan = ctl.routes.plan_for(w1["leaf"])
-    files = files_read(bench, w1["leaf"], plan)
+    files = files_read(bench, w1["leaf"])
     return ctl.warm(w1["leaf"]), files
 
 

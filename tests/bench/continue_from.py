@@ -48,8 +48,8 @@ def route(result, seconds: float | None = None) -> dict:
 
 def run(arch: str, size: str, turns: int, reply_tokens: int, threads: int, root: Path) -> dict:
     from sessions.checkpoints import CheckpointStore
+    from sessions.controller.branch_tokens import BranchTokens
     from sessions.controller.continuation import whole_reply_first
-    from sessions.controller.reply import BranchTokens
     from sessions.engine.chat_engine import LlamaChatEngine
     from sessions.llama.context import ContextParams
     from sessions.sampling import SamplingSettings

@@ -94,8 +94,8 @@ async def open_and_quit(session_id: int, model: Path, last_words: str) -> dict:
     """
     from textual import events
 
+    from sessions.api.chat import SessionController
     from sessions.config import Config
-    from sessions.controller import SessionController
     from sessions.sampling import SamplingSettings
     from sessions.store import SessionStore
     from tests.tui.fake_engine import FakeEngineFactory

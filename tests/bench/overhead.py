@@ -31,9 +31,9 @@ def _turn(engine, tokens, ends, stepped, settings, n_gen):
 
 def turn_overhead(bench, turns: int = TURNS, n_gen: int = REPLY_TOKENS) -> dict:
     """Same turns on two contexts, with and without checkpoints, interleaved."""
-    from sessions.branch_tokens import branch_tokens
     from sessions.branching.branch_engine import BranchEngine
     from sessions.checkpoints import CheckpointStore
+    from sessions.controller.branch_tokens import branch_tokens
     from sessions.llama.context import ContextParams, LlamaContext
     from sessions.sampling import SamplingSettings
 

@@ -53,7 +53,7 @@ class Prompt:
 
 def w1_prompts(bench: Bench) -> list[Prompt]:
     """The build and the six events of the W1 run ``bench`` just made, as token ids."""
-    from sessions.branch_tokens import branch_tokens
+    from sessions.controller.branch_tokens import branch_tokens
 
     tree = bench.ctl.snapshot().tree
 

@@ -42,8 +42,8 @@ import termios
 import time
 from pathlib import Path
 
+from sessions.api.chat import SessionController
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.store.records import NewMessage

@@ -24,8 +24,8 @@ from tests.bench.workload import w1_texts
 def controller(path: Path, root: Path, threads: int, checkpoints: bool) -> Iterator:
     """A controller with the model loaded over the sessions and checkpoints in ``root``;
     everything is closed on the way out, as a quitting app closes it."""
+    from sessions.api.chat import EngineSettings, SessionController
     from sessions.checkpoints import CheckpointStore
-    from sessions.controller import EngineSettings, SessionController
     from sessions.engine.factory import llama_engine_factory
     from sessions.sampling import SamplingSettings
     from sessions.store import SessionStore
@@ -52,10 +52,11 @@ RECORDS: list[dict] = []
 def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
     from dataclasses import asdict
 
-    from sessions.branch_tokens import branch_tokens
+    from sessions.controller.branch_tokens import branch_tokens
 
     plan = ctl.routes.plan_for(leaf_id)
-    _, ends, stepped = branch_tokens(ctl._store, ctl.engine, ctl.snapshot().tree.path_to(leaf_id))
+    tokens, ends, stepped = branch_tokens(ctl._store, ctl.engine, ctl.snapshot().tree.path_to(leaf_id))
+    route = ctl.engine.branches.plan(tokens, ends, need_logits=False, stepped=stepped)  # the parts it restores
     done = ctl.warm(leaf_id)
     record = {"event": label, "restored": done.tokens_restored, "evaluated": done.tokens_evaluated,
               "estimate_s": round(plan.estimate_seconds, 3), "actual_s": round(done.seconds, 3),
@@ -65,10 +66,10 @@ def switch(ctl, label: str, leaf_id: int, **extra) -> dict:
     # What the estimate was made from, for ``tests/controller/test_switch_estimate.py`` to price again.
     RECORDS.append({**record, "ends": ends, "stepped": stepped,
                     "evaluate_from": plan.evaluate_from, "target_len": plan.target_len,
-                    "restore": [asdict(part) for part in plan.restore],
-                    "snapshot": asdict(plan.snapshot) if plan.snapshot else None,
-                    "rewind": asdict(plan.rewind) if plan.rewind else None,
-                    "cost": asdict(plan.cost)})
+                    "restore": [asdict(part) for part in route.restore],
+                    "snapshot": asdict(route.snapshot) if route.snapshot else None,
+                    "rewind": asdict(route.rewind) if route.rewind else None,
+                    "cost": asdict(plan.rates)})
     return record
 
 

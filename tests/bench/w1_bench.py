@@ -32,9 +32,9 @@ class Bench:
                  cache_type: str = "f16", *, spec=None, ram_mb: int | None = None):
         """``spec``: a made model's ``ModelSpec`` (its KV bytes are checked against the
         context's); ``ram_mb``: the checkpoints' RAM tier (default: the app's)."""
+        from sessions.api.chat import EngineSettings, SessionController
         from sessions.checkpoints import CheckpointStore
         from sessions.config.model import CheckpointConfig
-        from sessions.controller import EngineSettings, SessionController
         from sessions.engine.factory import llama_engine_factory
         from sessions.sampling import SamplingSettings
         from sessions.store import SessionStore
@@ -92,8 +92,8 @@ class Bench:
 
     def scratch(self, leaf_id: int):
         """A fresh context with no checkpoints evaluating the branch up to ``leaf_id`` from zero."""
-        from sessions.branch_tokens import branch_tokens
         from sessions.branching.branch_engine import BranchEngine
+        from sessions.controller.branch_tokens import branch_tokens
         from sessions.llama.context import LlamaContext
 
         engine = self.ctl.engine
@@ -218,7 +218,7 @@ class Bench:
         return self.event(W1_EVENTS[step], asked, reply)
 
     def build_w1(self) -> dict:
-        from sessions.conversation import Conversation
+        from sessions.controller.conversation import Conversation
 
         ctl = self.ctl
         texts = w1_texts(ctl.engine.tokenize)
@@ -262,7 +262,7 @@ class Bench:
         return result, self.branches.ctx.bytes_read - before[-1] if before else 0
 
     def disk(self) -> dict:
-        from sessions.branch_tokens import branch_tokens
+        from sessions.controller.branch_tokens import branch_tokens
 
         tree = self.ctl.snapshot().tree
         frozen = self.store.session_tokens(self.ctl.session_id)

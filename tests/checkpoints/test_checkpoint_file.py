@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from sessions import durable
 from sessions.checkpoints import (
     CheckpointStore,
     InvalidSegmentError,
     PrefixHasher,
     Segment,
     StateCompat,
-    atomic_file,
     prefix_hash,
 )
 from sessions.checkpoints.errors import CorruptCheckpointError
@@ -249,7 +249,7 @@ def test_no_partial_file_is_visible_when_a_write_fails_before_rename(tmp_path, p
         seen.append((Path(path).exists(), Path(temp).stat().st_size))
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(atomic_file.os, "replace", crash)
+    monkeypatch.setattr(durable.os, "replace", crash)
     with open_store(tmp_path, problems) as store:
         store.put(seg)
         assert store.flush(timeout=30)
@@ -265,8 +265,9 @@ def test_temp_file_of_a_crashed_process_is_ignored_and_removed_on_start(tmp_path
     script = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(REPO)!r})
-        from sessions.checkpoints import CheckpointStore, Segment, StateCompat, atomic_file
-        atomic_file.os.replace = lambda src, dst: os._exit(17)
+        from sessions import durable
+        from sessions.checkpoints import CheckpointStore, Segment, StateCompat
+        durable.os.replace = lambda src, dst: os._exit(17)
         store = CheckpointStore({str(tmp_path)!r}, ram_bytes=1 << 20, disk_bytes=1 << 20)
         store.put(Segment(StateCompat("m", "p"), "1" * 32, None, 0, 10, b"s" * 5000, None))
         store.flush()
@@ -293,7 +294,7 @@ def test_temp_file_of_a_live_writer_is_kept_until_stale(tmp_path, problems) -> N
     with open_store(tmp_path, problems) as store:
         assert store.flush(timeout=30)
     assert live.exists()
-    hours_ago = time.time() - 2 * atomic_file.STALE_TEMP_SECONDS
+    hours_ago = time.time() - 2 * durable.STALE_TEMP_SECONDS
     os.utime(live, (hours_ago, hours_ago))
     with open_store(tmp_path, problems) as store:
         assert store.flush(timeout=30)

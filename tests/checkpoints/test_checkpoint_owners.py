@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions.checkpoint_owners import ChatTokens, ownership
 from sessions.checkpoints import CheckpointFile, prefix_hash
 from sessions.checkpoints.keys import model_folder
+from sessions.checkpoints.owners import ChatTokens, ownership
 
 MODEL = "sha256:" + "ef" * 32
 SYSTEM = list(range(1, 11))

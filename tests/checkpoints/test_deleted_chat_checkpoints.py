@@ -1,7 +1,7 @@
 """A deleted chat's own checkpoint files go with it; a file deleted under a running store
 is recomputed. Real engine, real files, on the sliding-window model (cells and snapshots).
 
-The files a chat owns are found from the chat's stored tokens alone (``checkpoint_owners``),
+The files a chat owns are found from the chat's stored tokens alone (``checkpoints.owners``),
 so these tests first check that every file the engine wrote is found that way.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from sessions.checkpoint_owners import ChatTokens, ownership
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.checkpoints import CheckpointStore, list_files, remove_files
-from sessions.controller import EngineSettings, SessionController
+from sessions.checkpoints.owners import ChatTokens, ownership
 from sessions.engine.factory import llama_engine_factory
 from sessions.events import NoticeRaised
 from sessions.sampling import SamplingSettings

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sessions.controller import EngineSettings, ReplyNotSaved, SessionController
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
+from sessions.errors import ReplyNotSaved
 from sessions.events import TextStreamed
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore

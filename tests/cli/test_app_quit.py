@@ -1,7 +1,7 @@
 """Quitting the app right after opening a large imported chat is prompt, and loses nothing.
 
 A chat imported from a file has no tokens for the model yet: opening it computes and
-stores the tokens of its branch, message by message (``sessions.branch_tokens``). They
+stores the tokens of its branch, message by message (``sessions.controller.branch_tokens``). They
 used to be stored one transaction per message, and quitting waited for all of them:
 some 20 s for 5,000 messages. Now they are stored in batches, the quit stops the work
 between two messages, and what was computed is stored whole; the rest is computed the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions.branch_tokens import freeze_all
+from sessions.controller.branch_tokens import freeze_all
 from sessions.exchange import export_json
 from sessions.store import SessionStore
 from sessions.synth import make_model
@@ -80,7 +80,7 @@ def test_quitting_half_a_second_after_opening_a_freshly_imported_chat_is_prompt(
 
 def check_whole(messages, lists) -> None:
     """Each stored list is the message's whole list, as a fresh computation gives it."""
-    from sessions.controller import SessionController
+    from sessions.api.chat import SessionController
     from sessions.engine.factory import llama_engine_factory
     from sessions.engine.settings import EngineSettings
 

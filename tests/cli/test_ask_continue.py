@@ -15,8 +15,10 @@ import sys
 import numpy as np
 import pytest
 
-from sessions.controller import ControllerError, EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
+from sessions.controller.branch_tokens import branch_tokens
 from sessions.engine.factory import llama_engine_factory
+from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
@@ -54,7 +56,8 @@ def test_a_continued_reply_is_one_longer_generation_and_evaluates_nothing(contro
     cut = controller.generate_reply()
     assert cut.stats.stop_reason == StopReason.LENGTH and cut.stats.tokens_generated == 6
 
-    plan = controller.routes.plan_for(cut.id)
+    tokens, ends, stepped = branch_tokens(controller._store, controller.engine, controller.snapshot().path)
+    plan = controller.engine.branches.plan(tokens, ends, stepped=stepped)
     assert (plan.tokens_to_evaluate, plan.logits_source) == (0, "live")  # the logits after the cut were kept
     longer = controller.continue_reply(max_tokens=5)
     assert (longer.stats.tokens_evaluated, longer.stats.tokens_restored) == (0, 0)  # all of it still live
@@ -82,7 +85,6 @@ def test_what_cannot_be_continued_is_refused_in_plain_words(controller):
 
 
 def test_a_reply_edited_by_hand_goes_on_from_its_text_exactly(controller):
-    from sessions.branch_tokens import branch_tokens
     from sessions.branching.branch_engine import BranchEngine
     from sessions.llama.context import LlamaContext
 

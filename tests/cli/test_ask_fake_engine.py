@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from sessions import paths, runtime
+from sessions import paths
+from sessions.api import runtime
 from sessions.cli import main
 from sessions.store import SessionStore
 from sessions.templates.chat_template import ChatTemplate
@@ -140,7 +141,7 @@ def test_a_gone_model_without_another_is_said_in_one_line(capsys, factory, model
 
 
 def test_demo_answers_with_the_demo_model_the_app_uses(capsys, factory):
-    from sessions.controller import ModelCatalogue
+    from sessions.api.chat import ModelCatalogue
 
     code, _, err = ask(capsys, "--demo", "hello?")
     assert code == 0, err
@@ -179,7 +180,7 @@ TURN = "The quick brown fox jumps over the lazy dog near the river bank. " * 3
 def test_a_ctrl_c_while_trimming_writes_no_reply(capsys, factory, models, monkeypatch):
     """The stop arrives inside the trim job: the trim's template renders stop with it (nothing
     is trimmed), and no reply follows; the message stays where it was sent."""
-    from sessions import context_fit
+    from sessions.controller import context_fit
 
     factory.script.n_ctx = 512
     with SessionStore.open() as store:  # about 1,200 tokens (bytes) for a 512-token context

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from sessions import cli
-from sessions.controller import ContextOverflow, EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
+from sessions.errors import ContextOverflow
 from sessions.events import NoticeRaised
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore

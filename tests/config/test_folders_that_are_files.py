@@ -61,9 +61,9 @@ def test_the_checkpoint_folders_warning_is_kept_when_it_comes_before_the_control
     """The checkpoint writer looks at its folder on its own thread as soon as the store
     opens; here it has finished (and found a file) before the controller is made, which a
     slow start allows. Its one warning is among the notices, not lost."""
-    from sessions import runtime as runtime_module
+    from sessions.api import runtime as runtime_module
+    from sessions.api.chat import SessionController
     from sessions.config import Config
-    from sessions.controller import SessionController
     from tests.tui.fake_engine import FakeEngineFactory
 
     cache = tmp_path / "cache-is-a-file"

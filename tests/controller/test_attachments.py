@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.attachments import (
     MAX_ATTACHMENT_BYTES,
     Attachment,
@@ -20,7 +21,6 @@ from sessions.attachments import (
     fenced,
     read_attachment,
 )
-from sessions.controller import EngineSettings, SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.synth import make_model

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.events import ModelLoaded, NoticeRaised
 from sessions.llama.attention_check import AttentionVerdict, VerdictLog
 from sessions.llama.placement import Placement
@@ -61,7 +61,8 @@ class PlacedOnGpu(FakeEngineFactory):
 
     def __call__(self, path, settings, on_progress):
         engine = super().__call__(path, settings, on_progress)
-        engine.placement = self.placement  # type: ignore[attr-defined]
+        engine.devices = self.placement.summary()  # as LlamaChatEngine says it from its placement
+        engine.attention_notice = self.placement.attention_notice()
         return engine
 
 

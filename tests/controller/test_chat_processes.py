@@ -12,8 +12,9 @@ import threading
 
 import pytest
 
-from sessions.controller import ReplyNotSaved, SessionController, TurnTaken
-from sessions.conversation import Conversation
+from sessions.api.chat import SessionController
+from sessions.controller.conversation import Conversation
+from sessions.errors import ReplyNotSaved, TurnTaken
 from sessions.events import TextStreamed
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.branching.captures import Captures
 from sessions.branching.restore_reads import RestoreReads
 from sessions.branching.swa_ring import SwaRing
 from sessions.checkpoints import CheckpointStore
-from sessions.controller import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
 from sessions.llama.context import LlamaContext
 from sessions.llama.state_blob import LayoutError

@@ -8,8 +8,8 @@ must be its tokens read as one run, the character whole, with no replacement cha
 
 from __future__ import annotations
 
+from sessions.api.chat import SessionController
 from sessions.branching.branch_engine import GenerateResult
-from sessions.controller import SessionController
 from sessions.llama.detokenizer import Detokenizer
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sessions.controller import ControllerError, GenerationCancelled, SessionController
+from sessions.api.chat import SessionController
+from sessions.errors import ControllerError, GenerationCancelled
 from sessions.events import ModelLoaded, ReplyFinished, TextStreamed
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason

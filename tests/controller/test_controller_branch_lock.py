@@ -15,8 +15,8 @@ from itertools import accumulate
 
 import pytest
 
-from sessions.branch_tokens import freeze_all
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
+from sessions.controller.branch_tokens import freeze_all
 from sessions.sampling import SamplingSettings
 from tests.tui.fake_engine import FakeEngineFactory
 

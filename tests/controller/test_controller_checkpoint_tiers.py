@@ -7,8 +7,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.checkpoints import CheckpointStore
-from sessions.controller import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
 from sessions.sampling import SamplingSettings
 from sessions.synth import make_model

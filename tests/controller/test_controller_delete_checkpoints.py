@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from sessions import paths
+from sessions.api.chat import SessionController
 from sessions.checkpoints import CheckpointStore
-from sessions.controller import SessionController, checkpoint_cleanup
+from sessions.controller import checkpoint_cleanup
 from sessions.events import NoticeRaised
 from sessions.store import SessionNotFound
 from tests.cli.test_cli_cache import A_OWN, Chats

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.store import DatabaseReadOnly, SessionStore, opening
 from tests.tui.fake_engine import FakeEngineFactory
 
@@ -63,7 +63,7 @@ def test_a_new_chat_on_a_read_only_database_still_loads(read_only_store, tmp_pat
 
 def test_a_reopened_chat_loads_its_own_model_while_its_file_is_there(tmp_path):
     """The one rule the app and ``ask`` both follow (``ModelCatalogue.model_to_reopen``)."""
-    from sessions.controller import ModelCatalogue
+    from sessions.api.chat import ModelCatalogue
 
     mine, configured = tmp_path / "mine.gguf", tmp_path / "conf.gguf"
     models = ModelCatalogue()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.sampling_presets import (
     BUILT_IN,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.controller import SamplingSettings
+from sessions.sampling import SamplingSettings
 from sessions.synth import make_model
 from tests.controller.test_other_models_reply_stays_unstepped import from_scratch
 from tests.real_controller import real_controller

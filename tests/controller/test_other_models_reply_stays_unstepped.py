@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from sessions.branching.branch_engine import BranchEngine
-from sessions.controller import ControllerError
+from sessions.errors import ControllerError
 from sessions.llama.context import LlamaContext
 from sessions.synth import make_model
 from tests.real_controller import real_controller

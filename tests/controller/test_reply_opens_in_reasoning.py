@@ -65,7 +65,7 @@ def test_a_reply_follows_the_prompt_its_question_was_frozen_with(tmp_path, store
     """A question keeps the tokens it was first given, generation prompt included: a reply
     regenerated after the template variables changed follows the old prompt (here a closed
     block), so its answer must not be taken for reasoning. A new question gets the new one."""
-    from sessions.controller import SessionController
+    from sessions.api.chat import SessionController
     from tests.tui.fake_engine import FakeEngineFactory, FakeScript
 
     source = (TEMPLATES / "Qwen3.5-4B.jinja").read_text()

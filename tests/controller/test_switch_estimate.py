@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from sessions.branching.planner import STEP_PRIOR, CostModel, Plan, SegmentInfo, SnapshotInfo, with_speeds
-from sessions.controller.reply import BranchTokens
+from sessions.controller.branch_tokens import BranchTokens
 from sessions.controller.switch_estimate import TokenCounts, priced, size_prior, stored_rates, token_counts
+from sessions.engine.chat_engine import route_plan
+from sessions.engine.reports import Rates, RoutePlan
 from sessions.llama.decode_speeds import BATCH_MIN, SAMPLES, DecodeSpeeds
 from sessions.tree import GenerationStats
 
@@ -21,9 +23,10 @@ SHOWN = 0.1
 of two such times says nothing a user could see."""
 
 
-def plan(evaluate_from: int, cost: CostModel, restore=(), snapshot=None) -> Plan:
-    return Plan(keep=0, restore=restore, evaluate_from=evaluate_from, target_len=400, logits_source="decode",
-                cost=cost, snapshot=snapshot)
+def plan(evaluate_from: int, cost: CostModel, restore=(), snapshot=None) -> RoutePlan:
+    """The planner's plan, as the engine hands it over."""
+    return route_plan(Plan(keep=0, restore=restore, evaluate_from=evaluate_from, target_len=400,
+                           logits_source="decode", cost=cost, snapshot=snapshot))
 
 
 def test_tokens_are_counted_by_how_they_are_decoded():
@@ -67,7 +70,8 @@ def test_batched_and_replayed_tokens_and_restored_bytes_are_priced_apart():
     snapshot = SnapshotInfo(150, "disk", has_state=True, has_logits=False, nbytes=500_000)
     got = priced(plan(150, cost, restore, snapshot), BRANCH)
     assert got.estimate_seconds == pytest.approx(50 * 1e-3 + 200 * 9e-3 + 1e-3 + 4e-3 + 2e-3)
-    assert got.cost == cost
+    assert got.rates == Rates(eval_per_token=1e-3, step_seconds=9e-3, ram_seconds_per_byte=1e-9,
+                              disk_seconds_per_byte=4e-9)
 
 
 def test_before_any_decode_the_chats_stored_replies_give_the_rates():
@@ -82,10 +86,10 @@ def test_before_any_decode_the_chats_stored_replies_give_the_rates():
         GenerationStats(tokens_evaluated=3, prompt_seconds=0.3, tokens_generated=2, generation_tps=2.0,
                         sampled_by=mine),  # too short to measure
     ]
-    cost = stored_rates(replies, mine, CostModel())
-    assert cost.measured
-    assert cost.eval_per_token == pytest.approx(2e-3) and cost.step_seconds == pytest.approx(0.02)
-    assert stored_rates(replies[2:3], mine, CostModel()) == CostModel()
+    rates = stored_rates(replies, mine, Rates())
+    assert rates.measured
+    assert rates.eval_per_token == pytest.approx(2e-3) and rates.step_seconds == pytest.approx(0.02)
+    assert stored_rates(replies[2:3], mine, Rates()) == Rates()
 
 
 def recorded_switches() -> list[tuple[str, dict]]:
@@ -108,12 +112,12 @@ def test_recorded_switches_took_within_twice_their_estimate(model, switch):
     models and stories260K), priced again from what their estimate was made from: the
     rates measured before the switch, and the branch's batched and replayed tokens."""
     branch = BranchTokens(tokens=[0] * switch["target_len"], ends=switch["ends"], stepped=switch["stepped"])
-    again = priced(Plan(keep=0, restore=tuple(SegmentInfo(**p) for p in switch["restore"]),
-                        evaluate_from=switch["evaluate_from"], target_len=switch["target_len"],
-                        logits_source="decode",
-                        snapshot=SnapshotInfo(**switch["snapshot"]) if switch["snapshot"] else None,
-                        rewind=SnapshotInfo(**switch["rewind"]) if switch["rewind"] else None),
-                   branch, CostModel(**switch["cost"]))
+    again = priced(route_plan(Plan(keep=0, restore=tuple(SegmentInfo(**p) for p in switch["restore"]),
+                                   evaluate_from=switch["evaluate_from"], target_len=switch["target_len"],
+                                   logits_source="decode",
+                                   snapshot=SnapshotInfo(**switch["snapshot"]) if switch["snapshot"] else None,
+                                   rewind=SnapshotInfo(**switch["rewind"]) if switch["rewind"] else None)),
+                   branch, Rates(**switch["cost"]))
     actual = switch["actual_s"]
     assert 0.5 <= actual / again.estimate_seconds <= 2.0, (actual, again.estimate_seconds)
 
@@ -124,22 +128,22 @@ def test_a_reopened_chat_is_priced_at_the_decode_rates_its_replies_recorded():
     what it took. The engine's own rates, stored with the reply, are what a switch decodes at."""
     slow = GenerationStats(tokens_evaluated=40, prompt_seconds=0.4, tokens_generated=50, generation_tps=20.0,
                            sampled_by="fp", decode_batch_seconds=0.002, decode_step_seconds=0.02)
-    cost = stored_rates([slow] * 3, "fp", CostModel())
-    assert cost.measured
-    assert cost.eval_per_token == pytest.approx(0.002) and cost.step_seconds == pytest.approx(0.02)
+    rates = stored_rates([slow] * 3, "fp", Rates())
+    assert rates.measured
+    assert rates.eval_per_token == pytest.approx(0.002) and rates.step_seconds == pytest.approx(0.02)
     older = GenerationStats(tokens_evaluated=40, prompt_seconds=0.4, tokens_generated=50, generation_tps=20.0,
                             sampled_by="fp")  # stored before the rates were kept: its speeds, as before
-    cost = stored_rates([older], "fp", CostModel())
-    assert cost.eval_per_token == pytest.approx(0.01) and cost.step_seconds == pytest.approx(0.05)
+    rates = stored_rates([older], "fp", Rates())
+    assert rates.eval_per_token == pytest.approx(0.01) and rates.step_seconds == pytest.approx(0.05)
 
 
 def test_with_nothing_measured_the_rates_follow_the_models_size():
     """Loading the tiny demo model into a chat another model wrote was estimated at 1.3 s and
     took 0.1 s: the one default is a 100M-parameter model's rate."""
-    tiny, bench = size_prior(CostModel(), 853_120), size_prior(CostModel(), 102_940_544)
+    tiny, bench = size_prior(Rates(), 853_120), size_prior(Rates(), 102_940_544)
     assert not tiny.measured
-    assert tiny.eval_per_token < CostModel().eval_per_token / 5 and tiny.step_seconds < CostModel().step_seconds / 10
+    assert tiny.eval_per_token < Rates().eval_per_token / 5 and tiny.step_seconds < Rates().step_seconds / 10
     assert bench.eval_per_token == pytest.approx(3.9e-3, rel=0.2)
     assert bench.step_seconds == pytest.approx(0.031, rel=0.2)
-    measured = CostModel(eval_per_token=1.0, step_seconds=2.0, measured=True)
+    measured = Rates(eval_per_token=1.0, step_seconds=2.0, measured=True)
     assert size_prior(measured, 853_120) == measured

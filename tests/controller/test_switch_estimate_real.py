@@ -22,9 +22,9 @@ def test_a_switch_is_priced_at_rates_measured_by_the_calls_of_its_own_kind(tmp_p
 
         edited = ctl.edit(first.id, "something else entirely")
         plan = ctl.routes.plan_for(edited.id)
-        assert plan.cost.measured
-        assert plan.cost.eval_per_token == pytest.approx(speeds.batched)
-        assert plan.cost.step_seconds == pytest.approx(speeds.step)
+        assert plan.rates.measured
+        assert plan.rates.eval_per_token == pytest.approx(speeds.batched)
+        assert plan.rates.step_seconds == pytest.approx(speeds.step)
         session = ctl.session_id
 
     with real_controller(tmp_path, store, n_batch=64, max_tokens=24) as ctl:  # a new engine: nothing decoded
@@ -33,8 +33,8 @@ def test_a_switch_is_priced_at_rates_measured_by_the_calls_of_its_own_kind(tmp_p
         assert ctl.engine.branches.ctx.speeds.step is None
         reply = next(m for m in ctl.snapshot().tree.messages() if m.role == "assistant")
         plan = ctl.routes.plan_for(reply.id)
-        assert plan.cost.measured  # from the stored reply's speeds, not the defaults
-        assert plan.cost.step_seconds == pytest.approx(1 / reply.stats.generation_tps)
+        assert plan.rates.measured  # from the stored reply's speeds, not the defaults
+        assert plan.rates.step_seconds == pytest.approx(1 / reply.stats.generation_tps)
 
 
 def test_a_reply_keeps_the_engines_decode_rates_and_a_reopened_chat_is_priced_at_them(tmp_path, store):
@@ -52,5 +52,5 @@ def test_a_reply_keeps_the_engines_decode_rates_and_a_reopened_chat_is_priced_at
         ctl.load_model(make_model("llama", "tiny"))
         ctl.open_session(session)
         plan = ctl.routes.plan_for(second.id)
-        assert plan.cost.step_seconds == pytest.approx(second.stats.decode_step_seconds)
-        assert plan.cost.eval_per_token == pytest.approx(second.stats.decode_batch_seconds)
+        assert plan.rates.step_seconds == pytest.approx(second.stats.decode_step_seconds)
+        assert plan.rates.eval_per_token == pytest.approx(second.stats.decode_batch_seconds)

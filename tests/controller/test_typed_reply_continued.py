@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.controller import SamplingSettings
+from sessions.sampling import SamplingSettings
 from tests.controller.test_other_models_reply_stays_unstepped import from_scratch
 from tests.controller.test_versions_controller import ARCHS, model_of
 from tests.real_controller import real_controller

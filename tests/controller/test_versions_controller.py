@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.controller import ControllerError, SamplingSettings
+from sessions.errors import ControllerError
 from sessions.events import TextStreamed
+from sessions.sampling import SamplingSettings
 from sessions.synth import make_model
 from sessions.tree import Message
 from tests.controller.test_other_models_reply_stays_unstepped import from_scratch
@@ -69,8 +70,8 @@ def test_versions_one_after_another_where_no_batch_context_can_be_made(tmp_path,
     """No room for the batch: the versions are written alone, from the question's state,
     and the listener is told why."""
     from sessions.engine.chat_engine import LlamaChatEngine
+    from sessions.errors import BatchUnavailable
     from sessions.events import NoticeRaised
-    from sessions.llama.batch_context import BatchUnavailable
 
     def refuse(*_args, **_kwargs):
         raise BatchUnavailable("llama.cpp could not make a context for 3 versions at once (600 tokens): no memory")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.conversation import Conversation
+from sessions.controller.conversation import Conversation
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats, TreeError
 
@@ -161,7 +161,7 @@ def test_unknown_ids_raise_tree_errors(chat):
 def test_a_draft_saved_by_its_first_message_keeps_its_record_for_a_failing_store(store, monkeypatch):
     """``session`` falls back on the copy last read when the store fails; a chat that was a
     draft until its first message must have one too, or showing it fails right after."""
-    from sessions.conversation import SessionDraft
+    from sessions.controller.conversation import SessionDraft
     from sessions.store import DatabaseReplaced
 
     chat = Conversation(store, None, draft=SessionDraft(system_prompt="be brief"))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sessions.controller import ControllerError, SessionController
+from sessions.api.chat import SessionController
+from sessions.errors import ControllerError
 from sessions.sampling import SamplingSettings
 from sessions.templates.chat_template import ChatMessage, ChatTemplate
 from sessions.tree import ConversationTree, Message
@@ -137,7 +138,7 @@ def test_without_joining_a_new_text_goes_beside_the_waiting_question():
 
 @pytest.mark.parametrize("prompt", [None, "Be brief."])
 def test_a_frozen_send_stores_the_tokens_the_branch_would_compute(controller, tmp_path, store, prompt):
-    from sessions.branch_tokens import freeze_all
+    from sessions.controller.branch_tokens import freeze_all
 
     controller.load_model(tmp_path / "model.gguf")
     controller.new_session(system_prompt=prompt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sessions.llama.context import DecodeCancelled
+from sessions.errors import DecodeCancelled
 
 from .conftest import ARCHS
 from .test_exactness import branch, engine_for, flat, reference

@@ -20,6 +20,7 @@ from tests.tui.fake_engine import FakeEngine, FakeEngineFactory, FakeScript
 METHODS = sorted(name for name, value in vars(ChatEngine).items() if inspect.isfunction(value)
                  and not name.startswith("_"))
 ATTRIBUTES = sorted(ChatEngine.__annotations__)
+PROPERTIES = sorted(name for name, value in vars(ChatEngine).items() if isinstance(value, property))
 
 
 def shape(function) -> list[tuple[str, object, bool]]:
@@ -34,6 +35,7 @@ def test_the_protocol_lists_what_the_controller_uses():
     assert METHODS == ["clear_abort", "close", "detokenize", "generate", "generate_versions", "plan", "prepare",
                        "request_abort", "save_checkpoints", "saved_tiers", "tokenize", "warm_ahead"]
     assert ATTRIBUTES == ["checkpoint_notice", "info", "n_ctx", "template"]
+    assert PROPERTIES == ["attention_notice", "devices"]
 
 
 @pytest.mark.parametrize("engine", [LlamaChatEngine, FakeEngine])
@@ -44,7 +46,15 @@ def test_each_engine_method_takes_the_protocol_parameters(engine, method):
 
 def test_the_fake_has_the_protocol_attributes(tmp_path):
     fake = FakeEngine(tmp_path / "m.gguf", FakeScript())
-    assert all(hasattr(fake, name) for name in ATTRIBUTES)
+    assert all(hasattr(fake, name) for name in ATTRIBUTES + PROPERTIES)
+
+
+@pytest.mark.parametrize("name", PROPERTIES)
+def test_the_real_engines_have_the_protocol_properties(name):
+    from sessions.engine.process import EngineProcess
+
+    assert isinstance(getattr(LlamaChatEngine, name), property)
+    assert isinstance(getattr(EngineProcess, name), property)
 
 
 @pytest.mark.parametrize("factory", [llama_engine_factory(None), FakeEngineFactory()])

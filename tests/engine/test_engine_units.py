@@ -183,7 +183,7 @@ def test_abort_flag_is_polled_without_python():
 
 def test_tokens_of_sessions_from_before_the_sampled_fingerprint_are_refiled(tmp_path):
     """A session made when a model's identity was a hash of the whole file keeps its tokens."""
-    from sessions.controller import EngineSettings, SessionController
+    from sessions.api.chat import EngineSettings, SessionController
     from sessions.engine.factory import llama_engine_factory
     from sessions.store import SessionStore
     from sessions.synth import make_model

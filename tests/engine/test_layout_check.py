@@ -16,7 +16,7 @@ import shutil
 import pytest
 
 from sessions import paths
-from sessions.controller import EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.engine.factory import llama_engine_factory
 from sessions.events import ModelLoaded, NoticeRaised

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions.conversation import Conversation
+from sessions.controller.conversation import Conversation
 from sessions.exchange import (
     ExchangeError,
     detect_format,

@@ -56,7 +56,15 @@ def test_the_root_keeps_the_other_bases_code_catches():
     assert all(issubclass(cls, LlamachatError) for cls in (NotRegularFile, NotAFolder, InvalidSegmentError, TreeError))
 
 
-def test_the_ui_reaches_the_root_through_the_controller():
-    from sessions import controller
+def test_every_error_the_api_hands_the_front_ends_is_under_the_root():
+    """The front ends catch ``LlamachatError`` (from ``sessions.errors``): each family the
+    API re-exports for them to tell apart is one of its subclasses."""
+    import importlib
+    import inspect
 
-    assert controller.LlamachatError is LlamachatError
+    found = []
+    for name in ("chat", "settings", "library", "models", "checkpoint_files"):
+        module = importlib.import_module(f"sessions.api.{name}")
+        found += [value for value in vars(module).values() if inspect.isclass(value) and issubclass(value, Exception)]
+    assert len(found) >= 10
+    assert [cls for cls in found if not issubclass(cls, LlamachatError)] == []

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.api.chat import SessionController
 from sessions.checkpoints import CheckpointStore
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.engine.factory import llama_engine_factory
 from sessions.events import TextStreamed
 from sessions.sampling import SamplingSettings

@@ -16,9 +16,9 @@ import itertools
 import numpy as np
 import pytest
 
-from sessions.branch_tokens import branch_tokens
+from sessions.api.chat import SessionController
 from sessions.checkpoints import CheckpointStore
-from sessions.controller import SessionController
+from sessions.controller.branch_tokens import branch_tokens
 from sessions.engine.factory import llama_engine_factory
 from sessions.engine.process import EngineProcess
 from sessions.engine.settings import EngineSettings

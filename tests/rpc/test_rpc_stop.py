@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sessions.engine.process import EngineProcess
-from sessions.llama.context import DecodeCancelled
+from sessions.errors import DecodeCancelled
 from sessions.rpc.errors import EngineLost
 from sessions.sampling import SamplingSettings
 from tests.trials.crash_checks import CheckpointScanner

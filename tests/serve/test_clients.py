@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from sessions.controller import StopReason
+from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.synth import make_model
 from tests.serve.server_process import REPO, ServeProcess

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.controller.served import served_to_clean
 from sessions.engine.factory import llama_engine_factory

@@ -15,8 +15,9 @@ import sys
 import openai
 import pytest
 
-from sessions.controller import EngineSettings, SessionController, StopReason
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
+from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.synth import make_model
 from tests.serve.server_process import REPO, ServeProcess

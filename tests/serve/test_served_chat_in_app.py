@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.api.chat import SessionController
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.synth import make_model

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.branch_tokens import branch_tokens
+from sessions.controller.branch_tokens import branch_tokens
 from sessions.engine.factory import llama_engine_factory
 from sessions.engine.settings import EngineSettings
 from sessions.sampling import SamplingSettings

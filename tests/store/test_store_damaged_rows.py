@@ -15,7 +15,7 @@ import sqlite3
 import pytest
 
 from sessions import paths
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.store import SessionStore, StoreError
 from sessions.store.errors import DatabaseDamaged
 from sessions.tree import GenerationStats

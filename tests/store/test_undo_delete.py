@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.controller.undo_deletes import DeletionUndo
 from sessions.store import NothingToUndo, SessionStore
 from sessions.tree import GenerationStats

@@ -207,7 +207,8 @@ def test_ordinary_splits_still_work():
 
 def test_a_reply_whose_prompt_renders_long_stops_before_it_starts(tmp_path, monkeypatch):
     """Esc while a reply's prompt renders: the reply stops as it does while llama.cpp reads it."""
-    from sessions.controller import GenerationCancelled, SessionController
+    from sessions.api.chat import SessionController
+    from sessions.errors import GenerationCancelled
     from sessions.store import SessionStore
     from tests.tui.fake_engine import FakeEngineFactory, FakeScript
 

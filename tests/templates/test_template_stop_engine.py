@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from sessions.controller import EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory
 from sessions.events import NoticeRaised
 from sessions.sampling import SamplingSettings

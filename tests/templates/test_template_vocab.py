@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions.branch_tokens import branch_tokens
-from sessions.controller import EngineSettings, SessionController
+from sessions.api.chat import EngineSettings, SessionController
+from sessions.controller.branch_tokens import branch_tokens
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.events import NoticeRaised
 from sessions.llama.context import ContextParams

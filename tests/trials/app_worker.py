@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 from sessions import paths
+from sessions.api.chat import SessionController
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.controller.reply_turn import ReplyTurns
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore

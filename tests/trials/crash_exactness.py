@@ -37,8 +37,8 @@ class ExactnessProbe:
     """One engine per model, made with the trial's own config, reused for every check."""
 
     def __init__(self, models: dict[str, str], config_path: Path) -> None:
+        from sessions.api.chat import EngineSettings
         from sessions.config import load_config
-        from sessions.controller import EngineSettings
         from sessions.engine.factory import llama_engine_factory
 
         settings = EngineSettings.from_config(load_config(config_path).config)
@@ -53,9 +53,9 @@ class ExactnessProbe:
 
     def compare(self, arch: str, db: Path, session_id: int, checkpoints: Path, work: Path) -> ProbeResult:
         """Restore ``session_id``'s head branch from ``checkpoints`` and from nothing."""
-        from sessions.branch_tokens import branch_tokens
         from sessions.checkpoints import CheckpointStore
-        from sessions.conversation import Conversation
+        from sessions.controller.branch_tokens import branch_tokens
+        from sessions.controller.conversation import Conversation
         from sessions.store import SessionStore
 
         engine = self.engines[arch]

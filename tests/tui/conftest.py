@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sessions.api.chat import SessionController
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from tests.tui.fake_engine import FakeEngineFactory, FakeScript

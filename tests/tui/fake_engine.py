@@ -3,7 +3,8 @@
 UI tests need replies that stream in a few chunks, a prompt that reports progress, and
 branch switches that restore what was seen before, without llama.cpp. Tokens are bytes
 (one id per byte), the chat template is the real ChatML fallback, plans and prepare
-results are the core's own types, so the controller runs unchanged on top of it.
+results are the engine's own types (``sessions.engine.reports``), so the controller runs
+unchanged on top of it.
 
 Replies come from a script (``replies``), then from a numbered default. ``hold_after``
 makes a reply stop after that many chunks and wait until it is cancelled, which is how
@@ -22,15 +23,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sessions.branching.branch_engine import GenerateResult, PrepareResult, ProgressFn
-from sessions.branching.planner import CostModel, Plan, SegmentInfo, SnapshotInfo, common_prefix
-from sessions.branching.warm_ahead import WarmedAhead
-from sessions.checkpoints import Tier, prefix_hash
+from sessions.checkpoints import prefix_hash
 from sessions.engine.protocol import ChatEngine, EngineFactory
+from sessions.engine.reports import Generated, LoadedModel, Prepared, ProgressFn, Rates, RoutePlan, Tier, WarmedAhead
 from sessions.engine.settings import EngineSettings
-from sessions.llama.batch_context import BatchUnavailable
-from sessions.llama.context import DecodeCancelled
-from sessions.llama.model import ModelInfo
+from sessions.errors import BatchUnavailable, DecodeCancelled
 from sessions.memory_kind import MemoryKind
 from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
@@ -39,7 +36,7 @@ from sessions.templates.chat_template import ChatTemplate
 HOLD_LIMIT_SECONDS = 30.0
 """A held reply gives up after this long, so a broken test fails instead of hanging."""
 
-FAKE_COST = CostModel(eval_per_token=1e-4, step_seconds=1e-4, measured=True)
+FAKE_RATES = Rates(eval_per_token=1e-4, step_seconds=1e-4, measured=True)
 """The fake decodes nothing: every token it "evaluates" is priced alike, at 0.1 ms."""
 
 
@@ -87,7 +84,7 @@ class FakeEngine:
     """The ``ChatEngine`` protocol, in memory."""
 
     def __init__(self, path: Path, script: FakeScript, n_ctx: int = 4096) -> None:
-        self.info = ModelInfo(
+        self.info = LoadedModel(
             path=Path(path), fingerprint="fake-" + Path(path).name, name="Fake Model 1B",
             architecture="fake", n_params=1_000_000, n_vocab=256, n_ctx_train=n_ctx, n_swa=0,
             kind=MemoryKind.PLAIN, chat_template=None, bos_text="", eos_text="", add_bos=False,
@@ -96,6 +93,8 @@ class FakeEngine:
         self.template = script.template or ChatTemplate.load(None)
         self.n_ctx = n_ctx
         self.checkpoint_notice: str | None = None
+        self.devices = ""
+        self.attention_notice: str | None = None
         self.script = script
         self.live: list[int] = []
         self.saved: set[tuple[int, ...]] = set()
@@ -121,9 +120,10 @@ class FakeEngine:
         return bytes(tokens).decode("utf-8", "replace")
 
     def plan(self, target: Sequence[int], ends: Sequence[int], *, need_logits: bool = True,
-             stepped: Sequence[bool] | None = None) -> Plan:
+             stepped: Sequence[bool] | None = None) -> RoutePlan:
         target = list(target)
-        shared = common_prefix(self.live, target)
+        shared = next((i for i, (a, b) in enumerate(zip(self.live, target, strict=False)) if a != b),
+                      min(len(self.live), len(target)))
         keep = max([0] + [end for end in ends if end <= shared])
         reach = keep
         for end in ends:
@@ -131,17 +131,12 @@ class FakeEngine:
                 reach = end
             elif end > reach:
                 break
-        restore = (SegmentInfo(keep, reach, "ram"),) if reach > keep else ()
-        at_end = bool(restore) and reach == len(target)
-        snapshot = SnapshotInfo(reach, "ram", has_state=False, has_logits=True) if at_end else None
-        return Plan(keep=keep, restore=restore, evaluate_from=reach, target_len=len(target),
-                    logits_source="snapshot" if at_end else "decode",
-                    estimate_seconds=(len(target) - reach) * 1e-4,
-                    live_len=len(self.live), snapshot=snapshot, cost=FAKE_COST)
+        return RoutePlan(keep=keep, evaluate_from=reach, target_len=len(target), tokens_restored=reach - keep,
+                         estimate_seconds=(len(target) - reach) * 1e-4, rates=FAKE_RATES)
 
     def prepare(self, target: Sequence[int], ends: Sequence[int], stepped: Sequence[bool] | None = None,
                 on_progress: ProgressFn | None = None, *, reply_follows: bool = False,
-                need_logits: bool = True) -> PrepareResult:
+                need_logits: bool = True) -> Prepared:
         """Like the real one, minus the decoding (``stepped`` changes nothing here)."""
         plan = self.plan(target, ends)
         if self.script.prepare_gate is not None:
@@ -157,11 +152,11 @@ class FakeEngine:
         self.live = list(target)
         for end in ends:
             self.saved.add(tuple(self.live[:end]))
-        return PrepareResult(np.zeros(4, dtype=np.float32), plan, plan.tokens_restored, todo, 0.001)
+        return Prepared(np.zeros(4, dtype=np.float32), plan, plan.tokens_restored, todo, 0.001)
 
     def generate(self, logits: np.ndarray, settings: SamplingSettings, *, max_tokens: int,
                  on_text: Callable[[str], None] | None = None,
-                 should_stop: Callable[[], bool] = lambda: False) -> GenerateResult:
+                 should_stop: Callable[[], bool] = lambda: False) -> Generated:
         start = time.perf_counter()
         self.sampled_with.append(settings)
         parts = chunks(self.script.next_reply())
@@ -188,14 +183,14 @@ class FakeEngine:
         tokens = list(text.encode("utf-8"))
         self.live.extend(tokens)
         self.saved.add(tuple(self.live))
-        return GenerateResult(tokens, text, reason, start, time.perf_counter() - start)
+        return Generated(tokens, text, reason, start, time.perf_counter() - start)
 
     def save_checkpoints(self) -> None:
         """Nothing to read out: the fake keeps its saved prefixes as it goes."""
 
     def generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings], *, max_tokens: int,
                           on_text: Callable[[int, str], None] | None = None,
-                          should_stop: Callable[[], bool] = lambda: False) -> list[GenerateResult]:
+                          should_stop: Callable[[], bool] = lambda: False) -> list[Generated]:
         """One scripted reply per settings, their words streamed in turns (a word of each,
         then the next of each), as a batch streams them; the live sequence stays. With
         ``versions_unavailable`` set, refuses as an engine without room for the batch does."""
@@ -225,7 +220,7 @@ class FakeEngine:
                     if on_text:
                         on_text(k, parts[k][index])
         texts = ["".join(words) for words in written]
-        return [GenerateResult(list(text.encode("utf-8")), text, reason, start, time.perf_counter() - start)
+        return [Generated(list(text.encode("utf-8")), text, reason, start, time.perf_counter() - start)
                 for text, reason in zip(texts, reasons, strict=True)]
 
     def warm_ahead(self, target: Sequence[int], ends: Sequence[int], should_stop: Callable[[], bool], *,

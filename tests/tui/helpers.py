@@ -48,7 +48,7 @@ async def settle(pilot: Pilot) -> ChatScreen:
 async def ready(pilot: Pilot) -> ChatScreen:
     """Wait for the start-up model load to finish."""
     screen = main_screen(pilot)
-    await wait_for(pilot, lambda: screen.model_ready, "the model to load")
+    await wait_for(pilot, lambda: screen.jobs.model_ready, "the model to load")
     return await settle(pilot)
 
 

@@ -176,7 +176,7 @@ async def test_the_selected_message_is_highlighted_and_the_cursor_walks_the_bran
 
 
 async def test_a_gesture_the_core_refuses_is_reported_and_the_app_goes_on(make_app, monkeypatch):
-    from sessions.controller import ControllerError
+    from sessions.errors import ControllerError
 
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:

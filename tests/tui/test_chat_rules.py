@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sessions.branching.planner import Plan
-from sessions.controller import ChatSnapshot
+from sessions.api.chat import ChatSnapshot
+from sessions.engine.reports import RoutePlan
 from sessions.errors import ContextOverflow
 from sessions.sampling import SamplingSettings
 from sessions.store import Session
@@ -45,10 +45,8 @@ def test_selection_steps_stop_at_the_top_and_leave_at_the_bottom():
 
 
 def test_a_slow_switch_is_announced_and_a_quick_one_is_not():
-    quick = Plan(keep=0, restore=(), evaluate_from=0, target_len=10, logits_source="decode", estimate_seconds=0.01,
-                 live_len=0)
-    slow = Plan(keep=0, restore=(), evaluate_from=0, target_len=5000, logits_source="decode", estimate_seconds=120,
-                live_len=0)
+    quick = RoutePlan(keep=0, evaluate_from=0, target_len=10, estimate_seconds=0.01)
+    slow = RoutePlan(keep=0, evaluate_from=0, target_len=5000, estimate_seconds=120)
     assert chat_rules.switch_note(quick) is None
     assert chat_rules.switch_note(slow) == "switching will evaluate 5,000 tokens (~2 min)"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Static
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.config import Config
-from sessions.controller import EngineSettings, SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.synth import make_model
@@ -123,7 +123,7 @@ async def test_unusable_files_in_the_model_picker_are_explained_and_nothing_chan
             await wait_for(pilot, lambda w=words, s=status: w in str(s.render()), f"the picker to say {words!r}")
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, ModelPicker), "the picker to close")
-        assert screen.model_ready and shown_texts(screen) == before
+        assert screen.jobs.model_ready and shown_texts(screen) == before
         await send(pilot, "still chatting")
         assert shown_texts(screen)[-2] == ("user", "still chatting")
 

@@ -11,8 +11,8 @@ import threading
 import pytest
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
+from sessions.api.chat import ModelCatalogue
 from sessions.config import Config
-from sessions.controller import ModelCatalogue
 from sessions.synth import make_model
 from tests.tui.helpers import wait_for
 from tests.tui.test_pickers import HostApp, settle

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 from textual.widgets import Input, Static
 
-from sessions.controller import ModelCatalogue
+from sessions.api.chat import ModelCatalogue
 from sessions.hub import transfer
 from sessions.hub.progress import DownloadProgress, ProgressCallback
 from tests.tui.helpers import wait_for

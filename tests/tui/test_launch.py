@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import sessions.cli
+from sessions.api.chat import EngineSettings
 from sessions.config import CheckpointConfig, Config
-from sessions.controller import EngineSettings
 from sessions.store import StoreError
 from tui import entry as launch
 from tui.app import LlamaChatApp
@@ -73,9 +73,9 @@ def test_the_app_gets_the_flags_and_everything_is_closed_after_it(monkeypatch):
 
 def test_the_runtime_opens_checkpoints_only_when_enabled_and_closes_all_in_order(fake_model, monkeypatch):
     """The model first, then the checkpoints (their writer finishes what the model left),
-    then the database, as ``sessions.runtime`` promises."""
+    then the database, as ``sessions.api.runtime`` promises."""
+    from sessions.api.runtime import open_runtime
     from sessions.checkpoints import CheckpointStore
-    from sessions.runtime import open_runtime
     from sessions.store import SessionStore
     from tests.tui.fake_engine import FakeEngine, FakeEngineFactory
 
@@ -101,9 +101,9 @@ def test_the_runtime_opens_checkpoints_only_when_enabled_and_closes_all_in_order
 
 
 def test_checkpoint_problems_reach_the_listener_as_notices(monkeypatch):
+    from sessions.api.runtime import open_runtime
     from sessions.engine import factory
     from sessions.events import NoticeRaised
-    from sessions.runtime import open_runtime
     from tests.tui.fake_engine import FakeEngineFactory
 
     reporters = []

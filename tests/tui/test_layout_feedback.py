@@ -170,14 +170,13 @@ async def test_the_cost_of_a_switch_shows_while_the_cursor_moves_over_the_tree(m
 
 
 def test_the_cost_line_says_what_a_switch_restores_and_evaluates():
-    from sessions.branching.planner import Plan, SegmentInfo
+    from sessions.engine.reports import RoutePlan
     from tui.switch_cost import cost_words
 
-    restore = Plan(keep=0, restore=(SegmentInfo(0, 5888, "ram", 12_300_000),), evaluate_from=5888,
-                   target_len=6030, logits_source="decode", estimate_seconds=0.4)
+    restore = RoutePlan(keep=0, evaluate_from=5888, target_len=6030, tokens_restored=5888, ram_bytes=12_300_000,
+                        estimate_seconds=0.4)
     assert cost_words(restore) == "going here: restore 5,888 tokens (12.3 MB), evaluate 142 (under 1 s)"
-    scratch = Plan(keep=0, restore=(), evaluate_from=0, target_len=3000, logits_source="decode",
-                   estimate_seconds=4.8)
+    scratch = RoutePlan(keep=0, evaluate_from=0, target_len=3000, estimate_seconds=4.8)
     assert cost_words(scratch) == "going here: evaluate 3,000 (~5 s)"
     assert cost_words(None) == "cost of going here: known once the model is idle"
 

@@ -116,7 +116,7 @@ async def test_scrolling_to_the_top_shows_the_first_message_and_back(make_app, f
         assert len(app.screen.query(MessageView)) <= MOST_MOUNTED
         middle = view.max_scroll_y // 2
         view.scroll_to(y=middle, animate=False, immediate=True)
-        await wait_for(pilot, lambda: view.views[0].message_id != ids[0]
+        await wait_for(pilot, lambda: bool(view.views) and view.views[0].message_id != ids[0]
                        and any(view.region.y <= v.region.y < view.region.bottom for v in view.views),
                        "the messages of the middle drawn")
         shown = [v.message_id for v in view.views if view.region.y <= v.region.y < view.region.bottom]
@@ -179,7 +179,8 @@ async def test_selection_paging_and_edit_after_scrolling_to_the_top(make_app, fa
         await settle(pilot)
         view = screen.conversation_view
         view.scroll_home(animate=False)
-        await wait_for(pilot, lambda: view.views[0].message_id == ids[0], "the first messages mounted")
+        await wait_for(pilot, lambda: bool(view.views) and view.views[0].message_id == ids[0],
+                       "the first messages mounted")
         branched = next(v for v in view.views if v.message_id == ids[BRANCHED])
         view.scroll_to_widget(branched, animate=False, top=True)
         await wait_for(pilot, lambda: view.region.y <= branched.region.y < view.region.bottom - 2, "it in view")
@@ -206,7 +207,8 @@ async def test_a_step_of_the_selection_from_the_top_brings_the_last_message(make
         screen = await open_long_chat(pilot)
         view = screen.conversation_view
         view.scroll_home(animate=False)
-        await wait_for(pilot, lambda: view.views[0].message_id == ids[0], "the first messages mounted")
+        await wait_for(pilot, lambda: bool(view.views) and view.views[0].message_id == ids[0],
+                       "the first messages mounted")
         await pilot.press("ctrl+up")  # the first step selects the last message, far below
         assert view.selected_id == ids[-1]
         await wait_for(pilot, lambda: on_screen(app, f"answer {MESSAGES - 1}"), "the selected message drawn")

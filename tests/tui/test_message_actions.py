@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from textual.errors import NoWidget
 
-from sessions.controller import StopReason
 from sessions.sampling import SamplingSettings
+from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.tree import GenerationStats
 from tests.tui.helpers import headers, ready, screen_text, send, settle, shown_texts, wait_for
@@ -71,7 +71,7 @@ def write_chat(model_path, *replies: tuple[str, str], question: str = "Roses are
 
 
 def test_each_role_is_offered_the_actions_that_mean_something_for_it():
-    from sessions.controller import Message
+    from sessions.tree import Message
 
     def message(role: str, reason: str | None = None) -> Message:
         stats = GenerationStats(tokens_generated=3, stop_reason=reason) if reason else None

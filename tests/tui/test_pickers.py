@@ -10,8 +10,8 @@ from textual.app import App
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Input, Static
 
+from sessions.api.chat import ModelCatalogue, SessionController
 from sessions.config import Config
-from sessions.controller import ModelCatalogue, SessionController
 from sessions.store import SessionStore
 from sessions.synth import expected_kind, make_model
 from tests.tui.fake_engine import FakeEngineFactory

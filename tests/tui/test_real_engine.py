@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.api.chat import EngineSettings, SessionController
 from sessions.checkpoints import CheckpointStore
 from sessions.config import Config
-from sessions.controller import EngineSettings, SessionController
 from sessions.engine.factory import llama_engine_factory as engine_factory
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore

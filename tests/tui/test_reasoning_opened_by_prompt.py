@@ -55,7 +55,7 @@ async def test_a_whole_reply_shows_its_answer_and_folds_its_reasoning(make_app, 
 
 
 async def test_versions_opened_in_reasoning_stay_reasoning_when_paged_while_written(make_app, script):
-    from sessions.controller import SamplingSettings
+    from sessions.sampling import SamplingSettings
     from tests.tui.helpers import wait_for
     from tests.tui.test_several_versions import ask_for
 

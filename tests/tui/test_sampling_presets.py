@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, Select
 
+from sessions.api.chat import SessionController
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.store import SessionStore
 from sessions.synth import make_model
 from tests.tui.fake_engine import FakeEngineFactory

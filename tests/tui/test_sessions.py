@@ -70,7 +70,7 @@ async def test_demo_start_says_the_replies_are_random(make_app, monkeypatch, fak
     app = make_app(startup=StartupRequest(demo=True))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = main_screen(pilot)
-        await wait_for(pilot, lambda: screen.model_ready, "the demo model")
+        await wait_for(pilot, lambda: screen.jobs.model_ready, "the demo model")
         banner = screen.query_one("#demo-banner")
         assert banner.has_class("-visible") and banner.region.height > 0
         assert "random text" in str(banner.render())
@@ -199,7 +199,7 @@ async def test_opening_an_old_chat_with_a_model_loaded_keeps_its_date(make_app, 
     app = make_app(startup=StartupRequest(session_id=first, model_path=fake_model))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = main_screen(pilot)
-        await wait_for(pilot, lambda: screen.model_ready, "the model")
+        await wait_for(pilot, lambda: screen.jobs.model_ready, "the model")
         await settle(pilot)
         await pilot.press("ctrl+l")
         panel = screen.session_list

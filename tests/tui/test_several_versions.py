@@ -3,7 +3,7 @@ written, each a version of its own once stored."""
 
 from __future__ import annotations
 
-from sessions.controller import SamplingSettings
+from sessions.sampling import SamplingSettings
 from tests.tui.helpers import headers, ready, reply_text, send, settle, wait_for
 from tui.screens.dialogs import TextPrompt
 

@@ -6,8 +6,8 @@ from tests.tui.helpers import wait_for
 
 
 async def test_config_problems_and_a_restored_database_are_shown(fake_model):
+    from sessions.api.chat import SessionController
     from sessions.config import Config
-    from sessions.controller import SessionController
     from sessions.sampling import SamplingSettings
     from sessions.store import SessionStore
     from tests.tui.fake_engine import FakeEngineFactory

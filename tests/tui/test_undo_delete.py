@@ -86,7 +86,7 @@ async def test_enter_in_the_delete_question_deletes_since_undo_brings_it_back(ma
 
 
 async def test_with_undo_off_enter_in_the_delete_question_cancels(fake_model, script):
-    from sessions.controller import SessionController
+    from sessions.api.chat import SessionController
     from sessions.sampling import SamplingSettings
     from sessions.store import SessionStore
     from tests.tui.fake_engine import FakeEngineFactory

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.widgets import Input, Static
 from textual.widgets._tooltip import Tooltip
 
-from sessions.controller import SessionController
+from sessions.api.chat import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.templates.chat_template import ChatTemplate
@@ -97,7 +97,7 @@ async def test_a_reply_wanted_before_a_load_is_not_given_to_the_chat_opened_next
         await wait_for(pilot, lambda: app.screen is screen, "the chat")
         # What choosing the model in the picker does (the fake model file is no real GGUF).
         await screen.jobs.when_idle(lambda: opening_flow.switch_to_model(screen, fake_model))
-        await wait_for(pilot, lambda: screen.model_ready, "the model")
+        await wait_for(pilot, lambda: screen.jobs.model_ready, "the model")
         await settle(pilot)
         assert screen.controller.session_id == other.id
         assert shown_texts(screen) == [("user", "question of the other chat")]

@@ -43,7 +43,7 @@ def test_versions_written_at_once_page_while_written(snap_compare, make_app, fak
     app = make_app(startup=StartupRequest(session_id=write_chat(fake_model, "First answer.")))
 
     async def second_of_three(pilot):
-        from sessions.controller import SamplingSettings
+        from sessions.sampling import SamplingSettings
         from tests.tui.helpers import reply_text
         from tui.screens.dialogs import TextPrompt
 

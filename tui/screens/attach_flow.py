@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions.controller import Attachment, LlamachatError, appended
+from sessions.attachments import Attachment, appended
+from sessions.errors import LlamachatError
 from tui.screens.attach_picker import AttachPicker
 from tui.screens.chat_host import ChatHost
 

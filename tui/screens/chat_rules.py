@@ -12,20 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from sessions.controller import (
-    SAMPLED_BY_UNKNOWN,
-    ChatSnapshot,
-    ControllerError,
-    Message,
-    ModelInfo,
-    Session,
-    title_from_text,
-)
-from sessions.controller.continuation import check_continuable
+from sessions.api.chat import ChatSnapshot, LoadedModel, check_continuable
+from sessions.api.library import Session, title_from_text
+from sessions.errors import ControllerError
+from sessions.tree import SAMPLED_BY_UNKNOWN, Message
 from tui.widgets.message_view import code_blocks
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan
+    from sessions.api.chat import RoutePlan
 
 TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
 
@@ -92,7 +86,7 @@ def about(seconds: float) -> str:
     return words if seconds < 1 else f"~{words}"
 
 
-def switch_note(plan: Plan) -> str | None:
+def switch_note(plan: RoutePlan) -> str | None:
     """A note when making a branch live will take noticeable time (None when it will not)."""
     if plan.tokens_to_evaluate <= SLOW_SWITCH_TOKENS and plan.estimate_seconds <= SLOW_SWITCH_SECONDS:
         return None
@@ -126,7 +120,7 @@ def continue_problem(message: Message | None) -> str | None:
     return None
 
 
-def continue_from_problem(message: Message, model: ModelInfo | None, continue_key: str) -> str | None:
+def continue_from_problem(message: Message, model: LoadedModel | None, continue_key: str) -> str | None:
     """Why Alt+G cannot go on from inside ``message`` (None: it can), said before the place
     is asked for: only the loaded model's own tokens can be cut between."""
     if message.stats is None:

@@ -1,13 +1,15 @@
-"""The chat screen: the layout, what it shows, and a short handler for every key and click.
+"""The chat screen: the layout, what it shows, and which flow each key and event goes to.
 
-``ChatScreen`` shows the open chat as the controller (``sessions.controller``, the one
-door into the core) has it. Its behaviour is kept by subject in modules beside it, which
-take the screen as a ``chat_host.ChatHost``: the engine's jobs and what the core reports
-on the way (``job_flow``), the first chat and the models (``opening_flow``), the gestures
-on the messages (``tree_gestures``), the saved chats (``library_flow``), the chat's
-settings (``settings_flow``) and the find in the chat (``find_flow``). Anything that
-changes the branch waits for the engine to be idle and stops a reply being written first
-(``EngineWork.when_idle``).
+``ChatScreen`` shows the open chat as the controller (``sessions.api.chat``) has it. Its
+behaviour is kept by subject in modules beside it, which take the screen as a
+``chat_host.ChatHost``: the engine's jobs and what the core reports on the way
+(``job_flow``), the first chat and the models (``opening_flow``), the gestures on the
+messages (``tree_gestures``), the saved chats (``library_flow``), the chat's settings
+(``settings_flow``) and the find in the chat (``find_flow``). A key's action and the
+core's events go straight to their flow (the screen names it, and adds no step of its
+own); the flows come back to the screen to show what changed (``show_head``,
+``refresh_view``). Anything that changes the branch waits for the engine to be idle and
+stops a reply being written first (``EngineWork.when_idle``).
 """
 
 from __future__ import annotations
@@ -19,21 +21,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
-from textual.worker import Worker
 
-from sessions.controller import (
-    ChatSnapshot,
-    Config,
-    LlamachatError,
-    Message,
-    SessionController,
-    Tier,
-    WarmedAhead,
-    update_config,
-)
+from sessions.api.chat import ChatSnapshot, SessionController, Tier, WarmedAhead
+from sessions.api.settings import Config, update_config
+from sessions.errors import LlamachatError
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
-from tui.events import CoreEvent
 from tui.screens import (
     attach_flow,
     chat_rules,
@@ -90,6 +83,13 @@ class ChatScreen(Screen[None]):
         self.mode = InputMode()
         self.reply_wanted = False
         """A user message waits for the model to finish loading."""
+        # The widgets the flows work on, made here and laid out in ``compose``.
+        self.session_list = SessionList(id="sessions", classes="side-panel")
+        self.conversation_view = ConversationView(id="conversation")
+        self.progress = PromptProgress(id="progress")
+        self.chat_input = ChatInput(id="input")
+        self.tree_panel = TreePanel(id="tree", classes="side-panel")
+        self.status = StatusBar(id="status")
         self._tiers: dict[int, Tier | None] = {}
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.warm_ahead = WarmAhead(self, controller, self.warmed_ahead)
@@ -100,15 +100,15 @@ class ChatScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
-            yield SessionList(id="sessions", classes="side-panel")
+            yield self.session_list
             with Vertical(id="centre"):
                 yield Static(Text(DEMO_NOTE), id="demo-banner")
-                yield ConversationView(id="conversation")
+                yield self.conversation_view
                 yield self.finder.bar
-                yield PromptProgress(id="progress")
-                yield ChatInput(id="input")
-            yield TreePanel(id="tree", classes="side-panel")
-        yield StatusBar(id="status")
+                yield self.progress
+                yield self.chat_input
+            yield self.tree_panel
+        yield self.status
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -159,34 +159,6 @@ class ChatScreen(Screen[None]):
             view.show_title(self.controller.snapshot(), title)
             self.refresh_panels()
 
-    @property
-    def conversation_view(self) -> ConversationView:
-        return self.query_one(ConversationView)
-
-    @property
-    def chat_input(self) -> ChatInput:
-        return self.query_one(ChatInput)
-
-    @property
-    def status(self) -> StatusBar:
-        return self.query_one(StatusBar)
-
-    @property
-    def progress(self) -> PromptProgress:
-        return self.query_one(PromptProgress)
-
-    @property
-    def tree_panel(self) -> TreePanel:
-        return self.query_one(TreePanel)
-
-    @property
-    def session_list(self) -> SessionList:
-        return self.query_one(SessionList)
-
-    @property
-    def model_ready(self) -> bool:
-        return self.controller.model_info is not None and not self.jobs.loading
-
     def key_of(self, binding_id: str) -> str:
         """How the footer writes the key of ``binding_id`` now (the user's keymap applied)."""
         keymap = getattr(self.app, "keymap", {})
@@ -207,9 +179,6 @@ class ChatScreen(Screen[None]):
         (a refusal because another window changed the chat leaves it read again)."""
         self.notify(words, severity="error", markup=False)
         self.call_later(self.refresh_view)
-
-    def target(self, *roles: str) -> Message | None:
-        return chat_rules.target(self.controller.snapshot(), self.conversation_view.selected_id, *roles)
 
     # -- showing the chat ----------------------------------------------------------------
 
@@ -327,15 +296,10 @@ class ChatScreen(Screen[None]):
     def show_demo_banner(self, shown: bool) -> None:
         self.query_one("#demo-banner").set_class(shown, "-visible")
 
-    # -- the core's events and the end of every engine job (``job_flow``) ----------------
+    # -- the core's events and the end of every engine job ----------------------------------
 
-    @on(CoreEvent)
-    async def core_event(self, message: CoreEvent) -> None:
-        await job_flow.core_event(self, message.event)
-
-    @on(Worker.StateChanged)
-    async def job_changed(self, event: Worker.StateChanged) -> None:
-        await job_flow.job_changed(self, event)
+    on_core_event = job_flow.core_event
+    on_worker_state_changed = job_flow.job_changed
 
     # -- sending -------------------------------------------------------------------------
 
@@ -364,7 +328,7 @@ class ChatScreen(Screen[None]):
         if message.role == "user" and (message.text != text or before and message.id in before.tree):
             self.notify(chat_rules.joined_note(message, text), timeout=6)
         if message.role == "user":
-            await (self.jobs.when_idle(lambda: job_flow.start_reply(self)) if self.model_ready
+            await (self.jobs.when_idle(lambda: job_flow.start_reply(self)) if self.jobs.model_ready
                    else job_flow.start_reply(self))
 
     # -- clicks, the panels and typing (the gestures themselves: ``tree_gestures``) --------
@@ -461,84 +425,41 @@ class ChatScreen(Screen[None]):
         else:
             self.chat_input.focus()
 
-    # -- the keys' actions (``tui.bindings``) ----------------------------------------------
+    # -- the keys' actions (``tui.bindings``): each goes straight to its flow ---------------
 
-    def action_select_message(self, delta: int) -> None:
-        tree_gestures.select_message(self, delta)
-
-    async def action_sibling(self, delta: int) -> None:
-        await tree_gestures.sibling(self, delta)
-
-    def action_edit(self) -> None:
-        tree_gestures.edit(self)
-
-    async def action_regenerate(self) -> None:
-        await tree_gestures.regenerate(self)
-
-    def action_regenerate_several(self) -> None:
-        several_versions.ask_how_many(self)
-
-    async def action_continue_reply(self) -> None:
-        await tree_gestures.continue_reply(self)
-
-    def action_continue_from(self) -> None:
-        tree_gestures.continue_from(self)
+    action_select_message = tree_gestures.select_message
+    action_sibling = tree_gestures.sibling
+    action_edit = tree_gestures.edit
+    action_regenerate = tree_gestures.regenerate
+    action_regenerate_several = several_versions.ask_how_many
+    action_continue_reply = tree_gestures.continue_reply
+    action_continue_from = tree_gestures.continue_from
+    action_fork = tree_gestures.fork
+    action_rewind = tree_gestures.rewind
+    action_delete_branch = tree_gestures.delete_branch
+    action_stop = tree_gestures.stop
+    action_copy_message = tree_gestures.copy_message
+    action_copy_code = tree_gestures.copy_code
+    action_open_session = library_flow.pick_chat
+    action_rename_session = library_flow.rename_chat
+    action_export = library_flow.export_chat
+    action_switch_model = opening_flow.choose_model
+    action_chat_settings = settings_flow.open_chat_settings
+    action_delete_session = library_flow.delete_chat
+    action_undo_delete = library_flow.undo_delete
+    action_import_sessions = library_flow.import_chats
+    action_attach_file = attach_flow.attach_file
 
     def action_toggle_reasoning(self) -> None:
         view = self.conversation_view
         view.set_reasoning_shown(not view.reasoning_shown)
 
-    def action_fork(self) -> None:
-        tree_gestures.fork(self)
-
-    async def action_rewind(self) -> None:
-        await tree_gestures.rewind(self)
-
-    async def action_delete_branch(self) -> None:
-        await tree_gestures.delete_branch(self)
-
-    def action_stop(self) -> None:
-        tree_gestures.stop(self)
-
-    def action_copy_message(self) -> None:
-        tree_gestures.copy_message(self)
-
-    def action_copy_code(self) -> None:
-        tree_gestures.copy_code(self)
-
     async def action_new_session(self) -> None:
         await self.jobs.when_idle(lambda: opening_flow.new_chat(self))
-
-    def action_open_session(self) -> None:
-        library_flow.pick_chat(self)
-
-    def action_rename_session(self) -> None:
-        library_flow.rename_chat(self)
-
-    def action_export(self) -> None:
-        library_flow.export_chat(self)
-
-    def action_switch_model(self) -> None:
-        opening_flow.choose_model(self)
-
-    def action_chat_settings(self) -> None:
-        settings_flow.open_chat_settings(self)
-
-    def action_delete_session(self) -> None:
-        library_flow.delete_chat(self)
-
-    def action_undo_delete(self) -> None:
-        library_flow.undo_delete(self)
 
     @on(ChatInput.NothingToUndo)
     def input_has_nothing_to_undo(self) -> None:
         library_flow.undo_delete(self)
-
-    def action_import_sessions(self) -> None:
-        library_flow.import_chats(self)
-
-    def action_attach_file(self) -> None:
-        attach_flow.attach_file(self)
 
     def action_find(self) -> None:
         self.finder.open()

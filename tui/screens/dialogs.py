@@ -24,7 +24,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from textual.widgets.button import ButtonVariant
 
-from sessions.controller import ExportKind, LlamachatError
+from sessions.api.library import ExportKind
+from sessions.errors import LlamachatError
 from tui.safe_text import for_input, inert
 
 EXTENSIONS = {"markdown": ".md", "json": ".json"}

@@ -10,7 +10,8 @@ branch holding it becomes the one shown, once the engine is idle.
 
 from __future__ import annotations
 
-from sessions.controller import FindHit, LlamachatError
+from sessions.api.chat import FindHit
+from sessions.errors import LlamachatError
 from tui.screens import job_flow
 from tui.screens.chat_host import ChatHost
 from tui.widgets.find_bar import FindBar

@@ -25,10 +25,12 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from sessions.controller import ControllerError, DownloadProgress, DownloadStopped, HubModel, inert, progress_text
+from sessions.api.models import DownloadProgress, DownloadStopped, HubModel, progress_text
+from sessions.errors import ControllerError
+from sessions.text_safety import inert
 
 if TYPE_CHECKING:
-    from sessions.controller import ModelCatalogue
+    from sessions.api.chat import ModelCatalogue
 
 HELP = "Enter searches the Hub for GGUF models; user/repo or user/repo:QUANT (e.g. :Q8_0) downloads it."
 

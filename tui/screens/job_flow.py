@@ -1,8 +1,9 @@
 """The engine's side of the chat screen: what the core reports while a job runs, how
 every job ends, and the reply and warm-up jobs the screen starts.
 
-The screen's ``CoreEvent`` and ``Worker.StateChanged`` handlers land here; the jobs run
-in thread workers (``tui.engine_work.EngineWork``), never on the UI thread.
+The screen's handlers of ``CoreEvent`` and ``Worker.StateChanged`` are these (``core_event``,
+``job_changed``); the jobs run in thread workers (``tui.engine_work.EngineWork``), never
+on the UI thread.
 """
 
 from __future__ import annotations
@@ -12,20 +13,21 @@ from typing import TYPE_CHECKING, Any, cast
 from textual.worker import Worker, WorkerState
 
 from sessions import events as core
-from sessions.controller import ContextOverflow
+from sessions.errors import ContextOverflow
 from tui.engine_work import describe_failure
-from tui.events import severity
+from tui.events import CoreEvent, severity
 from tui.screens import chat_rules, trim_flow
 from tui.screens.chat_host import ChatHost
 
 if TYPE_CHECKING:
-    from sessions.controller import Plan, SamplingSettings
+    from sessions.api.chat import RoutePlan
+    from sessions.sampling import SamplingSettings
     from tui.engine_work import Warmed
 
 
-async def core_event(screen: ChatHost, event: core.Event) -> None:
+async def core_event(screen: ChatHost, message: CoreEvent) -> None:
     """What the core reported (``CoreEvent``), shown where it belongs."""
-    match event:
+    match message.event:
         case core.ModelLoadProgressed(fraction):
             screen.progress.show_fraction(f"loading the model: {fraction:.0%}", fraction)
         case core.ModelLoaded(name, kind, n_ctx, _seconds, devices):
@@ -131,7 +133,7 @@ async def job_failed(screen: ChatHost, group: str, error: BaseException | None) 
 async def start_reply(screen: ChatHost, *, sampling: SamplingSettings | None = None) -> None:
     """Write a reply to the user message at the head (once the model is loaded);
     ``sampling``: for this reply only."""
-    if not screen.model_ready:
+    if not screen.jobs.model_ready:
         screen.reply_wanted = True
         if screen.jobs.loading:
             screen.notify("The reply will start once the model has loaded.", timeout=3)
@@ -157,10 +159,10 @@ async def after_switch(screen: ChatHost) -> None:
     """After the branch changed: say what making it live costs, then do it in the background."""
     snapshot = screen.controller.snapshot()
     head = snapshot.head if snapshot is not None else None
-    if not screen.model_ready or head is None or screen.jobs.running():
+    if not screen.jobs.model_ready or head is None or screen.jobs.running():
         return
 
-    def planned(plan: Plan) -> None:
+    def planned(plan: RoutePlan) -> None:
         note = chat_rules.switch_note(plan)
         if note:
             screen.status.set_note(note)

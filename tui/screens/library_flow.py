@@ -14,7 +14,8 @@ from pathlib import Path
 
 from textual.binding import Binding
 
-from sessions.controller import Imported, LlamachatError, NothingToUndo
+from sessions.api.library import Imported, NothingToUndo
+from sessions.errors import LlamachatError
 from tui.bindings import current_key, spec
 from tui.screens import chat_rules
 from tui.screens.chat_host import ChatHost

@@ -35,7 +35,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 from textual.worker import Worker, WorkerState
 
-from sessions.controller import ControllerError, ModelCard, ModelFileError, human_size
+from sessions.api.models import ModelCard, ModelFileError
+from sessions.errors import ControllerError
+from sessions.units import human_size
 from tui.safe_text import inert
 from tui.screens.hub_download import HubDownloadScreen
 from tui.screens.model_rows import (
@@ -56,7 +58,7 @@ from tui.screens.model_rows import (
 )
 
 if TYPE_CHECKING:
-    from sessions.controller import ModelCatalogue
+    from sessions.api.chat import ModelCatalogue
 
 __all__ = ["DEMO_KEY", "DEMO_LABEL", "DOWNLOAD_KEY", "KIND_NAMES", "LOADED_MARK", "ModelPicker", "card_cells",
            "row_names"]

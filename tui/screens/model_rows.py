@@ -11,7 +11,9 @@ from pathlib import Path
 
 from rich.text import Text
 
-from sessions.controller import MemoryKind, ModelCard, human_count
+from sessions.api.models import ModelCard
+from sessions.memory_kind import MemoryKind
+from sessions.units import human_count
 from tui.safe_text import inert
 
 DEMO_KEY = "demo"

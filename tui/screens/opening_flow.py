@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions.controller import LlamachatError, human_size
+from sessions.errors import LlamachatError
+from sessions.units import human_size
 from tui.screens import chat_rules
 from tui.screens.chat_host import ChatHost
 from tui.screens.chat_rules import InputMode

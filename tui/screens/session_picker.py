@@ -22,7 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from sessions.controller import SearchHit, SessionSummary, StoreError
+from sessions.api.library import SearchHit, SessionSummary, StoreError
 from tui.fuzzy import fuzzy_rank
 from tui.safe_text import inert
 from tui.widgets.session_list import display_title, option_id, session_prompt

@@ -24,15 +24,11 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from sessions.controller import (
-    SAMPLING_LABELS,
-    ChatSettings,
-    Preset,
-    SamplingSettings,
-    SamplingValueError,
-    parse_sampling_value,
-    sampling_sources,
-)
+from sessions.api.chat import ChatSettings
+from sessions.api.settings import SAMPLING_LABELS, SamplingValueError, parse_sampling_value
+from sessions.sampling import SamplingSettings
+from sessions.sampling_presets import Preset
+from sessions.sampling_presets import sources as sampling_sources
 from tui.safe_text import for_input, inert
 
 FIELDS = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_tokens", "seed")

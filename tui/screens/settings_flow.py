@@ -9,7 +9,8 @@ stopping it: nothing here is urgent.
 
 from __future__ import annotations
 
-from sessions.controller import ChatSettings, Preset
+from sessions.api.chat import ChatSettings
+from sessions.sampling_presets import Preset
 from tui.screens.chat_host import ChatHost
 from tui.screens.job_flow import after_switch
 from tui.screens.settings_dialog import ChatSettingsScreen

@@ -13,7 +13,7 @@ stopped.
 
 from __future__ import annotations
 
-from sessions.controller import MOST_VERSIONS
+from sessions.sampling import MOST_VERSIONS
 from tui.screens import job_flow, tree_gestures
 from tui.screens.chat_host import ChatHost
 from tui.screens.dialogs import TextPrompt
@@ -43,7 +43,7 @@ async def write(screen: ChatHost, count: int) -> None:
     message = tree_gestures.regenerate_target(screen)
     if message is None:
         return
-    if not screen.model_ready:
+    if not screen.jobs.model_ready:
         screen.notify("No model is loaded: press F5 to choose one.", severity="warning")
         return
     if screen.controller.chat_settings().sampling.deterministic:

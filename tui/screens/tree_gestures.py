@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sessions.controller import Message
+from sessions.tree import Message
 from tui.screens import chat_rules, library_flow
 from tui.screens.chat_host import ChatHost
 from tui.screens.chat_rules import InputMode
@@ -19,6 +19,12 @@ from tui.screens.dialogs import ConfirmScreen
 from tui.screens.job_flow import after_switch, start_reply
 
 SWITCH_STOPPED = "switch stopped: what is left of the branch is read before its next reply"
+
+
+def target(screen: ChatHost, *roles: str) -> Message | None:
+    """The message a gesture applies to: the one selected, else the last of the branch
+    (with one of ``roles``, when given: ``chat_rules.target``)."""
+    return chat_rules.target(screen.controller.snapshot(), screen.conversation_view.selected_id, *roles)
 
 
 def select_message(screen: ChatHost, delta: int) -> None:
@@ -30,7 +36,7 @@ def select_message(screen: ChatHost, delta: int) -> None:
 async def sibling(screen: ChatHost, delta: int) -> None:
     if await screen.conversation_view.page_versions(delta):  # versions still being written
         return
-    message = screen.target()
+    message = target(screen)
     snapshot = screen.controller.snapshot()
     if message is None or snapshot is None:
         return
@@ -51,7 +57,7 @@ async def sibling(screen: ChatHost, delta: int) -> None:
 
 
 def edit(screen: ChatHost) -> None:
-    message = screen.target()
+    message = target(screen)
     if message is None:
         screen.notify("There is no message to edit yet.")
         return
@@ -64,7 +70,7 @@ def edit(screen: ChatHost) -> None:
 
 def regenerate_target(screen: ChatHost) -> Message | None:
     """The message whose question a regenerate answers again (None: said why)."""
-    message = screen.target()
+    message = target(screen)
     if message is None or message.role == "system":
         screen.notify("Select a reply (or the message it answers) to regenerate.")
         return None
@@ -86,9 +92,9 @@ async def regenerate(screen: ChatHost) -> None:
 
 
 async def continue_reply(screen: ChatHost) -> None:
-    message = screen.target("assistant")
+    message = target(screen, "assistant")
     problem = chat_rules.continue_problem(message)
-    if problem is None and not screen.model_ready:
+    if problem is None and not screen.jobs.model_ready:
         problem = "No model is loaded: press F5 to choose one."
     if problem is not None or message is None:
         screen.notify(problem or "There is no reply to continue.", timeout=4)
@@ -105,11 +111,11 @@ async def continue_reply(screen: ChatHost) -> None:
 def continue_from(screen: ChatHost) -> None:
     """Choose a place inside the selected reply, then write a new version that keeps the
     reply up to there and goes on (``SessionController.continue_from``)."""
-    message = screen.target("assistant")
+    message = target(screen, "assistant")
     if message is None or message.role != "assistant":
         screen.notify("Select the reply to go on from first (Ctrl+Up).", timeout=4)
         return
-    if not screen.model_ready:
+    if not screen.jobs.model_ready:
         screen.notify("No model is loaded: press F5 to choose one.", timeout=4)
         return
     problem = chat_rules.continue_from_problem(message, screen.controller.model_info, screen.key_of("continue-reply"))
@@ -132,7 +138,7 @@ def continue_from(screen: ChatHost) -> None:
 
 
 def fork(screen: ChatHost) -> None:
-    message = screen.target()
+    message = target(screen)
     if message is None:
         return
     if message.role == "user":
@@ -190,7 +196,7 @@ def ask_delete(screen: ChatHost, chosen: int | None = None) -> None:
     the refusal says so and the chat is shown as it is now (``Conversation``).
     """
     snapshot = screen.controller.snapshot()
-    message: Message | None = screen.target() if chosen is None else snapshot.message(chosen) if snapshot else None
+    message: Message | None = target(screen) if chosen is None else snapshot.message(chosen) if snapshot else None
     if message is None or snapshot is None:
         return
     counted = [message.id, *(m.id for m in snapshot.tree.descendants(message.id))]
@@ -230,7 +236,7 @@ def stop(screen: ChatHost) -> None:
 
 
 def copy_message(screen: ChatHost) -> None:
-    message = screen.target()
+    message = target(screen)
     if message is not None:
         screen.app.copy_to_clipboard(message.text)
         screen.notify("Copied the message.", timeout=2)

@@ -14,7 +14,8 @@ from tui.screens.dialogs import ConfirmScreen
 if TYPE_CHECKING:
     from textual.app import App
 
-    from sessions.controller import ContextOverflow, SessionController
+    from sessions.api.chat import SessionController
+    from sessions.errors import ContextOverflow
     from tui.engine_work import EngineWork
     from tui.widgets.status_bar import StatusBar
 

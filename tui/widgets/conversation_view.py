@@ -32,7 +32,8 @@ from textual.dom import NoScreen
 from textual.widget import Widget
 from textual.widgets import Markdown
 
-from sessions.controller import ChatSnapshot, Message
+from sessions.api.chat import ChatSnapshot
+from sessions.tree import Message
 from tui.safe_text import inert
 from tui.widgets.find_marks import FindMarks, mark
 from tui.widgets.message_actions import place_actions

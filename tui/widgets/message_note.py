@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from sessions.controller import Message, StopReason
-from sessions.controller.continuation import CAN_CONTINUE
+from sessions.api.chat import CAN_CONTINUE
+from sessions.stop_reason import StopReason
+from sessions.tree import Message
 
 STOP_NOTES = {StopReason.CANCELLED: "stopped", StopReason.LENGTH: "cut at the length limit",
               StopReason.CONTEXT_FULL: "context full"}

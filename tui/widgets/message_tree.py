@@ -25,7 +25,9 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from sessions.controller import Tier, inert, title_from_text
+from sessions.api.chat import Tier
+from sessions.api.library import title_from_text
+from sessions.text_safety import inert
 
 ROLE_ICONS = {"system": "⚙", "user": "❯", "assistant": "✦"}
 LABEL_LIMIT = 40

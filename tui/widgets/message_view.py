@@ -32,7 +32,8 @@ from textual.message import Message as WidgetMessage
 from textual.widgets import Label, Markdown
 from textual.widgets.markdown import MarkdownStream
 
-from sessions.controller import Message, ReasoningSplitter, ReplyView, split_reply
+from sessions.reasoning import ReasoningSplitter, ReplyView, split_reply
+from sessions.tree import Message
 from tui.safe_text import inert
 from tui.widgets.chat_document import ChatMarkdown
 from tui.widgets.chat_markdown import chat_parser

@@ -13,7 +13,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from sessions.controller import ReplyView
+from sessions.reasoning import ReplyView
 from tui.safe_text import inert
 
 

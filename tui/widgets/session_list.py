@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from sessions.controller import SessionSummary
+from sessions.api.library import SessionSummary
 from tui.safe_text import inert
 
 CURRENT_MARK = "▸"

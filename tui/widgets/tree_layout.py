@@ -25,8 +25,9 @@ from dataclasses import replace
 from rich.text import Text
 from textual.widgets.tree import NodeID, TreeNode
 
-from sessions.controller import ConversationTree, Tier
-from sessions.controller import Message as ChatMessage
+from sessions.api.chat import Tier
+from sessions.tree import ConversationTree
+from sessions.tree import Message as ChatMessage
 from tui.widgets.message_tree import MessageTree, NodeInfo, first_line
 
 RUN_PAGE = 60

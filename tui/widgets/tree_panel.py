@@ -35,7 +35,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static, Tree
 
-from sessions.controller import ConversationTree, Tier
+from sessions.api.chat import Tier
+from sessions.tree import ConversationTree
 from tui.bindings import bindings_for
 from tui.widgets.message_tree import (
     COLD_MARK,

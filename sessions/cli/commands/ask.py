@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sessions.api.library import DatabaseFull, HeadMoved
 from sessions.attachments import compose_message
 from sessions.cli import interrupts
 from sessions.cli.arguments import session_id
@@ -34,7 +35,6 @@ from sessions.errors import ContextOverflow, GenerationCancelled, LlamachatError
 from sessions.events import Event, NoticeRaised, TextStreamed
 from sessions.sampling import MOST_VERSIONS
 from sessions.stop_reason import StopReason
-from sessions.store import DatabaseFull, HeadMoved
 from sessions.text_safety import InertStream
 from sessions.tree import TreeError
 
@@ -42,9 +42,9 @@ PLACE_TRIES = 3
 """Times ``ask`` places its message again when another window moved the head meanwhile."""
 
 if TYPE_CHECKING:
-    from sessions.controller import SessionController
+    from sessions.api.chat import SessionController
+    from sessions.api.library import Session
     from sessions.sampling import SamplingSettings
-    from sessions.store import Session
     from sessions.tree import Message
 
 
@@ -140,7 +140,7 @@ def _check(args: argparse.Namespace, text: str) -> bool:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     # Deferred: the runtime loads numpy and the engine, which the other commands do not.
-    from sessions.runtime import open_runtime
+    from sessions.api.runtime import open_runtime
 
     text = message_text(args.text, wanted=not _takes_no_text(args))
     if args.system:
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 raise _Stopped("before anything was sent: nothing was saved")
             sampling = controller.chat_settings().sampling.with_(**overrides)
             if args.versions > 1 and sampling.deterministic:  # refused before the head moves to the question
-                from sessions.controller.versions import SAME_VERSIONS
+                from sessions.api.chat import SAME_VERSIONS
 
                 raise CliError(SAME_VERSIONS)
             message = compose_message(text, [controller.count_attachment(file) for file in files])
@@ -236,8 +236,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             out.end()
             raise  # one line on stderr (sessions.cli.reporting)
         out.end(replied=True)
-        engine = controller.engine
-        checkpoints = runtime.checkpoints is not None and engine is not None and engine.checkpoint_notice is None
+        checkpoints = controller.keeps_checkpoints
     if args.stats:
         for version in [*written, reply]:
             if version.stats is not None:

@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sessions import paths
+from sessions.api.settings import size_text
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import UsageError
 from sessions.cli.formatting import table
-from sessions.config.sizes import size_text
-from sessions.store import SessionNotFound
 from sessions.units import human_size
 
 if TYPE_CHECKING:
-    from sessions.checkpoint_owners import Ownership
+    from sessions.api.checkpoint_files import Removed
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -52,12 +51,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bool) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.cli.cache_usage import budget_words, folder_usage, model_names
+    from sessions.api.checkpoint_files import chat_share, folder_usage
+    from sessions.cli.cache_usage import budget_words, model_names
 
     usage = folder_usage(folder)
     names = model_names(ctx) if usage.by_model else {}
     budget = ctx.config.checkpoints.max_disk
-    share = _session_share(ctx, folder, session_id) if session_id is not None else None
+    share = chat_share(ctx.store(), folder, session_id) if session_id is not None else None
     if as_json:
         value: dict = {
             "folder": str(folder), "bytes": usage.nbytes, "disk_bytes": usage.on_disk, "files": usage.count,
@@ -66,8 +66,8 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
                        for name, (count, on_disk) in usage.by_model.items()],
         }
         if share is not None:
-            value["session"] = {"id": session_id, "own_files": len(share.own), "own_bytes": share.own_bytes,
-                                "shared_files": len(share.shared), "shared_bytes": share.shared_bytes}
+            value["session"] = {"id": session_id, "own_files": share.own_files, "own_bytes": share.own_bytes,
+                                "shared_files": share.shared_files, "shared_bytes": share.shared_bytes}
         ctx.print_json(value)
         return 0
     ctx.print(f"checkpoint folder: {folder}")
@@ -84,48 +84,37 @@ def _show(ctx: CommandContext, folder: Path, session_id: int | None, as_json: bo
         for line in table(rows):
             ctx.print(line)
     if share is not None:
-        ctx.print(f"session {session_id}: {_files(len(share.own))}, {human_size(share.own_bytes)}, its own; "
-                  f"{_files(len(share.shared))}, {human_size(share.shared_bytes)}, shared with other sessions")
+        ctx.print(f"session {session_id}: {_files(share.own_files)}, {human_size(share.own_bytes)}, its own; "
+                  f"{_files(share.shared_files)}, {human_size(share.shared_bytes)}, shared with other sessions")
     return 0
-
-
-def _session_share(ctx: CommandContext, folder: Path, session_id: int) -> Ownership:
-    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoint_owners import ChatTokens, ownership_on_disk
-
-    store = ctx.store()
-    if not any(summary.id == session_id for summary in store.list_sessions()):
-        raise SessionNotFound(session_id)
-    return ownership_on_disk(store, [ChatTokens.read(store, session_id)], folder)
 
 
 def _clear_session(ctx: CommandContext, folder: Path, session_id: int) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoints import remove_files
+    from sessions.api.checkpoint_files import clear_chat
 
-    share = _session_share(ctx, folder, session_id)
-    removed = remove_files(share.own)
-    kept = f" ({_files(len(share.shared))} shared with other sessions kept)" if share.shared else ""
+    removed, share = clear_chat(ctx.store(), folder, session_id)
+    kept = f" ({_files(share.shared_files)} shared with other sessions kept)" if share.shared_files else ""
     ctx.print(f"freed {human_size(removed.nbytes)}: {_files(removed.count)} of session {session_id} "
               f"deleted{kept}")
-    return _failures(ctx, removed.failures)
+    return _failures(ctx, removed)
 
 
 def _clear_all(ctx: CommandContext, folder: Path) -> int:
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoints import list_files, remove_files
+    from sessions.api.checkpoint_files import clear_all
 
-    files = list_files(folder, headers=False)
-    removed = remove_files(files)
+    removed = clear_all(folder)
     if removed.failures:  # a read-only disk, say: not all there were
-        ctx.print(f"freed {human_size(removed.nbytes)}: {removed.count} of {_files(len(files))} deleted, "
+        ctx.print(f"freed {human_size(removed.nbytes)}: {removed.count} of {_files(removed.asked)} deleted, "
                   f"{len(removed.failures)} could not be")
     else:
         ctx.print(f"freed {human_size(removed.nbytes)}: {_files(removed.count)} deleted, all there were")
-    return _failures(ctx, removed.failures)
+    return _failures(ctx, removed)
 
 
-def _failures(ctx: CommandContext, failures: tuple[str, ...]) -> int:
+def _failures(ctx: CommandContext, removed: Removed) -> int:
+    failures = removed.failures
     if not failures:
         return 0
     more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""

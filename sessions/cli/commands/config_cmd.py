@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from sessions.api.settings import MAX_CONFIG_BYTES, config_template, write_config_text
 from sessions.bounded_read import read_regular_file
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
-from sessions.config import config_template
-from sessions.config.files import MAX_CONFIG_BYTES, write_config_text
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

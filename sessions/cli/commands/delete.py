@@ -6,17 +6,17 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sessions import paths
+from sessions.api.library import SessionNotFound
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import title_text
 from sessions.cli.interrupts import Interrupts
 from sessions.errors import LlamachatError
-from sessions.store import SessionNotFound
 from sessions.units import human_size
 
 if TYPE_CHECKING:
-    from sessions.checkpoint_owners import ChatTokens
-    from sessions.store import SessionSummary
+    from sessions.api.checkpoint_files import ChatsGone
+    from sessions.api.library import SessionSummary
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -45,12 +45,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     which of the two happened.
     """
     # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoint_owners import ChatTokens
+    from sessions.api.checkpoint_files import ChatsGone
 
     store = ctx.store()
     ids = list(dict.fromkeys(args.ids))
     stops = Interrupts(lambda: None)
-    chats: list[ChatTokens] = []
+    chats = ChatsGone()
 
     def delete() -> dict[int, SessionSummary]:
         with store.transaction():
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 raise SessionNotFound(missing)
             for session_id in ids:
                 _check(stops)
-                chats.append(ChatTokens.read(store, session_id))  # their tokens go with them
+                chats.read(store, session_id)  # their tokens go with them
                 store.delete_session(session_id)
             _check(stops)
         return listed
@@ -82,15 +82,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def _remove_checkpoints(ctx: CommandContext, chats: list[ChatTokens]) -> None:
+def _remove_checkpoints(ctx: CommandContext, chats: ChatsGone) -> None:
     """Delete the checkpoint files only the deleted sessions reached. The sessions are
     gone already, so whatever fails here is a warning: the files are evicted in time."""
-    # Deferred: the checkpoint store loads numpy, which the CLI does not load to start.
-    from sessions.checkpoint_owners import ownership_on_disk
-    from sessions.checkpoints import remove_files
-
     try:
-        removed = remove_files(ownership_on_disk(ctx.store(), chats, paths.checkpoints_dir()).own)
+        removed = chats.remove_files(ctx.store(), paths.checkpoints_dir())
     except Exception as error:  # never a failed delete: the sessions are gone already
         ctx.note(f"warning: the checkpoint files of the deleted sessions were not removed ({error})")
         return

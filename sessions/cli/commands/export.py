@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessions.api.library import export_text, write_export
 from sessions.cli.arguments import session_id
 from sessions.cli.context import CommandContext
 from sessions.cli.interrupts import signals_raise
-from sessions.exchange import export_text, write_export
 from sessions.text_safety import inert, json_for_terminal
 
 if TYPE_CHECKING:
-    from sessions.exchange import ExportKind
+    from sessions.api.library import ExportKind
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

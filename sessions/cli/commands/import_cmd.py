@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from sessions.api.library import ImportStopped, import_file
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import title_text
 from sessions.cli.interrupts import Interrupts
-from sessions.exchange import ImportStopped, import_file
 
 if TYPE_CHECKING:
-    from sessions.store import SessionStore
+    from sessions.api.library import SessionStore
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

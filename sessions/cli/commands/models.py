@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 
+from sessions.api.models import discover_models, local_devices_line, offload_line, search_roots, server_lines
 from sessions.cli.context import CommandContext
 from sessions.cli.formatting import table
-from sessions.discovery import discover_models, search_roots
-from sessions.rpc.report import local_devices_line, offload_line, server_lines
 from sessions.units import human_count, human_size
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
+from sessions.api.models import fetch_model
 from sessions.cli.context import CommandContext
 from sessions.cli.download_line import DownloadLine
 from sessions.cli.interrupts import signals_raise
-from sessions.hub import fetch_model
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

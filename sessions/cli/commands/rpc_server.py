@@ -11,11 +11,10 @@ import argparse
 import ipaddress
 
 from sessions import paths
+from sessions.api.models import RpcError, default_threads, serve_rpc
 from sessions.cli.arguments import whole_number
 from sessions.cli.context import CommandContext
 from sessions.cli.errors import CliError
-from sessions.rpc.errors import RpcError
-from sessions.rpc.server import serve
 
 DEFAULT_PORT = 50052
 
@@ -38,9 +37,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    # Deferred: the context module loads numpy, which the CLI does not load to start.
-    from sessions.llama.context import default_threads
-
     if args.port > 65535:
         raise CliError(f"the port must be a number from 1 to 65535, not {args.port}")
     try:  # ggml's server takes a numeric IPv4 address only (inet_addr)
@@ -52,6 +48,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         cache_dir = str(paths.ensure_private_dir(paths.cache_dir() / "rpc"))
     threads = ctx.config.threads or default_threads()
     try:
-        return serve(host, args.port, threads, cache_dir, ctx.out, ctx.err)
+        return serve_rpc(host, args.port, threads, cache_dir, ctx.out, ctx.err)
     except RpcError as error:
         raise CliError(str(error)) from None

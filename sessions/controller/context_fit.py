@@ -13,10 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sessions.branch_tokens import freeze_all
+from sessions.controller.branch_tokens import freeze_all
 from sessions.errors import ContextOverflow, ControllerError, LlamachatError
 from sessions.tree import Message
+
+if TYPE_CHECKING:
+    from sessions.controller.conversation import Conversation
+    from sessions.engine.protocol import ChatEngine
+    from sessions.store import SessionStore
 
 
 class BranchTooLong(LlamachatError):
@@ -37,7 +43,7 @@ class TrimPlan:
         return sum(len(t) for t in self.tokens)
 
 
-def plan_trim(engine, path: Sequence[Message], *, n_ctx: int, reserve: int,
+def plan_trim(engine: ChatEngine, path: Sequence[Message], *, n_ctx: int, reserve: int,
               known: Mapping[int, int] | None = None) -> TrimPlan:
     """The longest tail of ``path`` (whole turns, after any system prompt) that fits.
 
@@ -86,7 +92,8 @@ def check_trimmable(path: Sequence[Message]) -> None:
         raise ControllerError("only a branch that ends with a message to answer can be trimmed")
 
 
-def fit_branch(store, engine, session_id: int | None, path: Sequence[Message], *, reserve: int) -> TrimPlan:
+def fit_branch(store: SessionStore, engine: ChatEngine, session_id: int | None, path: Sequence[Message], *,
+               reserve: int) -> TrimPlan:
     """``plan_trim`` for ``path`` in the engine's context, guessing from the tokens the
     store keeps for this model. Renders and tokenizes the turns it tries, which takes
     long for a long chat: call it without the tree lock. Raises ``ContextOverflow``
@@ -100,7 +107,7 @@ def fit_branch(store, engine, session_id: int | None, path: Sequence[Message], *
         raise ContextOverflow(str(error), n_ctx=engine.n_ctx) from None
 
 
-def add_trimmed(conv, engine, path: Sequence[Message], plan: TrimPlan) -> Message:
+def add_trimmed(conv: Conversation, engine: ChatEngine, path: Sequence[Message], plan: TrimPlan) -> Message:
     """Copy the turns ``plan`` keeps below a new root; return the new head.
 
     The new branch is a new root beside the old one (which stays untouched): the system
@@ -114,7 +121,9 @@ def add_trimmed(conv, engine, path: Sequence[Message], plan: TrimPlan) -> Messag
     if not plan.dropped:
         return path[-1]  # nothing older to leave out, and it fits as it is
     fingerprint = engine.info.fingerprint
-    parent = None
+    head: Message | None = None
     for message, tokens in zip(plan.kept, plan.tokens, strict=True):
-        parent = conv.append(message.role, message.text, parent_id=parent, tokens={fingerprint: list(tokens)}).id
-    return conv.tree.get(parent)
+        head = conv.append(message.role, message.text, parent_id=head.id if head is not None else None,
+                           tokens={fingerprint: list(tokens)})
+    assert head is not None  # the message to answer is always kept
+    return conv.tree.get(head.id)

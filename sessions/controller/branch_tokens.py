@@ -13,6 +13,7 @@ good, and they cannot be the tokens of the text anyway.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from sessions.engine.protocol import ChatEngine
 from sessions.store import SessionStore
@@ -20,6 +21,17 @@ from sessions.templates.chat_template import ChatMessage, TemplateStopped
 from sessions.templates.message_tokens import freeze_message_tokens
 from sessions.templates.sandbox import stop_requested
 from sessions.tree import SAMPLED_BY_UNKNOWN, Message
+
+
+@dataclass(frozen=True)
+class BranchTokens:
+    """A branch as the engine takes it: its tokens, where each message ends, and which
+    messages are replayed one token at a time (``branch_tokens``)."""
+
+    tokens: list[int]
+    ends: list[int]
+    stepped: list[bool]
+
 
 Known = Callable[[Message], "list[int] | None"]
 BATCH = 500

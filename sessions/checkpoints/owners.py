@@ -1,12 +1,15 @@
 """Which checkpoint files belong to which chats, told from the files' names alone.
 
 A file is named by the hash of the exact tokens before its end (``checkpoints.keys``), and
-each message keeps the tokens every model saw for it (``branch_tokens``). So a chat owns
+each message keeps the tokens every model saw for it (``controller.branch_tokens``). So a chat owns
 a file when one of its branches, hashed as it goes, gives the file's name at the file's
 end: exact, wherever the engine cut its segments, and one pass over each tree whatever
-the number of branches (forks copy the running hash, as ``saved_marks`` does). A file
+the number of branches (forks copy the running hash, as the tree's saved marks do). A file
 another chat reaches too (the same system prompt and first message) is shared, and stays
 as long as that chat does.
+
+The chats' tokens come from the session store (``TokenSource``: the store has the shape,
+and this package sits below it).
 """
 
 from __future__ import annotations
@@ -16,11 +19,18 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from sessions.checkpoints import PrefixHasher
-from sessions.checkpoints.keys import model_folder
+from sessions.checkpoints.keys import PrefixHasher, model_folder
 from sessions.checkpoints.listing import CheckpointFile, list_files
-from sessions.store import SessionStore
+
+
+class TokenSource(Protocol):
+    """Where the chats' tokens are read (``sessions.store.SessionStore``)."""
+
+    def message_parents(self, session_id: int) -> dict[int, int | None]: ...
+    def session_tokens(self, session_id: int) -> dict[int, dict[str, list[int]]]: ...
+    def root_tokens(self, model_fingerprint: str) -> dict[int, list[list[int]]]: ...
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,7 @@ class ChatTokens:
     """Message id -> model fingerprint -> the tokens that model saw."""
 
     @classmethod
-    def read(cls, store: SessionStore, session_id: int) -> ChatTokens:
+    def read(cls, store: TokenSource, session_id: int) -> ChatTokens:
         return cls(session_id, store.message_parents(session_id), store.session_tokens(session_id))
 
     def fingerprints(self) -> set[str]:
@@ -105,7 +115,7 @@ class Ownership:
         return sum(file.size for file in self.shared)
 
 
-def ownership(store: SessionStore, chats: list[ChatTokens], files: Iterable[CheckpointFile]) -> Ownership:
+def ownership(store: TokenSource, chats: list[ChatTokens], files: Iterable[CheckpointFile]) -> Ownership:
     """Which of ``files`` the branches of ``chats`` reach, own and shared.
 
     The other chats that could share a file are only those whose first message begins
@@ -150,7 +160,7 @@ def _begin_alike(theirs: list[list[int]], ours: list[list[int]], first_end: int)
     return False
 
 
-def ownership_on_disk(store: SessionStore, chats: list[ChatTokens], directory: Path) -> Ownership:
+def ownership_on_disk(store: TokenSource, chats: list[ChatTokens], directory: Path) -> Ownership:
     """``ownership`` of the files in a checkpoint folder, with no store running: only the
     folders of the models these chats were tokenized for are read (their headers, for
     the ends)."""

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sessions.config import Config
-from sessions.controller import EngineSettings, SessionController
+from sessions.controller.session_controller import SessionController
 from sessions.engine import factory
+from sessions.engine.settings import EngineSettings
 from sessions.events import Listener, NoticeRaised, ignore
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
