@@ -11,7 +11,7 @@ new child), or locally without RPC, and its next reply equals a recompute from s
 
 from __future__ import annotations
 
-import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,12 +183,31 @@ def test_hung_server_is_named_after_the_stop_grace(pair, tmp_path):
         tokens = engine.tokenize(SYSTEM, True)
         prep = engine.prepare(tokens, [len(tokens)])
         b.pause()  # the reply's first decode needs it, and it will never answer
-        polls = itertools.count()  # stop once the child is surely stuck in that decode
+        port = int(b.endpoint.rsplit(":", 1)[1])
 
+        # Stop once the child is stuck in that decode: its request waits, unread, in the
+        # stopped server's socket (a stop sent sooner is honoured before the decode).
         with pytest.raises(EngineLost) as lost:
-            engine.generate(prep.logits, GREEDY, max_tokens=1500, should_stop=lambda: next(polls) >= 20)
+            engine.generate(prep.logits, GREEDY, max_tokens=1500, should_stop=lambda: unread_bytes(port) > 0)
         message = one_line_naming(lost.value, b.endpoint, a.endpoint)
         assert "did not stop within" in message
     finally:
         b.resume()
         engine.close()
+
+
+def unread_bytes(port: int) -> int:
+    """Bytes waiting, unread, in the receive queues of the connections a local server
+    accepted on ``port`` (Linux's /proc/net/tcp: local address, then tx:rx queues)."""
+    waiting = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:  # established
+                waiting += int(queues.split(":")[1], 16)
+    return waiting
