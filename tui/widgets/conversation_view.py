@@ -42,6 +42,10 @@ from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end
 from tui.widgets.streamed_text import StreamedText
 from tui.widgets.version_streams import VersionStreams
 
+FOLD_SCREENS = 2
+"""While the view follows a reply being written, its blocks more than this many screens
+above its end leave the layout (``ChatMarkdown.fold_settled``)."""
+
 
 def laid_out(view: MessageView) -> bool:
     """Whether ``view`` has its place in the layout. A view mounted just now may be drawn
@@ -336,11 +340,14 @@ class ConversationView(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if not self.following_end:
+            self._unfold_reply()
         self._check_soon()
 
     def on_resize(self) -> None:
         """A new width wraps every message anew: the rows held are estimated again, and the
         message at the top of the screen stays there (at the end, the end stays)."""
+        self._unfold_reply()
         width = self._text_width()
         if width != self._width and self._path:
             top = self.scroll_y
@@ -474,6 +481,19 @@ class ConversationView(VerticalScroll):
         view = self.reply_view
         if view is not None:
             await view.write(text, opens_in_reasoning=opens_in_reasoning)
+            if self.following_end:  # only the end can be seen: what is well above it leaves the layout
+                await view.body.fold_settled(FOLD_SCREENS * self._screen_rows())
+
+    @property
+    def following_end(self) -> bool:
+        """The view stays at the end of the branch as it grows (not scrolled away from it)."""
+        return self.is_anchored and not self._anchor_released
+
+    def _unfold_reply(self) -> None:
+        """The whole reply being written back in the layout (``ChatMarkdown.fold_settled``)."""
+        view = self.reply_view
+        if view is not None and view.is_mounted:
+            view.body.unfold()
 
     async def finish_stream(self, final: Message) -> None:
         """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""
