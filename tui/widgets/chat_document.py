@@ -20,6 +20,8 @@ reply replacing the streamed one). Only the last block ever changes while a repl
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.await_complete import AwaitComplete
 from textual.content import Content
 from textual.widgets import Label, Markdown
@@ -55,7 +57,7 @@ class ChatMarkdown(Markdown):
 
     BLOCKS = {**Markdown.BLOCKS, "fence": MarkedFence, "code_block": MarkedFence}
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.folded = 0
         """Blocks at the start taken out of the layout (``fold_settled``)."""

@@ -13,6 +13,9 @@ reply being written is one extra view at the end that adopts its stored message.
 
 Streamed text is held (``append_text``, ``streamed_text``) and drawn a few times a second;
 ``finish_stream`` drops what was not drawn yet, since the stored reply replaces it.
+While the view follows the end of a long reply being written, the reply's blocks well
+above its last screens leave the layout (``ChatMarkdown.fold_settled``); a scroll away from
+the end or a new width brings them back first.
 
 A find open marks the views holding its text (``set_marks``); a view mounted later, or
 drawn again, is marked once its text is drawn.
