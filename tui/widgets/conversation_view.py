@@ -343,7 +343,7 @@ class ConversationView(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if not self.following_end:
+        if not self.following_end or new_value < old_value:  # anything above the end may show
             self._unfold_reply()
         self._check_soon()
 
