@@ -15,7 +15,7 @@ from sessions.controller import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from tests.tui.fake_engine import FakeEngineFactory, chunks
-from tests.tui.helpers import ready, screen_text, settle, type_text, wait_for
+from tests.tui.helpers import main_screen, ready, screen_text, settle, type_text, wait_for
 from tui.app import LlamaChatApp
 from tui.startup import StartupRequest
 
@@ -46,9 +46,12 @@ def long_app(fake_model, script):
     store.close()
 
 
-def painted(app) -> list[list[tuple[str, object]]]:
-    """Every cell run of the screen as drawn now: text and style."""
-    return [[(segment.text, segment.style) for segment in strip] for strip in app.screen._compositor.render_strips()]
+def painted(pilot) -> list[list[tuple[str, object]]]:
+    """Every cell run of the conversation (its border and scroll bar too) as drawn now: text
+    and style. Not the input below it, whose cursor blinks."""
+    region = main_screen(pilot).conversation_view.region
+    strips = pilot.app.screen._compositor.render_strips()[region.y:region.bottom]
+    return [[(segment.text, segment.style) for segment in strip.crop(region.x, region.right)] for strip in strips]
 
 
 @asynccontextmanager
@@ -87,13 +90,13 @@ async def test_a_long_reply_being_written_folds_what_is_above_its_last_screens_a
         assert all(block.display for block in blocks[body.folded:])
         assert blocks[0] not in pilot.app.screen._compositor.widgets  # out of the layout, not only out of view
         await pilot.pause()
-        folded = painted(pilot.app)
+        folded = painted(pilot)
         height = body.outer_size.height
         body.unfold()
         await wait_for(pilot, lambda: blocks[0] in pilot.app.screen._compositor.widgets, "the blocks laid out")
         await pilot.pause()
         assert body.folded == 0 and body.outer_size.height == height
-        assert painted(pilot.app) == folded
+        assert painted(pilot) == folded
 
 
 async def test_scrolling_away_from_the_end_brings_the_folded_blocks_back(long_app, script):
@@ -118,8 +121,9 @@ async def test_a_new_width_brings_the_folded_blocks_back_and_they_fold_again_at_
         view.append_text("more ")  # the next piece of text: the blocks fold again, measured at the new width
         await wait_for(pilot, lambda: body.folded > 0, "blocks folded again")
         await pilot.pause()
-        folded = painted(pilot.app)
+        folded = painted(pilot)
+        first = next(child for child in body.children if not child.display)
         body.unfold()
+        await wait_for(pilot, lambda: first in pilot.app.screen._compositor.widgets, "the blocks laid out")
         await pilot.pause()
-        await pilot.pause()
-        assert painted(pilot.app) == folded
+        assert painted(pilot) == folded
