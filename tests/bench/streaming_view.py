@@ -6,19 +6,21 @@ Run: ``python -m tests.bench.streaming_view [--tokens 4000] [--rate 500] [--mess
 A chat of ``--messages`` messages is written to a fresh store; then the real app runs in a
 child process on a pseudo-terminal (so Textual draws every frame and writes it, as in a
 terminal), over the fake engine of the UI tests, which streams a Markdown reply of
-``--tokens`` chunks (prose, code blocks and a table) at ``--rate`` chunks a second. Every
-chunk holds a numbered word (``w0123``, ``v0123`` in code, ``c0123`` in the table); this
-process reads the terminal and notes when each number is first written to it. A chunk's lag
-is that moment less the moment the engine handed the chunk over (both ``CLOCK_MONOTONIC``).
-It prints:
+``--tokens`` numbered words (prose, code blocks and a table) at ``--rate`` chunks a second,
+one chunk a word (``chunks``: the numbered words and the others around them, "Some prose,",
+a code line's ``x =``, a fence). Each numbered word (``w0123``, ``v0123`` in code, ``c0123``
+in the table) is noted when first written to the terminal, which this process reads; its
+lag is that moment less the moment the engine handed over the chunk holding it (both
+``CLOCK_MONOTONIC``). It prints:
 
-- ``lag_ms``: the lag's p50, p90, p99 and most, over the chunks seen (``seen`` of ``tokens``:
-  a chunk drawn and replaced within one frame is never written);
+- ``lag_ms``: the lag's p50, p90, p99 and most, over the numbers seen (``seen`` of
+  ``tokens``: a number drawn and replaced within one frame is never written);
 - ``cpu_cores``: the app's CPU time (every thread) over the wall time, from the first
-  chunk to the last one drawn: 1.0 is one core busy; ``cpu_ms_per_token``: that CPU time
-  per chunk, what keeping up costs whatever else the machine runs (at ``--rate`` chunks a
-  second the app needs ``rate * cpu_ms_per_token / 1000`` cores), and ``load``, the
-  machine's one-minute load average at the end (other programs' work slows the app down);
+  number to the last one drawn: 1.0 is one core busy; ``cpu_ms_per_token``: that CPU time
+  per chunk handed over, what keeping up costs whatever else the machine runs (at
+  ``--rate`` chunks a second the app needs ``rate * cpu_ms_per_token / 1000`` cores), and
+  ``load``, the machine's one-minute load average at the end (other programs' work slows
+  the app down);
 - ``stream_s``: how long the engine took to hand the reply over (``tokens / rate`` when
   the app keeps up with it).
 """
@@ -48,7 +50,7 @@ from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from sessions.store.records import NewMessage
 from tests.bench.long_chat import message_text
-from tests.tui.fake_engine import FakeEngineFactory, FakeScript
+from tests.tui.fake_engine import FakeEngineFactory, FakeScript, chunks
 from tui.app import LlamaChatApp
 from tui.startup import StartupRequest
 
@@ -82,6 +84,17 @@ def reply_text(tokens: int) -> str:
         else:
             parts.append("Some prose, " + " ".join(words("w", min(left, 40))) + ".")
     return "\n\n".join(parts)
+
+
+def numbered_chunks(tokens: int) -> dict[int, int]:
+    """Each number of the reply (``w0123`` is 123): the index of the chunk the fake engine
+    hands it over in. Not the number itself: the words around the numbered ones ("Some
+    prose,", a code line's ``x =``, a fence) are chunks of their own."""
+    found: dict[int, int] = {}
+    for index, part in enumerate(chunks(reply_text(tokens))):
+        for match in MARKER.finditer(part.encode()):
+            found.setdefault(int(match.group(1)), index)
+    return found
 
 
 def write_chat(messages: int) -> int:
@@ -206,7 +219,8 @@ def measure(tokens: int, rate: float, messages: int, folder: Path) -> dict:
             os.waitpid(pid, 0)
     streamed = json.loads(result.read_text())["streamed_at"]
     seen = terminal.first_seen()
-    lags = sorted(1000 * (seen[k % 10000] - at) for k, at in enumerate(streamed) if k % 10000 in seen)
+    lags = sorted(1000 * (seen[number] - streamed[at]) for number, at in numbered_chunks(tokens).items()
+                  if number in seen)
 
     def quantile(q: float) -> float:
         return round(lags[min(len(lags) - 1, int(q * len(lags)))], 1)
@@ -215,7 +229,7 @@ def measure(tokens: int, rate: float, messages: int, folder: Path) -> dict:
             "lag_ms": {"p50": quantile(0.5), "p90": quantile(0.9), "p99": quantile(0.99),
                        "max": round(lags[-1], 1), "mean": round(statistics.fmean(lags), 1)},
             "cpu_cores": round((cpu_after - cpu_before) / (wall_after - wall_before), 2),
-            "cpu_ms_per_token": round(1000 * (cpu_after - cpu_before) / tokens, 2),
+            "chunks": len(streamed), "cpu_ms_per_token": round(1000 * (cpu_after - cpu_before) / len(streamed), 2),
             "load": round(os.getloadavg()[0], 1),
             "stream_s": round(streamed[-1] - streamed[0], 2), "terminal": f"{SIZE[0]}x{SIZE[1]}"}
 

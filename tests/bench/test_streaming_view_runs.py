@@ -9,7 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.bench.streaming_view import numbered_chunks, reply_text
+from tests.tui.fake_engine import chunks
+
 REPO = Path(__file__).resolve().parents[2]
+
+
+def test_each_number_is_timed_from_the_chunk_that_holds_it():
+    """The words between the numbered ones are chunks too: a number's lag counts from when
+    its own chunk was handed over, not from the chunk at its number's place."""
+    parts = chunks(reply_text(400))
+    found = numbered_chunks(400)
+    assert sorted(found) == list(range(400))
+    assert all(f"{number:04d}" in parts[index] for number, index in found.items())
+    assert len(parts) > 400 and max(found.values()) == len(parts) - 1
 
 
 def test_the_streaming_benchmark_runs_on_a_short_reply():

@@ -13,6 +13,9 @@ reply being written is one extra view at the end that adopts its stored message.
 
 Streamed text is held (``append_text``, ``streamed_text``) and drawn a few times a second;
 ``finish_stream`` drops what was not drawn yet, since the stored reply replaces it.
+While the view follows the end of a long reply being written, the reply's blocks well
+above its last screens leave the layout (``ChatMarkdown.fold_settled``); a scroll away from
+the end or a new width brings them back first.
 
 A find open marks the views holding its text (``set_marks``); a view mounted later, or
 drawn again, is marked once its text is drawn.
@@ -42,6 +45,10 @@ from tui.widgets.message_view import MessageView, opened_in_reasoning
 from tui.widgets.message_window import GAP, Heights, needs_moving, window_at_end, window_for
 from tui.widgets.streamed_text import StreamedText
 from tui.widgets.version_streams import VersionStreams
+
+FOLD_SCREENS = 2
+"""While the view follows a reply being written, its blocks more than this many screens
+above its end leave the layout (``ChatMarkdown.fold_settled``)."""
 
 
 def laid_out(view: MessageView) -> bool:
@@ -337,11 +344,14 @@ class ConversationView(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if not self.following_end or new_value < old_value:  # anything above the end may show
+            self._unfold_reply()
         self._check_soon()
 
     def on_resize(self) -> None:
         """A new width wraps every message anew: the rows held are estimated again, and the
         message at the top of the screen stays there (at the end, the end stays)."""
+        self._unfold_reply()
         width = self._text_width()
         if width != self._width and self._path:
             top = self.scroll_y
@@ -475,6 +485,19 @@ class ConversationView(VerticalScroll):
         view = self.reply_view
         if view is not None:
             await view.write(text, opens_in_reasoning=opens_in_reasoning)
+            if self.following_end:  # only the end can be seen: what is well above it leaves the layout
+                await view.body.fold_settled(FOLD_SCREENS * self._screen_rows())
+
+    @property
+    def following_end(self) -> bool:
+        """The view stays at the end of the branch as it grows (not scrolled away from it)."""
+        return self.is_anchored and not self._anchor_released
+
+    def _unfold_reply(self) -> None:
+        """The whole reply being written back in the layout (``ChatMarkdown.fold_settled``)."""
+        view = self.reply_view
+        if view is not None and view.is_mounted:
+            view.body.unfold()
 
     async def finish_stream(self, final: Message) -> None:
         """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""

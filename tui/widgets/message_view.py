@@ -183,8 +183,8 @@ class MessageView(Vertical):
         return self.query_one(".message-header", Label)
 
     @property
-    def body(self) -> Markdown:
-        return self.query_one(Markdown)
+    def body(self) -> ChatMarkdown:
+        return self.query_one(ChatMarkdown)
 
     def _set_cut(self, note: str) -> None:
         self.cut_note = note
