@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 import pytest
 from textual.widgets.markdown import MarkdownBlock
 
+from sessions.api.chat import SessionController
 from sessions.config import Config
-from sessions.controller import SessionController
 from sessions.sampling import SamplingSettings
 from sessions.store import SessionStore
 from tests.tui.fake_engine import FakeEngineFactory, chunks
