@@ -342,6 +342,19 @@ class ConversationView(VerticalScroll):
             self._measure()
             self.scroll_to(y=view.virtual_region.y + offset, animate=False, immediate=True)
 
+    def scroll_end(self, *args: Any, on_complete: Callable[[], Any] | None = None, **kwargs: Any) -> None:
+        """Scroll to the end, and look at the window once there: anchored, Textual's layout
+        may put the scroll at the end itself, before the scroll asked for and without
+        telling ``watch_scroll_y`` (the scroll then finds nothing to move), which left the
+        window of the middle of a long chat mounted and the end blank."""
+
+        def done() -> None:
+            self._check_soon()
+            if on_complete is not None:
+                self.call_next(on_complete)
+
+        super().scroll_end(*args, on_complete=done, **kwargs)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if not self.following_end or new_value < old_value:  # anything above the end may show
