@@ -28,8 +28,11 @@ def tiny():
 
 
 @pytest.fixture
-def served(fake_hub, tiny):
-    """Two repositories; a paused download has written (and reported) the bytes it got."""
+def served(fake_hub, tiny, monkeypatch):
+    """Two repositories; a paused download has written (and reported) the bytes it got.
+    A held download is not read again meanwhile: the client's read timeout (10 s by
+    default) would otherwise resume it, whole, from a server whose hold is spent."""
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "120")
     fake_hub.add(REPO, {"tiny-Q8_0.gguf": make_model("gemma3", "tiny"), "tiny-Q4_K_M.gguf": tiny}, downloads=5)
     fake_hub.add("org/tiny-chat-GGUF", {"chat-Q4_K_M.gguf": b"x"}, downloads=50)
     return fake_hub

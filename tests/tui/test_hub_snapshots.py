@@ -29,8 +29,10 @@ FILE_SIZE = 4_920_000
 
 
 @pytest.fixture
-def served(fake_hub):
-    """Two repositories, the most downloaded first; files of fixed sizes."""
+def served(fake_hub, monkeypatch):
+    """Two repositories, the most downloaded first; files of fixed sizes. A held download
+    is not resumed by the client's read timeout meanwhile (10 s by default)."""
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "120")
     fake_hub.add("org/tiny-GGUF", {"tiny-Q4_K_M.gguf": b"GGUF" + bytes(FILE_SIZE - 4)}, downloads=5)
     fake_hub.add("org/tiny-chat-GGUF", {"chat-Q4_K_M.gguf": b"GGUF" + bytes(1000)}, downloads=50)
     return fake_hub
