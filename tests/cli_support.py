@@ -65,3 +65,20 @@ def long_turns(store: SessionStore, turn: str, count: int = 3) -> int:
         parent = store.add_message(session.id, parent, "assistant", f"Noted {n}. {turn}").id
     store.set_active_leaf(session.id, parent)
     return session.id
+
+
+def models_home(tmp_path, monkeypatch):
+    """A home folder whose ``~/models`` is the only place ``llamachat models`` searches (the
+    download tools' caches moved out of reach, a config naming the folder); returns that folder."""
+    from pathlib import Path
+
+    from sessions import paths
+
+    folder = Path(tmp_path) / "home" / "models"
+    folder.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(folder.parent))
+    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LMSTUDIO_MODELS_DIR", "LLAMA_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    paths.config_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text('model_dirs = ["~/models"]\n')
+    return folder

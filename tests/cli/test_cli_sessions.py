@@ -14,7 +14,7 @@ import pytest
 from sessions import paths
 from sessions.config import config_template
 from sessions.exchange import export_json
-from tests.cli_support import assert_one_line_error, run
+from tests.cli_support import assert_one_line_error, models_home, run
 
 # --- sessions, show ------------------------------------------------------------------
 
@@ -175,16 +175,9 @@ def test_delete_checks_every_id_first(capsys, store, chat):
 
 @pytest.fixture
 def model_home(tmp_path, monkeypatch, shared_dir):
-    home = tmp_path / "home"
-    folder = home / "models"
-    folder.mkdir(parents=True)
+    folder = models_home(tmp_path, monkeypatch)
     shutil.copy(shared_dir / "models" / "stories260K.gguf", folder / "stories.gguf")
     (folder / "junk.gguf").write_bytes(b"junk")
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LMSTUDIO_MODELS_DIR", "LLAMA_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-    paths.config_file().parent.mkdir(parents=True)
-    paths.config_file().write_text('model_dirs = ["~/models"]\n')
     return folder
 
 

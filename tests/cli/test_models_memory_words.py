@@ -8,23 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from sessions import paths
 from sessions.synth import make_model
-from tests.cli_support import run
+from tests.cli_support import models_home, run
 
 
 @pytest.fixture
 def made_home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    folder = home / "models"
-    folder.mkdir(parents=True)
+    folder = models_home(tmp_path, monkeypatch)
     for arch in ("qwen35", "gemma4", "mamba2"):
         shutil.copy(make_model(arch), folder / f"{arch}.gguf")
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LMSTUDIO_MODELS_DIR", "LLAMA_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-    paths.config_file().parent.mkdir(parents=True)
-    paths.config_file().write_text('model_dirs = ["~/models"]\n')
     return folder
 
 

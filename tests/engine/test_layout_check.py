@@ -15,7 +15,6 @@ import shutil
 
 import pytest
 
-from sessions import paths
 from sessions.api.chat import EngineSettings, SessionController
 from sessions.engine.chat_engine import LlamaChatEngine
 from sessions.engine.factory import llama_engine_factory
@@ -26,7 +25,7 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.state_blob import CELL_EXT_BYTES, StateLayout
 from sessions.sampling import SamplingSettings
 from sessions.synth import ARCHS, make_model
-from tests.cli_support import run
+from tests.cli_support import models_home, run
 from tests.threads import TEST_THREADS
 
 pytestmark = pytest.mark.engine
@@ -120,15 +119,8 @@ def test_ask_says_it_ran_without_checkpoints(capsys, monkeypatch):
 def test_models_shows_the_last_load_ran_without_checkpoints(capsys, monkeypatch, tmp_path):
     """``llamachat models`` reads headers only; it learns what the load check found from
     the record each load leaves, for that very file."""
-    home = tmp_path / "home"
-    (home / "models").mkdir(parents=True)
-    model = home / "models" / "qwen35.gguf"
+    model = models_home(tmp_path, monkeypatch) / "qwen35.gguf"
     shutil.copy(make_model("qwen35", "tiny"), model)
-    monkeypatch.setenv("HOME", str(home))
-    for name in ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LMSTUDIO_MODELS_DIR", "LLAMA_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-    paths.config_file().parent.mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text('model_dirs = ["~/models"]\n')
     ask = ("ask", "-m", str(model), "-t", "1", "-c", "512", "--temp", "0", "--max-tokens", "2", "hello")
 
     def listed() -> tuple[str, str, dict]:
