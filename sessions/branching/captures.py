@@ -86,8 +86,8 @@ class Captures:
         started from: a prompt end, a tip, a restore)."""
         self._snapshot_bytes = 0
         """Size of the largest snapshot read (or, before the first, measured) so far: a
-        full window or a recurrent state keeps its size, so no size query is needed per
-        boundary once there is one."""
+        full window or a recurrent state keeps its size, so once it is known no buffer is
+        made ready for it again before a decode (``before_decode``)."""
         self._reply_hasher: PrefixHasher | None = None
         """The hash of the reply being written up to its last noted range, extended range by
         range: hashing the whole live sequence at each range costs time quadratic in the
