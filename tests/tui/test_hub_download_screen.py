@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Input, ProgressBar, Static
 
 from sessions.api.chat import ModelCatalogue
 from sessions.config import Config
+from sessions.hub import transfer
 from sessions.synth import make_model
 from tests.tui.helpers import wait_for
 from tests.tui.test_pickers import HostApp, settle
@@ -31,8 +32,11 @@ def tiny():
 def served(fake_hub, tiny, monkeypatch):
     """Two repositories; a paused download has written (and reported) the bytes it got.
     A held download is not read again meanwhile: the client's read timeout (10 s by
-    default) would otherwise resume it, whole, from a server whose hold is spent."""
+    default) would otherwise resume it, whole, from a server whose hold is spent. Every chunk
+    is reported: the half before a hold comes in one burst, and a report only every 0.1 s
+    would leave its last bytes untold until the hold ends."""
     monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "120")
+    monkeypatch.setattr(transfer, "REPORT_EVERY", 0.0)
     fake_hub.add(REPO, {"tiny-Q8_0.gguf": make_model("gemma3", "tiny"), "tiny-Q4_K_M.gguf": tiny}, downloads=5)
     fake_hub.add("org/tiny-chat-GGUF", {"chat-Q4_K_M.gguf": b"x"}, downloads=50)
     return fake_hub
@@ -67,6 +71,7 @@ async def test_search_then_enter_downloads_with_a_bar_of_bytes_and_rate(served, 
                        "some bytes to arrive")
         size = f"{tiny.stat().st_size / 1e6:.1f} MB"
         assert f" of {size} (" in str(step.render()) and str(step.render()).endswith("B/s")
+        assert app.screen is screen and app.results == []  # held half way: still downloading
         bar = screen.query_one("#hub-progress", ProgressBar)
         assert bar.display and 0 < bar.progress < bar.total == tiny.stat().st_size
         release.set()

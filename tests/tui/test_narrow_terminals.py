@@ -90,6 +90,22 @@ async def test_the_tree_widens_and_narrows_with_its_keys_and_keeps_the_width(mak
         assert screen.tree_panel.outer_size.width == before + 4
 
 
+
+async def test_widening_keys_that_come_faster_than_the_layout_all_count(make_app):
+    """A held ``>`` repeats faster than the screen is laid out: each press adds to the last
+    width set, not to the width still drawn."""
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await send(pilot, "Say hi.")
+        screen = await open_tree(pilot)
+        before = screen.tree_panel.outer_size.width
+        for _ in range(3):
+            screen.tree_panel.action_width(4)  # no layout between them
+        await wait_for(pilot, lambda: screen.tree_panel.outer_size.width == before + 12, "three steps wider")
+        await settle(pilot)
+        assert load_config(config_file()).config.tree_width == before + 12
+
 async def test_dragging_the_trees_edge_sizes_it_and_a_small_terminal_keeps_room_to_chat(make_app):
     app = make_app()
     async with app.run_test(size=(120, 30)) as pilot:

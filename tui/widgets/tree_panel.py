@@ -139,6 +139,9 @@ class TreePanel(Widget):
         self.branch_count = 0
         """How many branches (leaves) the shown tree has."""
         self.wanted_width: int | None = None
+        self._applied_width: int | None = None
+        """The width last set (None: the layout's share); ``>`` pressed again before the layout
+        has run counts from it, not from the width still drawn."""
         """Columns the user chose (None: the layout's share of the screen)."""
 
     def compose(self) -> ComposeResult:
@@ -174,14 +177,17 @@ class TreePanel(Widget):
         if self.wanted_width is None:
             for rule in ("width", "min_width", "max_width"):
                 setattr(self.styles, rule, None)
+            self._applied_width = None
             return None
         room = max(screen_columns - CHAT_ROOM, NARROWEST) if screen_columns else self.wanted_width
         columns = max(NARROWEST, min(self.wanted_width, room))
         self.styles.width, self.styles.min_width, self.styles.max_width = columns, columns, columns
+        self._applied_width = columns
         return columns
 
     def action_width(self, delta: int) -> None:
-        applied = self.want_width(max(NARROWEST, self.outer_size.width + delta))
+        now = self._applied_width if self._applied_width is not None else self.outer_size.width
+        applied = self.want_width(max(NARROWEST, now + delta))
         if applied is not None:
             self.post_message(self.WidthChosen(applied))
 
