@@ -33,8 +33,10 @@ from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.templates.chat_template import ChatTemplate
 
-HOLD_LIMIT_SECONDS = 30.0
-"""A held reply gives up after this long, so a broken test fails instead of hanging."""
+HOLD_LIMIT_SECONDS = 90.0
+"""A held reply gives up after this long, so a broken test fails instead of hanging; longer
+than a test's wait for a condition (``helpers.WAIT_SECONDS``), so that no test passes by a
+hold running out."""
 
 FAKE_RATES = Rates(eval_per_token=1e-4, step_seconds=1e-4, measured=True)
 """The fake decodes nothing: every token it "evaluates" is priced alike, at 0.1 ms."""
@@ -165,7 +167,7 @@ class FakeEngine:
         pace, began = self.script.tokens_per_second, time.monotonic()
         for index, part in enumerate(parts):
             if self.script.hold_after is not None and index >= self.script.hold_after:
-                self._abort.wait(HOLD_LIMIT_SECONDS)
+                self._held(should_stop)
             if pace is not None:
                 self._abort.wait(max(0.0, began + index / pace - time.monotonic()))
             if should_stop():
@@ -205,7 +207,7 @@ class FakeEngine:
         going = set(range(len(settings)))
         for index in range(max(map(len, parts), default=0)):
             if self.script.hold_after is not None and index >= self.script.hold_after:
-                self._abort.wait(HOLD_LIMIT_SECONDS)
+                self._held(should_stop)
             for k in sorted(going):
                 if should_stop():
                     reasons[k] = StopReason.CANCELLED
@@ -251,6 +253,14 @@ class FakeEngine:
         tiers: dict[str, Tier] = {prefix_hash(saved): "disk" if saved in self.on_disk else "ram"
                                   for saved in self.saved}
         return [tiers.get(prefix) for prefix in prefixes]
+
+    def _held(self, should_stop: Callable[[], bool]) -> None:
+        """Hold the reply (``hold_after``) until it is stopped, as a real engine looks at its
+        stop between two tokens: a stop request, or the reply's own ``should_stop``."""
+        waited = time.monotonic()
+        while not self._abort.wait(0.01) and not should_stop():
+            if time.monotonic() - waited > HOLD_LIMIT_SECONDS:
+                return
 
     def request_abort(self) -> None:
         self._abort.set()

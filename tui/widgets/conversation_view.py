@@ -32,6 +32,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.dom import NoScreen
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown
 
@@ -49,6 +50,10 @@ from tui.widgets.version_streams import VersionStreams
 FOLD_SCREENS = 2
 """While the view follows a reply being written, its blocks more than this many screens
 above its end leave the layout (``ChatMarkdown.fold_settled``)."""
+FOLD_WHEN_QUIET = 0.5
+"""Seconds after the last piece of a reply was drawn that its blocks are folded once more: a
+fold measures the last layout, so the blocks drawn last (before a long prompt of tool output,
+say, or a reply held at a slow token) wait for a layout that no next piece brings."""
 
 
 def laid_out(view: MessageView) -> bool:
@@ -80,6 +85,8 @@ class ConversationView(VerticalScroll):
         self.selected_id: int | None = None
         self._streamed = StreamedText(self, self._draw_streamed)
         """Text of the reply being written not drawn yet."""
+        self._quiet_fold: Timer | None = None
+        """Folds the reply once more when no piece came for ``FOLD_WHEN_QUIET``."""
         self.reasoning_shown = False
         """Reasoning is drawn whole (dimmed) in every reply, rather than folded."""
         self.keys: dict[str, str] = {}
@@ -500,6 +507,21 @@ class ConversationView(VerticalScroll):
             await view.write(text, opens_in_reasoning=opens_in_reasoning)
             if self.following_end:  # only the end can be seen: what is well above it leaves the layout
                 await view.body.fold_settled(FOLD_SCREENS * self._screen_rows())
+            if self._quiet_fold is None:
+                self._quiet_fold = self.set_timer(FOLD_WHEN_QUIET, self._fold_when_quiet)
+            else:
+                self._quiet_fold.reset()
+
+    async def _fold_when_quiet(self) -> None:
+        self._quiet_fold = None
+        view = self.reply_view
+        if view is not None and view.is_mounted and self.following_end:
+            await view.body.fold_settled(FOLD_SCREENS * self._screen_rows())
+
+    def _stop_quiet_fold(self) -> None:
+        if self._quiet_fold is not None:
+            self._quiet_fold.stop()
+            self._quiet_fold = None
 
     @property
     def following_end(self) -> bool:
@@ -515,6 +537,7 @@ class ConversationView(VerticalScroll):
     async def finish_stream(self, final: Message) -> None:
         """The reply is stored: its view shows the stored text (undrawn pieces are dropped)."""
         self._streamed.forget()
+        self._stop_quiet_fold()
         self._versions = None
         view = self.reply_view
         if view is not None:
@@ -523,6 +546,7 @@ class ConversationView(VerticalScroll):
     async def drop_reply(self) -> None:
         """Remove the reply view when no reply was stored (an error or an early stop)."""
         self._streamed.forget()
+        self._stop_quiet_fold()
         self._versions = None
         view = self.reply_view
         if view is not None:
