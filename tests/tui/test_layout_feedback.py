@@ -280,3 +280,46 @@ async def test_the_cost_line_leaves_a_message_deleted_from_the_tree(make_app):
         expected = (cost_words(None, live=True) if now_on == head.id
                     else cost_words(screen.controller.routes.plan_choice(now_on)))
         await wait_for(pilot, lambda: cost() == expected, "the cost of the message under the cursor now")
+
+
+def message_rows(screen) -> list[int]:
+    return [view.region.y for view in screen.conversation_view.views]
+
+
+async def test_paging_the_versions_of_a_short_chat_leaves_it_where_it_is(make_app, script):
+    """A chat shorter than the screen is drawn against its end; paging a reply's versions must
+    not move it to the top and back."""
+    script.replies = ["Hello there.", "Hi, how can I help?"]
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        screen = await send(pilot, "Say hi.")
+        await pilot.press("alt+up")  # the reply selected
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        await pilot.press("alt+left")  # the first version, selected as it is paged to
+        await settle(pilot)
+        drawn = message_rows(screen)
+        assert drawn[0] > 10  # near the input, not at the top
+        for key in ("alt+right", "alt+left", "alt+right"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert message_rows(screen) == drawn, key
+
+
+async def test_paging_to_a_version_taller_than_the_screen_shows_its_header(make_app, script):
+    script.replies = ["Hello there.", "\n\n".join(f"Line {n} of a long version." for n in range(40))]
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        screen = await send(pilot, "Say hi.")
+        await pilot.press("alt+up")
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        await pilot.press("alt+left", "alt+right")  # the short one, then the long one again
+        await settle(pilot)
+        view = screen.conversation_view
+        reply = view.views[-1]
+        await wait_for(pilot, lambda: view.region.y <= reply.header.region.y < view.region.bottom,
+                       "the long version's header in view")
+        assert "Line 0 of a long version." in "\n".join(screen_text(pilot.app))

@@ -266,6 +266,12 @@ class ConversationView(VerticalScroll):
     async def _bring_near(self, index: int, *, header: bool = False) -> None:
         """Mount the window around place ``index`` and scroll to it once it is laid out: to its
         header, as little as will show it (``header``), else to its top."""
+        if self.following_end and self._heights.total <= self._screen_rows():
+            # A branch shorter than the screen is drawn against its end (the anchor): all of it
+            # is in view already, and moving it to the top would make it jump.
+            await self._mount_window(0, len(self._path))
+            self._after_refresh(self._keep_in_view, index, header)
+            return
         self.anchor(False)
         if self.scroll_y < 0:  # Textual's anchor over a branch shorter than the screen leaves it so
             self.scroll_to(y=0, animate=False, immediate=True, force=True)
@@ -283,6 +289,19 @@ class ConversationView(VerticalScroll):
             self._after_refresh(self._scroll_to_view, view, view.header, top=False)
         else:
             self._after_refresh(self._scroll_to_view, view, view, top=True)
+
+    def _keep_in_view(self, index: int, header: bool) -> None:
+        """Once a short branch is laid out: if it came out taller than the screen after all
+        (its rows were estimated), bring place ``index`` into view as a long one would."""
+        view = self._mounted.get(index)
+        if view is None or not view.is_attached:
+            return
+        if not laid_out(view):
+            self._after_refresh(self._keep_in_view, index, header)
+            return
+        if self.max_scroll_y > 0:
+            self.anchor(False)
+            self._scroll_to_view(view, view.header if header else view, top=not header)
 
     def _scroll_to_view(self, view: MessageView, part: Widget, *, top: bool) -> None:
         """Scroll to ``part`` of ``view`` once the view is laid out (taken off meanwhile: nothing to do)."""
