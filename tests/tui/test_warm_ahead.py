@@ -145,5 +145,6 @@ async def test_quitting_stops_the_warm(make_app, script):
         screen, engine, old = await forked(pilot)
         await warm_started(pilot, screen, engine, old[-1])
         await pilot.press("ctrl+q")
-    assert engine.warm_ended.wait(10), "the warm went on after the app ended"  # the fake gives up only after HOLD_LIMIT_SECONDS
+    # The fake gives up only after HOLD_LIMIT_SECONDS: the end of the app must stop it first.
+    assert engine.warm_ended.wait(10), "the warm went on after the app ended"
     assert engine.warms[-1][1].stopped
