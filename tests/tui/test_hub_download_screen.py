@@ -17,6 +17,7 @@ from sessions.hub import transfer
 from sessions.synth import make_model
 from tests.tui.helpers import wait_for
 from tests.tui.test_pickers import HostApp, settle
+from tui.screens import hub_download
 from tui.screens.hub_download import HubDownloadScreen
 from tui.screens.model_picker import ModelPicker
 
@@ -78,6 +79,25 @@ async def test_search_then_enter_downloads_with_a_bar_of_bytes_and_rate(served, 
         await wait_for(pilot, lambda: len(app.results) == 1, "the picker to close")
     (path,) = app.results
     assert path.name == "tiny-Q4_K_M.gguf" and path.read_bytes() == tiny.read_bytes()
+
+
+async def test_a_download_that_brings_nothing_says_for_how_long(served, tiny, monkeypatch):
+    """The rate drawn is that of the last bytes: a Hub that stops sending must not look busy."""
+    monkeypatch.setattr(hub_download, "QUIET_SECONDS", 0.5)
+    release = threading.Event()
+    served.hold_at["tiny-Q4_K_M.gguf"] = (tiny.stat().st_size // 2, release)
+    app = HostApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_download_row(pilot, app)
+        screen.query_one("#hub-query", Input).value = REPO
+        await pilot.press("enter")
+        step = screen.query_one("#hub-step", Static)
+        await wait_for(pilot, lambda: "nothing came for" in str(step.render()), "the quiet told")
+        text = str(step.render())
+        assert text.startswith("tiny-Q4_K_M.gguf: ") and "B/s · nothing came for " in text and text.endswith(" s")
+        release.set()
+        await wait_for(pilot, lambda: len(app.results) == 1, "the download to end")
+    assert app.results[0].name == "tiny-Q4_K_M.gguf"
 
 
 async def test_a_typed_name_with_a_tag_downloads_that_file(served):

@@ -19,6 +19,7 @@ from sessions.hub import transfer
 from sessions.hub.progress import DownloadProgress, ProgressCallback
 from tests.tui.helpers import wait_for
 from tests.tui.test_pickers import HostApp
+from tui.screens import hub_download
 from tui.screens.hub_download import HubDownloadScreen
 
 SIZE = (100, 24)
@@ -63,6 +64,7 @@ def test_a_download_half_way(snap_compare, served, monkeypatch):
     release = threading.Event()
     served.hold_at["tiny-Q4_K_M.gguf"] = (half, release)  # the body stops there until the app closes
     monkeypatch.setattr(transfer, "REPORT_EVERY", 0.0)  # every chunk reported: the last one is at the hold
+    monkeypatch.setattr(hub_download, "QUIET_SECONDS", 1e9)  # the picture is of the figures, however slow
     app = HostApp()
     leave = app.exit
 

@@ -11,6 +11,7 @@ the bytes and the rate. Escape during a download stops it (the next step raises
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,10 @@ from sessions.text_safety import inert
 
 if TYPE_CHECKING:
     from sessions.api.chat import ModelCatalogue
+
+QUIET_SECONDS = 3.0
+"""A download that has brought nothing for this long says so beside its last figures (the
+rate drawn is that of the last bytes; a stalled Hub would otherwise look busy)."""
 
 HELP = "Enter searches the Hub for GGUF models; user/repo or user/repo:QUANT (e.g. :Q8_0) downloads it."
 
@@ -63,6 +68,8 @@ class HubDownloadScreen(ModalScreen[Path | None]):
         self.downloading: str | None = None
         """The name being fetched, while a download runs."""
         self._stop = threading.Event()
+        self._last_step: tuple[DownloadProgress, float] | None = None
+        """The last step drawn, and when it came."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker", classes="wide"):
@@ -78,6 +85,7 @@ class HubDownloadScreen(ModalScreen[Path | None]):
         self.query_one(DataTable).add_columns("Repository", "Downloads")
         self.query_one("#hub-progress").display = False
         self.query_one("#hub-query", Input).focus()
+        self.set_interval(1.0, self._say_quiet)
 
     @on(Input.Submitted, "#hub-query")
     def _query_submitted(self, event: Input.Submitted) -> None:
@@ -100,6 +108,7 @@ class HubDownloadScreen(ModalScreen[Path | None]):
             self._status(f"{self.downloading} is downloading; escape stops it", error=True)
             return
         self.downloading = name
+        self._last_step = None
         self._stop.clear()
         self._status(f"Fetching {name}… (escape stops it)")
         self._download(name)
@@ -147,11 +156,23 @@ class HubDownloadScreen(ModalScreen[Path | None]):
         bar = self.query_one("#hub-progress", ProgressBar)
         bar.display = True
         bar.update(total=event.step.total, progress=event.step.done)
+        self._last_step = (event.step, time.monotonic())
         self.query_one("#hub-step", Static).update(Text(inert(progress_text(event.step))))
+
+    def _say_quiet(self) -> None:
+        """Beside the last figures, how long nothing has come (the read waits for the Hub)."""
+        if self.downloading is None or self._last_step is None:
+            return
+        step, at = self._last_step
+        quiet = time.monotonic() - at
+        if quiet >= QUIET_SECONDS:
+            self.query_one("#hub-step", Static).update(
+                Text(inert(f"{progress_text(step)} · nothing came for {quiet:.0f} s")))
 
     @on(Downloaded)
     def _downloaded(self, event: Downloaded) -> None:
         self.downloading = None
+        self._last_step = None
         if event.path is not None:
             self.dismiss(event.path)
         elif self._stop.is_set():
