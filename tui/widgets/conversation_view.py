@@ -52,8 +52,8 @@ FOLD_SCREENS = 2
 above its end leave the layout (``ChatMarkdown.fold_settled``)."""
 FOLD_WHEN_QUIET = 0.5
 """Seconds after the last piece of a reply was drawn that its blocks are folded once more: a
-fold measures the last layout, so the blocks drawn last (before a long prompt of tool output,
-say, or a reply held at a slow token) wait for a layout that no next piece brings."""
+fold measures the last layout, so when a reply pauses, the blocks drawn last would wait for a
+layout that no next piece brings."""
 
 
 def laid_out(view: MessageView) -> bool:

@@ -139,10 +139,10 @@ class TreePanel(Widget):
         self.branch_count = 0
         """How many branches (leaves) the shown tree has."""
         self.wanted_width: int | None = None
+        """Columns the user chose (None: the layout's share of the screen)."""
         self._applied_width: int | None = None
         """The width last set (None: the layout's share); ``>`` pressed again before the layout
         has run counts from it, not from the width still drawn."""
-        """Columns the user chose (None: the layout's share of the screen)."""
 
     def compose(self) -> ComposeResult:
         yield PanelHandle()
