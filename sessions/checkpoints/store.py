@@ -101,6 +101,7 @@ class CheckpointStore:
             report=self._report,
             max_items=queue_items,
             max_bytes=queue_bytes if queue_bytes is not None else max(ram_bytes, MIN_QUEUE_BYTES),
+            retry=self._write_again,
         )
         self._closed = False
 
@@ -120,6 +121,14 @@ class CheckpointStore:
         # Until the writer has deleted a file the index lists it, yet a write must follow.
         if persist and (self._writer.deleting(segment.key) or not self._disk.known(segment.key)):
             self._writer.submit(segment)
+
+    def _write_again(self, keys: list[Key]) -> None:
+        """Queue again the writes the full queue dropped (the writer's thread, once the queue
+        has drained), those the RAM tier still holds and the disk does not."""
+        for key in keys:
+            segment = self._ram.peek(key)
+            if segment is not None and not self._disk.known(key):
+                self._writer.submit(segment, again=True)
 
     def drop_from_disk(self, compat: StateCompat, prefix: str, kind: Kind = "cells") -> None:
         """Delete a checkpoint's file (its RAM copy stays); never waits on disk I/O."""

@@ -1,8 +1,11 @@
 """The background writer: every disk write of the store happens on this one thread.
 
 Generation must never wait on a disk. ``submit`` only appends to a bounded queue; when
-the queue is full the oldest pending write is dropped (the segment is still in RAM, and
-at worst its tokens are recomputed later) rather than making the caller wait. A segment
+the queue is full the oldest pending write is dropped rather than making the caller wait.
+The segment is still in RAM: once the queue has drained, the writer asks for the dropped
+ones again (``retry``) and writes those the RAM tier still holds, so a prefill whose states
+come faster than the disk takes them (a hybrid's, of 50 to 150 MB each) still leaves them
+on disk, later; only those the RAM tier evicted first are recomputed when needed. A segment
 larger than the whole queue still goes in, after the writes before it: a sliding window
 of a large model can weigh more than the queue's bound (a 27B Gemma 3's 1,024-token
 window is about 400 MB), and refusing it would keep every such snapshot off the disk, so
@@ -37,8 +40,10 @@ class BackgroundWriter:
         report: Callable[[str], None],
         max_items: int,
         max_bytes: int,
+        retry: Callable[[list[Key]], None] = lambda keys: None,
     ) -> None:
         self._sink = sink
+        self._retry = retry
         self._remove = remove
         self._startup = startup
         self._report = report
@@ -57,18 +62,27 @@ class BackgroundWriter:
         self._cond = threading.Condition()
         self.dropped = 0
         """Queued writes dropped for room in the queue."""
+        self._dropped_keys: dict[Key, None] = {}
+        """Writes dropped since the queue last drained, oldest first: asked for again then."""
         self._thread = threading.Thread(target=self._run, name="checkpoint-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, segment: Segment) -> None:
-        """Queue ``segment`` for writing; returns at once, dropping the oldest writes if full."""
+    def submit(self, segment: Segment, *, again: bool = False) -> None:
+        """Queue ``segment`` for writing; returns at once, dropping the oldest writes if full.
+
+        ``again``: a write dropped earlier, asked for again; a deletion of its key queued
+        since then wins over it (a new write supersedes a queued deletion).
+        """
         key = segment.key
         with self._cond:
             if self._closing:
                 raise StoreClosedError()
             if self._queue.get(key) is not None or (self._in_flight is not None and self._in_flight.key == key):
                 return
+            if again and (key in self._queue or self._deleting == key):
+                return
             self._queue.pop(key, None)  # a deletion queued before: this write supersedes it
+            self._dropped_keys.pop(key, None)
             self._make_room(segment.nbytes)
             self._queue[key] = segment
             self._queued_bytes += segment.nbytes
@@ -86,6 +100,7 @@ class BackgroundWriter:
             assert old is not None
             self._queued_bytes -= old.nbytes
             self.dropped += 1
+            self._dropped_keys[key] = None
             count -= 1
 
     def discard(self, key: Key) -> None:
@@ -96,6 +111,7 @@ class BackgroundWriter:
             old = self._queue.pop(key, None)
             if old is not None:
                 self._queued_bytes -= old.nbytes
+            self._dropped_keys.pop(key, None)  # deleted: never written again
             self._queue[key] = None
             self._cond.notify_all()
 
@@ -132,7 +148,7 @@ class BackgroundWriter:
     def _idle(self) -> bool:
         if not self._thread.is_alive():
             return True
-        return self._ready and not self._queue and not self._busy
+        return self._ready and not self._queue and not self._busy and not self._dropped_keys
 
     def _run(self) -> None:
         try:
@@ -144,16 +160,23 @@ class BackgroundWriter:
             self._ready = True
             self._cond.notify_all()
         while True:
+            again: list[Key] | None = None
             with self._cond:
-                self._cond.wait_for(lambda: self._queue or self._closing)
+                self._cond.wait_for(lambda: self._queue or self._closing or self._dropped_keys)
+                if not self._queue and self._closing:
+                    return  # what was dropped stays in RAM: a quit does not wait to write it
                 if not self._queue:
-                    return
-                key, segment = self._queue.popitem(last=False)
-                if segment is not None:
-                    self._queued_bytes -= segment.nbytes
-                self._in_flight = segment
-                self._deleting = key if segment is None else None
+                    again, self._dropped_keys = list(self._dropped_keys), {}
+                else:
+                    key, segment = self._queue.popitem(last=False)
+                    if segment is not None:
+                        self._queued_bytes -= segment.nbytes
+                    self._in_flight = segment
+                    self._deleting = key if segment is None else None
                 self._busy = True
+            if again is not None:
+                self._ask_again(again)
+                continue
             try:
                 if segment is None:
                     self._remove(key)
@@ -167,3 +190,18 @@ class BackgroundWriter:
                     self._in_flight = self._deleting = None
                     self._busy = False
                     self._cond.notify_all()
+
+    def _ask_again(self, keys: list[Key]) -> None:
+        """The queue has drained: the writes dropped meanwhile are asked for again (``retry``
+        queues those still in RAM), outside the lock, as any caller's ``submit``."""
+        try:
+            self._retry(keys)
+        except StoreClosedError:
+            pass
+        except Exception as error:  # the writer must outlive any single failure
+            log.exception("checkpoint retry failed")
+            self._report(f"checkpoints dropped for room could not be queued again ({error})")
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()

@@ -102,7 +102,8 @@ def test_a_segment_larger_than_the_queue_goes_in_alone_and_deletions_stay(tmp_pa
         assert (stats.dropped_writes, stats.pending_writes) == (1, 2)  # ``queued`` made way; ``first``, ``huge``
         disk.release.set()
         assert store.flush(WAIT)
-        assert [file_of(tmp_path, s).is_file() for s in (first, queued, huge, gone)] == [True, False, True, False]
+        # ``queued``, dropped for room, is written once the queue has drained (still in RAM)
+        assert [file_of(tmp_path, s).is_file() for s in (first, queued, huge, gone)] == [True, True, True, False]
 
 
 def test_a_full_queue_drops_writes_never_deletions(tmp_path, monkeypatch) -> None:
@@ -120,5 +121,27 @@ def test_a_full_queue_drops_writes_never_deletions(tmp_path, monkeypatch) -> Non
         assert store.stats().dropped_writes == 1  # the oldest queued write, not a deletion
         disk.release.set()
         assert store.flush(WAIT)
-        assert [file_of(tmp_path, s).is_file() for s in segments] == [True, False, True, True]
+        assert [file_of(tmp_path, s).is_file() for s in segments] == [True] * 4  # the dropped one, later
         assert not any(file_of(tmp_path, s).exists() for s in gone)
+
+
+def test_a_dropped_write_is_written_later_unless_ram_let_it_go_or_it_was_deleted(tmp_path, monkeypatch) -> None:
+    """A prefill whose states come faster than the disk takes them (a hybrid's are 50 to
+    150 MB each): the writes dropped for room are written once the queue has drained, those
+    the RAM tier still holds; one deleted meanwhile stays deleted."""
+    segments = chain(list(range(0, 90, 10)), size=1024)  # eight
+    disk = SlowDisk(monkeypatch)
+    with CheckpointStore(tmp_path, ram_bytes=6 * 1100, disk_bytes=1 << 24, queue_items=2) as store, disk:
+        store.put(segments[0])
+        assert disk.entered.wait(WAIT)  # the writer holds the first: the rest queue, two at a time
+        for segment in segments[1:]:
+            store.put(segment)
+        assert store.stats().dropped_writes == 5
+        deleted = segments[3]
+        store.drop_from_disk(COMPAT, deleted.prefix)
+        in_ram = [store.where(COMPAT, s.prefix) == "ram" for s in segments]
+        disk.release.set()
+        assert store.flush(WAIT)
+        written = [file_of(tmp_path, s).is_file() for s in segments]
+    assert not in_ram[1]  # the RAM tier (six of the eight) let the oldest dropped one go
+    assert written == [True, False, True, False, True, True, True, True]
