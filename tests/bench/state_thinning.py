@@ -26,6 +26,7 @@ from typing import Any
 from sessions.branching.snapshot_policy import SnapshotPolicy
 from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.listing import list_files
+from sessions.config import CheckpointConfig
 from sessions.llama.context import ContextParams
 from sessions.synth import SHAPES, make_model
 
@@ -35,6 +36,8 @@ SIZES = [2, 9, 3, 40, 5, 12, 30, 4, 6, 40, 5, 30]
 """Message lengths in sentences: short turns and long ones (several spacings of states)."""
 POLICY = SnapshotPolicy()
 """The app's own: a state at every message end, and inside a message at this model's spacing."""
+RAM_BYTES = CheckpointConfig().ram_mb << 20
+"""The RAM tier the app has by default: what a prefill's states wait in for the disk."""
 EDITS = (3, 8, 9, 10)
 """The messages edited after the reopen; the edit of 9 is checked against a recompute."""
 CHECKED = 9
@@ -44,7 +47,8 @@ def messages(model: Any) -> list[list[int]]:
     return [model.tokenize(TEXT * n, add_bos=(i == 0))[: 16 * n] for i, n in enumerate(SIZES)]
 
 
-def thinning(model_path: Path, folder: Path, params: ContextParams = PARAMS) -> dict[str, Any]:
+def thinning(model_path: Path, folder: Path, params: ContextParams = PARAMS,
+             ram_bytes: int = RAM_BYTES) -> dict[str, Any]:
     """The figures of one run (see the module's docstring), its files in ``folder``."""
     from sessions.llama.model import LlamaModel
     from tests.engine.test_exactness import check, engine_for, flat
@@ -53,9 +57,9 @@ def thinning(model_path: Path, folder: Path, params: ContextParams = PARAMS) -> 
     try:
         msgs = messages(model)
         tokens, ends = flat(msgs)
-        out: dict[str, Any] = {"tokens": len(tokens), "message_ends": list(ends)}
+        out: dict[str, Any] = {"ram_bytes": ram_bytes, "tokens": len(tokens), "message_ends": list(ends)}
         whole = folder / "whole"
-        with CheckpointStore(whole, ram_bytes=1 << 30, disk_bytes=1 << 40) as store:
+        with CheckpointStore(whole, ram_bytes=ram_bytes, disk_bytes=1 << 40) as store:
             engine = engine_for(model, store, policy=POLICY, params=params)
             began = time.perf_counter()
             engine.prepare(tokens, ends)
@@ -63,6 +67,7 @@ def thinning(model_path: Path, folder: Path, params: ContextParams = PARAMS) -> 
             spacing = engine.captures.spacing
             if not store.flush(600):
                 raise RuntimeError("the checkpoints were not all written within 600 s")
+            out["dropped_writes"] = store.stats().dropped_writes
             engine.ctx.close()
         files = list_files(whole, headers=False)
         cells = sum(f.size for f in files if f.key[2] == "cells")
@@ -71,7 +76,7 @@ def thinning(model_path: Path, folder: Path, params: ContextParams = PARAMS) -> 
         out.update(spacing=spacing, states=len(states), state_bytes=max((f.size for f in states), default=0),
                    cells_bytes=cells, budget_bytes=budget)
         tight = folder / "tight"
-        with CheckpointStore(tight, ram_bytes=1 << 30, disk_bytes=budget) as store:
+        with CheckpointStore(tight, ram_bytes=ram_bytes, disk_bytes=budget) as store:
             engine = engine_for(model, store, policy=POLICY, params=params)
             engine.prepare(tokens, ends)
             if not store.flush(600):
@@ -83,7 +88,7 @@ def thinning(model_path: Path, folder: Path, params: ContextParams = PARAMS) -> 
         # A reopen: all from disk. Each edit writes checkpoints of its own; the budget has
         # room for them, so that they do not push out (as they would at the tight budget,
         # when the writer gets to it) the states the edits after them are to start from.
-        with CheckpointStore(tight, ram_bytes=1 << 30, disk_bytes=2 * budget) as store:
+        with CheckpointStore(tight, ram_bytes=ram_bytes, disk_bytes=2 * budget) as store:
             engine = engine_for(model, store, policy=POLICY, params=params)
             for k in EDITS:  # each alone in a new context
                 engine._reset()
@@ -106,12 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="tiny", help="tiny, bench, or a real model's shape of the architecture")
     parser.add_argument("--shape", choices=tuple(SHAPES), default=None,
                         help="a real model's state shape on a thin body (sets --arch and --size)")
+    parser.add_argument("--ram-mb", type=int, default=RAM_BYTES >> 20,
+                        help="the RAM tier in MiB (default: the app's, checkpoints.ram_mb)")
     args = parser.parse_args(argv)
     if args.shape:
         args.arch, args.size = SHAPES[args.shape].arch, args.shape
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="llamachat-thinning-") as folder:
-        record = {"arch": args.arch, "size": args.size, **thinning(make_model(args.arch, args.size), Path(folder))}
+        record = {"arch": args.arch, "size": args.size, **thinning(make_model(args.arch, args.size), Path(folder),
+                                                                 ram_bytes=args.ram_mb << 20)}
     record["seconds"] = round(time.perf_counter() - began, 1)
     print(json.dumps(record), flush=True)
     return 0 if record["within_bound"] else 1
