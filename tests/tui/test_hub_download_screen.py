@@ -43,6 +43,13 @@ def served(fake_hub, tiny, monkeypatch):
     return fake_hub
 
 
+def hold_half_way(served, tiny) -> threading.Event:
+    """The Q4_K_M file's body stops half way until the event returned is set."""
+    release = threading.Event()
+    served.hold_at["tiny-Q4_K_M.gguf"] = (tiny.stat().st_size // 2, release)
+    return release
+
+
 def status_text(screen) -> str:
     return str(screen.query_one("#picker-status", Static).render())
 
@@ -57,8 +64,7 @@ async def open_download_row(pilot, app: HostApp) -> HubDownloadScreen:
 
 
 async def test_search_then_enter_downloads_with_a_bar_of_bytes_and_rate(served, tiny):
-    release = threading.Event()
-    served.hold_at["tiny-Q4_K_M.gguf"] = (tiny.stat().st_size // 2, release)
+    release = hold_half_way(served, tiny)
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_download_row(pilot, app)
@@ -84,8 +90,7 @@ async def test_search_then_enter_downloads_with_a_bar_of_bytes_and_rate(served, 
 async def test_a_download_that_brings_nothing_says_for_how_long(served, tiny, monkeypatch):
     """The rate drawn is that of the last bytes: a Hub that stops sending must not look busy."""
     monkeypatch.setattr(hub_download, "QUIET_SECONDS", 0.5)
-    release = threading.Event()
-    served.hold_at["tiny-Q4_K_M.gguf"] = (tiny.stat().st_size // 2, release)
+    release = hold_half_way(served, tiny)
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_download_row(pilot, app)
@@ -129,8 +134,7 @@ async def test_a_missing_repository_says_so_and_the_screen_stays(served):
 
 
 async def test_escape_stops_a_download_and_closes_the_screen(served, tiny, tmp_path):
-    release = threading.Event()
-    served.hold_at["tiny-Q4_K_M.gguf"] = (tiny.stat().st_size // 2, release)
+    release = hold_half_way(served, tiny)
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_download_row(pilot, app)
