@@ -11,8 +11,10 @@ computed, and a piece stays in the ring for ``N`` tokens after its first one, so
 can still be read then, exactly as they were; a range's cells and its piece come out of
 the context in one read. Only two things are read at once: a recurrent state (the next
 token overwrites it), and a piece the ring is about to overwrite (``before_decode``),
-which a long prompt or reply can reach. Everything read goes to the store's RAM tier and,
-on the store's own thread, to disk.
+which a long prompt or reply can reach. Both go into memory whose pages were mapped
+ahead (``sessions.llama.warm_buffers``): a piece's buffer is asked for at its exact size
+(``SwaRing.piece_bytes``) a batch before the decode that reaches it, and kept as read.
+Everything read goes to the store's RAM tier and, on the store's own thread, to disk.
 
 A checkpoint that cannot be read (a state llama.cpp wrote in a layout not understood
 here, ``sessions.branching.errors``) is dropped and told once: the decode goes on, the
@@ -62,8 +64,8 @@ class _Snapshot:
     state: np.ndarray | None
     """Read already, or None: read it at ``flush`` (or before the ring overwrites it)."""
     logits: np.ndarray | None
-    scratch: bool = False
-    """``state`` was read on the decode's path into the context's slabs: copied out when kept."""
+    asked: bool = False
+    """A touched buffer was asked for its piece (``WarmBuffers.expect_once``): read on a decode's path."""
 
 
 class Captures:
@@ -85,9 +87,11 @@ class Captures:
         """Position on the live branch of the last snapshot (or of the state decoding
         started from: a prompt end, a tip, a restore)."""
         self._snapshot_bytes = 0
-        """Size of the largest snapshot read (or, before the first, measured) so far: a
-        full window or a recurrent state keeps its size, so once it is known no buffer is
-        made ready for it again before a decode (``before_decode``)."""
+        """Size of a recurrent state, once read or measured: it keeps its size, so once it
+        is known no buffer is made ready for it again before a decode (``before_decode``)."""
+        self._planned: list[tuple[int, int]] = []
+        """Segments of the prefill under way whose pieces the rest of it will overwrite,
+        so that they are read on its path (``plan_reads``), not asked for yet."""
         self._reply_hasher: PrefixHasher | None = None
         """The hash of the reply being written up to its last noted range, extended range by
         range: hashing the whole live sequence at each range costs time quadratic in the
@@ -172,10 +176,10 @@ class Captures:
         elif self.ring is None:
             state = self._read_now()
         elif now:
-            state = self._read_piece(start, end, scratch=True)
+            state = self._read_piece(start, end, once=True)
         else:
             state = None
-        self.snapshots.append(_Snapshot(start, end, prefix, state, logits, scratch=now and self.ring is not None))
+        self.snapshots.append(_Snapshot(start, end, prefix, state, logits))
 
     def _due_now(self, end: int, next_end: int | None) -> bool:
         """Does the spacing of states need one at ``end``, inside a message (``SnapshotPolicy``)?"""
@@ -222,35 +226,62 @@ class Captures:
                 store.put(kept, persist=True)
         return True
 
+    def plan_reads(self, segments: Sequence[tuple[int, int]], until: int, prefixes: dict[int, str]) -> None:
+        """A prefill up to ``until`` is about to decode ``segments``: those whose pieces it
+        will overwrite are read on its path (``maybe_snapshot``), into buffers asked for
+        a batch or two ahead (``before_decode``)."""
+        self._planned.clear()
+        if self.store is None or self.ring is None:
+            return
+        compat = self.engine.compat
+        self._planned = [(a, b) for a, b in segments if b < until and self._overwritten(a, b, until)
+                         and not self.store.has(compat, prefixes[b], "snapshot")]
+
     def before_decode(self, next_end: int) -> None:
-        """Read the pieces whose cells the tokens up to ``next_end`` would overwrite."""
-        if not self._snapshot_bytes and self.store is not None and self._has_state:
-            self._expect_snapshots(next_end)
+        """Read the pieces whose cells the tokens up to ``next_end`` would overwrite, and
+        ask for touched buffers for those that will be read within a batch after it."""
         if self.ring is None:
+            if not self._snapshot_bytes and self.store is not None and self._has_state:
+                self._expect_snapshots()
             return
         for snap in self.snapshots:
             if snap.state is None and self._overwritten(snap.start, snap.end, next_end):
-                snap.state, snap.scratch = self._read_piece(snap.start, snap.end, scratch=True), True
+                snap.state = self._read_piece(snap.start, snap.end, once=True)
+        self._ask_ahead(next_end + self.engine.ctx.params.n_batch)
 
-    def _expect_snapshots(self, next_end: int) -> None:
-        """Before the decode after which the live sequence holds a whole snapshot: its size.
+    def _ask_ahead(self, horizon: int) -> None:
+        """Ask for a touched buffer for each piece that will be read on a decode's path
+        before the live sequence reaches ``horizon``: the ones a prefill plans to read at
+        their segment's end, and those noted earlier that the run will overwrite."""
+        assert self.ring is not None
+        warm, ring = self.engine.ctx.warm, self.ring
+        if not (self.engine.seq.tokens or ring.shape_tried):
+            return  # sizes come from a piece of the live sequence: asked for after its first batch
+        live = len(self.engine.seq.tokens)
+        while self._planned and self._planned[0][1] <= horizon:
+            a, b = self._planned.pop(0)
+            size = ring.piece_bytes(a, b) if b > live else None  # (one read before sizes were known)
+            if size is not None:
+                warm.expect_once(size, b)
+        for snap in self.snapshots:
+            if snap.state is None and not snap.asked and self._overwritten(snap.start, snap.end, horizon):
+                size = ring.piece_bytes(snap.start, snap.end)
+                if size is not None:
+                    warm.expect_once(size, piece_range(snap.start, snap.end, self.engine.n_swa)[0] + ring.size + 1)
+                snap.asked = True
+
+    def _expect_snapshots(self) -> None:
+        """Before the first decode of a model with a recurrent state: its size.
 
         That decode then has the helper touch a buffer for it (``WarmBuffers``), so the
-        first snapshot a prefill reads needs no new memory either: a page's first touch
+        first state a prefill reads needs no new memory either: a page's first touch
         costs more than the copy into it. A recurrent state has its size from the first
-        token; a window not yet whole is scaled up to ``n_swa`` cells (a little more than
-        it will be: its fixed fields scale too, and a larger buffer serves).
+        token.
         """
-        live = len(self.engine.seq.tokens)
-        if live == 0 or (self.ring is not None and next_end < self.engine.n_swa):
+        if not self.engine.seq.tokens:
             return
-        ctx = self.engine.ctx
-        size = ctx.state_size(LIVE, self._flags())
-        if self.ring is None or live >= self.engine.n_swa:
-            self._snapshot_bytes = size  # whole already: exact
-            ctx.warm.expect(size)
-        else:
-            ctx.warm.expect(-(-size * self.engine.n_swa // live))
+        self._snapshot_bytes = size = self.engine.ctx.state_size(LIVE, self._flags())
+        self.engine.ctx.warm.expect(size)
 
     def _overwritten(self, start: int, end: int, next_end: int) -> bool:
         """Do tokens up to ``next_end`` overwrite a cell of the piece of ``[start, end)``?
@@ -277,13 +308,13 @@ class Captures:
         self._timed(state, t0)
         return state
 
-    def _read_piece(self, start: int, end: int, *, scratch: bool = False) -> np.ndarray:
+    def _read_piece(self, start: int, end: int, *, once: bool = False) -> np.ndarray:
         """The piece of ``[start, end)`` (``EMPTY`` when it is gone, or cannot be read: told
-        once); ``scratch``: on the decode's path, into the context's slabs."""
+        once); ``once``: on the decode's path, into the touched buffer asked for it."""
         assert self.ring is not None
         t0 = time.perf_counter()
         try:
-            piece = self.ring.piece(start, end, checked=False, scratch=scratch)  # checked when saved
+            piece = self.ring.piece(start, end, checked=False, once=once)  # checked when saved
         except CHECKPOINT_TROUBLE as error:
             self.engine.checkpoint_trouble("a sliding window could not be saved", error)
             return EMPTY
@@ -320,7 +351,8 @@ class Captures:
         finally:
             self.ranges.clear()
             self.snapshots.clear()
-            engine.ctx.slabs.reuse()  # every piece read into them is kept elsewhere now
+            self._planned.clear()
+            engine.ctx.warm.forget_once()  # buffers asked for reads that did not happen
             engine.deferred_seconds += time.perf_counter() - t0
 
     def _read_out_range(self, start: int, end: int, prefix: str, parent: str | None, piece: _Snapshot | None) -> None:
@@ -364,8 +396,6 @@ class Captures:
             return  # the state is gone (a window the ring overwrote): a restore re-decodes
         if self.ring is not None and not self.ring.in_run_order(state):
             return  # a ring out of the run's layout: its window would not restore exactly
-        if snap.scratch:
-            state = state.copy()  # read on the decode's path into a slab, which is written again
         logits = snap.logits.astype(np.float32).view(np.uint8) if snap.logits is not None else None
         if len(state) == 0 and logits is None:
             return

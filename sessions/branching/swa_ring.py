@@ -119,6 +119,10 @@ class SwaRing:
         self.ctx = ctx
         self.n_swa = n_swa
         self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
+        self._live_shape: SectionShape | None = None
+        """The layout of this context's window states, learnt from a piece of the live
+        sequence (``piece_bytes``): tried once, on the first call with a live sequence."""
+        self._shape_tried = False
         self.window_shape: SectionShape | None = None
         """The layout of window states, once learnt from a file read into the ring (``piece_into``)."""
         self.real_from = 0
@@ -131,10 +135,10 @@ class SwaRing:
 
     def window(self) -> np.ndarray | None:
         """The live window as it stands (None when the ring is not in the run's layout)."""
-        blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, warm=True)
+        blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL)
         return blob if self.in_run_order(blob) else None
 
-    def piece(self, start: int, end: int, *, checked: bool = True, scratch: bool = False) -> np.ndarray | None:
+    def piece(self, start: int, end: int, *, checked: bool = True, once: bool = False) -> np.ndarray | None:
         """The piece of the segment ``[start, end)`` of the live sequence: the sliding-layer
         cells of its tokens inside the window at ``end`` (``piece_range``), as they stood then.
 
@@ -143,25 +147,55 @@ class SwaRing:
         would have. None when they are gone, or (``checked``) when the ring is not in the
         run's layout. Not ``checked``, for a decode that cannot wait for the check (it reads
         the cells' positions): the caller checks (``in_run_order``) before keeping it.
-        ``scratch``: read into the context's slabs (``LlamaContext.slabs``: touched memory,
-        for a decode that waits for it), which the caller copies it out of before their reuse.
+        ``once``: into the touched buffer asked for ahead (``piece_bytes``, for a decode
+        that waits for the read).
         """
         a, b = piece_range(start, end, self.n_swa)
         pos_max = self.ctx.pos_max(LIVE)
         if b - 1 > pos_max or self.overwritten(a, pos_max) or b <= a:
             return None
         if b - 1 == pos_max and a == max(0, b - self.n_swa):
-            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, scratch=scratch)  # the window as it stands
+            blob = self.ctx.state_read(LIVE, FLAGS_PARTIAL, once=once)  # the window as it stands
         else:
             self.ctx.seq_cp(LIVE, SPARE, a, b)
             try:
-                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, scratch=scratch)
+                blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL, once=once)
             finally:
                 self.ctx.seq_rm(SPARE)
             self.ctx.layout.relabel(blob, LIVE)  # byte for byte a read of the live sequence then
         if checked and not self.in_run_order(blob):
             return None
         return blob
+
+    def piece_bytes(self, start: int, end: int) -> int | None:
+        """The size of the piece of ``[start, end)`` (``piece``), before it is read: from the
+        layout of a one-cell piece of the live sequence, read once. None when the live
+        sequence is empty or its layout is not known here."""
+        if not self._shape_tried and self.ctx.pos_max(LIVE) >= 0:
+            self._shape_tried = True
+            self._live_shape = self._learn_shape()
+        if self._live_shape is None:
+            return None
+        a, b = piece_range(start, end, self.n_swa)
+        return self._live_shape.size(b - a) if b > a else None
+
+    @property
+    def shape_tried(self) -> bool:
+        """Whether ``piece_bytes`` has read the piece it learns sizes from (with or without success)."""
+        return self._shape_tried
+
+    def _learn_shape(self) -> SectionShape | None:
+        last = self.ctx.pos_max(LIVE)
+        self.ctx.seq_cp(LIVE, SPARE, last, last + 1)
+        try:
+            blob = self.ctx.state_read(SPARE, FLAGS_PARTIAL)
+        finally:
+            self.ctx.seq_rm(SPARE)
+        try:
+            shape, count = self.ctx.layout.probe_shape(lambda at, n: blob[at : at + n].tobytes(), len(blob))
+        except LayoutError:
+            return None
+        return shape if count == 1 and shape.size(1) == len(blob) else None
 
     def window_at(self, end: int) -> np.ndarray | None:
         """The whole window as it stood after token ``end - 1`` (checked)."""

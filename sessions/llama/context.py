@@ -27,7 +27,7 @@ from sessions.llama.native import held_errors, lib
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sequences import LIVE, SEQUENCES, SPARE
 from sessions.llama.state_blob import FLAGS_FULL, FLAGS_ON_DEVICE, HEADER, Buffer, as_array, pointer
-from sessions.llama.warm_buffers import Slabs, WarmBuffers
+from sessions.llama.warm_buffers import WarmBuffers
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
@@ -134,11 +134,9 @@ class LlamaContext:
         self.restore_memory = restore_memory or RestoreMemory()
         """The buffers restores write into, kept between them (prepared early by the
         engine that made this context, see ``restore_memory``)."""
-        self.slabs = Slabs(self.restore_memory.pages)
-        """Touched memory for window pieces read while a decode runs (``state_read(scratch=True)``)."""
         self.warm = WarmBuffers(self.restore_memory.pages)
-        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``),
-        touched by the same thread as the restore memory's."""
+        """Touched buffers for the snapshots read while a decode runs (``state_read(warm=True)``,
+        ``once=True`` for window pieces), touched by the same thread as the restore memory's."""
         self.stop_between_batches = False
         """Honour ``request_abort`` only between batches: an RPC backend aborts the process
         when a graph computation is stopped midway."""
@@ -171,6 +169,9 @@ class LlamaContext:
             self.speeds = DecodeSpeeds()
             """Seconds per batched token and per one-token call, from the calls so far."""
             self._n_admitted = 0
+            self._admitted_end = 0
+            """Where the batch decoded next ends: the helper touches the window pieces
+            asked for (``WarmBuffers.expect_once``) up to a batch past it."""
             self.empty_state = self.state_read(SPARE, FLAGS_FULL)
             """llama.cpp's state of a sequence that holds nothing: its sections are the
             "no cells" form of every memory part, used to write one part alone."""
@@ -229,10 +230,10 @@ class LlamaContext:
         if start + n > self.n_ctx:
             raise ContextFull(f"the conversation needs {start + n} tokens but the context holds {self.n_ctx}")
         self._n_admitted = n
+        self._admitted_end = start + n
 
     def _run(self, want_logits: bool) -> np.ndarray | None:
-        self.warm.refill()
-        self.slabs.refill()
+        self.warm.refill(self._admitted_end + self.params.n_batch)
         t0, c0 = time.perf_counter(), time.thread_time()
         rc = self._L.llama_decode(self._ctx, self._batch)
         # llama_decode returns before an asynchronous backend (a GPU, RPC servers) has
@@ -287,31 +288,25 @@ class LlamaContext:
         return int(self._L.llama_state_seq_get_size_ext(self._ctx, seq, flags))
 
     def state_read(
-        self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False, size: int | None = None,
-        scratch: bool = False,
+        self, seq: int, flags: int = FLAGS_FULL, *, warm: bool = False, once: bool = False, size: int | None = None,
     ) -> np.ndarray:
         """The state of ``seq`` in a new buffer (llama.cpp writes straight into it).
 
-        ``warm`` for the reads a decode waits for, whose size repeats (a window, a
-        recurrent state): the buffer comes with its pages mapped (``WarmBuffers``).
-        ``size``: the state's size when the caller knows it (a whole window keeps its
-        size), which spares llama.cpp a walk over the state to measure it; should the
-        state be larger, llama.cpp logs that it did not fit, and it is measured and
-        read again. ``scratch``: for reads a decode waits for whose sizes vary (window
-        pieces), into touched slabs (``Slabs``) that the caller copies out of before
-        ``slabs.reuse``.
+        ``warm`` for the reads a decode waits for, whose size repeats (a recurrent state):
+        the buffer comes with its pages mapped (``WarmBuffers``); ``once`` for those whose
+        size was asked for ahead (a window's piece, ``WarmBuffers.expect_once``).
+        ``size``: the state's size when the caller knows it, which spares llama.cpp a
+        walk over the state to measure it; should the state be larger, llama.cpp logs
+        that it did not fit, and it is measured and read again.
         """
         if size is not None:
-            blob = self._read_into(seq, flags, size, warm, scratch)
+            blob = self._read_into(seq, flags, size, warm, once)
             if len(blob):
                 return blob
-        return self._read_into(seq, flags, self.state_size(seq, flags), warm, scratch)
+        return self._read_into(seq, flags, self.state_size(seq, flags), warm, once)
 
-    def _read_into(self, seq: int, flags: int, size: int, warm: bool, scratch: bool = False) -> np.ndarray:
-        if scratch:
-            buf = self.slabs.take(size)
-        else:
-            buf = self.warm.take(size) if warm else np.empty(size, dtype=np.uint8)
+    def _read_into(self, seq: int, flags: int, size: int, warm: bool, once: bool) -> np.ndarray:
+        buf = self.warm.take(size, once=once) if warm or once else np.empty(size, dtype=np.uint8)
         t0 = time.perf_counter()
         n = self._L.llama_state_seq_get_data_ext(self._ctx, pointer(buf), size, seq, flags)
         self.state_seconds += time.perf_counter() - t0
@@ -462,7 +457,6 @@ class LlamaContext:
         itself for good. Told to stop, the helpers end on their own.
         """
         self.warm.close(wait)
-        self.slabs.close()
         self.restore_memory.close(wait)
         free_native(self._L, self._ctx, self._batch)
         self._ctx = self._batch = None

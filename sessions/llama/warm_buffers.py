@@ -1,12 +1,19 @@
 """Memory for the state reads a decode cannot put off, with its pages already mapped.
 
 A new buffer's pages are mapped on first write, one page fault per 4 KB. On some
-machines (virtual ones especially) that costs more than the copy itself, several times a
-read into touched memory (``docs/benchmarks.md``, "What the engine's choices rest on").
-The snapshots a prefill must read while it runs (a window the ring is about to
-overwrite, a recurrent state the next token changes) have one size per model, so a
-helper thread keeps a buffer or two of that size with every page touched, and the decode
-loop takes one instead of allocating.
+machines (virtual ones especially) that costs more than the copy itself: a copy into
+new memory runs at a fifteenth of one into touched memory (``docs/benchmarks.md``,
+"What the engine's choices rest on"). Two kinds of snapshot must be read while a
+prefill runs, and each gets memory touched ahead:
+
+- a recurrent state (the next token overwrites it) has one size per model, so a helper
+  thread keeps a buffer or two of that size ready (``expect``);
+- a sliding window's piece that the ring is about to overwrite has its segment's size,
+  known exactly before the decode that reaches it (``expect_once``): each is touched
+  once, during the batches before it is read.
+
+Either way the buffer taken is the caller's to keep: the snapshot goes to the store
+without another copy.
 
 The helper starts touching when the next ``llama_decode`` starts (``refill``), not when a
 buffer is taken: then the decode loop's own work between two batches has the cores to
@@ -19,6 +26,7 @@ longer, for no gain).
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 
@@ -32,7 +40,8 @@ hybrid model can be that size, and idle memory should stay small)."""
 
 
 class WarmBuffers:
-    """A supply of touched buffers of the size last asked for, touched by ``pages``."""
+    """Touched buffers, touched by ``pages``: of the size last asked for (``expect``), and
+    once each of the sizes asked for ahead (``expect_once``)."""
 
     def __init__(self, pages: PageToucher | None = None, *, keep: int = 2) -> None:
         self._pages = pages or PageToucher()
@@ -45,16 +54,33 @@ class WarmBuffers:
         self.misses = 0
         self._ready: list[np.ndarray] = []
         self._size = 0
+        self._once: list[tuple[int, int]] = []
+        """Buffers asked for once, not touched yet: (position, size), by position."""
+        self._ready_once: list[np.ndarray] = []
+        self._upto = 0
+        """Touch the buffers asked for once up to this position (``refill``)."""
+        self._epoch = 0
+        """Counts ``forget_once``: a buffer touched for an expectation forgotten meanwhile is dropped."""
         self._cond = threading.Condition()
         self._filling = False
         """A fill is given to the page toucher and has not ended."""
         self._closed = False
 
-    def take(self, size: int) -> np.ndarray:
-        """A buffer of ``size`` bytes: a touched one when ready, else a new one."""
+    def take(self, size: int, *, once: bool = False) -> np.ndarray:
+        """A buffer of ``size`` bytes: a touched one when ready, else a new one.
+
+        ``once``: one asked for by ``expect_once``, whose size does not repeat (it never
+        changes the size ``expect`` set).
+        """
         with self._cond:
-            self._resize(size)
-            buf = self._ready.pop() if self._ready else None
+            if once:
+                pool = self._ready_once
+                self._drop_once(size)
+            else:
+                self._resize(size)
+                pool = self._ready
+            at = next((i for i, buf in enumerate(pool) if _serves(len(buf), size)), None)
+            buf = pool.pop(at) if at is not None else None
             if buf is None:
                 self.misses += 1
             else:
@@ -71,38 +97,77 @@ class WarmBuffers:
         with self._cond:
             self._resize(size)
 
+    def expect_once(self, size: int, at: int) -> None:
+        """A buffer of ``size`` bytes will be taken once (``take(once=True)``) when the live
+        sequence reaches position ``at``: a ``refill`` whose decode reaches near it touches one."""
+        with self._cond:
+            bisect.insort(self._once, (at, size))
+
+    def forget_once(self) -> None:
+        """Drop what was asked for once and not taken (the reads it was for are done, or
+        will not happen: a prefill stopped, a piece found kept)."""
+        with self._cond:
+            self._once.clear()
+            self._ready_once.clear()
+            self._epoch += 1
+
+    def _drop_once(self, size: int) -> None:
+        """A take of ``size`` asked for once came before its buffer was touched: touch it no more."""
+        if not any(_serves(len(buf), size) for buf in self._ready_once):
+            at = next((i for i, (_p, s) in enumerate(self._once) if s == size), None)
+            if at is not None:
+                del self._once[at]
+
     def _resize(self, size: int) -> None:
         """Touch buffers of ``size`` from now on, and keep the ready ones that serve it."""
         self._ready = [buf for buf in self._ready if _serves(len(buf), size)]
         self._size = size
 
-    def refill(self) -> None:
-        """Let the helper touch what was taken (cheap when nothing was)."""
-        if self._size == 0 or len(self._ready) >= self.keep:
-            return
+    def refill(self, upto: int = 0) -> None:
+        """Let the helper touch what was taken (cheap when nothing was), and the buffers
+        asked for once for positions up to ``upto``."""
         with self._cond:
-            if not self._closed and not self._filling:
+            self._upto = max(self._upto, upto)
+            if not self._closed and not self._filling and self._next_size() is not None:
                 self._filling = self._pages.submit(self._fill)
 
-    def _wanted(self) -> int:
+    def _next_size(self) -> int | None:
+        """What the helper touches next, under the lock: a buffer asked for once before one
+        of the size that repeats (None: nothing is wanted)."""
+        if self._closed:
+            return None
+        if self._once_due():
+            return self._once[0][1]
+        return self._size if self._repeat_wanted() else None
+
+    def _once_due(self) -> bool:
+        return bool(self._once) and self._once[0][0] <= self._upto
+
+    def _repeat_wanted(self) -> bool:
         keep = 1 if self._size > BIG else self.keep
-        return 0 if self._closed else keep - len(self._ready)
+        return bool(self._size) and len(self._ready) < keep
 
     def _fill(self) -> None:
-        """On the page toucher: touch buffers until as many are ready as are wanted."""
+        """On the page toucher: touch buffers until none is wanted."""
         while True:
             with self._cond:
-                if self._wanted() <= 0:
+                size, epoch = self._next_size(), self._epoch
+                if size is None:
                     self._filling = False
                     return
-                size = self._size
+                once = self._once_due()
+                if once:
+                    del self._once[0]
             t0 = time.perf_counter()
             buf = touched(size)
             with self._cond:
                 self.background_seconds += time.perf_counter() - t0
-                if _serves(size, self._size) and self._wanted() > 0:
+                if once:
+                    if epoch == self._epoch and not self._closed:
+                        self._ready_once.append(buf)
+                elif _serves(size, self._size) and self._repeat_wanted() and not self._closed:
                     self._ready.append(buf)
-                    self._cond.notify_all()  # for whoever waits for a ready buffer
+                self._cond.notify_all()  # for whoever waits for a ready buffer
 
     def close(self, wait: bool = True) -> None:
         """Touch no more and let the buffers go; the page toucher too when it was made
@@ -110,6 +175,8 @@ class WarmBuffers:
         with self._cond:
             self._closed = True
             self._ready.clear()
+            self._once.clear()
+            self._ready_once.clear()
             self._cond.notify_all()
         if self._own_pages:
             self._pages.close(wait)
@@ -119,69 +186,3 @@ def _serves(buffer: int, size: int) -> bool:
     """Whether a buffer of ``buffer`` bytes may be handed out for ``size``: large enough,
     and less than twice that (the slice handed out keeps the whole buffer alive)."""
     return size <= buffer < 2 * size
-
-
-SLAB = 32 << 20
-"""Bytes of one slab of ``Slabs``: a few window pieces of a large model, many of a small one."""
-
-
-class Slabs:
-    """Touched memory for reads of many sizes a decode cannot put off (window pieces).
-
-    ``WarmBuffers`` keeps buffers of one size; a sliding window's pieces are as long as
-    their segments, so each would meet new memory and its page faults. Here they are cut
-    one after another out of a slab whose pages were touched ahead (a piece larger than
-    half a slab gets memory of its own). Whoever keeps a piece past ``reuse`` copies it out
-    first: after it, the slabs are written again.
-    """
-
-    def __init__(self, pages: PageToucher) -> None:
-        self._pages = pages
-        self._slabs: list[np.ndarray] = []
-        """Touched slabs, in the order they are cut."""
-        self._current = 0
-        self._used = 0
-        self._cond = threading.Condition()
-        self._filling = False
-        self._closed = False
-        self.misses = 0
-
-    def take(self, size: int) -> np.ndarray:
-        """``size`` bytes of touched memory (new memory for a large one, or when none is ready)."""
-        if size > SLAB // 2:
-            self.misses += 1
-            return np.empty(size, dtype=np.uint8)
-        with self._cond:
-            if self._current < len(self._slabs) and self._used + size > SLAB:
-                self._current, self._used = self._current + 1, 0
-            if self._current >= len(self._slabs):
-                self.misses += 1
-                self._slabs.append(np.empty(SLAB, dtype=np.uint8))  # untouched: faults as it is written
-            slab = self._slabs[self._current]
-            out = slab[self._used : self._used + size]
-            self._used += -(-size // 64) * 64
-        return out
-
-    def refill(self) -> None:
-        """Touch one slab ahead of the one being cut (cheap when one is ready)."""
-        with self._cond:
-            if self._closed or self._filling or len(self._slabs) > self._current + 1 or not self._slabs:
-                return
-            self._filling = self._pages.submit(self._fill)
-
-    def _fill(self) -> None:
-        slab = touched(SLAB)
-        with self._cond:
-            if not self._closed:
-                self._slabs.append(slab)
-            self._filling = False
-
-    def reuse(self) -> None:
-        """Every piece cut so far was copied out: cut from the first slab again."""
-        with self._cond:
-            self._current = self._used = 0
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._slabs.clear()

@@ -119,27 +119,110 @@ def test_a_shared_page_toucher_fills_the_buffers_after_the_work_given_before_and
     assert not thread.is_alive()
 
 
-@pytest.mark.parametrize("arch", ["gemma3", "lfm2", "mamba"])
+def wait_ready_once(pool: WarmBuffers, count: int) -> None:
+    with pool._cond:
+        assert pool._cond.wait_for(lambda: len(pool._ready_once) >= count, timeout=30)
+
+
+def test_a_buffer_asked_for_once_is_touched_when_a_decode_nears_its_position():
+    pool = WarmBuffers()
+    try:
+        pool.expect(1 << 16)
+        pool.expect_once(3 << 20, at=300)
+        pool.expect_once(5 << 20, at=200)
+        pool.refill(100)  # neither is near yet: only the size that repeats is touched
+        wait_ready(pool, 2)
+        assert pool._once == [(200, 5 << 20), (300, 3 << 20)] and pool._ready_once == []
+        pool.refill(250)
+        wait_ready_once(pool, 1)
+        assert [len(b) for b in pool._ready_once] == [5 << 20] and pool._once == [(300, 3 << 20)]
+        taken = pool.take(5 << 20, once=True)
+        assert len(taken) == 5 << 20 and not taken.any() and pool.hits == 1
+        assert pool._size == 1 << 16  # a size asked for once does not become the one that repeats
+        assert len(pool._ready) == 2
+    finally:
+        pool.close()
+
+
+def test_a_take_before_its_buffer_is_touched_is_a_miss_and_the_buffer_is_not_touched_after():
+    pool = WarmBuffers()
+    try:
+        pool.expect_once(2 << 20, at=100)
+        assert len(pool.take(2 << 20, once=True)) == 2 << 20 and pool.misses == 1
+        assert pool._once == []
+        pool.refill(1000)
+        assert pool._pages.thread is None  # nothing left to touch: no helper started
+    finally:
+        pool.close()
+
+
+def test_forgetting_drops_the_buffers_asked_for_once_ready_or_not():
+    pool = WarmBuffers()
+    try:
+        pool.expect_once(1 << 20, at=10)
+        pool.expect_once(1 << 20, at=900)
+        pool.refill(10)
+        wait_ready_once(pool, 1)
+        pool.forget_once()
+        assert pool._once == [] and pool._ready_once == []
+        assert len(pool.take(1 << 20, once=True)) == 1 << 20 and pool.misses == 1
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("arch", ["lfm2", "mamba"])
 def test_a_prefill_sizes_the_buffers_before_its_first_snapshot(loaded_models, tmp_path, arch):
-    """Before the decode that makes a snapshot whole, the supply is sized to hold it."""
+    """Before the first decode of a model with a recurrent state, the supply is sized to hold it."""
     model = loaded_models[arch]
     with CheckpointStore(tmp_path / "ck", ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(model, store)
-        flags = FLAGS_PARTIAL if engine.kind is not MemoryKind.RECURRENT else FLAGS_FULL
+        assert engine.ring is None
         tokens = flat(branch(model, 0, 1, 2, 3, 4, 5))[0]
-        whole = engine.n_swa if engine.ring is not None else 1
-        first = max(1, whole // 2)
-        engine.ctx.decode(tokens[:first], 0)
-        engine.live = tokens[:first]
-        engine.captures.before_decode(whole + 8)
+        engine.ctx.decode(tokens[:1], 0)
+        engine.live = tokens[:1]
+        engine.captures.before_decode(9)
         estimate = engine.ctx.warm._size
-        engine.ctx.decode(tokens[first : whole + 8], first)
-        engine.live = tokens[: whole + 8]
-        size = engine.ctx.state_size(LIVE, flags)
-        if engine.ring is None:
-            assert estimate == size  # a recurrent state has its size from the first token
-        else:
-            assert size <= estimate < 1.1 * size
-            engine.captures.before_decode(whole + 9)  # whole now: measured, exact
-            assert engine.ctx.warm._size == size
+        engine.ctx.decode(tokens[1:9], 1)
+        flags = FLAGS_FULL if engine.kind is MemoryKind.RECURRENT else FLAGS_PARTIAL  # a hybrid's state alone
+        assert estimate == engine.ctx.state_size(LIVE, flags)  # a recurrent state has its size from the first token
+        engine.ctx.close()
+
+
+def test_the_pieces_a_prefill_reads_on_its_path_were_asked_for_ahead_at_their_size(loaded_models, tmp_path):
+    """A prompt longer than the ring overwrites the pieces of its first segments: each is
+    read at its segment's end, into a buffer asked for a batch or more before, of exactly
+    its size (but the first of a new context, whose size is learnt from that batch), and
+    kept as read: the store holds that very buffer, with no copy."""
+    model = loaded_models["gemma3"]
+    with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
+        engine = engine_for(model, store)
+        assert engine.ring is not None
+        warm, asked, read = engine.ctx.warm, [], []
+        expect_once, take = warm.expect_once, warm.take
+
+        def recording_expect(size, at):
+            asked.append((at, size))
+            expect_once(size, at)
+
+        def recording_take(size, *, once=False):
+            buf = take(size, once=once)
+            if once:
+                read.append((len(engine.seq.tokens), buf))
+            return buf
+
+        warm.expect_once, warm.take = recording_expect, recording_take
+        text = model.tokenize("the sea and the boats and the stars above the water " * 200)
+        msgs = [text[i : i + 90] for i in range(0, engine.ring.size + 400, 90)]
+        tokens, ends = flat(msgs)
+        engine.prepare(tokens, ends, reply_follows=True)
+        assert len(read) >= 3
+        # Every piece read on the path but the first was asked for, at its size; no piece
+        # of the prompt was asked for in vain (those asked for past its end may be read
+        # while the reply is written).
+        assert {(at, size) for at, size in asked if at < len(tokens)} == {(end, len(buf)) for end, buf in read[1:]}
+        kept = {id(s.state.base if s.state.base is not None else s.state) for s in engine.captures.snapshots
+                if s.state is not None}
+        assert all(id(buf.base if buf.base is not None else buf) in kept for _end, buf in read)
+        engine.captures.flush()
+        assert warm._once == [] and warm._ready_once == []
         engine.ctx.close()
