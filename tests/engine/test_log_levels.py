@@ -9,6 +9,7 @@ calls it.
 
 from __future__ import annotations
 
+import gc
 import logging
 import subprocess
 import sys
@@ -18,10 +19,17 @@ from tests.store_child import REPO
 
 
 def send(*lines: tuple[int, bytes]) -> None:
+    """Call the callback with ``lines`` and nothing between them: a context an earlier test
+    left to the garbage collector, freed meanwhile, would log lines of its own."""
     native.lib()
     assert native._log_callback is not None
-    for level, text in lines:
-        native._log_callback(level, text, None)
+    gc.collect()
+    gc.disable()
+    try:
+        for level, text in lines:
+            native._log_callback(level, text, None)
+    finally:
+        gc.enable()
 
 
 def test_continuations_take_the_level_of_the_line_before(caplog):
