@@ -255,7 +255,7 @@ class Captures:
         their segment's end, and those noted earlier that the run will overwrite."""
         assert self.ring is not None
         warm, ring = self.engine.ctx.warm, self.ring
-        if not (self.engine.seq.tokens or ring.shape_tried):
+        if not (self.engine.seq.tokens or ring.sizes_known):
             return  # sizes come from a piece of the live sequence: asked for after its first batch
         live = len(self.engine.seq.tokens)
         while self._planned and self._planned[0][1] <= horizon:

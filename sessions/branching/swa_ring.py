@@ -120,8 +120,8 @@ class SwaRing:
         self.n_swa = n_swa
         self.size = ring_size(ctx.n_ctx, n_swa, ctx.n_seq_max, ctx.n_ubatch)
         self._live_shape: SectionShape | None = None
-        """The layout of this context's window states, learnt from a piece of the live
-        sequence (``piece_bytes``): tried once, on the first call with a live sequence."""
+        """The layout of this context's window states that sizes pieces (``piece_bytes``):
+        looked for once. (``window_shape`` is the one file reads are scattered by.)"""
         self._shape_tried = False
         self.window_shape: SectionShape | None = None
         """The layout of window states, once learnt from a file read into the ring (``piece_into``)."""
@@ -169,20 +169,25 @@ class SwaRing:
 
     def piece_bytes(self, start: int, end: int) -> int | None:
         """The size of the piece of ``[start, end)`` (``piece``), before it is read: from the
-        layout of a one-cell piece of the live sequence, read once. None when the live
-        sequence is empty or its layout is not known here."""
-        if not self._shape_tried and self.ctx.pos_max(LIVE) >= 0:
-            self._shape_tried = True
-            self._live_shape = self._learn_shape()
-        if self._live_shape is None:
-            return None
+        layout of a window state, the layout check's (``LlamaContext.checked_window_shape``)
+        or, without one, a one-cell piece of the live sequence read once. None while neither
+        is known."""
+        shape = self._shape()
         a, b = piece_range(start, end, self.n_swa)
-        return self._live_shape.size(b - a) if b > a else None
+        return shape.size(b - a) if shape is not None and b > a else None
 
     @property
-    def shape_tried(self) -> bool:
-        """Whether ``piece_bytes`` has read the piece it learns sizes from (with or without success)."""
-        return self._shape_tried
+    def sizes_known(self) -> bool:
+        """Whether ``piece_bytes`` answers now (None from now on means a layout not known here)."""
+        return self._shape_tried or self.ctx.checked_window_shape is not None
+
+    def _shape(self) -> SectionShape | None:
+        if not self._shape_tried:
+            if self.ctx.checked_window_shape is not None:
+                self._shape_tried, self._live_shape = True, self.ctx.checked_window_shape
+            elif self.ctx.pos_max(LIVE) >= 0:
+                self._shape_tried, self._live_shape = True, self._learn_shape()
+        return self._live_shape
 
     def _learn_shape(self) -> SectionShape | None:
         last = self.ctx.pos_max(LIVE)

@@ -26,7 +26,7 @@ from sessions.llama.model import LlamaModel
 from sessions.llama.native import held_errors, lib
 from sessions.llama.restore_memory import RestoreMemory
 from sessions.llama.sequences import LIVE, SEQUENCES, SPARE
-from sessions.llama.state_blob import FLAGS_FULL, FLAGS_ON_DEVICE, HEADER, Buffer, as_array, pointer
+from sessions.llama.state_blob import FLAGS_FULL, FLAGS_ON_DEVICE, HEADER, Buffer, SectionShape, as_array, pointer
 from sessions.llama.warm_buffers import WarmBuffers
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
@@ -172,6 +172,9 @@ class LlamaContext:
             self._admitted_end = 0
             """Where the batch decoded next ends: the helper touches the window pieces
             asked for (``WarmBuffers.expect_once``) up to a batch past it."""
+            self.checked_window_shape: SectionShape | None = None
+            """The layout of this context's sliding-window states, when the layout check
+            (``layout_check``) has read one: it sizes pieces before they are read."""
             self.empty_state = self.state_read(SPARE, FLAGS_FULL)
             """llama.cpp's state of a sequence that holds nothing: its sections are the
             "no cells" form of every memory part, used to write one part alone."""

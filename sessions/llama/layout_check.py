@@ -14,6 +14,10 @@ back and parsed as every checkpoint would be:
 - the cells of that range read out as a checkpoint is (``read_range``), whose size the
   shape learnt from it must predict, written back into the emptied live sequence.
 
+The window's shape learnt on the way is kept on the context (``checked_window_shape``): a
+prefill then knows the size of every piece it will read before its first batch
+(``SwaRing.piece_bytes``).
+
 Anything that does not hold is one sentence: the engine then runs the model without
 checkpoints (every reply is still written and stored; a switch or a reopen decodes
 again), rather than failing on a reply already streamed. The sequence is cleared
@@ -77,6 +81,7 @@ def _check(ctx: LlamaContext, kind: MemoryKind, count: int) -> None:
             window = layout.read_attention(partial, HEADER.size)
             if window.end != len(partial) or not len(window.positions) or window.positions.max() != count - 1:
                 raise LayoutError("the sliding window does not read back as the last tokens' cells")
+            ctx.checked_window_shape = layout.shape_of(partial)  # sizes pieces before they are read
     cells = ctx.read_range(0, count)
     shape = layout.shape_of(cells)
     if shape.size(count) != len(cells) or shape.tail != bytes(ctx.cells_tail()):

@@ -44,7 +44,9 @@ its own, each token's window KV once, as the context serialises them: ``kv_bytes
   bytes copied out of the model's memory over the prefill and its read-out
   (``ctx.bytes_read``), of which ``bytes_read_deferred`` by the read-out;
   ``bytes_read_per_1000_tokens``; ``kv_bytes_of_tokens`` and ``bytes_read_vs_kv`` (goal
-  ``budget_bytes_read_vs_kv``).
+  ``budget_bytes_read_vs_kv``); ``path_reads_into_touched_memory`` and
+  ``path_reads_into_new_memory``, the states read on that path (window pieces the prompt
+  overwrites, recurrent states) into buffers touched ahead and into new memory.
 - each W1 event: ``bytes_restored`` (what its route put back), ``bytes_restored_ram`` and
   ``bytes_restored_disk`` (the checkpoints its plan restored, by the tier each came from,
   the window or state a cut rewinds to included; a window made of pieces counts as disk

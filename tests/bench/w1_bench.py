@@ -231,8 +231,12 @@ class Bench:
             conv.append("assistant", reply)
         ctl.open_session(conv.session_id)
         deferred = self.branches.deferred_seconds
+        warm = self.branches.ctx.warm
+        hits, misses = warm.hits, warm.misses
         self.mark()
         build, read_after = self.read_out_after(ctl.warm)
+        path_reads = {"path_reads_into_touched_memory": warm.hits - hits,
+                      "path_reads_into_new_memory": warm.misses - misses}
         deferred = self.branches.deferred_seconds - deferred
         read, _ = self.moved()
         leaf = ctl.snapshot().head
@@ -240,7 +244,7 @@ class Bench:
         bare = {"no_checkpoints": costs.critical_path(self.scratch(leaf.id), 0.0)} if self.from_scratch else {}
         emit({"model": self.label, "event": "build: one prefill of the 12-turn chat",
               **costs.critical_path(build, deferred),
-              **kv_bytes.read_out(build.tokens_evaluated, read, read_after, self.kv_per_token()), **bare})
+              **kv_bytes.read_out(build.tokens_evaluated, read, read_after, self.kv_per_token()), **path_reads, **bare})
         self.checkpoints.flush()
         return {"session": ctl.session_id, "leaf": leaf.id, "users": [u.id for u in users]}
 
