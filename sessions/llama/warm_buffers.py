@@ -58,7 +58,7 @@ class WarmBuffers:
         """Buffers asked for once, not touched yet: (position, size), by position."""
         self._ready_once: list[np.ndarray] = []
         self._upto = 0
-        """Touch the buffers asked for once up to this position (``refill``)."""
+        """Touch the buffers asked for once up to this position (the last ``refill``'s)."""
         self._epoch = 0
         """Counts ``forget_once``: a buffer touched for an expectation forgotten meanwhile is dropped."""
         self._cond = threading.Condition()
@@ -127,7 +127,7 @@ class WarmBuffers:
         """Let the helper touch what was taken (cheap when nothing was), and the buffers
         asked for once for positions up to ``upto``."""
         with self._cond:
-            self._upto = max(self._upto, upto)
+            self._upto = upto  # (a decode after a cut or a restore starts lower again)
             if not self._closed and not self._filling and self._next_size() is not None:
                 self._filling = self._pages.submit(self._fill)
 

@@ -141,6 +141,8 @@ def test_a_buffer_asked_for_once_is_touched_when_a_decode_nears_its_position():
         assert len(taken) == 5 << 20 and not taken.any() and pool.hits == 1
         assert pool._size == 1 << 16  # a size asked for once does not become the one that repeats
         assert len(pool._ready) == 2
+        pool.refill(50)  # a decode after a cut back: what lies further on waits again
+        assert pool._next_size() is None and pool._once == [(300, 3 << 20)]
     finally:
         pool.close()
 
