@@ -139,9 +139,13 @@ async def test_scrolling_up_page_by_page_keeps_the_messages_in_place(make_app, f
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await open_long_chat(pilot)
         view = screen.conversation_view
-        await wait_for(pilot, lambda: view.window_settled, "the window settled")
         moves = 0
         for _ in range(12):  # each page up draws messages above, estimated so far: the text shown moves by a page
+            # Measured from a settled window: a page up takes its target from the scroll when
+            # pressed and applies it after the next refresh, so a look at the window still
+            # due then (the last move's follow-up) that sets the scroll in between makes
+            # that one page a few rows more or less than the screen.
+            await wait_for(pilot, lambda: view.window_settled, "the window settled")
             shown, row = first_shown(view)
             top, window = round(view.scroll_y), view.window
             view.scroll_page_up(animate=False)
