@@ -115,6 +115,7 @@ class RouteRunner:
     def _cut(self, plan: Plan, prefixes: dict[int, str]) -> None:
         """Cut the live sequence back to ``plan.keep``, putting back what the kind keeps besides."""
         engine, ctx, keep = self.engine, self.engine.ctx, plan.keep
+        end = len(engine.seq.tokens)
         if engine.kind is MemoryKind.HYBRID:
             snapshot = self._rewind_snapshot(plan, prefixes)
             # Recurrent state first, then the attention cells: the other order keeps stale cells.
@@ -128,7 +129,8 @@ class RouteRunner:
             ring = engine.seq.ring
             assert ring is not None and (plan.rewind is None or plan.rewind.parts)
             if plan.rewind is None:
-                ring.relay()
+                if ring.reused_by(end):  # (else the cut left the ring as the run to ``keep`` has it)
+                    ring.relay()
             else:
                 pieces = [self._get(prefix, "snapshot") for prefix, _s, _e in self._parts(plan.rewind, prefixes)]
                 if any(piece is None or len(piece.state) == 0 for piece in pieces):

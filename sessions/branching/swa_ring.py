@@ -447,8 +447,20 @@ class SwaRing:
         ctx.seq_cp(SPARE, LIVE)
         ctx.seq_rm(SPARE)
 
+    def reused_by(self, end: int) -> bool:
+        """Whether a run to ``end`` (exclusive) has put a position in a cell an earlier one
+        had: only then does cutting positions away leave the ring unlike the uninterrupted
+        run's (``relay``)."""
+        return end > self.size
+
     def relay(self) -> None:
-        """After a cut: lay the ring out as an uninterrupted run to the new end has it."""
+        """After a cut: lay the ring out as an uninterrupted run to the new end has it.
+
+        Needed only when the positions cut away had reused cells (``reused_by``): a cut
+        leaves their cells empty where the run keeps the older, masked positions, and the
+        next tokens then come out other in their last bits. It reads the window and writes
+        the whole ring.
+        """
         pos_max = self.ctx.pos_max(LIVE)
         if pos_max < 0:
             return

@@ -374,3 +374,47 @@ def test_windows_out_of_ring_order_are_read_unchecked_but_never_saved(gemma3, tm
         assert list((tmp_path / "ck").glob("*/*.snap"))
     with CheckpointStore(tmp_path / "ck", ram_bytes=256 << 20, disk_bytes=1 << 30) as store:
         check(engine_for(gemma3, store), gemma3, msgs + branch(gemma3, 6))
+
+
+def test_a_cut_of_positions_that_reused_no_cell_needs_no_relay(gemma3, tokens):
+    """Before the ring's first lap ends every position has a cell of its own: a cut frees
+    them, leaves the search head at the first, and the ring is the uninterrupted run's."""
+    whole = LlamaContext(gemma3, PARAMS)
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        end = ring.size  # the last position that has a cell of its own is ring.size - 1
+        keep = end - 128  # (batches of 64 from 0, as the whole run decodes them)
+        other = list(reversed(tokens)) * 4
+        expected = decode(whole, tokens * 4, 0, keep + 64)
+        decode(ctx, tokens * 4, 0, keep)
+        decode(ctx, other, keep, end)
+        assert not ring.reused_by(end)
+        assert ctx.seq_rm(LIVE, keep, -1)
+        got = decode(ctx, tokens * 4, keep, keep + 64)
+        assert np.array_equal(got, expected)
+    finally:
+        whole.close()
+        ctx.close()
+
+
+def test_a_cut_of_positions_that_reused_cells_needs_the_relay(gemma3, tokens):
+    """One position past the lap reuses the first cell: cut away, it leaves that cell
+    empty where the uninterrupted run keeps a masked one, and the next tokens differ."""
+    whole = LlamaContext(gemma3, PARAMS)
+    ctx = LlamaContext(gemma3, PARAMS)
+    try:
+        ring = SwaRing(ctx, gemma3.info.n_swa)
+        end = ring.size + 32
+        keep = ring.size - 128
+        other = list(reversed(tokens)) * 4
+        expected = decode(whole, tokens * 4, 0, keep + 64)
+        decode(ctx, tokens * 4, 0, keep)
+        decode(ctx, other, keep, end)
+        assert ring.reused_by(end)
+        assert ctx.seq_rm(LIVE, keep, -1)
+        got = decode(ctx, tokens * 4, keep, keep + 64)
+        assert not np.array_equal(got, expected)
+    finally:
+        whole.close()
+        ctx.close()
