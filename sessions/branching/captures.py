@@ -34,6 +34,7 @@ import numpy as np
 from sessions.branching.errors import CHECKPOINT_TROUBLE
 from sessions.branching.snapshot_policy import SnapshotPolicy, restart_spacing
 from sessions.checkpoints import CheckpointStore, PrefixHasher, Segment, prefix_hash
+from sessions.llama.range_reads import read_ranges
 from sessions.llama.ring_geometry import piece_range
 from sessions.llama.sequences import LIVE
 from sessions.llama.state_blob import FLAGS_FULL, FLAGS_PARTIAL, HEADER
@@ -340,10 +341,13 @@ class Captures:
         store, engine = self.store, self.engine
         assert store is not None
         try:
-            waiting = {snap.end: snap for snap in self.snapshots if snap.state is None} if self.ring else {}
-            for start, end, prefix, parent in self.ranges:
-                snap = waiting.get(end)
-                self._read_out_range(start, end, prefix, parent, snap if snap and snap.start == start else None)
+            if self.ring is None:
+                self._read_out_ranges()
+            else:
+                waiting = {snap.end: snap for snap in self.snapshots if snap.state is None}
+                for start, end, prefix, parent in self.ranges:
+                    snap = waiting.get(end)
+                    self._read_out_range(start, end, prefix, parent, snap if snap and snap.start == start else None)
             for snap in self.snapshots:
                 self._save_snapshot(snap)
         except CHECKPOINT_TROUBLE as error:
@@ -354,6 +358,16 @@ class Captures:
             self._planned.clear()
             engine.ctx.warm.forget_once()  # buffers asked for reads that did not happen
             engine.deferred_seconds += time.perf_counter() - t0
+
+    def _read_out_ranges(self) -> None:
+        """The cells of the ranges not in the store yet, read together (``range_reads``: a
+        hybrid's reads each carry its whole recurrent state)."""
+        store, compat = self.store, self.engine.compat
+        assert store is not None
+        wanted = [r for r in self.ranges if not store.has(compat, r[2], "cells")]
+        blobs = read_ranges(self.engine.ctx, [(start, end) for start, end, _p, _q in wanted])
+        for (start, end, prefix, parent), blob in zip(wanted, blobs, strict=True):
+            store.put(Segment(compat, prefix, parent, start, end, blob))
 
     def _read_out_range(self, start: int, end: int, prefix: str, parent: str | None, piece: _Snapshot | None) -> None:
         """The cells of a range into the store, and the piece of it a snapshot waits for
