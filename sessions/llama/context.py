@@ -368,6 +368,8 @@ class LlamaContext:
         data = as_array(blob)
         section = self.layout.read_attention(data, HEADER.size)
         tail = self.cells_tail()
+        if section.end == len(data) and not len(tail):
+            return data  # a plain model's: the cells are all there is (no copy)
         out = np.empty(section.end + len(tail), dtype=np.uint8)
         out[: section.end] = data[: section.end]
         out[section.end :] = tail
