@@ -175,6 +175,8 @@ class LlamaContext:
             self.checked_window_shape: SectionShape | None = None
             """The layout of this context's sliding-window states, when the layout check
             (``layout_check``) has read one: it sizes pieces before they are read."""
+            self.checked_cells_shape: SectionShape | None = None
+            """The layout of a range's cells, when the layout check has read one."""
             self.empty_state = self.state_read(SPARE, FLAGS_FULL)
             """llama.cpp's state of a sequence that holds nothing: its sections are the
             "no cells" form of every memory part, used to write one part alone."""

@@ -14,9 +14,10 @@ back and parsed as every checkpoint would be:
 - the cells of that range read out as a checkpoint is (``read_range``), whose size the
   shape learnt from it must predict, written back into the emptied live sequence.
 
-The window's shape learnt on the way is kept on the context (``checked_window_shape``): a
-prefill then knows the size of every piece it will read before its first batch
-(``SwaRing.piece_bytes``).
+The shapes learnt on the way are kept on the context: the window's
+(``checked_window_shape``), so that a prefill knows the size of every piece it will read
+before its first batch (``SwaRing.piece_bytes``), and the cells' (``checked_cells_shape``),
+which sizes the groups of ranges read out together (``range_reads``).
 
 Anything that does not hold is one sentence: the engine then runs the model without
 checkpoints (every reply is still written and stored; a switch or a reopen decodes
@@ -86,6 +87,7 @@ def _check(ctx: LlamaContext, kind: MemoryKind, count: int) -> None:
     shape = layout.shape_of(cells)
     if shape.size(count) != len(cells) or shape.tail != bytes(ctx.cells_tail()):
         raise LayoutError("a checkpoint of the cells is not the size its layout gives")
+    ctx.checked_cells_shape = shape  # sizes the groups of a read-out (``range_reads``)
     ctx.clear()
     if not ctx.append_cells(cells):  # (its position bounds are the window's or the recurrent part's)
         raise LayoutError("llama.cpp refused the cells it wrote")

@@ -35,11 +35,13 @@ GROUP_BYTES = 64 << 20
 def read_ranges(ctx: LlamaContext, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
     """The cells of each live range ``[start, end)`` in ``spans``, as ``read_range`` gives them.
 
-    Grouped by ``GROUP_BYTES`` once a first read has shown a cell's bytes; each group is
-    one read of the spare sequence.
+    Grouped by ``GROUP_BYTES``, a cell's bytes known from the layout check's cells
+    (``LlamaContext.checked_cells_shape``) or, without it, from a first read of one
+    range; each group is one read of the spare sequence.
     """
     out: list[np.ndarray] = []
-    per_token = 0.0
+    shape = ctx.checked_cells_shape
+    per_token = float(shape.size(2) - shape.size(1)) if shape is not None else 0.0
     i = 0
     while i < len(spans):
         group = [spans[i]]

@@ -13,16 +13,20 @@ import pytest
 
 from sessions.checkpoints import CheckpointStore
 from sessions.llama import range_reads
+from sessions.llama.layout_check import layout_problem
 from sessions.llama.range_reads import read_ranges
 
 from .test_exactness import branch, engine_for, flat
 
 
+@pytest.mark.parametrize("checked", [True, False], ids=["after-the-layout-check", "without-it"])
 @pytest.mark.parametrize("arch", ["llama", "lfm2", "qwen35", "granitehybrid"])
-def test_ranges_read_together_are_those_read_one_by_one(loaded_models, tmp_path, arch, monkeypatch):
+def test_ranges_read_together_are_those_read_one_by_one(loaded_models, tmp_path, arch, checked, monkeypatch):
     model = loaded_models[arch]
     with CheckpointStore(tmp_path / "ck", ram_bytes=64 << 20, disk_bytes=1 << 30) as store:
         engine = engine_for(model, store)
+        if checked:  # it knows a cell's bytes from the start
+            assert layout_problem(engine.ctx, engine.kind) is None and engine.ctx.checked_cells_shape is not None
         first, ends = flat(branch(model, 0, 1, 2, 3))
         engine.prepare(first, ends)
         other, ends = flat(branch(model, 0, 1, 4, 5, 6))  # a switch: restored, then decoded on
@@ -33,7 +37,7 @@ def test_ranges_read_together_are_those_read_one_by_one(loaded_models, tmp_path,
         read = engine.ctx.state_read
         monkeypatch.setattr(engine.ctx, "state_read", lambda *a, **k: reads.append(1) or read(*a, **k))
         together = read_ranges(engine.ctx, spans)
-        assert len(reads) == 2  # the first range alone (for its size), the others in one group
+        assert len(reads) == (1 if checked else 2)  # without the check, the first range alone, for a cell's size
         assert [bytes(t) for t in together] == [bytes(a) for a in alone]
         monkeypatch.setattr(range_reads, "GROUP_BYTES", 1)  # every range a group of its own
         reads.clear()
