@@ -383,7 +383,7 @@ class BranchEngine:
         ids = TokenIds(target)  # batches are copied from it (``batch_fill``)
         self.captures.decoding_from(start)
         ahead = [b for b in bounds if b > start]
-        self.captures.plan_reads(list(zip([seg_start, *ahead[:-1]], ahead, strict=True)), len(target), prefixes)
+        self.captures.plan_reads(list(zip([seg_start, *ahead], ahead, strict=False)), len(target), prefixes)
         for end, next_end in zip(ahead, [*ahead[1:], len(target)], strict=True):
             step = any(a <= seg_start < b for a, b in stepped_ranges)
             ends_message = end in message_ends and end < len(target)
