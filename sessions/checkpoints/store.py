@@ -23,7 +23,7 @@ from .file_format import HEADER_SIZE
 from .file_reads import Place, Placed
 from .keys import FILE_SUFFIX, Key, Kind, StateCompat, fingerprint_id, key_of
 from .listing import CheckpointFile
-from .ram_tier import RamTier
+from .ram_tier import RamTier, Standing
 from .segment import Segment, SegmentMeta, Tier
 from .writer import BackgroundWriter
 
@@ -92,7 +92,7 @@ class CheckpointStore:
         self._active: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
         self._hits_ram = self._hits_disk = self._misses = 0
-        self._ram = RamTier(ram_bytes, self._is_active)
+        self._ram = RamTier(ram_bytes, self._is_active, self._standing, self._any_dropped)
         self._disk = DiskTier(self.directory, disk_bytes, self._report, self._is_active)
         self._writer = BackgroundWriter(
             self._disk.save,
@@ -117,10 +117,21 @@ class CheckpointStore:
             raise InvalidSegmentError(f"put() takes a Segment, not {type(segment).__name__}")
         if self._closed:
             raise StoreClosedError()
-        self._ram.put(segment)
+        # Queued before it is kept: a write the full queue drops for it is then known as
+        # dropped when the RAM tier chooses what to evict (``_standing``).
         # Until the writer has deleted a file the index lists it, yet a write must follow.
         if persist and (self._writer.deleting(segment.key) or not self._disk.known(segment.key)):
             self._writer.submit(segment)
+        self._ram.put(segment)
+
+    def _any_dropped(self) -> bool:
+        return self._writer.any_dropped()
+
+    def _standing(self, key: Key) -> Standing:
+        """Where a segment of the RAM tier is besides (``RamTier``)."""
+        if self._writer.is_dropped(key):
+            return "alone"
+        return "queued" if self._writer.queued(key) else "disk"  # (one being written is as good as there)
 
     def _write_again(self, keys: list[Key]) -> None:
         """Queue again the writes the full queue dropped (the writer's thread, once the queue

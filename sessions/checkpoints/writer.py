@@ -64,6 +64,8 @@ class BackgroundWriter:
         """Queued writes dropped for room in the queue."""
         self._dropped_keys: dict[Key, None] = {}
         """Writes dropped since the queue last drained, oldest first: asked for again then."""
+        self._asking: frozenset[Key] = frozenset()
+        """The dropped writes being asked for again (``retry``) right now."""
         self._thread = threading.Thread(target=self._run, name="checkpoint-writer", daemon=True)
         self._thread.start()
 
@@ -167,6 +169,7 @@ class BackgroundWriter:
                     return  # what was dropped stays in RAM: a quit does not wait to write it
                 if not self._queue:
                     again, self._dropped_keys = list(self._dropped_keys), {}
+                    self._asking = frozenset(again)
                 else:
                     key, segment = self._queue.popitem(last=False)
                     if segment is not None:
@@ -203,5 +206,22 @@ class BackgroundWriter:
             self._report(f"checkpoints dropped for room could not be queued again ({error})")
         finally:
             with self._cond:
+                self._asking = frozenset()
                 self._busy = False
                 self._cond.notify_all()
+
+    def queued(self, key: Key) -> bool:
+        """Whether the write of ``key`` waits in the queue (which may still drop it)."""
+        with self._cond:
+            return self._queue.get(key) is not None
+
+    def any_dropped(self) -> bool:
+        """Whether some write was dropped for room and is not queued again yet."""
+        with self._cond:
+            return bool(self._dropped_keys or self._asking)
+
+    def is_dropped(self, key: Key) -> bool:
+        """Whether the write of ``key`` was dropped for room and not queued again yet: its
+        RAM copy is then the only one (the RAM tier keeps such copies longest)."""
+        with self._cond:
+            return key in self._dropped_keys or key in self._asking

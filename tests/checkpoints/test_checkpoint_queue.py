@@ -128,10 +128,12 @@ def test_a_full_queue_drops_writes_never_deletions(tmp_path, monkeypatch) -> Non
 def test_a_dropped_write_is_written_later_unless_ram_let_it_go_or_it_was_deleted(tmp_path, monkeypatch) -> None:
     """A prefill whose states come faster than the disk takes them (a hybrid's are 50 to
     150 MB each): the writes dropped for room are written once the queue has drained, those
-    the RAM tier still holds; one deleted meanwhile stays deleted."""
+    the RAM tier still holds; one deleted meanwhile stays deleted. The RAM tier keeps the
+    dropped ones before those still queued, so it loses one only when the burst is larger
+    than it and the queue together (here four and two, for seven)."""
     segments = chain(list(range(0, 90, 10)), size=1024)  # eight
     disk = SlowDisk(monkeypatch)
-    with CheckpointStore(tmp_path, ram_bytes=6 * 1100, disk_bytes=1 << 24, queue_items=2) as store, disk:
+    with CheckpointStore(tmp_path, ram_bytes=4 * 1100, disk_bytes=1 << 24, queue_items=2) as store, disk:
         store.put(segments[0])
         assert disk.entered.wait(WAIT)  # the writer holds the first: the rest queue, two at a time
         for segment in segments[1:]:
@@ -143,5 +145,8 @@ def test_a_dropped_write_is_written_later_unless_ram_let_it_go_or_it_was_deleted
         disk.release.set()
         assert store.flush(WAIT)
         written = [file_of(tmp_path, s).is_file() for s in segments]
-    assert not in_ram[1]  # the RAM tier (six of the eight) let the oldest dropped one go
-    assert written == [True, False, True, False, True, True, True, True]
+    assert all(in_ram[1:5])  # the dropped ones kept, queued ones let go instead
+    assert not written[3]  # deleted
+    # Seven came behind the one being written, one more than the RAM tier and the queue
+    # hold together: one was lost (a queued one RAM let go, dropped by the queue after).
+    assert sum(not w for i, w in enumerate(written) if i != 3) == 1

@@ -195,6 +195,27 @@ def test_full_queue_drops_the_oldest_pending_write(tmp_path, monkeypatch) -> Non
         assert on_disk == [True] * 7  # the three dropped are written once the queue has drained
 
 
+def test_a_burst_larger_than_the_ram_tier_reaches_the_disk_whole(tmp_path, monkeypatch) -> None:
+    """Seven states come while the disk holds the first: the queue keeps three, so three
+    are dropped from it, and RAM holds three. The dropped ones exist in RAM alone, so RAM
+    lets the queued ones go instead (they are on their way to the disk), and every state
+    is written once the queue has drained."""
+    disk = SlowDisk(monkeypatch)
+    segments = chain(list(range(0, 80, 10)))
+    ram = 3 * segments[1].nbytes
+    with CheckpointStore(tmp_path, ram_bytes=ram, disk_bytes=1 << 24, queue_items=3) as store, disk:
+        store.put(segments[0])
+        assert disk.entered.wait(WAIT)  # the writer holds segment 0
+        for seg in segments[1:]:
+            store.put(seg)
+        assert store.stats().dropped_writes == 3
+        assert [store.where(COMPAT, s.prefix) for s in segments[1:4]] == ["ram"] * 3
+        disk.release.set()
+        assert store.flush(WAIT)
+        on_disk = [(tmp_path / address(COMPAT, s.prefix)).exists() for s in segments]
+        assert on_disk == [True] * 7
+
+
 def test_active_branch_stays_in_ram_while_others_rotate(tmp_path) -> None:
     active = chain([0, 10, 20], size=1000)
     others = chain([0, 10, 20, 30], size=1000, tokens=list(range(5000, 5100)))
