@@ -41,18 +41,18 @@ def read_ranges(ctx: LlamaContext, spans: Sequence[tuple[int, int]]) -> list[np.
     """
     out: list[np.ndarray] = []
     shape = ctx.checked_cells_shape
-    per_token = float(shape.size(2) - shape.size(1)) if shape is not None else 0.0
+    per_cell = float(shape.size(2) - shape.size(1)) if shape is not None else 0.0
     i = 0
     while i < len(spans):
         group = [spans[i]]
         i += 1
-        if per_token:
+        if per_cell:
             tokens = group[0][1] - group[0][0]
-            while i < len(spans) and (tokens + spans[i][1] - spans[i][0]) * per_token <= GROUP_BYTES:
+            while i < len(spans) and (tokens + spans[i][1] - spans[i][0]) * per_cell <= GROUP_BYTES:
                 tokens += spans[i][1] - spans[i][0]
                 group.append(spans[i])
                 i += 1
-        cells, per_token = _read_group(ctx, group)
+        cells, per_cell = _read_group(ctx, group)
         out.extend(cells)
     return out
 
@@ -65,12 +65,13 @@ def _read_group(ctx: LlamaContext, group: Sequence[tuple[int, int]]) -> tuple[li
         blob = ctx.state_read(SPARE, FLAGS_FULL)
     finally:
         ctx.seq_rm(SPARE)
-    if len(group) == 1:
-        return [ctx.cells_only(blob)], _per_cell(ctx, blob)
-    layout, tail = ctx.layout, ctx.cells_tail()
-    seq = read_header(blob)
+    layout = ctx.layout
     section = layout.read_attention(blob, HEADER.size)
     positions = section.positions
+    per_cell = (section.end - section.start) / max(len(positions), 1)
+    if len(group) == 1:
+        return [ctx.cells_only(blob)], per_cell
+    tail, seq = ctx.cells_tail(), read_header(blob)
     out = []
     for start, end in group:
         at = np.flatnonzero((positions >= start) & (positions < end))
@@ -80,9 +81,4 @@ def _read_group(ctx: LlamaContext, group: Sequence[tuple[int, int]]) -> tuple[li
         done = layout.write_attention(cells, HEADER.size, seq, section.cells[at], layers)
         cells[done:] = tail
         out.append(cells)
-    return out, (section.end - section.start) / max(len(positions), 1)
-
-
-def _per_cell(ctx: LlamaContext, blob: np.ndarray) -> float:
-    section = ctx.layout.read_attention(blob, HEADER.size)
-    return (section.end - section.start) / max(len(section.positions), 1)
+    return out, per_cell

@@ -125,52 +125,47 @@ def wait_ready_once(pool: WarmBuffers, count: int) -> None:
         assert pool._cond.wait_for(lambda: len(pool._ready_once) >= count, timeout=30)
 
 
-def test_a_buffer_asked_for_once_is_touched_when_a_decode_nears_its_position():
+@pytest.fixture
+def pool():
     pool = WarmBuffers()
-    try:
-        pool.expect(1 << 16)
-        pool.expect_once(3 << 20, at=300)
-        pool.expect_once(5 << 20, at=200)
-        pool.refill(100)  # neither is near yet: only the size that repeats is touched
-        wait_ready(pool, 2)
-        assert pool._once == [(200, 5 << 20), (300, 3 << 20)] and pool._ready_once == []
-        pool.refill(250)
-        wait_ready_once(pool, 1)
-        assert [len(b) for b in pool._ready_once] == [5 << 20] and pool._once == [(300, 3 << 20)]
-        taken = pool.take(5 << 20, once=True)
-        assert len(taken) == 5 << 20 and not taken.any() and pool.hits == 1
-        assert pool._size == 1 << 16  # a size asked for once does not become the one that repeats
-        assert len(pool._ready) == 2
-        pool.refill(50)  # a decode after a cut back: what lies further on waits again
-        assert pool._next_size() is None and pool._once == [(300, 3 << 20)]
-    finally:
-        pool.close()
+    yield pool
+    pool.close()
 
 
-def test_a_take_before_its_buffer_is_touched_is_a_miss_and_the_buffer_is_not_touched_after():
-    pool = WarmBuffers()
-    try:
-        pool.expect_once(2 << 20, at=100)
-        assert len(pool.take(2 << 20, once=True)) == 2 << 20 and pool.misses == 1
-        assert pool._once == []
-        pool.refill(1000)
-        assert pool._pages.thread is None  # nothing left to touch: no helper started
-    finally:
-        pool.close()
+def test_a_buffer_asked_for_once_is_touched_when_a_decode_nears_its_position(pool):
+    pool.expect(1 << 16)
+    pool.expect_once(3 << 20, at=300)
+    pool.expect_once(5 << 20, at=200)
+    pool.refill(100)  # neither is near yet: only the size that repeats is touched
+    wait_ready(pool, 2)
+    assert pool._once == [(200, 5 << 20), (300, 3 << 20)] and pool._ready_once == []
+    pool.refill(250)
+    wait_ready_once(pool, 1)
+    assert [len(b) for b in pool._ready_once] == [5 << 20] and pool._once == [(300, 3 << 20)]
+    taken = pool.take(5 << 20, once=True)
+    assert len(taken) == 5 << 20 and not taken.any() and pool.hits == 1
+    assert pool._size == 1 << 16  # a size asked for once does not become the one that repeats
+    assert len(pool._ready) == 2
+    pool.refill(50)  # a decode after a cut back: what lies further on waits again
+    assert pool._next_size() is None and pool._once == [(300, 3 << 20)]
 
 
-def test_forgetting_drops_the_buffers_asked_for_once_ready_or_not():
-    pool = WarmBuffers()
-    try:
-        pool.expect_once(1 << 20, at=10)
-        pool.expect_once(1 << 20, at=900)
-        pool.refill(10)
-        wait_ready_once(pool, 1)
-        pool.forget_once()
-        assert pool._once == [] and pool._ready_once == []
-        assert len(pool.take(1 << 20, once=True)) == 1 << 20 and pool.misses == 1
-    finally:
-        pool.close()
+def test_a_take_before_its_buffer_is_touched_is_a_miss_and_the_buffer_is_not_touched_after(pool):
+    pool.expect_once(2 << 20, at=100)
+    assert len(pool.take(2 << 20, once=True)) == 2 << 20 and pool.misses == 1
+    assert pool._once == []
+    pool.refill(1000)
+    assert pool._pages.thread is None  # nothing left to touch: no helper started
+
+
+def test_forgetting_drops_the_buffers_asked_for_once_ready_or_not(pool):
+    pool.expect_once(1 << 20, at=10)
+    pool.expect_once(1 << 20, at=900)
+    pool.refill(10)
+    wait_ready_once(pool, 1)
+    pool.forget_once()
+    assert pool._once == [] and pool._ready_once == []
+    assert len(pool.take(1 << 20, once=True)) == 1 << 20 and pool.misses == 1
 
 
 @pytest.mark.parametrize("arch", ["lfm2", "mamba"])

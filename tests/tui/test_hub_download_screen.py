@@ -63,6 +63,14 @@ async def open_download_row(pilot, app: HostApp) -> HubDownloadScreen:
     return app.screen  # type: ignore[return-value]
 
 
+async def fetch_typed(pilot, app: HostApp, name: str = REPO) -> HubDownloadScreen:
+    """The download screen, opened from the picker, with ``name`` typed and Enter pressed."""
+    screen = await open_download_row(pilot, app)
+    screen.query_one("#hub-query", Input).value = name
+    await pilot.press("enter")
+    return screen
+
+
 async def test_search_then_enter_downloads_with_a_bar_of_bytes_and_rate(served, tiny):
     release = hold_half_way(served, tiny)
     app = HostApp()
@@ -93,9 +101,7 @@ async def test_a_download_that_brings_nothing_says_for_how_long(served, tiny, mo
     release = hold_half_way(served, tiny)
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await open_download_row(pilot, app)
-        screen.query_one("#hub-query", Input).value = REPO
-        await pilot.press("enter")
+        screen = await fetch_typed(pilot, app)
         step = screen.query_one("#hub-step", Static)
         await wait_for(pilot, lambda: "nothing came for" in str(step.render()), "the quiet told")
         text = str(step.render())
@@ -108,10 +114,7 @@ async def test_a_download_that_brings_nothing_says_for_how_long(served, tiny, mo
 async def test_a_typed_name_with_a_tag_downloads_that_file(served):
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await open_download_row(pilot, app)
-        query = screen.query_one("#hub-query", Input)
-        query.value = f"{REPO}:q8_0"
-        await pilot.press("enter")
+        await fetch_typed(pilot, app, f"{REPO}:q8_0")
         await wait_for(pilot, lambda: len(app.results) == 1, "the download")
     assert app.results[0].name == "tiny-Q8_0.gguf"
     assert [r.path for r in served.requests if r.path == "/api/models"] == []  # no search for a name
@@ -120,9 +123,7 @@ async def test_a_typed_name_with_a_tag_downloads_that_file(served):
 async def test_a_missing_repository_says_so_and_the_screen_stays(served):
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await open_download_row(pilot, app)
-        screen.query_one("#hub-query", Input).value = "org/nothing-here"
-        await pilot.press("enter")
+        screen = await fetch_typed(pilot, app, "org/nothing-here")
         await wait_for(pilot, lambda: screen.downloading is None and "no model named" in status_text(screen),
                        "the refusal")
         assert status_text(screen).startswith("no model named org/nothing-here on ")
@@ -137,9 +138,7 @@ async def test_escape_stops_a_download_and_closes_the_screen(served, tiny, tmp_p
     release = hold_half_way(served, tiny)
     app = HostApp()
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await open_download_row(pilot, app)
-        screen.query_one("#hub-query", Input).value = REPO
-        await pilot.press("enter")
+        screen = await fetch_typed(pilot, app)
         step = screen.query_one("#hub-step", Static)
         await wait_for(pilot, lambda: "(0%)" not in str(step.render()) and "%" in str(step.render()), "bytes")
         await pilot.press("escape")
