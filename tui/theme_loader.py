@@ -31,6 +31,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import lru_cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -159,6 +160,25 @@ def llamachat_variables(theme: Theme) -> dict[str, str]:
     A colour the theme sets is used as written; one it leaves out comes from Textual's
     colour system (which computes, for instance, a surface from the background).
     """
+    return dict(_derived_variables(_palette(theme)))
+
+
+_PALETTE_FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
+                   "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha", "ansi")
+"""What Textual's colour system is made from, besides the theme's variables."""
+
+
+def _palette(theme: Theme) -> tuple[Any, ...]:
+    return (*(getattr(theme, name) for name in _PALETTE_FIELDS), tuple(sorted(theme.variables.items())))
+
+
+@lru_cache(maxsize=128)
+def _derived_variables(palette: tuple[Any, ...]) -> dict[str, str]:
+    """``llamachat_variables`` for one palette, worked out once per process: every app
+    start registers Textual's twenty-odd built-in themes again, and generating a colour
+    system for each was most of what registering them cost. Callers get a copy."""
+    *colours, variables = palette
+    theme = Theme("palette", **dict(zip(_PALETTE_FIELDS, colours, strict=True)), variables=dict(variables))
     generated = theme.to_color_system().generate()
     colour = {key: getattr(theme, key, None) or generated[key]
               for key in ("primary", "accent", "background", "foreground", "surface", "panel",
