@@ -19,6 +19,7 @@ escape from a model, a chat file or a paste on the screen.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from collections.abc import Iterable
 from typing import Any
@@ -41,6 +42,22 @@ from tui.screens.chat_screen import ChatScreen
 from tui.screens.help_screen import HelpScreen
 from tui.startup import StartupRequest
 from tui.theme_loader import apply_saved_theme, default_variables, register_themes, remember_theme
+
+FULL_COLLECTION_AFTER = 100
+"""Collections of the middle generation before a full one (Python's own: 10)."""
+
+
+def collect_cycles_less_often() -> None:
+    """Full passes of the cycle collector, ten times rarer in the app's process.
+
+    Drawing a streamed reply makes objects that outlive the young generations (cached
+    lines and segments, the reply's blocks), so full passes came every second or so while a
+    reply streamed, and each walks every live object of the app: the UI thread stops for
+    a frame or more each time. Ten times rarer, the garbage in cycles waits longer (a few
+    megabytes), and a stream's updates are not held up by the collector. The young
+    generations are collected as before. docs/benchmarks.md has the lag with and without."""
+    gen0, gen1, _ = gc.get_threshold()
+    gc.set_threshold(gen0, gen1, FULL_COLLECTION_AFTER)
 
 
 class LlamaChatApp(App[None]):
@@ -90,6 +107,7 @@ class LlamaChatApp(App[None]):
         return default_variables()
 
     def on_mount(self) -> None:
+        collect_cycles_less_often()
         loop = asyncio.get_running_loop()
         for number in self._stop_signals:
             loop.add_signal_handler(number, self.stop_on_signal, number)
