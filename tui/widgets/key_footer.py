@@ -10,8 +10,11 @@ the keys of the first size (seen in tmux, 140 to 80 to 50 columns).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.cells import cell_len
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -32,10 +35,30 @@ class KeyFooter(Footer):
 
     def __init__(self) -> None:
         super().__init__(compact=True)
+        self._composed_for: list[Any] | None = None
+        """The keys the footer was last composed with (``_keys_of``)."""
 
     def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._composed_for = self._keys_of(self.screen)
         yield from super().compose()
         self.call_after_refresh(self.fit_keys)
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """Compose the keys again only when they are other keys. Textual's footer does at
+        every change of the screen's bindings, which every move of the focus is, and each
+        key it makes anew is styled twice: most moves leave the same keys."""
+        if self._composed_for is not None and screen is self.screen and self._keys_of(screen) == self._composed_for:
+            return
+        super().bindings_changed(screen)
+
+    def _keys_of(self, screen: Screen) -> list[Any]:
+        """What ``Footer.compose`` draws from: each binding shown, whether it is enabled and
+        its tooltip, and the palette's binding."""
+        palette = self.app.COMMAND_PALETTE_BINDING
+        return [(key, binding, enabled, tooltip)
+                for key, (_, binding, enabled, tooltip) in screen.active_bindings.items()
+                if binding.show or key == palette]
 
     def on_resize(self) -> None:
         self.fit_keys()
