@@ -99,12 +99,20 @@ def _parse_stylesheets_once() -> None:
     if parse is None or getattr(parse, "shared_by_the_process", False):
         return
     parsed: dict[tuple, list] = {}
+    variable_sets: dict[tuple, int] = {}  # each set of variables seen, numbered
 
     def parse_rules(self, css, read_from, is_default_rules=False, tie_breaker=0, scope=""):
-        key = (css, read_from, is_default_rules, tie_breaker, scope, tuple(sorted(self._variables.items())))
-        if key not in parsed:
-            parsed[key] = parse(self, css, read_from, is_default_rules, tie_breaker, scope)
-        return parsed[key]
+        # Textual replaces a stylesheet's variables (``set_variables``), never changes them
+        # in place, so their number is worked out again only when the dict is another.
+        seen = getattr(self, "_variables_numbered", None)
+        if seen is None or seen[0] is not self._variables:
+            number = variable_sets.setdefault(tuple(sorted(self._variables.items())), len(variable_sets))
+            seen = self._variables_numbered = (self._variables, number)
+        key = (css, read_from, is_default_rules, tie_breaker, scope, seen[1])
+        rules = parsed.get(key)
+        if rules is None:
+            rules = parsed[key] = parse(self, css, read_from, is_default_rules, tie_breaker, scope)
+        return rules
 
     parse_rules.shared_by_the_process = True  # type: ignore[attr-defined]
     Stylesheet._parse_rules = parse_rules
