@@ -29,7 +29,6 @@ class PromptProgress(Horizontal):
 
     DEFAULT_CSS = """
     PromptProgress { height: 1; display: none; padding: 0 1; }
-    PromptProgress.-active { display: block; }
     PromptProgress > ProgressBar { width: auto; }
     PromptProgress > ProgressBar > Bar { width: 16; }  /* the words beside it say more */
     PromptProgress > Label { width: 1fr; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -39,9 +38,11 @@ class PromptProgress(Horizontal):
         yield ProgressBar(total=None, show_eta=False, show_percentage=True)
         yield Label(Text(""))
 
+    # Shown and hidden by its display alone, not by a class: a class change styles the
+    # widget and its children again, and a busy reply shows and hides the bar at every turn.
     @property
     def active(self) -> bool:
-        return self.has_class("-active")
+        return self.display
 
     label_text: str = ""
     """The plain text of the label, for tests and the status line."""
@@ -54,14 +55,14 @@ class PromptProgress(Horizontal):
                     stop_key: str = "") -> None:
         """Tokens evaluated: ``done`` of ``total``, for ``what`` (a prompt, a switch of
         branch); ``stop_key``: the key that stops it, said at the end."""
-        self.add_class("-active")
+        self.display = True
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
         stop = f" · {stop_key} stops" if stop_key else ""
         self._say(f"{what}: {done:,}/{total:,} tokens, {eta_words(eta_seconds)}{stop}")
 
     def show_fraction(self, what: str, fraction: float | None) -> None:
         """Other work: ``fraction`` in 0-1, or None when the amount of work is unknown."""
-        self.add_class("-active")
+        self.display = True
         bar = self.query_one(ProgressBar)
         if fraction is None:
             bar.update(total=None)
@@ -70,4 +71,4 @@ class PromptProgress(Horizontal):
         self._say(what)
 
     def hide(self) -> None:
-        self.remove_class("-active")
+        self.display = False
