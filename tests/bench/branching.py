@@ -75,7 +75,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.bench import costs
+from tests.bench import costs, workload
 from tests.bench.overhead import turn_overhead
 from tests.bench.w1_bench import Bench, emit, w1_event_child
 from tests.bench.workload import REOPEN_MESSAGE
@@ -260,11 +260,15 @@ def main(argv: list[str] | None = None) -> int:
                              "model's shape on a CPU); bytes and evaluated tokens are measured all the same")
     parser.add_argument("--ram-mb", type=int, default=None,
                         help="the checkpoints' RAM tier in MiB (default: the app's, checkpoints.ram_mb)")
+    parser.add_argument("--w1-scale", type=float, default=1.0,
+                        help="W1's texts at this fraction of their size (the suite's runs; figures are "
+                             "published at 1)")
     parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
     parser.add_argument("--w1-state", help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    workload.set_scale(args.w1_scale)
     if args.w1_event is not None:
         return w1_event_child(args)
     if args.ngl is None:
@@ -291,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             emit({"model": label, "event": "load", "seconds": round(bench.load_seconds, 3),
                   "kind": bench.ctl.engine.info.kind.value, "n_params": bench.ctl.engine.info.n_params,
                   "cache_type": args.cache_type, "n_ctx": bench.ctl.engine.n_ctx, "ram_mb": bench.ram_mb,
+                  "w1_scale": workload.SCALE,
                   **bench.placement_fields()})
             w1 = bench.run_w1(args.each_event, args)
             bench.close()

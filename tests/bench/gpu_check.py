@@ -52,6 +52,10 @@ kinds llama-server re-processes (exactness takes all four)."""
 REHEARSAL_BENCH_ARCHS = ("gemma3",)
 """The rehearsal checks the kit, not the figures: one model halves its time in the test
 suite, and its code paths are the same for the other."""
+REHEARSAL_W1_SCALE = 0.3
+"""The rehearsal's W1 chat, at this fraction of W1's size (``--w1-scale``): the same
+events, routes and fields in a third of the tokens (its from-scratch prefills, which grow
+faster than the chat, were most of the check's time in the suite)."""
 WINDOW = {"tiny": 64, "gpu": 1024}
 """gemma3's window, as ``tests.bench.branching`` makes its models (same file, made once)."""
 DEVICE_BUDGET, REHEARSAL_BUDGET = 540, 600
@@ -138,6 +142,7 @@ class Check:
         self.rehearse: bool = args.rehearse
         self.compile: bool = not args.rehearse or args.compile
         self.size = "tiny" if self.rehearse else "gpu"
+        self.w1_scale = ["--w1-scale", str(REHEARSAL_W1_SCALE)] if self.rehearse else []
         self.bench_archs: tuple[str, ...] = tuple(args.bench_archs or (
             REHEARSAL_BENCH_ARCHS if self.rehearse else BENCH_ARCHS))
         self.work: Path = args.work
@@ -338,7 +343,8 @@ class Check:
         if self.server is None:
             raise Skip("no llama-server: the rehearsal builds none; pass --server or LLAMACHAT_LLAMA_SERVER")
         entry["server"] = str(self.server)
-        self.bench("tests.bench.server_compare", ["--server", str(self.server)], self.bench_archs)(entry, timeout)
+        self.bench("tests.bench.server_compare", ["--server", str(self.server), *self.w1_scale],
+                   self.bench_archs)(entry, timeout)
 
     # -- all of it ----------------------------------------------------------------------
 
@@ -353,8 +359,8 @@ class Check:
             "exactness": self.bench("tests.bench.gpu_exactness", [], ARCHS),
             "server_compare": self.server_compare,
             # A rehearsal times two reopens, not five: their median is not what it checks.
-            "branching": self.bench("tests.bench.branching", ["--reopens", "2"] if self.rehearse else [],
-                                    self.bench_archs),
+            "branching": self.bench("tests.bench.branching",
+                                    ["--reopens", "2", *self.w1_scale] if self.rehearse else [], self.bench_archs),
             # Last: several versions in one batch, where a batch of 4 should cost about one.
             "batched_versions": self.bench("tests.bench.batched_versions",
                                            ["--tokens", "16"] if self.rehearse else [], self.bench_archs),

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessions.synth import SIZES
+from tests.bench import workload
 from tests.bench.branching import Bench, emit, models
 from tests.rpc.servers import free_port
 
@@ -161,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--ngl", type=gpu_layers, default=0,
                         help="layers offloaded to this machine's GPUs (both sides): a number, auto or all")
+    parser.add_argument("--w1-scale", type=float, default=1.0,
+                        help="W1's texts at this fraction of their size (the suite's runs; figures are "
+                             "published at 1)")
     args = parser.parse_args(argv)
+    workload.set_scale(args.w1_scale)
     if not os.access(args.server, os.X_OK):
         parser.error(f"{args.server} is not an executable llama-server")
     if args.arch is None:

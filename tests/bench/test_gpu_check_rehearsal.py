@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.gpu_check import ARCHS, REHEARSAL_BENCH_ARCHS, STEPS
+from tests.bench.gpu_check import ARCHS, REHEARSAL_BENCH_ARCHS, REHEARSAL_W1_SCALE, STEPS
 from tests.bench.gpu_run import Runner, TimedOut
 from tests.bench.test_branching_runs import STUB_SERVER, check_benchmark_records, check_server_records
 
@@ -100,6 +100,8 @@ def test_the_rehearsal_runs_every_step_and_reports_real_figures(pack, tmp_path):
     # The branching step is the benchmark as a user runs it (``--ngl all``, which a CPU-only
     # build takes as every layer on the CPU): its figures hold together as on any run.
     check_benchmark_records(steps["branching"]["records"], gpu_layers=-1)  # -1: every layer
+    [load] = [r for r in steps["branching"]["records"] if r["event"] == "load"]
+    assert load["w1_scale"] == REHEARSAL_W1_SCALE < 1  # a shorter chat: the rehearsal checks the kit
     check_server_records(steps["server_compare"]["records"])
     [versions] = steps["batched_versions"]["records"]
     assert versions["model"] == "gemma3" and versions["versions"] == 4 and versions["n_gpu_layers"] == -1

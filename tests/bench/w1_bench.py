@@ -310,6 +310,7 @@ def event_in_new_process(args: argparse.Namespace, label: str, path: Path, root:
     command = [sys.executable, "-m", "tests.bench.branching", "--w1-event", str(step), "--w1-state", str(state),
                "--model", str(path), "--label", label, "--root", str(root), "--threads", str(args.threads),
                "--reply-tokens", str(args.reply_tokens), "--ngl", str(args.ngl), "--cache-type", args.cache_type,
+               "--w1-scale", str(args.w1_scale),
                *(["--ram-mb", str(args.ram_mb)] if args.ram_mb is not None else []),
                *(["--no-scratch"] if args.no_scratch else [])]
     out = subprocess.run(command, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])

@@ -42,15 +42,33 @@ def text_of(tokenize, n_tokens: int, rng: random.Random) -> str:
             return text
 
 
+SCALE = 1.0
+"""The texts' sizes are multiplied by this: 1 wherever a figure is published. The suite's
+runs of the benchmarks (``--w1-scale``) take a shorter chat of the same shape, since what
+they check is that the figures hold together, not what they are; a run records its scale."""
+
+
+def set_scale(scale: float) -> None:
+    """Every text this process makes from now on is ``scale`` times W1's size."""
+    global SCALE
+    if not 0 < scale <= 1:
+        raise ValueError(f"a W1 scale is above 0 and at most 1, not {scale}")
+    SCALE = scale
+
+
 def w1_texts(tokenize, *, turns: int = 12, extra_turns: int = 3, seed: int = 1) -> dict:
     """System prompt, user turns, replies, edited turns and follow-up questions."""
     rng = random.Random(seed)
+
+    def sized(n_tokens: int) -> str:
+        return text_of(tokenize, max(8, round(n_tokens * SCALE)), rng)
+
     return {
-        "system": text_of(tokenize, 200, rng),
-        "users": [text_of(tokenize, 120, rng) for _ in range(turns)],
-        "replies": [text_of(tokenize, 380, rng) for _ in range(turns)],
-        "edits": {k: text_of(tokenize, 120, rng) for k in (2, 6, 11)},
-        "follow_ups": [text_of(tokenize, 120, rng) for _ in range(extra_turns)],
+        "system": sized(200),
+        "users": [sized(120) for _ in range(turns)],
+        "replies": [sized(380) for _ in range(turns)],
+        "edits": {k: sized(120) for k in (2, 6, 11)},
+        "follow_ups": [sized(120) for _ in range(extra_turns)],
     }
 
 
