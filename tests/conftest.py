@@ -49,12 +49,12 @@ def pytest_configure(config) -> None:
 def _fewer_full_collections() -> None:
     """Let the cycle collector's full passes come ten times less often in a test process.
 
-    An app test leaves some 40,000 objects in reference cycles (a Textual app and its
-    widgets), which only a full pass frees; with Python's thresholds such a pass came about
-    every second test, and each walked every live object of the worker: a third of the app
-    tests' CPU was the collector's. Ten times rarer, each pass frees ten tests' garbage at
-    about twice the cost, and a worker holds a few hundred thousand objects more between
-    passes. Young objects are still collected as often as before."""
+    An app test leaves its Textual app and widgets in reference cycles, which only a full
+    pass frees, and enough of them that with Python's thresholds a full pass came every
+    test or two; each walks every live object of the worker, so the collector was a large
+    part of the app tests' CPU (docs/development.md has the figures). Ten times rarer, each
+    pass frees more tests' garbage at once for about the same walk, and a worker holds more
+    garbage between passes. Young objects are still collected as often as before."""
     gen0, gen1, _ = gc.get_threshold()
     gc.set_threshold(gen0, gen1, 100)
 
@@ -84,8 +84,8 @@ def _quicker_idle_checks() -> None:
 
 def _parse_stylesheets_once() -> None:
     """Parse each stylesheet once per test process, not once per app: a user's process
-    starts one app, a test worker some hundreds, and parsing the same CSS again was a sixth
-    of every app test's start. Textual keeps its parse cache per stylesheet, keyed on the
+    starts one app, a test worker some hundreds, and parsing the same CSS again was a good
+    part of every app test's start. Textual keeps its parse cache per stylesheet, keyed on the
     CSS and where it came from, and empties it when the variables change; here the cache
     is the process's, with the variables in the key, so what an app gets is what its own
     parse would give. The parsed rules are only read after parsing (Textual reuses them

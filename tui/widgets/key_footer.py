@@ -48,7 +48,8 @@ class KeyFooter(Footer):
         """Compose the keys again only when they are other keys. Textual's footer does at
         every change of the screen's bindings, which every move of the focus is, and each
         key it makes anew is styled twice: most moves leave the same keys."""
-        if self._composed_for is not None and screen is self.screen and self._keys_of(screen) == self._composed_for:
+        if (self._composed_for is not None and self.is_attached and screen is self.screen
+                and self._keys_of(screen) == self._composed_for):
             return
         super().bindings_changed(screen)
 
