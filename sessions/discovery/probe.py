@@ -8,8 +8,9 @@ first loaded by a short-lived child process the way llama.cpp loads it, without 
 its tensor data (``sessions.llama.trial_load`` says which aborts each part covers). If
 the child dies of a signal, the file is refused with the assertion llama.cpp printed; if
 it loads, the file is remembered as passed (``probed-models.json`` in the cache folder,
-keyed by the file's path, device, inode, size, modification time and llama-cpp-python's
-version), so each file is tried once.
+keyed by the file's path, device, inode, size and modification time, and by the installed
+llama-cpp-python's own files, so a new version or a rebuild tries every file again), so each
+file is tried once.
 
 The trial reads the header and plans the memory, so it costs the child's start whatever
 the file's size, not a second load of a download of tens of gigabytes
@@ -30,7 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 
 from sessions import paths
@@ -71,10 +72,22 @@ def _identity(path: Path) -> str | None:
     try:
         real = path.resolve()
         info = real.stat()
-        version = metadata.version("llama_cpp_python")
-    except (OSError, metadata.PackageNotFoundError):
+        build = _llama_cpp_build()
+    except OSError:
         return None
-    return f"{real}|{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{version}"
+    return f"{real}|{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|{build}"
+
+
+def _llama_cpp_build() -> str:
+    """The installed llama-cpp-python, by its package's first file (size and time): an
+    upgrade or a rebuild writes it anew. Found without importing llama.cpp's bindings (this
+    module must not), nor ``importlib.metadata``, which every ``llamachat ask`` would pay
+    for at its start."""
+    spec = find_spec("llama_cpp")
+    if spec is None or spec.origin is None:
+        raise OSError("llama-cpp-python is not installed")
+    info = os.stat(spec.origin)
+    return f"{spec.origin}:{info.st_size}:{info.st_mtime_ns}"
 
 
 def _cache_file() -> Path:

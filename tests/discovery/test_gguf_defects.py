@@ -106,6 +106,31 @@ def test_a_file_that_passed_its_trial_load_is_not_tried_again(tmp_path, monkeypa
     assert len(tries) == 2
 
 
+def test_a_new_build_of_llama_cpp_tries_a_passed_file_again(tmp_path, monkeypatch):
+    """An upgrade or a rebuild of llama-cpp-python writes its package anew: what passed
+    under the old build is tried again under the new one."""
+    from importlib.machinery import ModuleSpec
+
+    from sessions.discovery import load_check
+
+    model = rewrite_gguf(make_model("llama", "tiny"), tmp_path / "fine.gguf", {"general.name": ("STRING", "fine")})
+    package = tmp_path / "llama_cpp" / "__init__.py"
+    package.parent.mkdir()
+    package.write_text('__version__ = "0.3.36"\n')
+    monkeypatch.setattr(probe_module, "find_spec", lambda name: ModuleSpec(name, None, origin=str(package)))
+    tries = []
+    real = probe_module._try
+    monkeypatch.setattr(probe_module, "_try", lambda path: tries.append(path) or real(path))
+    check_before_load(model)
+    load_check._checked.clear()  # a new process, the same build
+    check_before_load(model)
+    assert len(tries) == 1
+    package.write_text('__version__ = "0.3.37.post1"\n')  # a new build
+    load_check._checked.clear()
+    check_before_load(model)
+    assert len(tries) == 2
+
+
 def test_a_crashed_trial_is_not_remembered_and_names_the_assertion(defective):
     for _ in range(2):
         with pytest.raises(ModelFileError, match="GGML_ASSERT\\(n_expert_used_max <= hparams.n_expert\\)"):
