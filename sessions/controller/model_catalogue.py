@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessions import synth
 from sessions.discovery import ModelCard, discover_models, read_model_card
 from sessions.errors import ControllerError
 from sessions.hub import HubModel, ProgressCallback, fetch_model, recent_downloads, search_models
@@ -86,6 +85,8 @@ class ModelCatalogue:
 
     def demo_model(self) -> Path:
         """The demo model's file, made on first use; ``ControllerError`` if it cannot be written."""
+        from sessions import synth  # the model maker: only the demo needs it, not every ask's start
+
         try:
             return synth.make_model(DEMO_ARCH, DEMO_SIZE)
         except (synth.SynthError, OSError) as error:
