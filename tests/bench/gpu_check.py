@@ -43,6 +43,7 @@ from pathlib import Path
 
 from tests.bench.gpu_figures import derive
 from tests.bench.gpu_run import Body, Runner, Skip, TimedOut
+from tests.bench.workload import SUITE_SCALE
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHS = ("gemma3", "lfm2", "llama", "mamba")
@@ -52,10 +53,8 @@ kinds llama-server re-processes (exactness takes all four)."""
 REHEARSAL_BENCH_ARCHS = ("gemma3",)
 """The rehearsal checks the kit, not the figures: one model halves its time in the test
 suite, and its code paths are the same for the other."""
-REHEARSAL_W1_SCALE = 0.3
-"""The rehearsal's W1 chat, at this fraction of W1's size (``--w1-scale``): the same
-events, routes and fields in a third of the tokens (its from-scratch prefills, which grow
-faster than the chat, were most of the check's time in the suite)."""
+REHEARSAL_W1_SCALE = SUITE_SCALE
+"""The rehearsal's W1 chat, at this fraction of W1's size (``--w1-scale``)."""
 WINDOW = {"tiny": 64, "gpu": 1024}
 """gemma3's window, as ``tests.bench.branching`` makes its models (same file, made once)."""
 DEVICE_BUDGET, REHEARSAL_BUDGET = 540, 600

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.workload import SUITE_SCALE
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -130,7 +132,7 @@ def test_each_event_in_a_new_process_evaluates_only_its_new_tokens():
     prefill found a window not worth reading on its way (``SnapshotPolicy``)."""
     run = subprocess.run(
         [sys.executable, "-m", "tests.bench.branching", "--size", "tiny", "--arch", "gemma3", "--threads", "1",
-         "--each-event", "process", "--w1-only", "--w1-scale", "0.3"],
+         "--each-event", "process", "--w1-only", "--w1-scale", str(SUITE_SCALE)],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stderr[-2000:]

@@ -48,6 +48,12 @@ runs of the benchmarks (``--w1-scale``) take a shorter chat of the same shape, s
 they check is that the figures hold together, not what they are; a run records its scale."""
 
 
+SUITE_SCALE = 0.3
+"""The scale the suite's runs take (the GPU check's rehearsal, the new-process W1 test):
+the same events, routes and fields in a third of the tokens; their from-scratch prefills,
+which grow faster than the chat, were most of their time at full size."""
+
+
 def set_scale(scale: float) -> None:
     """Every text this process makes from now on is ``scale`` times W1's size."""
     global SCALE
