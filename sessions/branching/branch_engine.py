@@ -358,12 +358,6 @@ class BranchEngine:
         if self.store is not None:
             self.store.report(f"{what} ({error}); what it held is evaluated again instead, exactly")
 
-    def save_checkpoints(self) -> None:
-        """Read out the checkpoints the last ``prepare`` and ``generate`` left to take, and
-        hand them to the store. The controller calls it once the reply is stored: a
-        checkpoint that cannot be read out is told (``checkpoint_trouble``), never raised."""
-        self.captures.flush()
-
     def _reset(self) -> None:
         self.seq.reset()
 

@@ -174,7 +174,10 @@ class LlamaChatEngine:
             sampler.close()
 
     def save_checkpoints(self) -> None:
-        self.branches.save_checkpoints()
+        """The checkpoints the last ``prepare`` and ``generate`` left to take, read out and
+        handed to the store (``Captures.flush``): a checkpoint that cannot be read out is
+        told (``checkpoint_trouble``), never raised."""
+        self.branches.captures.flush()
 
     def generate_versions(self, logits: np.ndarray, settings: Sequence[SamplingSettings], *, max_tokens: int,
                           on_text: Callable[[int, str], None] | None = None,
@@ -205,7 +208,7 @@ class LlamaChatEngine:
         """Free the model, with the checkpoints a job left to read out saved first (a reply
         stopped before its first token leaves its prompt's)."""
         try:
-            self.branches.save_checkpoints()
+            self.branches.captures.flush()
         finally:
             self.ctx.close()
             self.model.close()
