@@ -42,6 +42,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
 def pytest_configure(config) -> None:
     _quicker_idle_checks()
     _parse_stylesheets_once()
+    _draw_what_is_read()
     _keep_bytecode(config)
     _fewer_full_collections()
 
@@ -116,6 +117,52 @@ def _parse_stylesheets_once() -> None:
 
     parse_rules.shared_by_the_process = True  # type: ignore[attr-defined]
     Stylesheet._parse_rules = parse_rules
+
+
+def _draw_what_is_read() -> None:
+    """An app under test (headless) draws a frame when a test reads the screen, and its
+    last frame when the test ends, not every frame its updates would send a terminal.
+
+    Textual renders every update of the screen, and a headless app throws the result away:
+    in the app tests those renders were about a sixth of the CPU (docs/development.md).
+    What the tests read is drawn as before, on demand: ``helpers.screen_text`` and the
+    snapshots render the screen themselves. The layout is still worked out at every update
+    (the widgets' sizes and places are what much of the UI's behaviour reads), and the
+    last frame of every app test is drawn when its ``run_test`` ends, so a widget that
+    cannot draw the state a test leaves fails that test. The real terminals of the pty
+    tests draw every frame. If Textual's private method changes, every frame is drawn."""
+    from contextlib import asynccontextmanager
+
+    try:
+        from textual.app import App
+        from textual.screen import Screen
+    except ImportError:
+        return
+    refresh = getattr(Screen, "_compositor_refresh", None)
+    if refresh is None or getattr(refresh, "draws_what_is_read", False):
+        return
+
+    def compositor_refresh(self) -> None:
+        app = self.app
+        if app.is_headless and not app.is_inline and self is app.screen:
+            self._compositor._dirty_regions.clear()  # what render_update would have drawn
+            self._dirty_widgets.clear()
+            app._update_mouse_over(self)
+            return
+        refresh(self)
+
+    run_test = App.run_test
+
+    @asynccontextmanager
+    async def run_test_drawing_the_last_frame(self, *args, **kwargs):
+        async with run_test(self, *args, **kwargs) as pilot:
+            yield pilot
+            if self.is_running and not self._exit:
+                self.screen._compositor.render_full_update()
+
+    compositor_refresh.draws_what_is_read = True  # type: ignore[attr-defined]
+    Screen._compositor_refresh = compositor_refresh
+    App.run_test = run_test_drawing_the_last_frame
 
 
 def _keep_bytecode(config) -> None:

@@ -4,6 +4,8 @@ shows a cost before going anywhere. Read from the lines the panel draws."""
 
 from __future__ import annotations
 
+from textual.geometry import Region
+
 from tests.tui.helpers import click_tree_line, wait_for
 from tests.tui.test_panels import ACTIVE, PanelApp, message, nodes_by_id, sample_tree
 from tui.widgets.message_tree import COLD_MARK, DISK_MARK, SAVED_MARK
@@ -16,6 +18,7 @@ TIERS = {1: None, 2: "ram", 3: None, 4: "disk", 6: "ram"}
 def drawn(panel: TreePanel) -> dict[int, str]:
     """Message id -> the line the tree draws for it (every node is in view at this size)."""
     tree = panel.message_tree
+    tree.render_lines(Region(0, 0, tree.size.width, tree.size.height))  # a frame: its rows are read below
     lines = {}
     for message_id, node in nodes_by_id(panel).items():
         lines[message_id] = "".join(segment.text for segment in tree.render_line(node.line - int(tree.scroll_y)))
