@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from jinja2 import Template
@@ -233,7 +234,7 @@ class ChatTemplate:
         if len(source) > MAX_SOURCE_CHARS:
             raise TemplateError(f"is {len(source):,} characters long")
         try:
-            compiled = _environment().compile_template(source)
+            compiled = _compiled(source)
         except Exception as exc:  # a syntax error, or a template nested too deeply to compile
             raise TemplateError(_describe(exc)) from None
         problem = ""
@@ -260,7 +261,7 @@ class ChatTemplate:
         """A template ``compile`` accepted elsewhere (in the engine's child process), compiled
         again without its test render: what that probe decided is taken as it was."""
         try:
-            compiled = _environment().compile_template(source)
+            compiled = _compiled(source)
         except Exception as exc:
             raise TemplateError(_describe(exc)) from None
         return cls(source, name, bos_token, eos_token, fallback_reason, dict(variables), merges_system,
@@ -275,7 +276,7 @@ class ChatTemplate:
         is that reason followed by which template is used instead.
         """
         family = BY_NAME[name]
-        compiled = _environment().compile_template(builtin_source(name))
+        compiled = _compiled(builtin_source(name))
         origin = f"the built-in {family.title} template"
         if reason is not None:
             reason = f"{reason}; using the {family.title} template instead"
@@ -333,6 +334,16 @@ class ChatTemplate:
             steps=BASE_STEPS + 500 * count + 20 * count * count,
             build_chars=BASE_BUILD_CHARS + 32 * chars,
         )
+
+
+@lru_cache(maxsize=32)
+def _compiled(source: str) -> Template:
+    """``source`` compiled in a bounded environment of its own, once per process. A compiled
+    template is only read by its renders (each keeps its budget in its thread's state,
+    ``render_bounded``), and the same text comes back often: the model loaded again, the
+    probe's template compiled again in the engine's process, a built-in fallback. A text
+    that does not compile raises every time, as before."""
+    return _environment().compile_template(source)
 
 
 def _environment() -> BoundedSandbox:

@@ -211,3 +211,17 @@ def test_template_variables_reach_the_template():
     chat = ChatTemplate.load(CHATML_BODY, variables={"messages": [], "add_generation_prompt": 1})
     assert chat.render(CONVERSATION[1:2], add_generation_prompt=False) == \
         chatml(CONVERSATION[1:2]).removesuffix("<|im_start|>assistant\n")
+
+
+def test_a_text_compiled_once_renders_with_each_templates_own_tokens_and_variables():
+    """The compiled template is shared (``_compiled``): what differs between two loads of
+    one text, the special tokens and the variables, is each load's own."""
+    source = "{{ bos_token }}{% if flag %}F{% endif %}" + CHATML_BODY + "{{ eos_token }}"
+    one = ChatTemplate.load(source, bos_token="<s>", eos_token="</s>", variables={"flag": True})
+    two = ChatTemplate.load(source, bos_token="[B]", eos_token="[E]")
+    assert one._compiled is two._compiled
+    turn = CONVERSATION[1:2]
+    assert one.render(turn, add_generation_prompt=False) == "<s>F" + chatml(turn).removesuffix(
+        "<|im_start|>assistant\n") + "</s>"
+    assert two.render(turn, add_generation_prompt=False) == "[B]" + chatml(turn).removesuffix(
+        "<|im_start|>assistant\n") + "[E]"
