@@ -77,6 +77,9 @@ class ChatScreen(Screen[None]):
     def __init__(self, controller: SessionController, *, config: Config,
                  startup: StartupRequest = StartupRequest()) -> None:
         super().__init__()
+        # The class of the width the screen opens at, set before its first resize: that
+        # resize would otherwise change the class, and restyle every widget of the screen.
+        self.add_class("-wide" if self.app.size.width >= self.NARROW_BELOW else "-narrow", update=False)
         self.controller = controller
         self.config = config
         self.startup = startup
