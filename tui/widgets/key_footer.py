@@ -41,7 +41,12 @@ class KeyFooter(Footer):
     def compose(self) -> ComposeResult:
         if self._bindings_ready:
             self._composed_for = self._keys_of(self.screen)
-        yield from super().compose()
+        for widget in super().compose():
+            if isinstance(widget, FooterKey):
+                # Its compact class given now, not by its ``compact`` watcher once it is
+                # mounted, which would style the key a second time.
+                widget.set_class(self.compact, "-compact", update=False)
+            yield widget
         self.call_after_refresh(self.fit_keys)
 
     def bindings_changed(self, screen: Screen) -> None:
