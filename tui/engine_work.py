@@ -2,17 +2,15 @@
 
 Loading a model, warming a branch, writing a reply and trimming a branch all drive the
 same llama.cpp context. The controller's engine lock keeps two threads out of it (the
-one rule, ``sessions.controller.job_control``); this object keeps the *screen* from
-piling jobs up behind that lock: a job starts
-only when the engine is idle, and a gesture that changes the branch while a job runs
-waits in ``when_idle`` (stopping a reply or a warm-up first), then runs in order.
-Results and failures come back to the screen as ``Worker.StateChanged`` messages.
+one rule, ``sessions.controller.job_control``); the screen keeps from piling jobs up
+behind that lock: a job starts only when the engine is idle, and a gesture that changes
+the branch while a job runs waits for it (``tui.gesture_queue``). Results and failures
+come back to the screen as ``Worker.StateChanged`` messages.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,15 +19,13 @@ from textual.dom import DOMNode
 from textual.worker import Worker
 
 from sessions.api.chat import SessionController
-from sessions.errors import ControllerError, DecodeCancelled, GenerationCancelled, LlamachatError
+from sessions.errors import ControllerError, DecodeCancelled, GenerationCancelled
 
 if TYPE_CHECKING:
     from sessions.api.chat import Prepared, RoutePlan
     from sessions.sampling import SamplingSettings
 
 ENGINE_GROUPS = frozenset({"load", "warm", "generate", "trim"})
-
-IdleCallback = Callable[[], Awaitable[None] | None]
 
 
 @dataclass(frozen=True)
@@ -55,19 +51,16 @@ def describe_failure(group: str, error: BaseException) -> tuple[str, str] | None
 
 
 class EngineWork:
-    """The engine jobs a screen runs, and the gestures waiting for them to end."""
+    """The engine jobs a screen runs."""
 
     def __init__(self, node: DOMNode, controller: SessionController,
-                 refused: Callable[[str], None], before_job: Callable[[], None] = lambda: None) -> None:
+                 before_job: Callable[[], None] = lambda: None) -> None:
         """``before_job``: stops what uses the engine besides jobs (a warm ahead), so that a
         job neither waits for it nor reads from disk beside it."""
         self._node = node
         """Runs the workers and gets their ``Worker.StateChanged`` messages."""
         self._before_job = before_job
         self._controller = controller
-        self._refused = refused
-        """Shows a gesture the core refused (its message is written for the user)."""
-        self._waiting: list[IdleCallback] = []
 
     # -- the jobs ---------------------------------------------------------------------
 
@@ -134,15 +127,6 @@ class EngineWork:
                 if w.node is self._node and w.group in wanted and not w.is_finished]
 
     @property
-    def idle(self) -> bool:
-        """No job runs and no gesture waits for one."""
-        return not self.running() and not self._waiting
-
-    @property
-    def gestures_waiting(self) -> bool:
-        return bool(self._waiting)
-
-    @property
     def generating(self) -> bool:
         return bool(self.running("generate"))
 
@@ -154,32 +138,3 @@ class EngineWork:
     def model_ready(self) -> bool:
         """A model is loaded, and no other is loading."""
         return self._controller.model_info is not None and not self.loading
-
-    # -- gestures that wait ---------------------------------------------------------------
-
-    async def when_idle(self, callback: IdleCallback, *, stop: bool = True) -> None:
-        """Run ``callback`` now if the engine is idle, else after the running job.
-
-        With ``stop`` a reply being written or a branch being warmed is stopped first (a
-        model load is never interrupted). The reply written so far is kept.
-        """
-        if not self.running():
-            await self._run_gesture(callback)
-            return
-        self._waiting.append(callback)
-        if stop and self.running("generate", "warm"):
-            self._controller.cancel()
-
-    async def run_waiting(self) -> None:
-        """Called when an engine job ends: run what was waiting, in order."""
-        while self._waiting and not self.running():
-            await self._run_gesture(self._waiting.pop(0))
-
-    async def _run_gesture(self, callback: IdleCallback) -> None:
-        """Run a gesture; a refusal from the core becomes a notification, not a crash."""
-        try:
-            result = callback()
-            if inspect.isawaitable(result):
-                await result
-        except LlamachatError as error:  # the core's one root: its message is written for the user
-            self._refused(str(error))

@@ -117,6 +117,6 @@ async def test_a_server_lost_during_a_reply_is_one_notification(pair, tmp_path):
             roles = [role for role, _ in shown_texts(screen)]
             assert roles[:3] == ["user", "assistant", "user"] and shown_texts(screen)[2][1] == "And the stars?"
             b.restart()
-            await wait_for(pilot, lambda: screen.jobs.idle, "idle")
+            await wait_for(pilot, lambda: screen.gestures.idle, "idle")
     finally:
         app_parts.close()

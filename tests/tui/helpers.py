@@ -36,7 +36,7 @@ def main_screen(pilot: Pilot) -> ChatScreen:
 async def settle(pilot: Pilot) -> ChatScreen:
     """Wait until no engine job runs and nothing waits for one."""
     screen = main_screen(pilot)
-    await wait_for(pilot, lambda: screen.jobs.idle, "the engine to be idle")
+    await wait_for(pilot, lambda: screen.gestures.idle, "the engine to be idle")
     try:
         await pilot.app.workers.wait_for_complete()
     except WorkerFailed:  # an engine job that failed, still listed: the screen has said so (``job_failed``)

@@ -23,6 +23,6 @@ async def test_a_gesture_refused_with_any_error_of_the_root_is_a_notification(ma
         def gesture() -> None:
             raise error
 
-        await screen.jobs.when_idle(gesture)
+        await screen.gestures.when_idle(gesture)
         await wait_for(pilot, lambda: any(n.message == str(error) for n in app._notifications), "the refusal")
         assert app.is_running

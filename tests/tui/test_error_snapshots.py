@@ -34,7 +34,7 @@ def test_a_file_that_is_not_a_model(snap_compare, make_app, script, tmp_path):
     async def refused(pilot):
         screen = main_screen(pilot)
         await toast_shown(pilot, "Could not load the model: not a GGUF file: notes.gguf")
-        await wait_for(pilot, lambda: screen.jobs.idle and screen.status.text_of("model") == "no model", "no model")
+        await wait_for(pilot, lambda: screen.gestures.idle and screen.status.text_of("model") == "no model", "no model")
         screen.chat_input.cursor_blink = False
 
     assert snap_compare(app, terminal_size=SIZE, run_before=refused)

@@ -88,7 +88,7 @@ async def test_a_demo_model_that_cannot_be_made_is_said_in_words(make_app, monke
     async with app.run_test(size=(100, 30)) as pilot:
         screen = main_screen(pilot)
         said = lambda: [n.message for n in app._notifications if "could not be made" in n.message]  # noqa: E731
-        await wait_for(pilot, lambda: said() and screen.jobs.idle, "the failure")
+        await wait_for(pilot, lambda: said() and screen.gestures.idle, "the failure")
         assert said()[0].startswith("the demo model could not be made: ") and "No space left" in said()[0]
         assert screen.controller.model_info is None and app.is_running
 

@@ -62,7 +62,7 @@ async def test_a_new_chat_shows_on_when_the_store_fails_right_after_saving_it(ma
         screen.chat_input.focus()
         await type_text(pilot, "hello")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: screen.controller.session_id is not None and screen.jobs.idle, "the reply")
+        await wait_for(pilot, lambda: screen.controller.session_id is not None and screen.gestures.idle, "the reply")
         await settle(pilot)
         assert not [m for m in messages(app) if m.startswith("Could not read the chat: ")]
         assert screen.controller.snapshot().session.id == screen.controller.session_id

@@ -96,7 +96,7 @@ async def test_a_reply_wanted_before_a_load_is_not_given_to_the_chat_opened_next
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen, "the chat")
         # What choosing the model in the picker does (the fake model file is no real GGUF).
-        await screen.jobs.when_idle(lambda: opening_flow.switch_to_model(screen, fake_model))
+        await screen.gestures.when_idle(lambda: opening_flow.switch_to_model(screen, fake_model))
         await wait_for(pilot, lambda: screen.jobs.model_ready, "the model")
         await settle(pilot)
         assert screen.controller.session_id == other.id

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from sessions.api.chat import ChatSnapshot, SessionController
     from sessions.api.settings import Config
     from tui.engine_work import EngineWork
+    from tui.gesture_queue import GestureQueue
     from tui.screens.chat_rules import InputMode
     from tui.startup import StartupRequest
     from tui.switch_cost import SwitchCosts
@@ -36,6 +37,7 @@ class ChatHost(Protocol):
     config: Config
     startup: StartupRequest
     jobs: EngineWork
+    gestures: GestureQueue
     switch_costs: SwitchCosts
     warm_ahead: WarmAhead
     mode: InputMode

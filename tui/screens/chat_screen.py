@@ -9,7 +9,7 @@ messages (``tree_gestures``), the saved chats (``library_flow``), the chat's set
 core's events go straight to their flow (the screen names it, and adds no step of its
 own); the flows come back to the screen to show what changed (``show_head``,
 ``refresh_view``). Anything that changes the branch waits for the engine to be idle and
-stops a reply being written first (``EngineWork.when_idle``).
+stops a reply being written first (``GestureQueue.when_idle``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from sessions.api.settings import Config, update_config
 from sessions.errors import LlamachatError
 from tui.bindings import bindings_for, current_key, spec
 from tui.engine_work import EngineWork
+from tui.gesture_queue import GestureQueue
 from tui.screens import (
     attach_flow,
     chat_rules,
@@ -97,7 +98,8 @@ class ChatScreen(Screen[None]):
         """The saved-state marks last read: kept while a job runs (see ``read_tiers``)."""
         self.warm_ahead = WarmAhead(self, controller, self.warmed_ahead)
         """Reads the branch under the tree's cursor into RAM once the cursor rests there."""
-        self.jobs = EngineWork(self, controller, refused=self.refused, before_job=self.warm_ahead.leave)
+        self.jobs = EngineWork(self, controller, before_job=self.warm_ahead.leave)
+        self.gestures = GestureQueue(self.jobs, controller, refused=self.refused)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
         self.finder = find_flow.Finder(self, FindBar(id="find"))
 
@@ -331,7 +333,7 @@ class ChatScreen(Screen[None]):
         if message.role == "user" and (message.text != text or before and message.id in before.tree):
             self.notify(chat_rules.joined_note(message, text), timeout=6)
         if message.role == "user":
-            await (self.jobs.when_idle(lambda: job_flow.start_reply(self)) if self.jobs.model_ready
+            await (self.gestures.when_idle(lambda: job_flow.start_reply(self)) if self.jobs.model_ready
                    else job_flow.start_reply(self))
 
     # -- clicks, the panels and typing (the gestures themselves: ``tree_gestures``) --------
@@ -361,7 +363,7 @@ class ChatScreen(Screen[None]):
 
         self.chat_input.focus()  # the next thing typed is a message, not a tree move
         if self.controller.session_id is not None:
-            await self.jobs.when_idle(choose)
+            await self.gestures.when_idle(choose)
 
     @on(FindBar.Changed)
     def find_changed(self, event: FindBar.Changed) -> None:
@@ -383,7 +385,7 @@ class ChatScreen(Screen[None]):
     @on(SessionList.SessionChosen)
     async def session_chosen(self, message: SessionList.SessionChosen) -> None:
         self.chat_input.focus()
-        await self.jobs.when_idle(lambda: opening_flow.open_chat(self, message.session_id))
+        await self.gestures.when_idle(lambda: opening_flow.open_chat(self, message.session_id))
 
     def on_key(self, event: events.Key) -> None:
         """Text typed while a side panel has the focus goes to the message box, not nowhere.
@@ -458,7 +460,7 @@ class ChatScreen(Screen[None]):
         view.set_reasoning_shown(not view.reasoning_shown)
 
     async def action_new_session(self) -> None:
-        await self.jobs.when_idle(lambda: opening_flow.new_chat(self))
+        await self.gestures.when_idle(lambda: opening_flow.new_chat(self))
 
     @on(ChatInput.NothingToUndo)
     def input_has_nothing_to_undo(self) -> None:

@@ -122,4 +122,4 @@ class Finder:
             await job_flow.after_switch(screen)
 
         if screen.controller.session_id is not None:
-            await screen.jobs.when_idle(switch)
+            await screen.gestures.when_idle(switch)

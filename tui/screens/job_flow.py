@@ -76,7 +76,7 @@ async def job_changed(screen: ChatHost, event: Worker.StateChanged) -> None:
         await job_failed(screen, worker.group, worker.error)
     if not screen.jobs.running():
         screen.progress.hide()
-    await screen.jobs.run_waiting()
+    await screen.gestures.run_waiting()
     if not screen.jobs.running():
         screen.warm_ahead.again()
     if not screen.jobs.running() and screen.tree_panel.has_class("-open"):
@@ -91,7 +91,7 @@ async def job_succeeded(screen: ChatHost, group: str, result: Any) -> None:
         if screen.reply_wanted:
             screen.reply_wanted = False
             await start_reply(screen)
-        elif not screen.jobs.gestures_waiting:
+        elif not screen.gestures.waiting:
             await after_switch(screen)
     elif group == "trim":
         screen.conversation_view.select(None)

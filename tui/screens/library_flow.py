@@ -33,7 +33,7 @@ IMPORT_TITLE = ("Import chats from a file (a llamachat JSON export, a llama.cpp 
 def pick_chat(screen: ChatHost) -> None:
     async def chosen(choice: Picked | None) -> None:
         if choice is not None:
-            await screen.jobs.when_idle(lambda: open_chat(screen, choice.session_id, message_id=choice.message_id))
+            await screen.gestures.when_idle(lambda: open_chat(screen, choice.session_id, message_id=choice.message_id))
 
     screen.app.push_screen(SessionPicker(screen.controller.library, current_id=screen.controller.session_id), chosen)
 
@@ -95,7 +95,7 @@ def delete_chat(screen: ChatHost) -> None:
 
     async def confirmed(yes: bool | None) -> None:
         if yes:
-            await screen.jobs.when_idle(delete)
+            await screen.gestures.when_idle(delete)
 
     question = (f"Delete the chat “{title}” and its {chat_rules.plural(summary.message_count, 'message')}, "
                 f"on every branch? {undo_hint(screen)}")
@@ -133,7 +133,7 @@ def _imported(screen: ChatHost, ids: Imported) -> None:
     else:
         screen.notify(f"Imported {chat_rules.plural(len(ids), 'chat')}.", timeout=4)
     if ids:
-        screen.call_later(screen.jobs.when_idle, lambda: open_chat(screen, ids[0]))
+        screen.call_later(screen.gestures.when_idle, lambda: open_chat(screen, ids[0]))
 
 
 def undo_hint(screen: ChatHost) -> str:
@@ -165,4 +165,4 @@ def undo_delete(screen: ChatHost) -> None:
         screen.refresh_panels()
         screen.notify(brought.sentence(), markup=False)
 
-    screen.run_worker(screen.jobs.when_idle(put_back), group="undo-delete")
+    screen.run_worker(screen.gestures.when_idle(put_back), group="undo-delete")

@@ -86,9 +86,9 @@ def choose_model(screen: ChatHost) -> None:
 
     async def change(path: Path, answer: str | None) -> None:
         if answer == "new":
-            await screen.jobs.when_idle(lambda: new_chat_with(screen, path))
+            await screen.gestures.when_idle(lambda: new_chat_with(screen, path))
         elif answer == "switch":
-            await screen.jobs.when_idle(lambda: switch_to_model(screen, path))
+            await screen.gestures.when_idle(lambda: switch_to_model(screen, path))
 
     async def chosen(path: Path | None) -> None:
         if path is None:
@@ -101,7 +101,7 @@ def choose_model(screen: ChatHost) -> None:
             return
         question = model_change_question(screen, path)
         if question is None:
-            await screen.jobs.when_idle(lambda: switch_to_model(screen, path))
+            await screen.gestures.when_idle(lambda: switch_to_model(screen, path))
             return
         choices = [Choice("switch", "Switch", "primary"), Choice("new", "New chat with it")]
         screen.app.push_screen(ChoiceScreen(question, choices), lambda answer: change(path, answer))

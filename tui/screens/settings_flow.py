@@ -28,7 +28,7 @@ def open_chat_settings(screen: ChatHost) -> None:
 
     async def chosen(result: ChatSettings | None) -> None:
         if result is not None:
-            await screen.jobs.when_idle(lambda: apply_settings(screen, result), stop=False)
+            await screen.gestures.when_idle(lambda: apply_settings(screen, result), stop=False)
 
     presets = {name: Preset(name, values) for name, values in screen.config.presets.items()}
     dialog = ChatSettingsScreen(snapshot.settings, template=controller.template_words, defaults=controller.sampling,

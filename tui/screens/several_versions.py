@@ -56,4 +56,4 @@ async def write(screen: ChatHost, count: int) -> None:
         await screen.show_head()
         await job_flow.start_versions(screen, count)
 
-    await screen.jobs.when_idle(at_once)
+    await screen.gestures.when_idle(at_once)

@@ -2,7 +2,7 @@
 fork, rewind, delete, stop, copy.
 
 Anything that changes the branch waits for the engine to be idle and stops a reply being
-written first (``EngineWork.when_idle``): the reply written so far is kept as its own
+written first (``GestureQueue.when_idle``): the reply written so far is kept as its own
 version, then the gesture applies.
 """
 
@@ -53,7 +53,7 @@ async def sibling(screen: ChatHost, delta: int) -> None:
         if 0 <= ahead < len(versions):  # the version the next page in this direction shows
             screen.warm_ahead.rest_on(versions[ahead], page=True)
 
-    await screen.jobs.when_idle(page)
+    await screen.gestures.when_idle(page)
 
 
 def edit(screen: ChatHost) -> None:
@@ -88,7 +88,7 @@ async def regenerate(screen: ChatHost) -> None:
         await screen.show_head()
         await start_reply(screen)
 
-    await screen.jobs.when_idle(again)
+    await screen.gestures.when_idle(again)
 
 
 async def continue_reply(screen: ChatHost) -> None:
@@ -105,7 +105,7 @@ async def continue_reply(screen: ChatHost) -> None:
         await screen.conversation_view.begin_reply(continued=message)
         screen.jobs.continue_reply(message.id)
 
-    await screen.jobs.when_idle(go_on)
+    await screen.gestures.when_idle(go_on)
 
 
 def continue_from(screen: ChatHost) -> None:
@@ -132,7 +132,7 @@ def continue_from(screen: ChatHost) -> None:
 
     async def chosen(chars: int | None) -> None:
         if chars is not None:
-            await screen.jobs.when_idle(lambda: go_on(chars))
+            await screen.gestures.when_idle(lambda: go_on(chars))
 
     screen.app.push_screen(CutPoint(message.text, which=which), chosen)
 
@@ -163,7 +163,7 @@ async def rewind(screen: ChatHost) -> None:
         screen.status.set_note("rewound: the next message joins your message there" if head.role == "user"
                                else "rewound: the next message continues from here")
 
-    await screen.jobs.when_idle(back)
+    await screen.gestures.when_idle(back)
 
 
 async def undo_rewind(screen: ChatHost, head_id: int) -> None:
@@ -174,7 +174,7 @@ async def undo_rewind(screen: ChatHost, head_id: int) -> None:
         await screen.show_head(InputMode())
         await after_switch(screen)
 
-    await screen.jobs.when_idle(again)
+    await screen.gestures.when_idle(again)
 
 
 async def delete_branch(screen: ChatHost) -> None:
@@ -185,7 +185,7 @@ async def delete_branch(screen: ChatHost) -> None:
         screen.notify("Put the tree's cursor on a message to delete it and what follows it.")
         return
     # a reply being written stops and is counted
-    await screen.jobs.when_idle(lambda: ask_delete(screen, chosen))
+    await screen.gestures.when_idle(lambda: ask_delete(screen, chosen))
 
 
 def ask_delete(screen: ChatHost, chosen: int | None = None) -> None:
@@ -208,7 +208,7 @@ def ask_delete(screen: ChatHost, chosen: int | None = None) -> None:
 
     async def confirmed(yes: bool | None) -> None:
         if yes:
-            await screen.jobs.when_idle(delete)
+            await screen.gestures.when_idle(delete)
 
     question = f"{chat_rules.delete_question(message, len(counted))} {library_flow.undo_hint(screen)}"
     screen.app.push_screen(ConfirmScreen(question, enter_confirms=screen.controller.deletions_undoable), confirmed)

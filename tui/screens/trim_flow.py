@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from sessions.api.chat import SessionController
     from sessions.errors import ContextOverflow
     from tui.engine_work import EngineWork
+    from tui.gesture_queue import GestureQueue
     from tui.widgets.status_bar import StatusBar
 
 
@@ -28,6 +29,8 @@ class TrimHost(Protocol):
     def controller(self) -> SessionController: ...
     @property
     def jobs(self) -> EngineWork: ...
+    @property
+    def gestures(self) -> GestureQueue: ...
     @property
     def status(self) -> StatusBar: ...
     @property
@@ -48,7 +51,7 @@ def offer_trim(screen: TrimHost, error: ContextOverflow) -> None:
 
     async def chosen(yes: bool | None) -> None:
         if yes:
-            await screen.jobs.when_idle(lambda: start_trim(screen, head.id))
+            await screen.gestures.when_idle(lambda: start_trim(screen, head.id))
 
     screen.app.push_screen(ConfirmScreen(words, "Continue in a new branch", yes_variant="primary"), chosen)
 
