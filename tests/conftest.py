@@ -14,6 +14,7 @@ import gc
 import os
 import sys
 import tempfile
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -44,20 +45,14 @@ def pytest_configure(config) -> None:
     _parse_stylesheets_once()
     _draw_what_is_read()
     _keep_bytecode(config)
-    _fewer_full_collections()
+    # The cycle collector's full passes ten times rarer, as in the app's own process. An app
+    # test leaves its Textual app and widgets in reference cycles, which only a full pass
+    # frees, and enough of them that with Python's thresholds a full pass came every test
+    # or two, each walking every live object of the worker: a large part of the app tests'
+    # CPU (docs/development.md has the figures). Young objects are collected as before.
+    from tui.app import collect_cycles_less_often
 
-
-def _fewer_full_collections() -> None:
-    """Let the cycle collector's full passes come ten times less often in a test process.
-
-    An app test leaves its Textual app and widgets in reference cycles, which only a full
-    pass frees, and enough of them that with Python's thresholds a full pass came every
-    test or two; each walks every live object of the worker, so the collector was a large
-    part of the app tests' CPU (docs/development.md has the figures). Ten times rarer, each
-    pass frees more tests' garbage at once for about the same walk, and a worker holds more
-    garbage between passes. Young objects are still collected as often as before."""
-    gen0, gen1, _ = gc.get_threshold()
-    gc.set_threshold(gen0, gen1, 100)
+    collect_cycles_less_often()
 
 
 def pytest_collection_finish(session) -> None:
@@ -131,8 +126,6 @@ def _draw_what_is_read() -> None:
     last frame of every app test is drawn when its ``run_test`` ends, so a widget that
     cannot draw the state a test leaves fails that test. The real terminals of the pty
     tests draw every frame. If Textual's private method changes, every frame is drawn."""
-    from contextlib import asynccontextmanager
-
     try:
         from textual.app import App
         from textual.screen import Screen
