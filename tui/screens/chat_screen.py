@@ -78,9 +78,10 @@ class ChatScreen(Screen[None]):
     def __init__(self, controller: SessionController, *, config: Config,
                  startup: StartupRequest = StartupRequest()) -> None:
         super().__init__()
-        # The class of the width the screen opens at, set before its first resize: that
-        # resize would otherwise change the class, and restyle every widget of the screen.
-        self.add_class("-wide" if self.app.size.width >= self.NARROW_BELOW else "-narrow", update=False)
+        # The breakpoint class of the width the screen opens at, set before its first
+        # resize: that resize would otherwise change it, and restyle every widget of the screen.
+        width = self.app.size.width
+        self.add_class(next(name for at, name in reversed(self.HORIZONTAL_BREAKPOINTS) if width >= at), update=False)
         self.controller = controller
         self.config = config
         self.startup = startup
