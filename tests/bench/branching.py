@@ -260,9 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                              "model's shape on a CPU); bytes and evaluated tokens are measured all the same")
     parser.add_argument("--ram-mb", type=int, default=None,
                         help="the checkpoints' RAM tier in MiB (default: the app's, checkpoints.ram_mb)")
-    parser.add_argument("--w1-scale", type=float, default=1.0,
-                        help="W1's texts at this fraction of their size (the suite's runs; figures are "
-                             "published at 1)")
+    workload.add_scale_flag(parser)
     parser.add_argument("--w1-event", type=int, help=argparse.SUPPRESS)  # a child of --each-event process
     parser.add_argument("--w1-state", help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)

@@ -162,9 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--ngl", type=gpu_layers, default=0,
                         help="layers offloaded to this machine's GPUs (both sides): a number, auto or all")
-    parser.add_argument("--w1-scale", type=float, default=1.0,
-                        help="W1's texts at this fraction of their size (the suite's runs; figures are "
-                             "published at 1)")
+    workload.add_scale_flag(parser)
     args = parser.parse_args(argv)
     workload.set_scale(args.w1_scale)
     if not os.access(args.server, os.X_OK):

@@ -10,6 +10,7 @@ reopen after it build, counted in that model's tokens, with room for its chat te
 
 from __future__ import annotations
 
+import argparse
 import random
 from pathlib import Path
 
@@ -52,6 +53,13 @@ SUITE_SCALE = 0.3
 """The scale the suite's runs take (the GPU check's rehearsal, the new-process W1 test):
 the same events, routes and fields in a third of the tokens; their from-scratch prefills,
 which grow faster than the chat, were most of their time at full size."""
+
+
+def add_scale_flag(parser: argparse.ArgumentParser) -> None:
+    """``--w1-scale``, for a benchmark that makes W1's texts (``set_scale`` takes its value)."""
+    parser.add_argument("--w1-scale", type=float, default=1.0,
+                        help="W1's texts at this fraction of their size (the suite's runs; figures are "
+                             "published at 1)")
 
 
 def set_scale(scale: float) -> None:
