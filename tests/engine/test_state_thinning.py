@@ -10,6 +10,8 @@ states, and always exactly.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from sessions.branching.snapshot_policy import RECURRENT_SPACING, SnapshotPolicy
@@ -17,16 +19,20 @@ from sessions.checkpoints import CheckpointStore
 from sessions.checkpoints.listing import list_files
 from sessions.synth import make_model
 from tests.bench.state_thinning import PARAMS, TEXT, thinning
+from tests.threads import TEST_THREADS
 
 from .test_exactness import engine_for, flat
 
 pytestmark = pytest.mark.engine
+TEST_PARAMS = dataclasses.replace(PARAMS, n_threads=TEST_THREADS)
+"""The benchmark's context with the tests' threads (``tests.threads``: two threads of a test
+worker that shares its cores spin against the other workers for many times the work)."""
 
 
 def test_a_quarter_of_the_states_keeps_every_edit_within_four_spacings(tmp_path):
     """``tests.bench.state_thinning`` on the tiny qwen35 (its figures at a real state shape:
     docs/benchmarks.md)."""
-    run = thinning(make_model("qwen35", "tiny"), tmp_path)
+    run = thinning(make_model("qwen35", "tiny"), tmp_path, params=TEST_PARAMS)
     assert run["states"] >= 12
     assert 0 < run["states_kept"] <= run["states"] // 3
     for edit in run["edits"]:
@@ -49,7 +55,7 @@ def test_states_inside_a_message_follow_the_spacing_not_the_clock(tmp_path):
         msgs = [model.tokenize(TEXT * 200, add_bos=True)[:2600], model.tokenize(TEXT, add_bos=False)[:20]]
         tokens, ends = flat(msgs)
         with CheckpointStore(tmp_path, ram_bytes=1 << 28, disk_bytes=1 << 32) as store:
-            engine = engine_for(model, store, policy=Wide(), params=PARAMS)
+            engine = engine_for(model, store, policy=Wide(), params=TEST_PARAMS)
             engine.prepare(tokens, ends)
             assert engine.captures.spacing == 4 * RECURRENT_SPACING
             assert store.flush(60)
