@@ -101,5 +101,25 @@ class AskProcess:
                 pipe.close()
 
 
+HELD_REPLY_TOKENS = 1500
+"""The tiny llama's reply this long (about 6.6 KB) outgrows the stdout pipe: a test that stops
+reading holds the process mid-reply."""
+SHORT_REPLY_TOKENS = 24
+"""A reply another terminal writes to the end while no test holds it: only its place counts."""
+
+
+def other_terminal(model: str, *argv: str, max_tokens: int = HELD_REPLY_TOKENS) -> AskProcess:
+    """``llamachat ask`` at temperature 0 as another terminal runs it: ``-m model ARGV``."""
+    return AskProcess("-m", model, "--temp", "0", "--max-tokens", str(max_tokens), *argv)
+
+
+def other_terminal_asked(model: str, *argv: str) -> str:
+    """A short ask of another terminal, run to its end; what it printed."""
+    process = other_terminal(model, *argv, max_tokens=SHORT_REPLY_TOKENS)
+    status = process.drain()
+    assert status == 0, process.stderr
+    return process.out.decode()
+
+
 def printed_some_reply(process: AskProcess) -> bool:
     return len(process.out.strip()) >= 8

@@ -20,7 +20,7 @@ from sessions.sampling import SamplingSettings
 from sessions.stop_reason import StopReason
 from sessions.store import ChatChanged, SessionStore
 from sessions.synth import make_model
-from tests.ask_process import AskProcess, printed_some_reply
+from tests.ask_process import SHORT_REPLY_TOKENS, other_terminal, other_terminal_asked, printed_some_reply
 from tests.store_child import StoreProcess
 from tests.tui.fake_engine import FakeEngineFactory, FakeScript
 
@@ -30,17 +30,6 @@ pytestmark = pytest.mark.engine
 @pytest.fixture(scope="module")
 def model() -> str:
     return str(make_model("llama", "tiny"))
-
-
-def ask(model: str, *argv: str) -> AskProcess:
-    return AskProcess("-m", model, "--temp", "0", "--max-tokens", "1500", *argv)
-
-
-def asked(model: str, *argv: str) -> str:
-    process = ask(model, *argv)
-    status = process.drain()
-    assert status == 0, process.stderr
-    return process.out.decode()
 
 
 @pytest.fixture
@@ -81,7 +70,7 @@ def test_the_tree_and_its_head_are_read_in_one_read(store, controller, model, mo
     def messages_then_another_process_writes(self, wanted):
         found = real(self, wanted)
         if not writes:  # after the tree is read, before anything else: a commit elsewhere
-            writes.append(asked(model, "--session", str(session_id), "written in between"))
+            writes.append(other_terminal_asked(model, "--session", str(session_id), "written in between"))
         return found
 
     monkeypatch.setattr(SessionStore, "messages", messages_then_another_process_writes)
@@ -98,7 +87,7 @@ def test_the_tree_and_its_head_are_read_in_one_read(store, controller, model, mo
 def test_a_send_on_a_head_moved_by_another_process_is_refused_and_the_chat_read_again(store, controller, model):
     session_id = controller.session_id
     shown = controller.snapshot().head
-    asked(model, "--session", str(session_id), "from the other terminal")
+    other_terminal_asked(model, "--session", str(session_id), "from the other terminal")
     with pytest.raises(ChatChanged, match="changed in another window.*nothing was saved"):
         controller.send("mine")
     assert "mine" not in [m.text for m in store.messages(session_id)]
@@ -112,7 +101,7 @@ def test_a_send_on_a_head_moved_by_another_process_is_refused_and_the_chat_read_
 
 def test_while_another_process_writes_a_reply_the_app_refuses_and_an_ask_queues(store, controller, model):
     session_id = controller.session_id
-    first = ask(model, "--session", str(session_id), "long one")
+    first = other_terminal(model, "--session", str(session_id), "long one")
     second = None
     try:
         first.read_until(printed_some_reply, "the first reply to stream")  # it holds the turn now
@@ -120,7 +109,7 @@ def test_while_another_process_writes_a_reply_the_app_refuses_and_an_ask_queues(
             controller.send("mine")
         with pytest.raises(TurnTaken):
             controller.regenerate(controller.snapshot().head.id)
-        second = ask(model, "--session", str(session_id), "queued question")
+        second = other_terminal(model, "--session", str(session_id), "queued question", max_tokens=SHORT_REPLY_TOKENS)
         second.read_until(lambda p: b"waiting" in p.err, "the second ask to wait", stream="err")
         assert first.drain() == 0, first.stderr
         assert second.drain() == 0, second.stderr
@@ -145,7 +134,7 @@ def test_a_branch_that_grew_elsewhere_is_not_deleted(store, controller, model):
     session_id = controller.session_id
     question = controller.snapshot().path[0]
     counted = [m.id for m in controller.snapshot().path]
-    asked(model, "--session", str(session_id), "added in another terminal")
+    other_terminal_asked(model, "--session", str(session_id), "added in another terminal")
     before = len(store.messages(session_id))
     with pytest.raises(ChatChanged, match="now holds 4 message"):
         controller.delete_subtree(question.id, expected_ids=counted)

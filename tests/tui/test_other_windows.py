@@ -18,7 +18,7 @@ from textual.widgets import Static
 from sessions import paths
 from sessions.store import SessionStore
 from sessions.synth import make_model
-from tests.ask_process import AskProcess, printed_some_reply
+from tests.ask_process import other_terminal, other_terminal_asked, printed_some_reply
 from tests.tui.fake_engine import FakeScript
 from tests.tui.helpers import ready, send, settle, shown_texts, type_text, wait_for
 from tui.screens.dialogs import ConfirmScreen
@@ -35,15 +35,6 @@ def model() -> str:
 def script() -> FakeScript:
     """The fake engine counts a byte as a token: room for a long reply of the real model."""
     return FakeScript(n_ctx=1 << 16)
-
-
-def ask(model: str, *argv: str) -> AskProcess:
-    return AskProcess("-m", model, "--temp", "0", "--max-tokens", "1500", *argv)
-
-
-def asked(model: str, *argv: str) -> None:
-    process = ask(model, *argv)
-    assert process.drain() == 0, process.stderr
 
 
 def texts_stored(session_id: int = 1) -> list[str]:
@@ -68,7 +59,7 @@ async def test_a_send_after_another_terminal_changed_the_chat_is_refused_then_go
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "hello")
-        asked(model, "--session", "1", "from the terminal")
+        other_terminal_asked(model, "--session", "1", "from the terminal")
         await submit(pilot, "mine")
         await wait_for(pilot, lambda: "changed in another window" in last_notice(app), "the refusal")
         assert "mine" not in texts_stored()
@@ -86,7 +77,7 @@ async def test_the_app_refuses_to_send_while_another_terminal_writes_a_reply(mak
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await ready(pilot)
         await send(pilot, "hello")
-        other = ask(model, "--session", "1", "long one")
+        other = other_terminal(model, "--session", "1", "long one")
         try:
             other.read_until(printed_some_reply, "the other reply to stream")
             await submit(pilot, "mine")
@@ -110,7 +101,7 @@ async def test_f8_deletes_only_what_it_counted(make_app, model):
         await pilot.press("f8")  # the last reply: 1 message
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirm dialog")
         assert "1 message will be deleted" in str(app.screen.query_one("#dialog-question", Static).render())
-        asked(model, "--session", "1", "added below it meanwhile")
+        other_terminal_asked(model, "--session", "1", "added below it meanwhile")
         await pilot.press("y")
         await wait_for(pilot, lambda: "changed in another window" in last_notice(app), "the refusal")
         assert "nothing was deleted" in last_notice(app)
