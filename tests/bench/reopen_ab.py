@@ -108,6 +108,7 @@ def child(tree: Path, data: Path, threads: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     from sessions.cli.arguments import gpu_layers
     from sessions.synth import SIZES
+    from tests.bench import workload
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="gemma3", choices=["llama", "gemma3", "lfm2", "mamba"])
@@ -119,11 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--ngl", type=gpu_layers, default=0, help="layers offloaded to this machine's GPUs")
     parser.add_argument("--cache-type", default="f16", help="K and V cache type of a new build (-ctk, -ctv)")
+    workload.add_scale_flag(parser)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    workload.set_scale(args.w1_scale)
     from sessions import paths
 
-    data = args.data or paths.cache_dir() / "bench" / f"reopen-{args.arch}-{args.size}"
+    scaled = "" if args.w1_scale == 1 else f"-at-{args.w1_scale}"  # a build kept per scale
+    data = args.data or paths.cache_dir() / "bench" / f"reopen-{args.arch}-{args.size}{scaled}"
     os.environ["LLAMACHAT_CACHE_DIR"] = str(data / "cache")
     os.environ.setdefault("LLAMACHAT_MODEL_CACHE", str(paths.made_models_dir()))
     if args.child is not None:

@@ -161,7 +161,8 @@ def test_the_reopen_comparison_runs_on_a_tiny_model(tmp_path):
     """Two trees (here the same one twice), one restore each in a new process."""
     run = subprocess.run(
         [sys.executable, "-m", "tests.bench.reopen_ab", "--size", "tiny", "--arch", "lfm2", "--threads", "1",
-         "--data", str(tmp_path / "w1"), "--repeat", "1", "--tree", str(REPO), "--cache-type", "q8_0"],
+         "--data", str(tmp_path / "w1"), "--repeat", "1", "--tree", str(REPO), "--cache-type", "q8_0",
+         "--w1-scale", str(SUITE_SCALE)],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stderr[-2000:]
