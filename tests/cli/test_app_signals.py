@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,18 +36,25 @@ PASTE_ON = b"\x1b[?2004h"
 RESTORED = (ALT_SCREEN_OFF, b"\x1b[?1000l", b"\x1b[?1003l", b"\x1b[?1006l", b"\x1b[?25h")
 
 
-@pytest.fixture
-def demo_env(tmp_path) -> dict[str, str]:
-    config = tmp_path / "config" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
+@pytest.fixture(scope="module")
+def demo_config(tmp_path_factory) -> Path:
+    config = tmp_path_factory.mktemp("config") / "config.toml"
     config.write_text(CONFIG)
-    return dict(os.environ, LLAMACHAT_CONFIG=str(config))
+    return config
 
 
 @pytest.fixture
-def first_words(demo_env, tmp_path) -> str:
-    """A word the demo model's reply to the question starts with (it samples greedily)."""
-    env = dict(demo_env, LLAMACHAT_DATA_DIR=str(tmp_path / "other-data"))
+def demo_env(demo_config) -> dict[str, str]:
+    return dict(os.environ, LLAMACHAT_CONFIG=str(demo_config))
+
+
+@pytest.fixture(scope="module")
+def first_words(demo_config, tmp_path_factory) -> str:
+    """A word the demo model's reply to the question starts with (it samples greedily, so
+    the same word for every test here: asked once)."""
+    env = dict(os.environ, LLAMACHAT_CONFIG=str(demo_config),
+               LLAMACHAT_DATA_DIR=str(tmp_path_factory.mktemp("other-data")),
+               LLAMACHAT_CACHE_DIR=str(tmp_path_factory.mktemp("other-cache")))
     done = subprocess.run([sys.executable, "-m", "sessions.cli", "--demo", "ask", "--max-tokens", "40", QUESTION],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
