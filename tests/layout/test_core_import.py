@@ -7,9 +7,12 @@ through by not being listed anywhere.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,3 +66,26 @@ def test_importing_every_sessions_module_leaves_textual_out():
     assert not culprits, f"importing {culprits[0]} pulled textual into sessions"
     assert lines[-1] == "LOADED False", "textual was imported, but no single module was to blame"
     assert int(lines[0].split()[1]) > 1, "no sessions submodules were found"
+
+
+THREADS_PROBE = """
+import os, sys
+import sessions.checkpoints  # its file reads import numpy
+print(os.environ["OPENBLAS_NUM_THREADS"], "numpy" in sys.modules, len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts a process's threads in /proc")
+def test_the_core_imports_numpy_without_a_pool_of_blas_threads_unless_the_user_asks():
+    """numpy's OpenBLAS would start a thread pool at import that spins for nothing (the
+    core does no matrix work in numpy): ``sessions`` holds it to one thread, not over a
+    value the user set."""
+    def probe(**extra: str) -> list[str]:
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | extra
+        done = subprocess.run([sys.executable, "-c", THREADS_PROBE], cwd=REPO, env=env, capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert probe() == ["1", "True", "1"]  # numpy loaded, and no thread but the main one
+    assert probe(OPENBLAS_NUM_THREADS="3")[:2] == ["3", "True"]  # the user's pool, as asked
