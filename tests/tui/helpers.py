@@ -6,6 +6,8 @@ import re
 import time
 from collections.abc import Callable
 
+from textual import events
+from textual.keys import _character_to_key
 from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerFailed
@@ -53,8 +55,20 @@ async def ready(pilot: Pilot) -> ChatScreen:
 
 
 async def type_text(pilot: Pilot, text: str) -> None:
-    keys = {" ": "space", "\n": "ctrl+j"}
-    await pilot.press(*[keys.get(char, char) for char in text])
+    """Type ``text`` as a terminal delivers it: its keys queued all at once, as one read of
+    the terminal brings them, then a wait for the app to go idle (a line break is Ctrl+J).
+
+    ``pilot.press`` waits for the app to go idle after every key; a typed message gives a
+    terminal no such pauses, and the keys queued behind one another are what the input's
+    Enter and Ctrl+J must keep their place among (``tui.widgets.chat_input``). Whatever a
+    test does next is queued behind them too."""
+    for char in text:
+        if char == "\n":
+            key = events.Key("ctrl+j", None)
+        else:
+            key = events.Key(char if char.isalnum() else _character_to_key(char), char)
+        pilot.app.post_message(key)
+    await pilot.pause()
 
 
 async def send(pilot: Pilot, text: str) -> ChatScreen:

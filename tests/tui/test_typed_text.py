@@ -32,8 +32,13 @@ async def test_escape_and_typing_in_a_panel_bring_the_focus_back(make_app):
         assert isinstance(app.focused, ChatInput)
         await pilot.press("ctrl+l")  # the session list
         assert not isinstance(app.focused, ChatInput)
-        await type_text(pilot, "typed here")
+        await type_text(pilot, "typed here")  # in one burst: the space arrives before the focus
         assert isinstance(app.focused, ChatInput) and screen.chat_input.text == "typed here"
+        screen.session_list.focus()  # the list is still open: back to it
+        await pilot.pause()
+        assert not isinstance(app.focused, ChatInput)
+        await pilot.press("space")  # typing is not moving now: a space alone is the panel's
+        assert not isinstance(app.focused, ChatInput) and screen.chat_input.text == "typed here"
 
 
 async def test_a_new_chat_from_the_session_list_takes_what_is_typed(make_app):

@@ -103,6 +103,8 @@ class ChatScreen(Screen[None]):
         self.gestures = GestureQueue(self.jobs, controller, refused=self.refused)
         self.switch_costs = SwitchCosts(self, controller, lambda words: self.tree_panel.show_cost(words))
         self.finder = find_flow.Finder(self, FindBar(id="find"))
+        self._typing_moved = False
+        """Typing in a side panel has begun to go to the message box, whose focus is on its way."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -391,13 +393,23 @@ class ChatScreen(Screen[None]):
     def on_key(self, event: events.Key) -> None:
         """Text typed while a side panel has the focus goes to the message box, not nowhere.
         An Alt or Ctrl key is not text, though a terminal sends Alt+S with its letter: it
-        goes on to its binding (find, attach...)."""
+        goes on to its binding (find, attach...). A space is the panel's, unless typing has
+        begun to go to the message box: the keys a terminal delivers in one read all arrive
+        before the focus does, and the space between two typed words is text."""
         typed = not event.key.startswith(("alt+", "ctrl+")) and not self._panel_key(event.key)
-        if typed and event.is_printable and event.character and event.character != " " and self.in_side_panel():
-            event.stop()
-            event.prevent_default()
-            self.chat_input.focus()
-            self.chat_input.insert(event.character)
+        if not (typed and event.is_printable and event.character and self.in_side_panel()):
+            return
+        if event.character == " " and not self._typing_moved:
+            return
+        event.stop()
+        event.prevent_default()
+        self._typing_moved = True
+        self.chat_input.focus()
+        self.chat_input.insert(event.character)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The focus has landed (on the message box, or wherever a gesture put it since)."""
+        self._typing_moved = False
 
     def _panel_key(self, key: str) -> bool:
         """Whether ``key`` is a key of the side panel focused (the tree's ``<`` and ``>``)."""
