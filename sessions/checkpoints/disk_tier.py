@@ -429,6 +429,7 @@ class DiskTier:
         path = os.path.join(self._root, address_text(compat, prefix, kind))
         with self._lock:  # to tell a file written by another process from one being deleted
             removals, leaving = self._index.removals, key in self._leaving  # type: ignore[union-attr]
+            listed = self._index.get(key)  # type: ignore[union-attr]
         try:
             with os.fdopen(open_regular(path), "rb", buffering=0) as src:
                 size = os.fstat(src.fileno()).st_size
@@ -438,12 +439,10 @@ class DiskTier:
                 if result is not None and use:
                     mark_used(src.fileno())
         except FileNotFoundError:
-            with self._lock:
-                self._index.remove(key)  # type: ignore[union-attr]
+            self._unlist_if_unchanged(key, listed)
             return None
         except CorruptCheckpointError as error:
-            with self._lock:
-                self._index.remove(key)  # type: ignore[union-attr]
+            self._unlist_if_unchanged(key, listed)
             self._delete_corrupt(Path(path), error.reason)
             return None
         except OSError as error:
@@ -462,6 +461,14 @@ class DiskTier:
                 self._index.add(key, DiskEntry.of_header(header, Path(path), size, now))
             # (else it may have been deleted while this read had it open; another's is listed next read)
         return result
+
+    def _unlist_if_unchanged(self, key: Key, listed: DiskEntry | None) -> None:
+        """Take ``key`` off the index after a read that did not find its file whole, unless
+        the writer listed a new file under it since the read began (the read looked before
+        the file was renamed into place): that file is whole, and stays listed."""
+        with self._lock:
+            if self._index is not None and self._index.get(key) is listed:
+                self._index.remove(key)
 
     def entries(self) -> list[tuple[Key, DiskEntry]]:
         """The files listed now, with what the index knows of them (none while disabled)."""

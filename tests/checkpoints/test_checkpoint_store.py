@@ -302,6 +302,31 @@ def test_concurrent_puts_and_gets_lose_nothing(tmp_path, problems) -> None:
     assert problems == []
 
 
+def test_a_read_that_missed_a_file_written_meanwhile_leaves_it_listed(tmp_path, monkeypatch) -> None:
+    """A read opens the path just before the writer renames the file into place and lists
+    it: the read finds nothing, and must not take the new file off the index (a file the
+    index forgot is never restored, nor counted against the budget)."""
+    from sessions.checkpoints import disk_tier
+
+    (seg,) = chain([0, 50])
+    with CheckpointStore(tmp_path, ram_bytes=0, disk_bytes=1 << 24) as store:
+        real_open = disk_tier.open_regular
+
+        def open_as_the_writer_finishes(path, *args, **kwargs):
+            try:
+                return real_open(path, *args, **kwargs)
+            except FileNotFoundError:
+                store.put(seg)  # written and listed between this open and the read's handling
+                assert store.flush(WAIT)
+                raise
+
+        monkeypatch.setattr(disk_tier, "open_regular", open_as_the_writer_finishes)
+        assert store.get(COMPAT, seg.prefix) is None  # that read found no file
+        monkeypatch.undo()
+        assert store.stats().disk_count == 1 and store.where(COMPAT, seg.prefix) == "disk"
+        assert store.get(COMPAT, seg.prefix) == seg
+
+
 def snapshot(end: int, *, state: bytes = b"w" * 512, logits: bytes | None = bytes(8)) -> Segment:
     return Segment(COMPAT, prefix_hash(TOKENS[:end]), None, end, end, state, logits, kind="snapshot")
 
