@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
@@ -68,6 +69,14 @@ async def type_text(pilot: Pilot, text: str) -> None:
         else:
             key = events.Key(char if char.isalnum() else _character_to_key(char), char)
         pilot.app.post_message(key)
+    # An idle wait alone can end early on a loaded machine (a slice in which the process got
+    # no processor looks idle), so first the keys' own way through: the app passes each one
+    # on before it runs what was queued after them, then the widgets handle what they were
+    # passed, as ``pilot.press`` ends with.
+    passed_on = asyncio.Event()
+    pilot.app.call_later(passed_on.set)
+    await asyncio.wait_for(passed_on.wait(), WAIT_SECONDS)
+    await pilot._wait_for_screen()
     await pilot.pause()
 
 
