@@ -18,20 +18,14 @@ from sessions.stop_reason import StopReason
 from sessions.store import SessionStore
 from sessions.synth import make_model
 from sessions.text_safety import inert
-from tests.ask_process import AskProcess, printed_some_reply
+from tests.ask_process import HELD_REPLY_TOKENS, AskProcess, other_terminal, printed_some_reply
 
 pytestmark = pytest.mark.engine
-
-MAX_TOKENS = 1500
 
 
 @pytest.fixture(scope="module")
 def model() -> str:
     return str(make_model("llama", "tiny"))
-
-
-def ask(model: str, *argv: str) -> AskProcess:
-    return AskProcess("-m", model, "--temp", "0", "--max-tokens", str(MAX_TOKENS), *argv)
 
 
 def stored(session_id: int = 1):
@@ -44,7 +38,7 @@ def check_kept(process: AskProcess, words: str, *, read_all: bool = True) -> Non
     question, reply = stored()
     assert question.text == "long one" and reply.parent_id == question.id
     assert reply.stats.stop_reason == StopReason.CANCELLED
-    assert 0 < reply.stats.tokens_generated < MAX_TOKENS
+    assert 0 < reply.stats.tokens_generated < HELD_REPLY_TOKENS
     printed = process.out.decode()
     if read_all:  # what was shown is what was kept
         assert printed.endswith("\n") and inert(reply.text) == printed[:-1]
@@ -57,7 +51,7 @@ def check_kept(process: AskProcess, words: str, *, read_all: bool = True) -> Non
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_after_text_was_printed_keeps_the_reply_as_stopped(model, signum, status):
-    process = ask(model, "long one")
+    process = other_terminal(model, "long one")
     try:
         process.read_until(printed_some_reply, "the reply to stream")
         os.kill(process.pid, signum)
@@ -69,7 +63,7 @@ def test_a_signal_after_text_was_printed_keeps_the_reply_as_stopped(model, signu
 
 def test_a_reader_that_leaves_early_stops_the_reply_and_keeps_it(model):
     """``llamachat ask ... | head``: the reply was stored by no one before."""
-    process = ask(model, "long one")
+    process = other_terminal(model, "long one")
     try:
         process.read_until(printed_some_reply, "the reply to stream")
         process.close_stdout()
@@ -80,7 +74,7 @@ def test_a_reader_that_leaves_early_stops_the_reply_and_keeps_it(model):
 
 
 def test_a_stopped_reply_can_be_continued(model):
-    process = ask(model, "long one")
+    process = other_terminal(model, "long one")
     try:
         process.read_until(printed_some_reply, "the reply to stream")
         os.kill(process.pid, signal.SIGINT)
@@ -88,18 +82,18 @@ def test_a_stopped_reply_can_be_continued(model):
     finally:
         process.kill()
     reply = stored()[1]
-    more = ask(model, "--session", "1", "--continue", str(reply.id), "--max-tokens", "5")
+    more = other_terminal(model, "--session", "1", "--continue", str(reply.id), "--max-tokens", "5")
     assert more.drain() == 0, more.stderr
     longer = stored()[-1]
     assert longer.parent_id == reply.parent_id and longer.text.startswith(reply.text) and longer.text != reply.text
 
 
 def test_a_signal_while_waiting_for_another_reply_leaves_nothing(model):
-    first = ask(model, "long one")
+    first = other_terminal(model, "long one")
     second = None
     try:
         first.read_until(printed_some_reply, "the first reply to stream")  # it holds the session's turn
-        second = ask(model, "--session", "1", "a queued question")
+        second = other_terminal(model, "--session", "1", "a queued question")
         second.read_until(lambda p: b"waiting" in p.err, "the second ask to wait", stream="err")
         os.kill(second.pid, signal.SIGINT)
         assert second.drain() == 130, second.stderr
@@ -118,7 +112,7 @@ def test_a_database_moved_away_while_the_reply_streams_is_said_in_one_line(model
     and the one line says the reply was not saved and why."""
     from sessions import paths
 
-    process = ask(model, "long one")
+    process = other_terminal(model, "long one")
     try:
         process.read_until(printed_some_reply, "the reply to stream")
         db = paths.database_file()
