@@ -108,9 +108,10 @@ SHORT_REPLY_TOKENS = 24
 """A reply another terminal writes to the end while no test holds it: only its place counts."""
 
 
-def other_terminal(model: str, *argv: str, max_tokens: int = HELD_REPLY_TOKENS) -> AskProcess:
+def other_terminal(model: str, *argv: str, max_tokens: int = HELD_REPLY_TOKENS,
+                   env: dict[str, str] | None = None) -> AskProcess:
     """``llamachat ask`` at temperature 0 as another terminal runs it: ``-m model ARGV``."""
-    return AskProcess("-m", model, "--temp", "0", "--max-tokens", str(max_tokens), *argv)
+    return AskProcess("-m", model, "--temp", "0", "--max-tokens", str(max_tokens), *argv, env=env)
 
 
 def other_terminal_asked(model: str, *argv: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from sessions.store import SessionStore
 from sessions.synth import make_model
-from tests.ask_process import AskProcess, printed_some_reply
+from tests.ask_process import HELD_REPLY_TOKENS, other_terminal, printed_some_reply
 
 pytestmark = pytest.mark.engine
 
@@ -22,7 +22,7 @@ def test_a_reply_that_meets_a_full_disk_is_reported_lost_and_its_question_kept(s
     small_disk.need_mount()
     model = str(make_model("llama", "tiny"))
     env = dict(os.environ, LLAMACHAT_DATA_DIR=str(small_disk.folder))
-    process = AskProcess("-m", model, "--temp", "0", "--max-tokens", "1500", "long one", env=env)
+    process = other_terminal(model, "long one", env=env)
     try:
         process.read_until(printed_some_reply, "the reply to stream")  # the question is stored
         filler = small_disk.fill()
@@ -32,8 +32,9 @@ def test_a_reply_that_meets_a_full_disk_is_reported_lost_and_its_question_kept(s
     assert status == 1
     db = small_disk.folder / "sessions.sqlite3"
     assert process.stderr_lines() == [
-        f"llamachat: error: the reply ({1500} tokens) was not saved: the disk holding the session database "
-        f"{db} is full; your question (message 1) was saved before it and is kept. Free some space, then ask again"]
+        f"llamachat: error: the reply ({HELD_REPLY_TOKENS} tokens) was not saved: the disk holding the session "
+        f"database {db} is full; your question (message 1) was saved before it and is kept. Free some space, "
+        "then ask again"]
     assert len(process.out) > 4096  # the whole reply was shown
     filler.unlink()
     with SessionStore.open(db) as store:
